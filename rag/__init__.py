@@ -1,0 +1,8 @@
+"""Small, pure building blocks of a measured retrieval-augmented generation pipeline.
+
+Every module holds one idea and works on plain data (strings, numpy arrays,
+dataclasses). Reading and writing files is left to the workflow scripts and to
+:mod:`rag.io`.
+"""
+
+__version__ = "0.1.0"

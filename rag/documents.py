@@ -1,0 +1,191 @@
+"""Documents as ordered text blocks, and the Markdown reader of the bundled corpus.
+
+A document is kept as blocks (paragraphs) with the heading path above each one.
+Its full text is the blocks joined by blank lines; every offset in the pipeline
+(chunks, evidence spans) is a character position in that full text, so chunks
+never have to be found again by searching.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+import yaml
+
+SECTION_SEPARATOR = " › "
+BLOCK_SEPARATOR = "\n\n"
+PARSER_VERSION = "2"
+
+# Sections that describe the document instead of stating its facts.
+SKIPPED_SECTIONS: frozenset[str] = frozenset(
+    {"references", "further reading", "see also", "notes", "external links", "bibliography", "sources"}
+)
+
+
+class DocumentError(ValueError):
+    """A document that cannot be parsed; the message names it."""
+
+
+@dataclass(frozen=True)
+class Block:
+    """One paragraph and the heading path it sits under (empty for the lead)."""
+
+    section: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class Document:
+    doc_id: str
+    title: str
+    version: str
+    blocks: tuple[Block, ...]
+    url: str | None = None
+    updated: str | None = None
+    tags: tuple[str, ...] = ()
+    access: str = "public"
+
+    @property
+    def full_text(self) -> str:
+        return BLOCK_SEPARATOR.join(block.text for block in self.blocks)
+
+    def block_offsets(self) -> list[tuple[int, int]]:
+        """Start and end of every block in :attr:`full_text`."""
+        offsets, position = [], 0
+        for block in self.blocks:
+            offsets.append((position, position + len(block.text)))
+            position += len(block.text) + len(BLOCK_SEPARATOR)
+        return offsets
+
+
+def section_name(path: tuple[str, ...]) -> str:
+    return SECTION_SEPARATOR.join(path)
+
+
+def content_version(blocks: tuple[Block, ...] | list[Block]) -> str:
+    """A version derived from the content, for sources that do not carry one."""
+    digest = hashlib.sha256()
+    for block in blocks:
+        digest.update(section_name(block.section).encode() + b"\0" + block.text.encode() + b"\0")
+    return digest.hexdigest()[:12]
+
+
+def text_digest(document: Document) -> str:
+    """SHA-256 of the parsed text, compared with pinned digests of fetched articles."""
+    return hashlib.sha256(document.full_text.encode()).hexdigest()
+
+
+# --------------------------------------------------------------------------
+# Markdown
+# --------------------------------------------------------------------------
+
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.DOTALL)
+_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_TABLE_ROW = re.compile(r"^\s*\|")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_HTML_TAG = re.compile(r"<[^>\n]+>")
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_EMPHASIS = re.compile(r"(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1")
+_SPACES = re.compile(r"\s+")
+_ALLOWED_FRONT_MATTER = {"id", "title", "version", "url", "updated", "tags", "access"}
+
+
+def _inline_text(text: str) -> str:
+    """Plain text of a Markdown paragraph: links, emphasis and raw HTML removed."""
+    text = _HTML_TAG.sub("", text)
+    text = _LINK.sub(r"\1", text)
+    text = _EMPHASIS.sub(r"\2", text)
+    return _SPACES.sub(" ", text).strip()
+
+
+def _front_matter(text: str, name: str) -> tuple[dict, str]:
+    match = _FRONT_MATTER.match(text)
+    if not match:
+        return {}, text
+    try:
+        meta = yaml.safe_load(match.group(1)) or {}
+    except yaml.YAMLError as error:
+        raise DocumentError(f"{name}: front matter is not valid YAML: {error}") from error
+    if not isinstance(meta, dict):
+        raise DocumentError(f"{name}: front matter must be a mapping")
+    unknown = sorted(set(meta) - _ALLOWED_FRONT_MATTER)
+    if unknown:
+        raise DocumentError(
+            f"{name}: unknown front matter key {unknown[0]!r}; allowed: {sorted(_ALLOWED_FRONT_MATTER)}"
+        )
+    return meta, text[match.end() :]
+
+
+def parse_markdown(text: str, name: str) -> Document:
+    """Parse one Markdown document: H1 title, H2/H3 sections, paragraphs.
+
+    Tables, lists, code fences and reference-like sections are left out: they
+    do not read as prose and would pollute both chunks and evidence matching.
+    ``name`` (usually the file name) identifies the document in errors and is
+    its id when the front matter has none.
+    """
+    meta, body = _front_matter(text, name)
+    title: str | None = meta.get("title")
+    path: list[str] = []
+    skipping = False
+    in_fence = False
+    blocks: list[Block] = []
+    paragraph: list[str] = []
+
+    def flush() -> None:
+        if paragraph and not skipping:
+            joined = _inline_text(" ".join(paragraph))
+            if joined:
+                blocks.append(Block(tuple(path), joined))
+        paragraph.clear()
+
+    for line in body.splitlines():
+        if _FENCE.match(line):
+            flush()
+            in_fence = not in_fence
+            continue
+        if in_fence:
+            continue
+        heading = _HEADING.match(line)
+        if heading:
+            flush()
+            level, heading_text = len(heading.group(1)), _inline_text(heading.group(2))
+            if level == 1:
+                if title is None:
+                    title = heading_text
+                path, skipping = [], False
+                continue
+            depth = level - 2
+            path = path[:depth] + [heading_text]
+            skipping = any(part.lower() in SKIPPED_SECTIONS for part in path)
+            continue
+        if not line.strip() or _TABLE_ROW.match(line) or _LIST_ITEM.match(line):
+            flush()
+            continue
+        paragraph.append(line.strip())
+    flush()
+
+    if in_fence:
+        raise DocumentError(f"{name}: a code fence is never closed")
+    if not title:
+        raise DocumentError(f"{name}: no title (an H1 heading or a 'title' in the front matter)")
+    if not blocks:
+        raise DocumentError(f"{name}: no paragraphs to index")
+    doc_id = str(meta.get("id") or re.sub(r"\.md$", "", name))
+    tags = meta.get("tags") or ()
+    if isinstance(tags, str):
+        tags = (tags,)
+    version = meta.get("version")
+    return Document(
+        doc_id=doc_id,
+        title=title,
+        version=str(version) if version is not None else content_version(blocks),
+        blocks=tuple(blocks),
+        url=str(meta["url"]) if meta.get("url") else None,
+        updated=str(meta["updated"]) if meta.get("updated") else None,
+        tags=tuple(str(tag) for tag in tags),
+        access=str(meta.get("access") or "public"),
+    )
