@@ -1,0 +1,22 @@
+# A declarative experiment pipeline for retrieval-augmented generation.
+# Every result in results/ is rebuilt by `snakemake --cores 4`; the grid lives
+# in config.yaml and the stages in workflow/rules/.
+
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/corpus.smk"
+include: "workflow/rules/chunking.smk"
+include: "workflow/rules/labels.smk"
+
+
+rule all:
+    input:
+        all_results(),
+    default_target: True

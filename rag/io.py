@@ -1,0 +1,233 @@
+"""The file formats of the pipeline, in one place.
+
+This is the only module of the package that touches files. Every writer goes
+through :func:`atomic_path`, so an interrupted job never leaves a file that
+looks complete, and every table is written in a stable row and column order so
+that the same inputs give byte-identical outputs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from rag.chunking import Chunk
+from rag.documents import Block, Document, section_name
+
+PROVENANCE_KEY = b"rag.provenance"
+
+BLOCK_COLUMNS = [
+    "doc_id",
+    "title",
+    "version",
+    "url",
+    "updated",
+    "tags",
+    "access",
+    "section",
+    "block_index",
+    "text",
+    "start",
+    "end",
+]
+CHUNK_COLUMNS = [
+    "chunk_id",
+    "doc_id",
+    "version",
+    "title",
+    "section",
+    "start",
+    "end",
+    "text",
+    "header",
+    "indexed_text",
+    "n_words",
+    "updated",
+    "tags",
+    "access",
+]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it into place on success."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    os.close(handle)
+    try:
+        yield Path(temporary)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    with atomic_path(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+
+
+def write_yaml(path: str | os.PathLike, data: object) -> None:
+    write_text(path, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+
+
+def read_yaml(path: str | os.PathLike) -> object:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except yaml.YAMLError as error:
+        raise ValueError(f"{path}: not valid YAML: {error}") from error
+
+
+def write_parquet(frame: pd.DataFrame, path: str | os.PathLike, provenance: Mapping | None = None) -> None:
+    """Write a table with its provenance in the file's schema metadata."""
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    if provenance is not None:
+        metadata = dict(table.schema.metadata or {})
+        metadata[PROVENANCE_KEY] = json.dumps(provenance, sort_keys=True).encode()
+        table = table.replace_schema_metadata(metadata)
+    with atomic_path(path) as temporary:
+        pq.write_table(table, temporary)
+
+
+def read_provenance(path: str | os.PathLike) -> dict:
+    metadata = pq.read_schema(path).metadata or {}
+    raw = metadata.get(PROVENANCE_KEY)
+    return json.loads(raw) if raw else {}
+
+
+def write_csv(frame: pd.DataFrame, path: str | os.PathLike) -> None:
+    """CSV with fixed float formatting, so reruns give byte-identical tables."""
+    with atomic_path(path) as temporary:
+        frame.to_csv(temporary, index=False, float_format="%.6f", lineterminator="\n")
+
+
+# --------------------------------------------------------------------------
+# Documents and chunks as tables
+# --------------------------------------------------------------------------
+
+
+def documents_to_frame(documents: Sequence[Document]) -> pd.DataFrame:
+    rows = []
+    for document in documents:
+        for index, (block, (start, end)) in enumerate(
+            zip(document.blocks, document.block_offsets(), strict=True)
+        ):
+            rows.append(
+                {
+                    "doc_id": document.doc_id,
+                    "title": document.title,
+                    "version": document.version,
+                    "url": document.url,
+                    "updated": document.updated,
+                    "tags": list(document.tags),
+                    "access": document.access,
+                    "section": section_name(block.section),
+                    "block_index": index,
+                    "text": block.text,
+                    "start": start,
+                    "end": end,
+                }
+            )
+    return pd.DataFrame(rows, columns=BLOCK_COLUMNS)
+
+
+def documents_from_frame(frame: pd.DataFrame) -> list[Document]:
+    from rag.documents import SECTION_SEPARATOR
+
+    documents = []
+    for doc_id, rows in frame.groupby("doc_id", sort=False):
+        rows = rows.sort_values("block_index")
+        first = rows.iloc[0]
+        blocks = tuple(
+            Block(tuple(section.split(SECTION_SEPARATOR)) if section else (), text)
+            for section, text in zip(rows["section"], rows["text"], strict=True)
+        )
+        documents.append(
+            Document(
+                doc_id=str(doc_id),
+                title=first["title"],
+                version=first["version"],
+                blocks=blocks,
+                url=first["url"],
+                updated=first["updated"],
+                tags=tuple(first["tags"]),
+                access=first["access"],
+            )
+        )
+    return documents
+
+
+def chunks_to_frame(chunks: Sequence[Chunk], documents: Sequence[Document]) -> pd.DataFrame:
+    by_id = {document.doc_id: document for document in documents}
+    rows = []
+    for chunk in chunks:
+        document = by_id[chunk.doc_id]
+        rows.append(
+            {
+                "chunk_id": chunk.chunk_id,
+                "doc_id": chunk.doc_id,
+                "version": document.version,
+                "title": chunk.title,
+                "section": chunk.section,
+                "start": chunk.start,
+                "end": chunk.end,
+                "text": chunk.text,
+                "header": chunk.header,
+                "indexed_text": chunk.indexed_text,
+                "n_words": len(chunk.text.split()),
+                "updated": document.updated,
+                "tags": list(document.tags),
+                "access": document.access,
+            }
+        )
+    return pd.DataFrame(rows, columns=CHUNK_COLUMNS)
+
+
+def chunks_from_frame(frame: pd.DataFrame) -> list[Chunk]:
+    return [
+        Chunk(
+            chunk_id=row.chunk_id,
+            doc_id=row.doc_id,
+            title=row.title,
+            section=row.section,
+            start=int(row.start),
+            end=int(row.end),
+            text=row.text,
+            header=row.header,
+        )
+        for row in frame.itertuples(index=False)
+    ]
+
+
+def start_log(path: str | os.PathLike) -> logging.Logger:
+    """A logger that writes to a rule's log file (and nowhere else)."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    logger = logging.getLogger(f"rag.job.{path}")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    handler = logging.FileHandler(path, mode="w", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    logging.captureWarnings(True)
+    logging.getLogger("py.warnings").addHandler(handler)
+    return logger
+
+
+def provenance(**parts: object) -> dict:
+    """What made an artifact: the given parts plus the package version."""
+    from rag import __version__
+
+    return {"rag_version": __version__, **parts}

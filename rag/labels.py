@@ -1,0 +1,260 @@
+"""Questions, evidence spans and the relevance of chunks.
+
+Relevance is defined once, on the documents, independently of any chunker: a
+question's evidence is a list of pieces, each stated by one or more alternative
+spans of text. A chunk is relevant to a piece when its character range wholly
+contains one of the piece's spans. The same labels therefore judge every
+chunking strategy, and a chunker that cuts a span is visibly penalised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rag.chunking import Chunk, cut_probability
+from rag.documents import Document
+from rag.text import count_words
+
+QUESTION_TYPES: tuple[str, ...] = (
+    "fact",  # exact numbers and names, in the evidence's own words
+    "paraphrase",  # shares at most one content word with its evidence
+    "comparison",  # two pieces in different documents
+    "subjectless",  # evidence sentence never names its subject
+    "long_span",  # evidence of 20 to 40 words, which fixed windows can cut
+    "restated",  # a fact stated twice, both spans listed as alternatives
+    "unanswerable",  # the corpus does not give the answer
+    "general",  # anything else (user question files)
+)
+
+
+class LabelError(ValueError):
+    """Malformed or unmatched labels; the message names the question and span."""
+
+
+@dataclass(frozen=True)
+class Span:
+    text: str
+    document: str | None = None  # None: the span may sit in any document
+
+
+@dataclass(frozen=True)
+class Evidence:
+    spans: tuple[Span, ...]
+    gain: float = 1.0
+
+
+@dataclass(frozen=True)
+class Question:
+    question_id: str
+    text: str
+    type: str = "general"
+    answerable: bool = True
+    evidence: tuple[Evidence, ...] = ()
+    answer: str | None = None
+
+
+@dataclass(frozen=True)
+class SpanLocation:
+    """Where one alternative of one piece of evidence sits."""
+
+    question_id: str
+    piece: int
+    alternative: int
+    doc_id: str
+    start: int
+    end: int
+    words: int
+
+
+_QUESTION_KEYS = {"id", "question", "type", "answerable", "evidence", "answer"}
+
+
+def _require(condition: bool, where: str, message: str) -> None:
+    if not condition:
+        raise LabelError(f"{where}: {message}")
+
+
+def parse_questions(data: object, source: str) -> list[Question]:
+    """Validate a loaded questions file (a list, or a mapping with ``questions``).
+
+    ``source`` names the file in every error, with the question's id or index.
+    """
+    if isinstance(data, Mapping):
+        data = data.get("questions")
+    _require(isinstance(data, list), source, "expected a list of questions (or a 'questions:' list)")
+    questions: list[Question] = []
+    seen: set[str] = set()
+    for index, item in enumerate(data):
+        where = f"{source}: question #{index + 1}"
+        _require(isinstance(item, Mapping), where, "must be a mapping")
+        if "id" in item:
+            where = f"{source}: question {item['id']!r}"
+        unknown = sorted(set(item) - _QUESTION_KEYS)
+        _require(not unknown, where, f"unknown key {unknown[0]!r}" if unknown else "")
+        for key in ("id", "question"):
+            _require(isinstance(item.get(key), str) and item[key].strip(), where, f"needs a non-empty {key!r}")
+        question_id = item["id"]
+        _require(question_id not in seen, where, "duplicate id")
+        seen.add(question_id)
+        question_type = item.get("type", "general")
+        _require(question_type in QUESTION_TYPES, where, f"type {question_type!r} not in {QUESTION_TYPES}")
+        answerable = item.get("answerable", True)
+        _require(isinstance(answerable, bool), where, "'answerable' must be true or false")
+        evidence = tuple(_parse_evidence(item.get("evidence") or [], where))
+        _require(not answerable or evidence, where, "an answerable question needs evidence")
+        _require(answerable or not evidence, where, "an unanswerable question must not have evidence")
+        answer = item.get("answer")
+        _require(answer is None or isinstance(answer, str), where, "'answer' must be text")
+        questions.append(Question(question_id, item["question"].strip(), question_type, answerable, evidence, answer))
+    return questions
+
+
+def _parse_evidence(pieces: object, where: str) -> list[Evidence]:
+    _require(isinstance(pieces, list), where, "'evidence' must be a list of pieces")
+    parsed = []
+    for number, piece in enumerate(pieces, start=1):
+        here = f"{where}, evidence piece {number}"
+        _require(isinstance(piece, Mapping) and isinstance(piece.get("spans"), list), here, "needs 'spans'")
+        unknown = sorted(set(piece) - {"spans", "gain"})
+        _require(not unknown, here, f"unknown key {unknown[0]!r}" if unknown else "")
+        spans = []
+        for span in piece["spans"]:
+            if isinstance(span, str):
+                span = {"text": span}
+            _require(isinstance(span, Mapping) and isinstance(span.get("text"), str), here, "a span needs 'text'")
+            _require(span["text"].strip() != "", here, "a span's text is empty")
+            spans.append(Span(span["text"], span.get("document")))
+        _require(bool(spans), here, "needs at least one span")
+        gain = piece.get("gain", 1)
+        _require(isinstance(gain, int | float) and gain > 0, here, "'gain' must be a positive number")
+        parsed.append(Evidence(tuple(spans), float(gain)))
+    return parsed
+
+
+def locate_spans(questions: Sequence[Question], documents: Sequence[Document]) -> list[SpanLocation]:
+    """Every occurrence of every evidence span in the documents.
+
+    A span that occurs nowhere is an error naming the question and the span:
+    silently dropping it would make a question look unanswerable.
+    """
+    texts = {document.doc_id: document.full_text for document in documents}
+    locations: list[SpanLocation] = []
+    for question in questions:
+        for piece, evidence in enumerate(question.evidence):
+            for alternative, span in enumerate(evidence.spans):
+                if span.document is not None and span.document not in texts:
+                    raise LabelError(
+                        f"question {question.question_id!r}: span {span.text!r} names "
+                        f"unknown document {span.document!r}"
+                    )
+                doc_ids = [span.document] if span.document is not None else list(texts)
+                found = False
+                for doc_id in doc_ids:
+                    text = texts[doc_id]
+                    start = text.find(span.text)
+                    while start >= 0:
+                        found = True
+                        end = start + len(span.text)
+                        words = count_words(span.text)
+                        locations.append(
+                            SpanLocation(question.question_id, piece, alternative, doc_id, start, end, words)
+                        )
+                        start = text.find(span.text, start + 1)
+                if not found:
+                    where = f"document {span.document!r}" if span.document else "any document"
+                    raise LabelError(
+                        f"question {question.question_id!r}: evidence span {span.text!r} not found in {where}"
+                    )
+    return locations
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A relevant chunk: it contains a span of ``piece`` of ``question_id``."""
+
+    question_id: str
+    piece: int
+    chunk_id: str
+    gain: float
+
+
+def judge_chunks(
+    questions: Sequence[Question], locations: Iterable[SpanLocation], chunks: Sequence[Chunk]
+) -> list[Judgement]:
+    """The relevant chunks of every question, found by range containment."""
+    gains = {
+        (question.question_id, piece): evidence.gain
+        for question in questions
+        for piece, evidence in enumerate(question.evidence)
+    }
+    by_document: dict[str, tuple[np.ndarray, np.ndarray, list[str]]] = {}
+    for doc_id in {chunk.doc_id for chunk in chunks}:
+        members = [chunk for chunk in chunks if chunk.doc_id == doc_id]
+        by_document[doc_id] = (
+            np.array([chunk.start for chunk in members]),
+            np.array([chunk.end for chunk in members]),
+            [chunk.chunk_id for chunk in members],
+        )
+    judgements: dict[tuple[str, int, str], Judgement] = {}
+    for location in locations:
+        if location.doc_id not in by_document:
+            continue
+        starts, ends, ids = by_document[location.doc_id]
+        containing = np.flatnonzero((starts <= location.start) & (ends >= location.end))
+        for index in containing:
+            key = (location.question_id, location.piece, ids[index])
+            gain = gains[(location.question_id, location.piece)]
+            judgements[key] = Judgement(location.question_id, location.piece, ids[index], gain)
+    return sorted(judgements.values(), key=lambda j: (j.question_id, j.piece, j.chunk_id))
+
+
+@dataclass(frozen=True)
+class PieceCut:
+    """Whether a chunker leaves a piece of evidence whole in some chunk."""
+
+    question_id: str
+    piece: int
+    alternatives: int
+    shortest_span_words: int
+    cut: bool
+    expected_cut: float  # chance all alternatives are cut by fixed windows; NaN otherwise
+
+
+def evidence_cuts(
+    questions: Sequence[Question],
+    locations: Sequence[SpanLocation],
+    judgements: Iterable[Judgement],
+    window: tuple[int, int] | None,
+) -> list[PieceCut]:
+    """Pieces of evidence that no chunk contains whole, beside the expected count.
+
+    ``window`` is (W, o) for fixed windows. A piece is cut only when every
+    alternative is, so its expected probability is the product over
+    alternatives of the single-span formula (windows at random offsets).
+    """
+    found = {(j.question_id, j.piece) for j in judgements}
+    words: dict[tuple[str, int, int], int] = {}
+    for location in locations:
+        words[(location.question_id, location.piece, location.alternative)] = location.words
+    cuts = []
+    for question in questions:
+        for piece, evidence in enumerate(question.evidence):
+            lengths = [words[(question.question_id, piece, a)] for a in range(len(evidence.spans))]
+            if window is None:
+                expected = float("nan")
+            else:
+                expected = float(np.prod([cut_probability(length, *window) for length in lengths]))
+            cuts.append(
+                PieceCut(
+                    question.question_id,
+                    piece,
+                    len(lengths),
+                    min(lengths),
+                    (question.question_id, piece) not in found,
+                    expected,
+                )
+            )
+    return cuts

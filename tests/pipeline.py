@@ -1,0 +1,72 @@
+"""Helpers for tests that drive Snakemake on small configurations."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+PROJECT = Path(__file__).resolve().parents[1]
+FIXTURES = PROJECT / "tests" / "fixtures"
+
+
+def copy_project(destination: Path) -> Path:
+    """A private copy of the workflow and the package, safe to edit in a test."""
+    destination.mkdir(parents=True, exist_ok=True)
+    for name in ("Snakefile", "workflow", "rag"):
+        source = PROJECT / name
+        if source.is_dir():
+            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, destination / name)
+    return destination
+
+
+def make_workdir(destination: Path, fixture: str = "tiny") -> Path:
+    shutil.copytree(FIXTURES / fixture, destination, dirs_exist_ok=True)
+    return destination
+
+
+def read_config(workdir: Path) -> dict:
+    return yaml.safe_load((workdir / "config.yaml").read_text())
+
+
+def write_config(workdir: Path, config: dict) -> None:
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def snakemake(workdir: Path, *arguments: str, snakefile: Path | None = None, check: bool = True):
+    snakefile = snakefile or PROJECT / "Snakefile"
+    command = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir), *arguments]
+    environment = {**os.environ, "PYTHONPATH": str(snakefile.parent)}
+    result = subprocess.run(command, capture_output=True, text=True, env=environment, timeout=600)
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(arguments)} failed:\n{result.stdout}\n{result.stderr}")
+    return result
+
+
+def planned_jobs(workdir: Path, snakefile: Path | None = None) -> dict[str, int]:
+    """Rule -> job count of a dry run; empty when there is nothing to do."""
+    result = snakemake(workdir, "-n", "--cores", "1", snakefile=snakefile)
+    output = result.stdout + result.stderr
+    if "Nothing to be done" in output:
+        return {}
+    table = output.split("Job stats:", 1)[1]
+    counts = {}
+    for line in table.splitlines()[3:]:
+        match = re.match(r"^(\S+)\s+(\d+)$", line.strip())
+        if not match:
+            break
+        if match.group(1) != "total":
+            counts[match.group(1)] = int(match.group(2))
+    return counts
+
+
+def planned_outputs(workdir: Path, snakefile: Path | None = None) -> list[str]:
+    result = snakemake(workdir, "-n", "--cores", "1", snakefile=snakefile)
+    return re.findall(r"^\s+output: (.*)$", result.stdout + result.stderr, flags=re.MULTILINE)

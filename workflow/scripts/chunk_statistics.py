@@ -1,0 +1,13 @@
+"""One row per chunk set: how many chunks and how long."""
+
+import pandas as pd
+
+from rag.io import start_log, write_csv
+from rag.statistics import chunk_statistics
+
+log = start_log(snakemake.log[0])
+rows = [
+    chunk_statistics(pd.read_parquet(path), corpus, chunker)
+    for (corpus, chunker), path in zip(snakemake.params.pairs, snakemake.input, strict=True)
+]
+write_csv(pd.DataFrame(rows), snakemake.output[0])

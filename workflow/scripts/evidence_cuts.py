@@ -1,0 +1,15 @@
+"""Evidence pieces each chunker cuts, beside the cut-probability formula."""
+
+import pandas as pd
+
+from rag.io import start_log, write_csv
+from rag.labels import PieceCut
+from rag.statistics import cut_summary
+
+log = start_log(snakemake.log[0])
+rows = []
+for (corpus, chunker), path in zip(snakemake.params.pairs, snakemake.input, strict=True):
+    frame = pd.read_parquet(path)
+    cuts = [PieceCut(**record) for record in frame.to_dict("records")]
+    rows.append(cut_summary(cuts, corpus, chunker))
+write_csv(pd.DataFrame(rows), snakemake.output[0])
