@@ -1,0 +1,109 @@
+"""Figures of the measured results.
+
+Each function takes tidy tables and returns a matplotlib Figure; saving is the
+caller's job. The Agg backend and fixed sizes keep the PNGs identical from run
+to run.
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#17becf"]
+PNG_METADATA = {"Software": None}
+
+
+def save(figure: Figure, path) -> None:
+    figure.savefig(path, dpi=120, metadata=PNG_METADATA)
+    plt.close(figure)
+
+
+def _style(axes, title: str, xlabel: str, ylabel: str) -> None:
+    axes.set_title(title, fontsize=11)
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.grid(True, alpha=0.3)
+
+
+def recall_curves(metrics: pd.DataFrame, corpus: str, chunker: str) -> Figure:
+    """Recall@k against k, one line per retriever, on one chunk set."""
+    rows = metrics[(metrics.corpus == corpus) & (metrics.chunker == chunker) & (metrics.metric == "recall")]
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for color, (retriever, group) in zip(PALETTE * 3, rows.groupby("retriever", sort=True), strict=False):
+        group = group.sort_values("k")
+        axes.plot(group["k"], group["value"], marker="o", markersize=3, color=color, label=retriever)
+    axes.set_xscale("log")
+    ks = sorted(rows["k"].unique())
+    axes.set_xticks(ks, [str(int(k)) for k in ks])
+    axes.set_ylim(0, 1.02)
+    _style(axes, f"Recall@k by retriever ({corpus}, {chunker})", "k (chunks in the prompt)", "recall@k")
+    axes.legend(fontsize=8, loc="lower right")
+    figure.tight_layout()
+    return figure
+
+
+def recall_against_prompt_words(metrics: pd.DataFrame, corpus: str, retriever: str, max_k: int = 10) -> Figure:
+    """Recall@k against the words those k chunks cost, one line per chunker."""
+    rows = metrics[(metrics.corpus == corpus) & (metrics.retriever == retriever) & (metrics.k <= max_k)]
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    for color, (chunker, group) in zip(PALETTE * 3, rows.groupby("chunker", sort=True), strict=False):
+        recall = group[group.metric == "recall"].set_index("k")["value"]
+        words = group[group.metric == "prompt_words"].set_index("k")["value"]
+        ks = sorted(set(recall.index) & set(words.index))
+        axes.plot(words[ks], recall[ks], marker="o", markersize=3, color=color, label=chunker)
+    axes.set_xscale("log")
+    axes.set_ylim(0, 1.02)
+    _style(
+        axes,
+        f"Recall@k against prompt words, k = 1…{max_k} ({corpus}, {retriever})",
+        "words of the top k chunks (mean over questions)",
+        "recall@k",
+    )
+    axes.legend(fontsize=8, loc="lower right")
+    figure.tight_layout()
+    return figure
+
+
+def rank_scatter(per_question: pd.DataFrame, first: str, second: str, depth: int, title: str) -> Figure:
+    """First relevant rank under two retrievers; points off the diagonal show who wins."""
+    pivot = per_question.pivot_table(
+        index="question_id", columns="retriever", values="first_relevant_rank", aggfunc="first", dropna=False
+    )
+    missing = depth * 1.5
+    x = pivot[first].fillna(missing).to_numpy(dtype=float)
+    y = pivot[second].fillna(missing).to_numpy(dtype=float)
+    figure, axes = plt.subplots(figsize=(5.5, 5.5))
+    first_wins = x < y
+    second_wins = y < x
+    tie = x == y
+    axes.scatter(x[first_wins], y[first_wins], s=18, color=PALETTE[0], label=f"{first} ranks it higher")
+    axes.scatter(x[second_wins], y[second_wins], s=18, color=PALETTE[1], label=f"{second} ranks it higher")
+    axes.scatter(x[tie], y[tie], s=18, color=PALETTE[7], label="same rank")
+    axes.plot([1, missing], [1, missing], color="black", linewidth=0.8, alpha=0.5)
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    ticks = [1, 3, 10, 30, 100, missing]
+    labels = [str(t) for t in ticks[:-1]] + [f">{depth}"]
+    axes.set_xticks(ticks, labels)
+    axes.set_yticks(ticks, labels)
+    axes.set_xlim(0.8, missing * 1.3)
+    axes.set_ylim(0.8, missing * 1.3)
+    _style(axes, title, f"rank of the first relevant chunk, {first}", f"rank of the first relevant chunk, {second}")
+    axes.legend(fontsize=8, loc="upper left")
+    figure.tight_layout()
+    return figure
+
+
+def no_data(title: str) -> Figure:
+    figure, axes = plt.subplots(figsize=(5, 3))
+    axes.text(0.5, 0.5, "no data for this configuration", ha="center", va="center")
+    axes.set_axis_off()
+    axes.set_title(title)
+    return figure
+
