@@ -14,6 +14,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -77,6 +78,20 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
 def write_text(path: str | os.PathLike, text: str) -> None:
     with atomic_path(path) as temporary:
         temporary.write_text(text, encoding="utf-8")
+
+
+@dataclass(frozen=True)
+class FolderCache:
+    """A folder of downloaded texts, written atomically so a hit is always whole."""
+
+    folder: str | os.PathLike
+
+    def read(self, key: str) -> str | None:
+        path = Path(self.folder) / key
+        return path.read_text(encoding="utf-8") if path.exists() else None
+
+    def write(self, key: str, text: str) -> None:
+        write_text(Path(self.folder) / key, text)
 
 
 def write_yaml(path: str | os.PathLike, data: object) -> None:

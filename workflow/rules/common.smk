@@ -62,6 +62,11 @@ CORPORA = {
 }
 if not CORPORA:
     raise ConfigError("config['corpora']: every corpus is disabled")
+for _name, _entry in CORPORA.items():
+    _needed = {"markdown": ["documents"], "wikipedia": ["titles", "as_of"]}[_entry["source"]]
+    for _key in _needed:
+        if _key not in _entry:
+            raise ConfigError(f"config['corpora'][{_name!r}][{_key!r}]: required for source {_entry['source']!r}")
 
 
 wildcard_constraints:
@@ -95,7 +100,16 @@ def corpus_documents(wildcards):
         if not files:
             raise ConfigError(f"config['corpora'][{wildcards.corpus!r}]['documents']: no *.md files in {folder}")
         return files
-    return [f"work/raw/{wildcards.corpus}.parquet"]
+    return [wikipedia_lock(wildcards.corpus)]
+
+
+def wikipedia_lock(corpus):
+    """Resolved revisions and digests; commit it so later runs fetch the same text."""
+    return f"resources/{corpus}/wikipedia.lock.yaml"
+
+
+def corpora_of_source(source):
+    return [name for name, entry in CORPORA.items() if entry["source"] == source]
 
 
 def questions_file(wildcards):
@@ -113,3 +127,56 @@ def all_results():
         "results/chunk_statistics.csv",
         "results/evidence_cuts.csv",
     ]
+
+
+FUSION_KINDS = ("rrf", "score_sum")
+
+
+def is_fusion(retriever):
+    return RETRIEVERS[retriever]["kind"] in FUSION_KINDS
+
+
+def retriever_chunkers(retriever):
+    """The chunkers a retriever runs on: its own list, or its components' common ones."""
+    entry = RETRIEVERS[retriever]
+    allowed = set(entry.get("chunkers") or CHUNKERS)
+    for component in entry.get("components", []):
+        allowed &= set(retriever_chunkers(component))
+    return sorted(allowed)
+
+
+def grid(corpora=None):
+    """Every (corpus, chunker, retriever) the configuration asks for."""
+    return [
+        (corpus, chunker, retriever)
+        for corpus in (corpora or CORPORA)
+        for retriever in RETRIEVERS
+        for chunker in retriever_chunkers(retriever)
+    ]
+
+
+BASE_RETRIEVERS = [name for name in RETRIEVERS if not is_fusion(name)]
+FUSED_RETRIEVERS = [name for name in RETRIEVERS if is_fusion(name)]
+
+
+def retriever_params(wildcards):
+    return canonical_json(RETRIEVERS[wildcards.retriever])
+
+
+def fusion_inputs(wildcards):
+    return [
+        f"work/rankings/{wildcards.corpus}/{wildcards.chunker}/{component}.parquet"
+        for component in RETRIEVERS[wildcards.retriever]["components"]
+    ]
+
+
+def alternatives(names):
+    """A wildcard regex matching exactly these names (and nothing when empty)."""
+    return "|".join(names) if names else "(?!x)x"
+
+
+def evaluation_files():
+    return [f"work/evaluation/{corpus}/{chunker}/{retriever}.parquet" for corpus, chunker, retriever in grid()]
+
+
+FIGURES = config.get("figures", {})

@@ -7,6 +7,8 @@ rule parse_markdown:
         corpus_documents,
     output:
         "work/parsed/{corpus}.parquet",
+    wildcard_constraints:
+        corpus=alternatives(corpora_of_source("markdown")),
     params:
         corpus=corpus_params,
         code=rag_digest("documents", "text"),
@@ -14,6 +16,42 @@ rule parse_markdown:
         "logs/parse/{corpus}.log",
     script:
         "../scripts/parse_markdown.py"
+
+
+rule lock_wikipedia:
+    output:
+        "resources/{corpus}/wikipedia.lock.yaml",
+    wildcard_constraints:
+        corpus=alternatives(corpora_of_source("wikipedia")),
+    params:
+        pins=lambda wildcards: canonical_json(
+            {key: CORPORA[wildcards.corpus][key] for key in ("titles", "as_of")}
+        ),
+        code=rag_digest("wikipedia", "articles", "documents"),
+    resources:
+        wikipedia=1,
+    log:
+        "logs/lock_wikipedia/{corpus}.log",
+    script:
+        "../scripts/lock_wikipedia.py"
+
+
+rule parse_wikipedia:
+    input:
+        lock="resources/{corpus}/wikipedia.lock.yaml",
+    output:
+        "work/parsed/{corpus}.parquet",
+    wildcard_constraints:
+        corpus=alternatives(corpora_of_source("wikipedia")),
+    params:
+        corpus=corpus_params,
+        code=rag_digest("wikipedia", "articles", "documents"),
+    resources:
+        wikipedia=1,
+    log:
+        "logs/parse/{corpus}.log",
+    script:
+        "../scripts/parse_wikipedia.py"
 
 
 rule corpus_statistics:

@@ -5,7 +5,14 @@ import json
 import pandas as pd
 
 from rag.chunking import chunk_corpus, spec_from_config
-from rag.io import chunks_to_frame, documents_from_frame, provenance, read_provenance, start_log, write_parquet
+from rag.io import (
+    chunks_to_frame,
+    documents_from_frame,
+    provenance,
+    read_provenance,
+    start_log,
+    write_parquet,
+)
 
 log = start_log(snakemake.log[0])
 spec = spec_from_config(json.loads(snakemake.params.chunker))
