@@ -14,6 +14,8 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/corpus.smk"
 include: "workflow/rules/chunking.smk"
 include: "workflow/rules/labels.smk"
+include: "workflow/rules/retrieval.smk"
+include: "workflow/rules/evaluation.smk"
 
 
 rule all:

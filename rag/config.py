@@ -25,7 +25,9 @@ def schema_errors(config: Mapping, schema: Mapping) -> list[str]:
     validator = jsonschema.Draft202012Validator(schema)
     messages = []
     for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
-        path = "config" + "".join(f"[{part!r}]" if isinstance(part, str) else f"[{part}]" for part in error.absolute_path)
+        path = "config" + "".join(
+            f"[{part!r}]" if isinstance(part, str) else f"[{part}]" for part in error.absolute_path
+        )
         if error.validator == "additionalProperties":
             allowed = sorted(error.schema.get("properties", {}))
             extra = sorted(set(error.instance) - set(allowed))
@@ -56,12 +58,16 @@ def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: 
     """The entry with defaults filled in; unknown or missing parameters are errors."""
     kind = entry.get("kind")
     if kind not in kind_parameters:
-        raise ConfigError(f"{where}['kind']: unknown kind {kind!r}; expected one of {sorted(kind_parameters)}")
+        raise ConfigError(
+            f"{where}['kind']: unknown kind {kind!r}; expected one of {sorted(kind_parameters)}"
+        )
     allowed = kind_parameters[kind]
     canonical: dict[str, object] = {"kind": kind}
     for key in entry:
         if key not in allowed and key not in ("kind", "chunkers"):
-            raise ConfigError(f"{where}[{key!r}]: not a parameter of kind {kind!r}; allowed: {sorted(allowed)}")
+            raise ConfigError(
+                f"{where}[{key!r}]: not a parameter of kind {kind!r}; allowed: {sorted(allowed)}"
+            )
     for key, default in allowed.items():
         value = entry.get(key, default)
         if value is None:

@@ -246,3 +246,38 @@ def provenance(**parts: object) -> dict:
     from rag import __version__
 
     return {"rag_version": __version__, **parts}
+
+
+RANKING_COLUMNS = ["question_id", "rank", "chunk_id", "score"]
+
+
+def rankings_to_frame(question_ids: Sequence[str], rankings: Sequence, chunk_ids: Sequence[str]) -> pd.DataFrame:
+    """One row per (question, rank); an empty ranking simply has no rows."""
+    rows = []
+    for question_id, ranking in zip(question_ids, rankings, strict=True):
+        for rank, (position, score) in enumerate(zip(ranking.positions, ranking.scores, strict=True), start=1):
+            rows.append((question_id, rank, chunk_ids[position], float(score)))
+    frame = pd.DataFrame(rows, columns=RANKING_COLUMNS)
+    return frame.astype({"question_id": str, "rank": "int64", "chunk_id": str, "score": "float64"})
+
+
+def rankings_from_frame(frame: pd.DataFrame, chunk_ids: Sequence[str], question_ids: Sequence[str]) -> dict:
+    """question id -> Ranking over chunk positions (empty for unranked questions)."""
+    import numpy as np
+
+    from rag.search import Ranking
+
+    position = {chunk_id: index for index, chunk_id in enumerate(chunk_ids)}
+    rankings = {question_id: Ranking.empty() for question_id in question_ids}
+    for question_id, rows in frame.sort_values(["question_id", "rank"]).groupby("question_id", sort=False):
+        positions = np.array([position[chunk_id] for chunk_id in rows["chunk_id"]], dtype=np.int64)
+        rankings[question_id] = Ranking(positions, rows["score"].to_numpy())
+    return rankings
+
+
+def save_arrays(path: str | os.PathLike, arrays: Mapping) -> None:
+    import numpy as np
+
+    with atomic_path(path) as temporary:
+        with open(temporary, "wb") as handle:
+            np.savez(handle, **arrays)

@@ -95,7 +95,9 @@ def parse_questions(data: object, source: str) -> list[Question]:
         unknown = sorted(set(item) - _QUESTION_KEYS)
         _require(not unknown, where, f"unknown key {unknown[0]!r}" if unknown else "")
         for key in ("id", "question"):
-            _require(isinstance(item.get(key), str) and item[key].strip(), where, f"needs a non-empty {key!r}")
+            _require(
+                isinstance(item.get(key), str) and item[key].strip(), where, f"needs a non-empty {key!r}"
+            )
         question_id = item["id"]
         _require(question_id not in seen, where, "duplicate id")
         seen.add(question_id)
@@ -108,7 +110,9 @@ def parse_questions(data: object, source: str) -> list[Question]:
         _require(answerable or not evidence, where, "an unanswerable question must not have evidence")
         answer = item.get("answer")
         _require(answer is None or isinstance(answer, str), where, "'answer' must be text")
-        questions.append(Question(question_id, item["question"].strip(), question_type, answerable, evidence, answer))
+        questions.append(
+            Question(question_id, item["question"].strip(), question_type, answerable, evidence, answer)
+        )
     return questions
 
 
@@ -124,7 +128,9 @@ def _parse_evidence(pieces: object, where: str) -> list[Evidence]:
         for span in piece["spans"]:
             if isinstance(span, str):
                 span = {"text": span}
-            _require(isinstance(span, Mapping) and isinstance(span.get("text"), str), here, "a span needs 'text'")
+            _require(
+                isinstance(span, Mapping) and isinstance(span.get("text"), str), here, "a span needs 'text'"
+            )
             _require(span["text"].strip() != "", here, "a span's text is empty")
             spans.append(Span(span["text"], span.get("document")))
         _require(bool(spans), here, "needs at least one span")

@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
@@ -20,7 +21,7 @@ PNG_METADATA = {"Software": None}
 
 
 def save(figure: Figure, path) -> None:
-    figure.savefig(path, dpi=120, metadata=PNG_METADATA)
+    figure.savefig(path, format="png", dpi=120, metadata=PNG_METADATA)
     plt.close(figure)
 
 
@@ -48,7 +49,9 @@ def recall_curves(metrics: pd.DataFrame, corpus: str, chunker: str) -> Figure:
     return figure
 
 
-def recall_against_prompt_words(metrics: pd.DataFrame, corpus: str, retriever: str, max_k: int = 10) -> Figure:
+def recall_against_prompt_words(
+    metrics: pd.DataFrame, corpus: str, retriever: str, max_k: int = 10
+) -> Figure:
     """Recall@k against the words those k chunks cost, one line per chunker."""
     rows = metrics[(metrics.corpus == corpus) & (metrics.retriever == retriever) & (metrics.k <= max_k)]
     figure, axes = plt.subplots(figsize=(7, 4.5))
@@ -75,16 +78,23 @@ def rank_scatter(per_question: pd.DataFrame, first: str, second: str, depth: int
     pivot = per_question.pivot_table(
         index="question_id", columns="retriever", values="first_relevant_rank", aggfunc="first", dropna=False
     )
-    missing = depth * 1.5
+    missing = depth * 2.0
     x = pivot[first].fillna(missing).to_numpy(dtype=float)
     y = pivot[second].fillna(missing).to_numpy(dtype=float)
+    # Questions often share a point (both at rank 1): draw each point once,
+    # its area proportional to the number of questions there.
+    points, counts = np.unique(np.column_stack([x, y]), axis=0, return_counts=True)
     figure, axes = plt.subplots(figsize=(5.5, 5.5))
-    first_wins = x < y
-    second_wins = y < x
-    tie = x == y
-    axes.scatter(x[first_wins], y[first_wins], s=18, color=PALETTE[0], label=f"{first} ranks it higher")
-    axes.scatter(x[second_wins], y[second_wins], s=18, color=PALETTE[1], label=f"{second} ranks it higher")
-    axes.scatter(x[tie], y[tie], s=18, color=PALETTE[7], label="same rank")
+    groups = [
+        (points[:, 0] < points[:, 1], PALETTE[0], f"{first} ranks it higher"),
+        (points[:, 1] < points[:, 0], PALETTE[1], f"{second} ranks it higher"),
+        (points[:, 0] == points[:, 1], PALETTE[7], "same rank"),
+    ]
+    for mask, color, label in groups:
+        total = int(counts[mask].sum())
+        axes.scatter(
+            points[mask, 0], points[mask, 1], s=18 * counts[mask], color=color, alpha=0.7, label=f"{label} ({total})"
+        )
     axes.plot([1, missing], [1, missing], color="black", linewidth=0.8, alpha=0.5)
     axes.set_xscale("log")
     axes.set_yscale("log")
@@ -94,8 +104,15 @@ def rank_scatter(per_question: pd.DataFrame, first: str, second: str, depth: int
     axes.set_yticks(ticks, labels)
     axes.set_xlim(0.8, missing * 1.3)
     axes.set_ylim(0.8, missing * 1.3)
-    _style(axes, title, f"rank of the first relevant chunk, {first}", f"rank of the first relevant chunk, {second}")
-    axes.legend(fontsize=8, loc="upper left")
+    _style(
+        axes,
+        title,
+        f"rank of the first relevant chunk, {first}",
+        f"rank of the first relevant chunk, {second}",
+    )
+    legend = axes.legend(fontsize=8, loc="upper left")
+    for handle in legend.legend_handles:
+        handle.set_sizes([30])
     figure.tight_layout()
     return figure
 
@@ -106,4 +123,3 @@ def no_data(title: str) -> Figure:
     axes.set_axis_off()
     axes.set_title(title)
     return figure
-

@@ -49,8 +49,22 @@ def questions_by_type(questions: Sequence[Question], corpus: str) -> pd.DataFram
     ]
     answerable = sum(question.answerable for question in questions)
     answerable_pieces = sum(len(q.evidence) for q in questions if q.answerable)
-    rows.append({"corpus": corpus, "type": "(answerable)", "questions": answerable, "evidence_pieces": answerable_pieces})
-    rows.append({"corpus": corpus, "type": "(all)", "questions": len(questions), "evidence_pieces": sum(pieces.values())})
+    rows.append(
+        {
+            "corpus": corpus,
+            "type": "(answerable)",
+            "questions": answerable,
+            "evidence_pieces": answerable_pieces,
+        }
+    )
+    rows.append(
+        {
+            "corpus": corpus,
+            "type": "(all)",
+            "questions": len(questions),
+            "evidence_pieces": sum(pieces.values()),
+        }
+    )
     return pd.DataFrame(rows)
 
 
@@ -77,3 +91,31 @@ def cut_summary(cuts: Sequence[PieceCut], corpus: str, chunker: str) -> dict:
         "expected_cut": float(expected.sum()) if len(expected) and not np.isnan(expected).any() else np.nan,
         "mean_span_words": float(np.mean([cut.shortest_span_words for cut in cuts])) if cuts else np.nan,
     }
+
+
+# Metrics averaged into results/metrics.csv, with the name of the mean.
+AGGREGATED_METRICS = {"recall": "recall", "ndcg": "ndcg", "prompt_words": "prompt_words", "reciprocal_rank": "mrr"}
+
+
+def aggregate_metrics(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Means over questions; ``k`` is empty for metrics of the whole list (MRR)."""
+    rows = evaluation[evaluation["metric"].isin(list(AGGREGATED_METRICS))]
+    grouped = rows.groupby([*keys, "metric", "k"], sort=True)["value"]
+    table = grouped.agg(value="mean", questions="count").reset_index()
+    table["metric"] = table["metric"].map(AGGREGATED_METRICS)
+    table["k"] = table["k"].astype("Int64").where(table["k"] > 0)
+    return table[[*keys, "metric", "k", "value", "questions"]]
+
+
+def per_question_table(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """One row per question: first relevant rank, reciprocal rank and recall at each k."""
+    whole = evaluation[evaluation["metric"].isin(["first_relevant_rank", "reciprocal_rank"])]
+    wide = whole.pivot_table(index=[*keys, "question_id", "type"], columns="metric", values="value", dropna=False)
+    recall = evaluation[evaluation["metric"] == "recall"].copy()
+    recall["column"] = "recall_at_" + recall["k"].astype(str)
+    recall_wide = recall.pivot_table(index=[*keys, "question_id", "type"], columns="column", values="value")
+    ordered = sorted(recall_wide.columns, key=lambda name: int(name.rsplit("_", 1)[1]))
+    table = wide.join(recall_wide[ordered]).reset_index()
+    table["first_relevant_rank"] = table["first_relevant_rank"].astype("Int64")
+    table.columns.name = None
+    return table[[*keys, "question_id", "type", "first_relevant_rank", "reciprocal_rank", *ordered]]

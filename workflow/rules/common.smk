@@ -126,6 +126,8 @@ def all_results():
         "results/questions_by_type.csv",
         "results/chunk_statistics.csv",
         "results/evidence_cuts.csv",
+        "results/metrics.csv",
+        "results/figures/recall_at_k.png",
     ]
 
 
@@ -175,8 +177,16 @@ def alternatives(names):
     return "|".join(names) if names else "(?!x)x"
 
 
-def evaluation_files():
-    return [f"work/evaluation/{corpus}/{chunker}/{retriever}.parquet" for corpus, chunker, retriever in grid()]
+def _figures():
+    figures = dict(config.get("figures", {}))
+    figures.setdefault("corpus", next(iter(CORPORA)))
+    figures.setdefault("chunker", next(iter(CHUNKERS)))
+    figures.setdefault("retriever", next(iter(RETRIEVERS)))
+    figures.setdefault("compare", list(RETRIEVERS)[:2] * (2 if len(RETRIEVERS) == 1 else 1))
+    check_names([figures["corpus"]], CORPORA, "config['figures']['corpus']", "corpus")
+    check_names([figures["chunker"]], CHUNKERS, "config['figures']['chunker']", "chunker")
+    check_names([figures["retriever"], *figures["compare"]], RETRIEVERS, "config['figures']", "retriever")
+    return figures
 
 
-FIGURES = config.get("figures", {})
+FIGURES = _figures()

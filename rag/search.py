@@ -1,0 +1,387 @@
+"""Rankings: from scores to the best chunks, and the term matrices the sparse retrievers share.
+
+Every retriever ends the same way: a score per chunk, and the ``depth`` best
+of them in order. Doing that in one place keeps tie-breaking identical across
+retrievers, so two runs (or two retrievers that agree on scores) always return
+the same list. Ties are broken by ``tie_order``, each chunk's rank in chunk-id
+order, which the pipeline passes so that results do not depend on the order in
+which chunks happened to be indexed.
+
+The sparse retrievers (BM25 and tf-idf) differ only in the weight they give a
+term in a chunk; both keep those weights in a chunks x terms CSC matrix, whose
+columns are exactly the postings lists of an inverted index.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+
+@dataclass(frozen=True, eq=False)
+class Ranking:
+    """The retrieved chunks of one query, best first.
+
+    ``positions`` index the chunk table, so a ranking stays a pair of small
+    arrays until someone needs the chunk ids.
+    """
+
+    positions: np.ndarray
+    scores: np.ndarray
+
+    def __post_init__(self) -> None:
+        positions = np.asarray(self.positions, dtype=np.int64)
+        scores = np.asarray(self.scores, dtype=np.float64)
+        if positions.ndim != 1 or positions.shape != scores.shape:
+            raise ValueError(
+                f"a ranking needs one score per position, got {positions.shape} positions "
+                f"and {scores.shape} scores"
+            )
+        object.__setattr__(self, "positions", positions)
+        object.__setattr__(self, "scores", scores)
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    @classmethod
+    def empty(cls) -> Ranking:
+        return cls(np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64))
+
+
+def chunk_id_order(chunk_ids: Sequence[str]) -> np.ndarray:
+    """Each chunk's rank in sorted chunk-id order: the ``tie_order`` of the pipeline."""
+    ids = list(chunk_ids)
+    if len(set(ids)) != len(ids):
+        duplicate = next(chunk_id for chunk_id, count in Counter(ids).items() if count > 1)
+        raise ValueError(f"chunk id {duplicate!r} occurs more than once")
+    order = np.empty(len(ids), dtype=np.int64)
+    order[sorted(range(len(ids)), key=ids.__getitem__)] = np.arange(len(ids))
+    return order
+
+
+def ranked_ids(ranking: Ranking, chunk_ids: Sequence[str]) -> list[str]:
+    """The chunk ids of a ranking, best first."""
+    return [chunk_ids[position] for position in ranking.positions]
+
+
+def _resolve_tie_order(tie_order: np.ndarray | None, size: int) -> np.ndarray:
+    if tie_order is None:
+        return np.arange(size, dtype=np.int64)
+    tie_order = np.asarray(tie_order)
+    if tie_order.shape != (size,):
+        raise ValueError(f"tie_order must give one rank per chunk ({size}), got shape {tie_order.shape}")
+    return tie_order
+
+
+def _check_depth(depth: int) -> None:
+    if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 0:
+        raise ValueError(f"depth must be a non-negative integer, got {depth!r}")
+
+
+# Above this many scores, a strided sample first bounds the k-th best score
+# from below, so the exact selection only sees the few scores above the bound.
+SAMPLE_SIZE = 1024
+
+
+def _best(scores: np.ndarray, depth: int, ties: np.ndarray | None, floor: float = -np.inf) -> np.ndarray:
+    """Indices of the ``depth`` best scores above ``floor``, best first, ties by ``ties``.
+
+    A full sort costs O(n log n) per query. Instead, the k-th largest score of
+    a strided sample is a lower bound on the k-th largest overall (a sample's
+    k-th best cannot beat the whole set's), so every winner scores at least
+    that much; one comparison over all n scores keeps only those, typically a
+    few hundred. ``argpartition`` then finds the exact boundary score among
+    them and only the winners are sorted. Scores tied with the boundary are
+    settled by ``ties`` (None: the index itself) before the cut, so the result
+    never depends on which of them the partition happened to pick.
+
+    Scores at or below ``floor`` are never chosen (-inf, or 0 for sparse
+    scores where exactly the non-matching chunks score 0).
+    """
+    n = len(scores)
+    if depth == 0 or n == 0:
+        return np.empty(0, dtype=np.int64)
+    stride = n // SAMPLE_SIZE
+    if stride >= 4 and depth * 8 < SAMPLE_SIZE:
+        sample = scores[::stride]
+        bound = np.partition(sample, len(sample) - depth)[len(sample) - depth]
+        candidates = np.flatnonzero(scores >= bound) if bound > floor else np.flatnonzero(scores > floor)
+    else:
+        candidates = np.flatnonzero(scores > floor)
+    values = scores[candidates]
+    if depth < len(candidates):
+        boundary = np.partition(values, len(values) - depth)[len(values) - depth]
+        above = candidates[values > boundary]
+        tied = candidates[values == boundary]
+        needed = depth - len(above)
+        if len(tied) > needed:
+            tied_ties = tied if ties is None else ties[tied]
+            tied = tied[np.argpartition(tied_ties, needed - 1)[:needed]]
+        candidates = np.concatenate((above, tied))
+    candidate_ties = candidates if ties is None else ties[candidates]
+    return candidates[np.lexsort((candidate_ties, -scores[candidates]))]
+
+
+def top_k_among(
+    positions: np.ndarray, scores: np.ndarray, depth: int, tie_order: np.ndarray | None = None
+) -> Ranking:
+    """The ``depth`` best of some candidate chunks, ties broken by ``tie_order``.
+
+    ``tie_order`` is indexed by chunk position (None: the position itself).
+    A score of -inf marks a candidate that must not be ranked at all.
+    """
+    _check_depth(depth)
+    positions = np.asarray(positions, dtype=np.int64)
+    scores = np.asarray(scores, dtype=np.float64)
+    if positions.shape != scores.shape or positions.ndim != 1:
+        raise ValueError(f"positions {positions.shape} and scores {scores.shape} must be equal 1-d shapes")
+    if np.isnan(scores).any():
+        bad = positions[np.flatnonzero(np.isnan(scores))[0]]
+        raise ValueError(f"the score of chunk position {bad} is NaN")
+    ties = positions if tie_order is None else np.asarray(tie_order)[positions]
+    chosen = _best(scores, depth, ties)
+    return Ranking(positions[chosen], scores[chosen])
+
+
+def top_k(scores: np.ndarray, depth: int, tie_order: np.ndarray | None = None) -> Ranking:
+    """The ``depth`` best chunks of a full score vector, ties broken by ``tie_order``.
+
+    A score of -inf marks a chunk that must not be ranked at all.
+    """
+    _check_depth(depth)
+    scores = np.asarray(scores, dtype=np.float64)
+    if scores.ndim != 1:
+        raise ValueError(f"scores must be one vector, got shape {scores.shape}")
+    if np.isnan(scores).any():
+        raise ValueError(f"the score of chunk position {np.flatnonzero(np.isnan(scores))[0]} is NaN")
+    ties = None if tie_order is None else _resolve_tie_order(tie_order, len(scores))
+    chosen = _best(scores, depth, ties)
+    return Ranking(chosen, scores[chosen])
+
+
+# --------------------------------------------------------------------------
+# Exact dense search
+# --------------------------------------------------------------------------
+
+
+def exact_search(
+    matrix: np.ndarray,
+    queries: np.ndarray,
+    depth: int,
+    tie_order: np.ndarray | None = None,
+    batch_size: int = 1024,
+) -> list[Ranking]:
+    """Exact nearest neighbours by dot product (cosine for unit vectors).
+
+    Queries are multiplied in batches so one BLAS call serves many queries
+    without holding a (queries x chunks) matrix for the whole set. A query
+    vector that is all zeros (none of its terms is known to the encoder)
+    returns an empty ranking: ranking every chunk at score 0 would pretend to
+    an answer.
+    """
+    _check_depth(depth)
+    matrix = np.asarray(matrix, dtype=np.float64)
+    queries = np.asarray(queries, dtype=np.float64)
+    if matrix.ndim != 2:
+        raise ValueError(f"the chunk embeddings must be a matrix, got shape {matrix.shape}")
+    if queries.ndim == 1:
+        queries = queries[np.newaxis, :]
+    if queries.ndim != 2 or queries.shape[1] != matrix.shape[1]:
+        raise ValueError(
+            f"query embeddings of shape {queries.shape} do not match chunk embeddings of "
+            f"dimension {matrix.shape[1]}"
+        )
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be positive, got {batch_size}")
+    if tie_order is not None:
+        tie_order = _resolve_tie_order(tie_order, matrix.shape[0])
+    rankings: list[Ranking] = []
+    for start in range(0, len(queries), batch_size):
+        block = queries[start : start + batch_size]
+        scores = block @ matrix.T
+        for query, row in zip(block, scores, strict=True):
+            if not query.any():
+                rankings.append(Ranking.empty())
+            else:
+                chosen = _best(row, depth, tie_order)
+                rankings.append(Ranking(chosen, row[chosen]))
+    return rankings
+
+
+# --------------------------------------------------------------------------
+# Sparse term matrices shared by BM25 and tf-idf
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class TermCounts:
+    """How often each term occurs in each chunk.
+
+    ``vocabulary`` is sorted, so a term's column does not depend on the order
+    in which chunks were indexed; ``counts`` is chunks x terms in CSC layout,
+    i.e. one postings list (chunk positions and counts) per term.
+    """
+
+    vocabulary: np.ndarray
+    counts: sp.csc_matrix
+
+    @property
+    def chunk_lengths(self) -> np.ndarray:
+        return np.asarray(self.counts.sum(axis=1)).ravel().astype(np.int64)
+
+    @property
+    def document_frequency(self) -> np.ndarray:
+        return np.diff(self.counts.indptr).astype(np.int64)
+
+
+def count_terms(chunk_terms: Sequence[Sequence[str]]) -> TermCounts:
+    """Build the term-count matrix of analyzed chunks.
+
+    The only Python-level loop is one dictionary lookup per token; grouping the
+    tokens into postings is a single COO-to-CSC conversion, which sums repeated
+    (chunk, term) pairs in compiled code.
+    """
+    for position, terms in enumerate(chunk_terms):
+        if isinstance(terms, str):
+            raise ValueError(f"chunk {position} must be a list of terms, got the string {terms[:40]!r}")
+    lengths = np.fromiter((len(terms) for terms in chunk_terms), dtype=np.int64, count=len(chunk_terms))
+    flat = list(itertools.chain.from_iterable(chunk_terms))
+    if flat and not isinstance(flat[0], str):
+        # Checking every token would cost as much as indexing; nested lists show up here.
+        raise ValueError(f"terms must be strings, got {flat[0]!r}")
+    vocabulary = sorted(set(flat))
+    column_of = dict(zip(vocabulary, range(len(vocabulary)), strict=True))
+    # 32-bit positions halve the peak memory of indexing; they hold up to 2**31 chunks and terms.
+    columns = np.fromiter(map(column_of.__getitem__, flat), dtype=np.int32, count=len(flat))
+    del flat
+    rows = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)
+    counts = sp.csc_matrix(
+        (np.ones(len(columns), dtype=np.int32), (rows, columns)), shape=(len(lengths), len(vocabulary))
+    )
+    del rows, columns
+    counts.sum_duplicates()
+    return TermCounts(vocabulary=np.array(vocabulary, dtype=np.str_), counts=counts)
+
+
+def vocabulary_lookup(vocabulary: np.ndarray) -> dict[str, int]:
+    """Term -> column, for turning query terms into matrix columns."""
+    return {str(term): column for column, term in enumerate(vocabulary.tolist())}
+
+
+# A query as the columns of its known terms and one weight per column.
+QueryVector = tuple[np.ndarray, np.ndarray]
+
+
+def query_term_counts(
+    queries: Sequence[Sequence[str]], column_of: dict[str, int], distinct: bool
+) -> list[QueryVector]:
+    """Each query's known terms as (columns, counts), in order of first occurrence.
+
+    ``distinct`` counts a repeated query term once, as BM25's sum over the
+    distinct query terms requires; tf-idf weights the repeats instead.
+    Unknown terms cannot match any chunk and are dropped. Plain arrays rather
+    than a sparse matrix: building a scipy matrix costs more than scoring a
+    single query on a small collection.
+    """
+    vectors: list[QueryVector] = []
+    for terms in queries:
+        if isinstance(terms, str):
+            raise ValueError(f"a query must be a list of terms, got the string {terms!r}")
+        counts: dict[int, int] = {}
+        for term in terms:
+            column = column_of.get(term)
+            if column is not None:
+                counts[column] = 1 if distinct else counts.get(column, 0) + 1
+        vectors.append(
+            (
+                np.fromiter(counts.keys(), np.int64, len(counts)),
+                np.fromiter(counts.values(), np.float64, len(counts)),
+            )
+        )
+    return vectors
+
+
+def query_matrix(vectors: Sequence[QueryVector], n_columns: int) -> sp.csr_matrix:
+    """Queries x terms sparse matrix of query vectors, for products with many queries at once."""
+    lengths = [len(columns) for columns, _ in vectors]
+    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    columns = np.concatenate([columns for columns, _ in vectors]) if vectors else np.empty(0, np.int64)
+    weights = np.concatenate([weights for _, weights in vectors]) if vectors else np.empty(0)
+    return sp.csr_matrix((weights, columns, indptr), shape=(len(vectors), n_columns))
+
+
+def sparse_search(
+    queries: Sequence[QueryVector],
+    chunk_weights: sp.csc_matrix,
+    depth: int,
+    tie_order: np.ndarray | None = None,
+    signed: bool = False,
+    chunk_scale: np.ndarray | None = None,
+    query_scale: np.ndarray | None = None,
+) -> list[Ranking]:
+    """Score each query by adding up its terms' postings, and keep the best.
+
+    A query's scores are one weighted ``bincount`` over the concatenated
+    postings of its terms: a single pass in compiled code over exactly the
+    postings the query touches, with no per-posting Python loop. Only chunks
+    that share at least one term with the query are ranked. With positive
+    weights those are exactly the chunks scoring above 0; with signed weights
+    (the classic idf can be 0 or negative) a match can sum to exactly 0, so
+    ``signed=True`` marks the others with -inf instead.
+
+    ``chunk_scale`` and ``query_scale`` divide the scores (tf-idf's vector
+    lengths), so one unnormalized matrix serves both cosine and raw dot products.
+    """
+    _check_depth(depth)
+    n_chunks = chunk_weights.shape[0]
+    if tie_order is not None:
+        tie_order = _resolve_tie_order(tie_order, n_chunks)
+    if chunk_weights.format != "csc":
+        chunk_weights = sp.csc_matrix(chunk_weights)
+    indptr, indices, data = chunk_weights.indptr, chunk_weights.indices, chunk_weights.data
+    rankings: list[Ranking] = []
+    for row, (terms, weights) in enumerate(queries):
+        if len(terms) == 0:
+            rankings.append(Ranking.empty())
+            continue
+        parts = [slice(indptr[term], indptr[term + 1]) for term in terms]
+        matched_chunks = np.concatenate([indices[part] for part in parts])
+        if np.all(weights == 1.0):
+            contributions = np.concatenate([data[part] for part in parts])
+        else:
+            contributions = np.concatenate(
+                [data[part] * weight for part, weight in zip(parts, weights, strict=True)]
+            )
+        scores = np.bincount(matched_chunks, weights=contributions, minlength=n_chunks)
+        if chunk_scale is not None:
+            scores /= chunk_scale
+        if query_scale is not None:
+            scores /= query_scale[row]
+        if signed:
+            unmatched = np.ones(n_chunks, dtype=bool)
+            unmatched[matched_chunks] = False
+            scores[unmatched] = -np.inf
+        chosen = _best(scores, depth, tie_order, floor=-np.inf if signed else 0.0)
+        rankings.append(Ranking(chosen, scores[chosen]))
+    return rankings
+
+
+def dense_scores(
+    queries: Sequence[QueryVector],
+    chunk_weights: sp.csc_matrix,
+    chunk_scale: np.ndarray | None = None,
+    query_scale: np.ndarray | None = None,
+) -> np.ndarray:
+    """Every (query, chunk) score as a dense matrix: for tests and small collections."""
+    product = query_matrix(queries, chunk_weights.shape[1]) @ chunk_weights.T
+    scores = np.asarray(product.toarray(), dtype=np.float64)
+    if chunk_scale is not None:
+        scores = scores / chunk_scale[np.newaxis, :]
+    if query_scale is not None:
+        scores = scores / query_scale[:, np.newaxis]
+    return scores

@@ -1,0 +1,30 @@
+"""The three retrieval figures: recall curves, recall per prompt word, rank scatter."""
+
+import json
+
+import pandas as pd
+
+from rag.io import atomic_path, start_log
+from rag.plotting import rank_scatter, recall_against_prompt_words, recall_curves, save
+
+log = start_log(snakemake.log[0])
+figures = json.loads(snakemake.params.figures)
+metrics = pd.read_csv(snakemake.input.metrics)
+per_question = pd.read_csv(snakemake.input.per_question)
+corpus, chunker = figures["corpus"], figures["chunker"]
+first, second = figures["compare"]
+
+drawings = {
+    snakemake.output.recall: recall_curves(metrics, corpus, chunker),
+    snakemake.output.prompt_words: recall_against_prompt_words(metrics, corpus, figures["retriever"]),
+    snakemake.output.scatter: rank_scatter(
+        per_question[(per_question.corpus == corpus) & (per_question.chunker == chunker)],
+        first,
+        second,
+        snakemake.params.depth,
+        f"Where {first} and {second} disagree ({corpus}, {chunker})",
+    ),
+}
+for path, figure in drawings.items():
+    with atomic_path(path) as temporary:
+        save(figure, temporary)
