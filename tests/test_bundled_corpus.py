@@ -107,7 +107,9 @@ def test_type_definitions_hold(questions, documents):
                 assert len(shared) <= 1, (question.question_id, shared)
         elif question.type == "comparison":
             assert len(question.evidence) >= 2, question.question_id
-            documents_per_piece = [{span.document for span in evidence.spans} for evidence in question.evidence]
+            documents_per_piece = [
+                {span.document for span in evidence.spans} for evidence in question.evidence
+            ]
             assert len(set.union(*documents_per_piece)) >= 2, question.question_id
         elif question.type == "long_span":
             assert any(20 <= count_words(span.text) <= 40 for span in spans), question.question_id

@@ -113,7 +113,9 @@ def test_chunk_ids_are_stable_and_depend_on_spec_and_version():
     other_spec = chunk_document(document, ChunkerSpec("fixed", 3, 0))
     assert not {c.chunk_id for c in first} & {c.chunk_id for c in other_spec}
     newer = Document(document.doc_id, document.title, "2", document.blocks)
-    assert not {c.chunk_id for c in first} & {c.chunk_id for c in chunk_document(newer, ChunkerSpec("fixed", 3, 1))}
+    assert not {c.chunk_id for c in first} & {
+        c.chunk_id for c in chunk_document(newer, ChunkerSpec("fixed", 3, 1))
+    }
 
 
 def test_fixed_windows_on_known_text():

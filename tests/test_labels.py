@@ -44,7 +44,10 @@ def test_alternatives_and_gains():
             "id": "q",
             "question": "How many moons?",
             "evidence": [
-                {"spans": [{"text": "two small moons", "document": "mars"}, "Deimos is the smaller moon"], "gain": 2}
+                {
+                    "spans": [{"text": "two small moons", "document": "mars"}, "Deimos is the smaller moon"],
+                    "gain": 2,
+                }
             ],
         }
     ]
@@ -96,7 +99,10 @@ def test_unknown_document_is_named():
     ("data", "message"),
     [
         ([{"id": "q", "question": "?"}], "needs evidence"),
-        ([{"id": "q", "question": "?", "answerable": False, "evidence": [{"spans": ["x"]}]}], "must not have"),
+        (
+            [{"id": "q", "question": "?", "answerable": False, "evidence": [{"spans": ["x"]}]}],
+            "must not have",
+        ),
         ([{"id": "q", "question": "?", "type": "trivia", "answerable": False}], "type 'trivia'"),
         ([{"id": "q", "question": "?", "answerable": False}] * 2, "duplicate id"),
         ([{"id": "q", "question": "?", "evidnce": []}], "unknown key 'evidnce'"),

@@ -114,7 +114,12 @@ def test_misspelled_key_fails_before_any_job(built, tmp_path):
 @pytest.mark.parametrize(
     ("section", "name", "entry", "message"),
     [
-        ("chunkers", "fixed10", {"kind": "fixed", "words": 10, "overlap": 10}, "overlap (10) must be smaller"),
+        (
+            "chunkers",
+            "fixed10",
+            {"kind": "fixed", "words": 10, "overlap": 10},
+            "overlap (10) must be smaller",
+        ),
         ("chunkers", "odd", {"kind": "spiral"}, "'kind'"),
         ("retrievers", "fused", {"kind": "rrf", "components": ["bm25", "nope"]}, "unknown retriever 'nope'"),
         ("retrievers", "bm25", {"kind": "bm25", "dimensions": 3}, "not a parameter of kind 'bm25'"),

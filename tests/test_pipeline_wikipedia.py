@@ -70,7 +70,10 @@ def test_pinned_articles_are_locked_fetched_once_and_parsed(tmp_path, wiki):
     lock = yaml.safe_load((workdir / "resources/wiki/wikipedia.lock.yaml").read_text())
     assert [(a["title"], a["revision"]) for a in lock["articles"]] == [("Pell", 101), ("Vesk", 202)]
     assert all(len(a["sha256"]) == 64 for a in lock["articles"])
-    assert sorted(p.name for p in (workdir / "cache/wikipedia").iterdir()) == ["pell-101.html", "vesk-202.html"]
+    assert sorted(p.name for p in (workdir / "cache/wikipedia").iterdir()) == [
+        "pell-101.html",
+        "vesk-202.html",
+    ]
     html_requests = [path for path in Wiki.requests if "/revision/" in path]
     assert len(html_requests) == 2, "each revision is downloaded once, then read from the cache"
 
