@@ -88,3 +88,52 @@ def check_names(names: Iterable[str], known: Iterable[str], where: str, what: st
     for name in names:
         if name not in known_set:
             raise ConfigError(f"{where}: unknown {what} {name!r}; known: {sorted(known_set)}")
+
+
+# What each corpus source needs, the keys that belong to it alone, and the
+# levels its labels can be evaluated at: evidence spans judge chunks (and,
+# through the chunks' documents, documents); BEIR qrels judge only documents.
+# The first level is the default. (The schema's defaults, such as a
+# wikipedia entry's ``strict``, are filled into every entry, so only keys
+# without a schema default can be checked for belonging to another source.)
+CORPUS_SOURCES: dict[str, dict[str, tuple[str, ...]]] = {
+    "markdown": {
+        "required": ("documents", "questions"),
+        "own": ("documents",),
+        "levels": ("chunk", "document"),
+    },
+    "wikipedia": {
+        "required": ("titles", "as_of", "questions"),
+        "own": ("titles", "as_of"),
+        "levels": ("chunk", "document"),
+    },
+    "beir": {"required": ("folder",), "own": ("folder", "split"), "levels": ("document",)},
+}
+
+BEIR_DEFAULTS: dict[str, object] = {"split": "test"}
+
+
+def check_corpus(entry: Mapping, where: str) -> None:
+    """Keys a corpus entry's source needs or does not take, and a level it supports."""
+    source = entry["source"]
+    rules = CORPUS_SOURCES[source]
+    for key in rules["required"]:
+        if key not in entry:
+            raise ConfigError(f"{where}[{key!r}]: required for source {source!r}")
+    for other, other_rules in CORPUS_SOURCES.items():
+        for key in other_rules["own"]:
+            if other != source and key in entry:
+                raise ConfigError(f"{where}[{key!r}]: a key of source {other!r}, not of {source!r}")
+    if source == "beir" and "questions" in entry:
+        raise ConfigError(f"{where}['questions']: a beir corpus takes its questions from queries.jsonl")
+    level = entry.get("level", rules["levels"][0])
+    if level not in rules["levels"]:
+        raise ConfigError(
+            f"{where}['level']: source {source!r} has labels only at the level(s) {list(rules['levels'])}, "
+            f"not {level!r}"
+        )
+
+
+def corpus_level(entry: Mapping) -> str:
+    """``chunk`` or ``document``: what the corpus's labels are evaluated on."""
+    return str(entry.get("level", CORPUS_SOURCES[entry["source"]]["levels"][0]))

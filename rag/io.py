@@ -281,3 +281,105 @@ def save_arrays(path: str | os.PathLike, arrays: Mapping) -> None:
     with atomic_path(path) as temporary:
         with open(temporary, "wb") as handle:
             np.savez(handle, **arrays)
+
+
+# --------------------------------------------------------------------------
+# Questions and document judgements as tables, and BEIR collections
+# --------------------------------------------------------------------------
+
+QUESTION_COLUMNS = ["question_id", "text", "type", "answerable"]
+JUDGEMENT_COLUMNS = ["question_id", "doc_id", "gain"]
+
+
+def questions_to_frame(questions: Sequence) -> pd.DataFrame:
+    """Questions without evidence spans (BEIR queries) as a table."""
+    rows = [(q.question_id, q.text, q.type, bool(q.answerable)) for q in questions]
+    frame = pd.DataFrame(rows, columns=QUESTION_COLUMNS)
+    return frame.astype({"question_id": str, "text": str, "type": str, "answerable": bool})
+
+
+def read_questions(path: str | os.PathLike) -> list:
+    """The questions of a corpus: a labelled YAML file, or a parquet table of queries.
+
+    Span-labelled corpora keep their questions in YAML; BEIR corpora get a
+    table written by their parse rule, whose questions carry no spans (their
+    labels are document judgements).
+    """
+    from rag.labels import Question, parse_questions
+
+    if str(path).endswith(".parquet"):
+        frame = pd.read_parquet(path, columns=QUESTION_COLUMNS)
+        return [
+            Question(str(row.question_id), str(row.text), str(row.type), bool(row.answerable))
+            for row in frame.itertuples(index=False)
+        ]
+    return parse_questions(read_yaml(path), str(path))
+
+
+def judgements_to_frame(judgements: Sequence) -> pd.DataFrame:
+    rows = [(j.question_id, j.doc_id, int(j.gain)) for j in judgements]
+    frame = pd.DataFrame(rows, columns=JUDGEMENT_COLUMNS)
+    return frame.astype({"question_id": str, "doc_id": str, "gain": "int64"})
+
+
+def judgements_from_frame(frame: pd.DataFrame) -> list:
+    from rag.document_relevance import DocumentJudgement
+
+    return [
+        DocumentJudgement(str(row.question_id), str(row.doc_id), int(row.gain))
+        for row in frame[JUDGEMENT_COLUMNS].itertuples(index=False)
+    ]
+
+
+def _read_lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file, split on newlines only (never inside a JSON string)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise ValueError(f"{path}:{line}: not valid UTF-8") from None
+    return text.split("\n")
+
+
+def beir_files(folder: str | os.PathLike, split: str) -> dict[str, Path]:
+    """The three files of a BEIR collection's split."""
+    from rag.beir import CORPUS_FILE, QUERIES_FILE, qrels_path
+
+    folder = Path(folder)
+    return {
+        "corpus": folder / CORPUS_FILE,
+        "queries": folder / QUERIES_FILE,
+        "qrels": folder / qrels_path(split),
+    }
+
+
+def read_beir_collection(
+    corpus: str | os.PathLike, queries: str | os.PathLike, qrels: str | os.PathLike
+) -> tuple[list[Document], list, list]:
+    """Documents, questions and judgements of one BEIR split; errors name file and line."""
+    from rag.beir import beir_questions, parse_corpus, parse_qrels, parse_queries
+
+    documents = parse_corpus(_read_lines(Path(corpus)), str(corpus))
+    parsed_queries = parse_queries(_read_lines(Path(queries)), str(queries))
+    judgements = parse_qrels(
+        _read_lines(Path(qrels)),
+        str(qrels),
+        {document.doc_id for document in documents},
+        {query.query_id for query in parsed_queries},
+    )
+    return documents, beir_questions(parsed_queries, judgements), judgements
+
+
+def write_beir_collection(folder: str | os.PathLike, collection, split: str) -> dict[str, Path]:
+    """Write a :class:`rag.beir.BeirCollection` as corpus, queries and one qrels split."""
+    from rag.beir import corpus_line, qrels_lines, query_line
+
+    files = beir_files(folder, split)
+    write_text(files["corpus"], "".join(corpus_line(document) + "\n" for document in collection.documents))
+    write_text(files["queries"], "".join(query_line(query) + "\n" for query in collection.queries))
+    write_text(files["qrels"], "".join(line + "\n" for line in qrels_lines(collection.judgements)))
+    return files
