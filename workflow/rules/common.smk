@@ -12,16 +12,19 @@ sys.path.insert(0, str(PROJECT_ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
 
 from rag.config import (  # noqa: E402
+    BEIR_DEFAULTS,
     CHUNKER_PARAMETERS,
     RETRIEVER_PARAMETERS,
     ConfigError,
     canonical_entry,
     canonical_json,
+    check_corpus,
     check_names,
+    corpus_level,
     schema_errors,
 )
 from rag.chunking import ChunkingError, spec_from_config  # noqa: E402
-from rag.io import read_yaml  # noqa: E402
+from rag.io import beir_files, read_yaml  # noqa: E402
 
 SCHEMA = "../schemas/config.schema.yaml"
 
@@ -52,6 +55,7 @@ def _canonical_grid():
     for k in config["evaluation"]["ks"]:
         if k > config["evaluation"]["depth"]:
             raise ConfigError(f"config['evaluation']['ks']: k = {k} is deeper than depth = {config['evaluation']['depth']}")
+    # (Per-corpus depths are checked once the corpora are known.)
     return chunkers, retrievers
 
 
@@ -63,10 +67,42 @@ CORPORA = {
 if not CORPORA:
     raise ConfigError("config['corpora']: every corpus is disabled")
 for _name, _entry in CORPORA.items():
-    _needed = {"markdown": ["documents"], "wikipedia": ["titles", "as_of"]}[_entry["source"]]
-    for _key in _needed:
-        if _key not in _entry:
-            raise ConfigError(f"config['corpora'][{_name!r}][{_key!r}]: required for source {_entry['source']!r}")
+    check_corpus(_entry, f"config['corpora'][{_name!r}]")
+
+
+def ranking_depth(corpus):
+    """Chunks ranked per question: the corpus's own depth, or evaluation.depth."""
+    return CORPORA[corpus].get("depth", config["evaluation"]["depth"])
+
+
+# Evidence spans label chunks; BEIR qrels (or spans mapped to their documents)
+# label documents. Each corpus is evaluated at one level.
+LEVELS = {name: corpus_level(entry) for name, entry in CORPORA.items()}
+SPAN_CORPORA = [name for name, entry in CORPORA.items() if entry["source"] != "beir"]
+CHUNK_LEVEL_CORPORA = [name for name in CORPORA if LEVELS[name] == "chunk"]
+DOCUMENT_LEVEL_CORPORA = [name for name in CORPORA if LEVELS[name] == "document"]
+# BEIR reports nDCG@10 and recall@100; document-level tables add them to evaluation.ks.
+DOCUMENT_KS = sorted(set(config["evaluation"]["ks"]) | {10, 100})
+for _name in CORPORA:
+    _where = f"config['corpora'][{_name!r}]['depth']" if "depth" in CORPORA[_name] else "config['evaluation']['depth']"
+    _deepest = max(DOCUMENT_KS if LEVELS[_name] == "document" else config["evaluation"]["ks"])
+    if _deepest > ranking_depth(_name):
+        raise ConfigError(
+            f"{_where}: corpus {_name!r} is evaluated at k = {_deepest} ({LEVELS[_name]} level) "
+            f"but ranks only {ranking_depth(_name)} chunks"
+        )
+
+
+def beir_inputs(wildcards):
+    """corpus.jsonl, queries.jsonl and the split's qrels; a missing one is a config error."""
+    entry = CORPORA[wildcards.corpus]
+    split = entry.get("split", BEIR_DEFAULTS["split"])
+    files = beir_files(entry["folder"], split)
+    for role, path in files.items():
+        if not path.is_file():
+            key = "split" if role == "qrels" and Path(entry["folder"]).is_dir() else "folder"
+            raise ConfigError(f"config['corpora'][{wildcards.corpus!r}][{key!r}]: no such file {path}")
+    return {role: str(path) for role, path in files.items()}
 
 
 wildcard_constraints:
@@ -87,8 +123,15 @@ def chunker_params(wildcards):
     return canonical_json(CHUNKERS[wildcards.chunker])
 
 
+# Corpus keys that only steer evaluation: changing them must not re-parse.
+EVALUATION_KEYS = ("level", "depth")
+
+
 def corpus_params(wildcards):
-    return canonical_json(CORPORA[wildcards.corpus])
+    entry = CORPORA[wildcards.corpus]
+    if entry["source"] == "beir":
+        entry = {**BEIR_DEFAULTS, **entry}
+    return canonical_json({key: value for key, value in entry.items() if key not in EVALUATION_KEYS})
 
 
 def corpus_documents(wildcards):
@@ -112,23 +155,34 @@ def corpora_of_source(source):
     return [name for name, entry in CORPORA.items() if entry["source"] == source]
 
 
+def questions_path(corpus):
+    """A corpus's questions: its labelled YAML file, or the table its BEIR queries become."""
+    if CORPORA[corpus]["source"] == "beir":
+        return f"work/questions/{corpus}.parquet"
+    return CORPORA[corpus]["questions"]
+
+
 def questions_file(wildcards):
-    return CORPORA[wildcards.corpus]["questions"]
+    return questions_path(wildcards.corpus)
 
 
-def corpus_chunker_pairs():
-    return [(corpus, chunker) for corpus in CORPORA for chunker in CHUNKERS]
+def corpus_chunker_pairs(corpora=None):
+    return [(corpus, chunker) for corpus in (CORPORA if corpora is None else corpora) for chunker in CHUNKERS]
 
 
 def all_results():
-    return [
+    results = [
         "results/corpus_statistics.csv",
         "results/questions_by_type.csv",
         "results/chunk_statistics.csv",
-        "results/evidence_cuts.csv",
-        "results/metrics.csv",
-        "results/figures/recall_at_k.png",
     ]
+    if SPAN_CORPORA:
+        results.append("results/evidence_cuts.csv")
+    if CHUNK_LEVEL_CORPORA:
+        results += ["results/metrics.csv", "results/figures/recall_at_k.png"]
+    if DOCUMENT_LEVEL_CORPORA:
+        results += ["results/document_metrics.csv", "results/beir_metrics.csv"]
+    return results
 
 
 FUSION_KINDS = ("rrf", "score_sum")
@@ -151,7 +205,7 @@ def grid(corpora=None):
     """Every (corpus, chunker, retriever) the configuration asks for."""
     return [
         (corpus, chunker, retriever)
-        for corpus in (corpora or CORPORA)
+        for corpus in (CORPORA if corpora is None else corpora)
         for retriever in RETRIEVERS
         for chunker in retriever_chunkers(retriever)
     ]
@@ -163,6 +217,10 @@ FUSED_RETRIEVERS = [name for name in RETRIEVERS if is_fusion(name)]
 
 def retriever_params(wildcards):
     return canonical_json(RETRIEVERS[wildcards.retriever])
+
+
+def ranking_depth_of(wildcards):
+    return ranking_depth(wildcards.corpus)
 
 
 def fusion_inputs(wildcards):
@@ -178,12 +236,15 @@ def alternatives(names):
 
 
 def _figures():
+    """What the figures draw; they show chunk-level metrics, so only chunk-level corpora qualify."""
     figures = dict(config.get("figures", {}))
-    figures.setdefault("corpus", next(iter(CORPORA)))
+    if not CHUNK_LEVEL_CORPORA:
+        return figures
+    figures.setdefault("corpus", CHUNK_LEVEL_CORPORA[0])
     figures.setdefault("chunker", next(iter(CHUNKERS)))
     figures.setdefault("retriever", next(iter(RETRIEVERS)))
     figures.setdefault("compare", list(RETRIEVERS)[:2] * (2 if len(RETRIEVERS) == 1 else 1))
-    check_names([figures["corpus"]], CORPORA, "config['figures']['corpus']", "corpus")
+    check_names([figures["corpus"]], CHUNK_LEVEL_CORPORA, "config['figures']['corpus']", "chunk-level corpus")
     check_names([figures["chunker"]], CHUNKERS, "config['figures']['chunker']", "chunker")
     check_names([figures["retriever"], *figures["compare"]], RETRIEVERS, "config['figures']", "retriever")
     return figures

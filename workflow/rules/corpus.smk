@@ -1,5 +1,6 @@
 # Sources to parsed parquet: one row per text block, offsets into each
-# document's full text.
+# document's full text. A BEIR corpus also yields its queries as questions
+# and its qrels as document judgements.
 
 
 rule parse_markdown:
@@ -54,10 +55,32 @@ rule parse_wikipedia:
         "../scripts/parse_wikipedia.py"
 
 
+rule parse_beir:
+    input:
+        unpack(beir_inputs),
+    output:
+        parsed="work/parsed/{corpus}.parquet",
+        questions="work/questions/{corpus}.parquet",
+        qrels="work/document_qrels/{corpus}.parquet",
+    wildcard_constraints:
+        corpus=alternatives(corpora_of_source("beir")),
+    params:
+        corpus=corpus_params,
+        code=rag_digest("beir", "document_relevance", "documents", "labels"),
+    resources:
+        mem_mb=2000,
+    log:
+        "logs/parse/{corpus}.log",
+    benchmark:
+        "benchmarks/logs/parse/{corpus}.tsv"
+    script:
+        "../scripts/parse_beir.py"
+
+
 rule corpus_statistics:
     input:
         parsed=expand("work/parsed/{corpus}.parquet", corpus=CORPORA),
-        questions=[CORPORA[corpus]["questions"] for corpus in CORPORA],
+        questions=[questions_path(corpus) for corpus in CORPORA],
     output:
         documents="results/corpus_statistics.csv",
         questions="results/questions_by_type.csv",

@@ -1,31 +1,60 @@
 # Rankings to metrics: every question at every k, then the tidy tables and the
 # figures users read. One job evaluates the whole grid: per-ranking jobs would
 # cost more in start-up than in work. Changing evaluation.ks re-runs only
-# these rules, never the rankings.
+# these rules, never the rankings. Chunk-level corpora (evidence spans) and
+# document-level ones (BEIR qrels, or spans mapped to documents) have a rule
+# each, so adding a BEIR corpus never re-evaluates the bundled one.
 
 
 rule evaluate:
     input:
-        rankings=[f"work/rankings/{c}/{ch}/{r}.parquet" for c, ch, r in grid()],
-        qrels=[f"work/qrels/{c}/{ch}.parquet" for c, ch in corpus_chunker_pairs()],
-        chunks=[f"work/chunks/{c}/{ch}.parquet" for c, ch in corpus_chunker_pairs()],
-        questions=[CORPORA[corpus]["questions"] for corpus in CORPORA],
+        rankings=[f"work/rankings/{c}/{ch}/{r}.parquet" for c, ch, r in grid(CHUNK_LEVEL_CORPORA)],
+        qrels=[f"work/qrels/{c}/{ch}.parquet" for c, ch in corpus_chunker_pairs(CHUNK_LEVEL_CORPORA)],
+        chunks=[f"work/chunks/{c}/{ch}.parquet" for c, ch in corpus_chunker_pairs(CHUNK_LEVEL_CORPORA)],
+        questions=[questions_path(corpus) for corpus in CHUNK_LEVEL_CORPORA],
     output:
         metrics="results/metrics.csv",
         per_question="results/per_question.csv",
         by_type="results/metrics_by_type.csv",
     params:
-        grid=grid(),
-        pairs=corpus_chunker_pairs(),
-        corpora=list(CORPORA),
+        grid=grid(CHUNK_LEVEL_CORPORA),
+        pairs=corpus_chunker_pairs(CHUNK_LEVEL_CORPORA),
+        corpora=CHUNK_LEVEL_CORPORA,
         ks=sorted(config["evaluation"]["ks"]),
         code=rag_digest("metrics", "labels", "statistics"),
+    resources:
+        mem_mb=lambda wildcards, input: 1000 + 10 * int(input.size_mb),
     log:
         "logs/evaluate.log",
     benchmark:
         "benchmarks/logs/evaluate.tsv"
     script:
         "../scripts/evaluate.py"
+
+
+rule evaluate_documents:
+    input:
+        rankings=[f"work/rankings/{c}/{ch}/{r}.parquet" for c, ch, r in grid(DOCUMENT_LEVEL_CORPORA)],
+        chunks=[f"work/chunks/{c}/{ch}.parquet" for c, ch in corpus_chunker_pairs(DOCUMENT_LEVEL_CORPORA)],
+        qrels=[f"work/document_qrels/{corpus}.parquet" for corpus in DOCUMENT_LEVEL_CORPORA],
+        questions=[questions_path(corpus) for corpus in DOCUMENT_LEVEL_CORPORA],
+    output:
+        metrics="results/document_metrics.csv",
+        beir="results/beir_metrics.csv",
+    params:
+        grid=grid(DOCUMENT_LEVEL_CORPORA),
+        pairs=corpus_chunker_pairs(DOCUMENT_LEVEL_CORPORA),
+        corpora=DOCUMENT_LEVEL_CORPORA,
+        ks=DOCUMENT_KS,
+        code=rag_digest("document_relevance", "metrics", "labels", "statistics"),
+    resources:
+        mem_mb=lambda wildcards, input: 1000 + 10 * int(input.size_mb),
+    log:
+        "logs/evaluate_documents.log",
+    benchmark:
+        "benchmarks/logs/evaluate_documents.tsv"
+    script:
+        "../scripts/evaluate_documents.py"
 
 
 rule plot_retrieval:

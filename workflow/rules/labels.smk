@@ -1,5 +1,7 @@
-# Evidence spans to relevant chunks (qrels) per (corpus, chunker), and the
-# pieces of evidence each chunker cuts.
+# Evidence spans to relevant chunks (qrels) per (corpus, chunker), the
+# pieces of evidence each chunker cuts, and, for span-labelled corpora
+# evaluated at the document level, the documents holding the evidence.
+# BEIR corpora bring their own document judgements (rule parse_beir).
 
 
 rule label:
@@ -10,6 +12,8 @@ rule label:
     output:
         qrels="work/qrels/{corpus}/{chunker}.parquet",
         cuts="work/cuts/{corpus}/{chunker}.parquet",
+    wildcard_constraints:
+        corpus=alternatives(SPAN_CORPORA),
     params:
         chunker=chunker_params,
         code=rag_digest("labels", "chunking", "documents", "text"),
@@ -21,13 +25,29 @@ rule label:
 
 rule evidence_cuts:
     input:
-        [f"work/cuts/{corpus}/{chunker}.parquet" for corpus, chunker in corpus_chunker_pairs()],
+        [f"work/cuts/{corpus}/{chunker}.parquet" for corpus, chunker in corpus_chunker_pairs(SPAN_CORPORA)],
     output:
         "results/evidence_cuts.csv",
     params:
-        pairs=corpus_chunker_pairs(),
+        pairs=corpus_chunker_pairs(SPAN_CORPORA),
         code=rag_digest("statistics"),
     log:
         "logs/evidence_cuts.log",
     script:
         "../scripts/evidence_cuts.py"
+
+
+rule document_qrels:
+    input:
+        parsed="work/parsed/{corpus}.parquet",
+        questions=questions_file,
+    output:
+        "work/document_qrels/{corpus}.parquet",
+    wildcard_constraints:
+        corpus=alternatives([name for name in SPAN_CORPORA if LEVELS[name] == "document"]),
+    params:
+        code=rag_digest("document_relevance", "labels", "documents", "text"),
+    log:
+        "logs/document_qrels/{corpus}.log",
+    script:
+        "../scripts/document_qrels.py"

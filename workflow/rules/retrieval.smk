@@ -1,6 +1,8 @@
 # Chunk sets to rankings: one parquet per (corpus, chunker, retriever), kept to
-# evaluation.depth ranks. Fusion entries read their components' rankings, so
-# those are computed once and reused.
+# evaluation.depth ranks (or the corpus's own depth). Fusion entries read
+# their components' rankings, so those are computed once and reused. Every
+# job is independent of the others of its rule; memory grows with the chunk
+# set, so it is requested in proportion to the input's size.
 
 
 rule rank:
@@ -14,8 +16,11 @@ rule rank:
         retriever=alternatives(BASE_RETRIEVERS),
     params:
         retriever=retriever_params,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=rag_digest("retrievers", "search", "bm25", "tfidf", "lsa", "text", "labels"),
+    threads: 1
+    resources:
+        mem_mb=lambda wildcards, input: 1000 + 40 * int(input.size_mb),
     log:
         "logs/rank/{corpus}/{chunker}/{retriever}.log",
     benchmark:
@@ -34,8 +39,11 @@ rule fuse:
         retriever=alternatives(FUSED_RETRIEVERS),
     params:
         retriever=retriever_params,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=rag_digest("fusion", "search"),
+    threads: 1
+    resources:
+        mem_mb=lambda wildcards, input: 500 + 10 * int(input.size_mb),
     log:
         "logs/fuse/{corpus}/{chunker}/{retriever}.log",
     script:

@@ -4,8 +4,7 @@ import json
 
 import pandas as pd
 
-from rag.io import provenance, rankings_to_frame, read_yaml, save_arrays, start_log, write_parquet
-from rag.labels import parse_questions
+from rag.io import provenance, rankings_to_frame, read_questions, save_arrays, start_log, write_parquet
 from rag.retrievers import build_retriever, search
 from rag.search import chunk_id_order
 from rag.text import analyzer_digest
@@ -14,7 +13,7 @@ log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
 name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakemake.wildcards.chunker}"
 chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", "indexed_text"])
-questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
+questions = read_questions(snakemake.input.questions)
 
 retriever = build_retriever(entry, chunks["indexed_text"].tolist(), name)
 chunk_ids = chunks["chunk_id"].tolist()

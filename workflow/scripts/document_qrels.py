@@ -1,0 +1,21 @@
+"""The documents holding each question's evidence, as graded document judgements."""
+
+import pandas as pd
+
+from rag.document_relevance import evidence_judgements
+from rag.io import (
+    documents_from_frame,
+    judgements_to_frame,
+    provenance,
+    read_questions,
+    start_log,
+    write_parquet,
+)
+from rag.labels import locate_spans
+
+log = start_log(snakemake.log[0])
+questions = [question for question in read_questions(snakemake.input.questions) if question.answerable]
+documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
+judgements = evidence_judgements(questions, locate_spans(questions, documents))
+log.info("%d answerable questions, %d relevant (question, document) pairs", len(questions), len(judgements))
+write_parquet(judgements_to_frame(judgements), snakemake.output[0], provenance(stage="document_qrels"))
