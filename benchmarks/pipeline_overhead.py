@@ -1,0 +1,248 @@
+"""How much the workflow itself costs: a clean build, a no-op re-run, one more retriever.
+
+In a temporary copy of the project (Snakefile, workflow, rag, config.yaml,
+resources) it runs
+
+  (a) ``snakemake --cores N`` from clean: every job of the default grid;
+  (b) the same command again, which must find nothing to do;
+  (c) the same command after adding one retriever to config.yaml, which must
+      schedule only that retriever's rankings and the tables that read them,
+
+and records wall time, CPU time (user + system of Snakemake and every job it
+started) and the jobs each run executed, by rule. CPU time hardly depends on
+what else the machine is doing; wall time does, so the load average at the
+start of each run is recorded too.
+
+To see where the time of (a) goes, it also times, for every workflow script,
+a fresh Python importing exactly what that script imports: each Snakemake job
+is a new process, so this start-up is paid once per job.
+
+Goals: (a) within 60 s, (b) within 5 s, (c) proportional to the new
+retriever: only its rank jobs (one per chunker) plus the evaluation and
+figure jobs.
+
+Usage:
+    .venv/bin/python benchmarks/pipeline_overhead.py \\
+        --output results/benchmarks/pipeline_overhead.csv \\
+        --startup-output results/benchmarks/job_startup.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+PROJECT = Path(__file__).resolve().parents[1]
+COPIED = ("Snakefile", "workflow", "rag", "config.yaml", "resources")
+GOALS = {"clean_build": 60.0, "noop_rerun": 5.0}
+NEW_RETRIEVER = ("bm25_stemmed", {"kind": "bm25", "stem": True})
+# The only rules a new retriever may schedule besides its rank jobs.
+DOWNSTREAM_OF_RANKINGS = {"evaluate", "evaluate_documents", "plot_retrieval", "all"}
+
+
+@dataclass(frozen=True)
+class Run:
+    scenario: str
+    wall_seconds: float
+    cpu_seconds: float
+    jobs: dict[str, int]
+    load_average: float
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def job_stats(output: str) -> dict[str, int]:
+    """Rule -> jobs from Snakemake's "Job stats" table (empty when nothing is done)."""
+    if "Job stats:" not in output:
+        return {}
+    counts = {}
+    for line in output.split("Job stats:", 1)[1].splitlines()[3:]:
+        match = re.match(r"^(\S+)\s+(\d+)$", line.strip())
+        if not match:
+            break
+        if match.group(1) != "total":
+            counts[match.group(1)] = int(match.group(2))
+    return counts
+
+
+def run_snakemake(workdir: Path, scenario: str, cores: int) -> Run:
+    command = [sys.executable, "-m", "snakemake", "--cores", str(cores)]
+    environment = {**os.environ, "PYTHONPATH": str(workdir)}
+    load = os.getloadavg()[0]
+    cpu, start = children_cpu(), time.perf_counter()
+    result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, env=environment)
+    wall, cpu = time.perf_counter() - start, children_cpu() - cpu
+    if result.returncode != 0:
+        raise SystemExit(f"{scenario}: snakemake failed\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    jobs = job_stats(result.stdout + result.stderr)
+    print(f"{scenario}: {wall:.1f} s wall, {cpu:.1f} s CPU, {sum(jobs.values())} jobs (load {load:.1f})")
+    return Run(scenario, wall, cpu, jobs, load)
+
+
+def copy_project(destination: Path) -> Path:
+    destination.mkdir(parents=True)
+    for name in COPIED:
+        source = PROJECT / name
+        if source.is_dir():
+            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(source, destination / name)
+    return destination
+
+
+def add_retriever(workdir: Path) -> int:
+    """Add the new retriever; returns how many chunk sets it will rank."""
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    name, entry = NEW_RETRIEVER
+    config["retrievers"][name] = entry
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    enabled = [corpus for corpus in config["corpora"].values() if corpus.get("enabled", True)]
+    return len(enabled) * len(config["chunkers"])
+
+
+def script_rules(rules_folder: Path) -> dict[str, str]:
+    """Rule name -> the workflow script it runs."""
+    rules = {}
+    for path in sorted(rules_folder.glob("*.smk")):
+        for match in re.finditer(r"^rule (\w+):(.*?)(?=^rule |\Z)", path.read_text(), flags=re.M | re.S):
+            script = re.search(r'script:\s*\n\s*"\.\./scripts/([\w.]+)"', match.group(2))
+            if script:
+                rules[match.group(1)] = script.group(1)
+    return rules
+
+
+def imports_of(script: Path) -> str:
+    """The script's import statements, as one line of Python."""
+    tree = ast.parse(script.read_text())
+    return "; ".join(ast.unparse(node) for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom))
+
+
+def time_python(code: str, workdir: Path, repeats: int) -> tuple[float, float]:
+    """Fastest wall and CPU time of a fresh interpreter running ``code``."""
+    environment = {**os.environ, "PYTHONPATH": str(workdir)}
+    walls, cpus = [], []
+    for _ in range(repeats):
+        cpu, start = children_cpu(), time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], cwd=workdir, env=environment, check=True)
+        walls.append(time.perf_counter() - start)
+        cpus.append(children_cpu() - cpu)
+    return min(walls), min(cpus)
+
+
+def startup_profile(workdir: Path, clean: Run, repeats: int) -> pd.DataFrame:
+    rules = script_rules(workdir / "workflow" / "rules")
+    bare_wall, bare_cpu = time_python("pass", workdir, repeats)
+    preamble_wall, preamble_cpu = time_python("import snakemake.script", workdir, repeats)
+    rows = [
+        {"what": "python (bare)", "jobs": 0, "wall_seconds": bare_wall, "cpu_seconds": bare_cpu},
+        {
+            "what": "snakemake.script (job preamble)",
+            "jobs": 0,
+            "wall_seconds": preamble_wall,
+            "cpu_seconds": preamble_cpu,
+        },
+    ]
+    for rule, script in sorted(rules.items()):
+        jobs = clean.jobs.get(rule, 0)
+        if not jobs:
+            continue
+        wall, cpu = time_python(imports_of(workdir / "workflow" / "scripts" / script), workdir, repeats)
+        rows.append(
+            {"what": f"{rule} ({script} imports)", "jobs": jobs, "wall_seconds": wall, "cpu_seconds": cpu}
+        )
+    frame = pd.DataFrame(rows)
+    per_job_cpu = frame["cpu_seconds"] + preamble_cpu
+    frame["clean_build_cpu_seconds"] = (per_job_cpu * frame["jobs"]).where(frame["jobs"] > 0, 0.0)
+    return frame
+
+
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--output", type=Path, required=True, help="CSV of the three runs")
+    parser.add_argument("--startup-output", type=Path, help="CSV of the per-job start-up profile")
+    parser.add_argument("--cores", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=3, help="start-up timings: best of this many")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary project copy")
+    return parser.parse_args()
+
+
+def main() -> None:
+    arguments = parse_arguments()
+    root = Path(tempfile.mkdtemp(prefix="pipeline_overhead."))
+    try:
+        workdir = copy_project(root / "project")
+        clean = run_snakemake(workdir, "clean_build", arguments.cores)
+        noop = run_snakemake(workdir, "noop_rerun", arguments.cores)
+        chunk_sets = add_retriever(workdir)
+        added = run_snakemake(workdir, "add_retriever", arguments.cores)
+
+        rank_jobs = added.jobs.get("rank", 0)
+        only_its_branch = rank_jobs == chunk_sets and set(added.jobs) - {"rank"} <= DOWNSTREAM_OF_RANKINGS
+        rows = []
+        for run in (clean, noop, added):
+            jobs = sum(run.jobs.values())
+            row = {
+                "scenario": run.scenario,
+                "cores": arguments.cores,
+                "machine_cores": os.cpu_count(),
+                "load_average": round(run.load_average, 2),
+                "jobs": jobs,
+                "jobs_by_rule": ";".join(f"{rule}={count}" for rule, count in sorted(run.jobs.items())),
+                "wall_seconds": round(run.wall_seconds, 2),
+                "cpu_seconds": round(run.cpu_seconds, 2),
+                "cpu_seconds_per_job": round(run.cpu_seconds / jobs, 3) if jobs else None,
+                "goal": {
+                    "clean_build": "wall <= 60 s",
+                    "noop_rerun": "wall <= 5 s",
+                    "add_retriever": f"only {chunk_sets} rank jobs + evaluation",
+                }[run.scenario],
+            }
+            if run.scenario in GOALS:
+                row["goal_met"] = run.wall_seconds <= GOALS[run.scenario]
+            else:
+                row["goal_met"] = only_its_branch
+            rows.append(row)
+        rows[2]["share_of_clean_cpu"] = round(added.cpu_seconds / clean.cpu_seconds, 3)
+        rows[2]["share_of_clean_jobs"] = round(sum(added.jobs.values()) / sum(clean.jobs.values()), 3)
+        table = pd.DataFrame(rows)
+        arguments.output.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(arguments.output, index=False, lineterminator="\n")
+        print(table.drop(columns=["jobs_by_rule"]).to_string(index=False))
+
+        if arguments.startup_output:
+            profile = startup_profile(workdir, clean, arguments.repeats)
+            arguments.startup_output.parent.mkdir(parents=True, exist_ok=True)
+            profile.round(3).to_csv(arguments.startup_output, index=False, lineterminator="\n")
+            total = profile["clean_build_cpu_seconds"].sum()
+            print(profile.round(3).to_string(index=False))
+            print(
+                f"start-up (imports + job preamble) of the clean build: {total:.1f} s CPU "
+                f"of {clean.cpu_seconds:.1f} s ({total / clean.cpu_seconds:.0%})"
+            )
+    finally:
+        if arguments.keep:
+            print(f"kept {root}")
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
