@@ -10,6 +10,10 @@ from snakemake.utils import validate
 PROJECT_ROOT = Path(workflow.basedir)
 sys.path.insert(0, str(PROJECT_ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
+# Jobs run in parallel already; a multi-threaded BLAS inside each of them
+# oversubscribes the cores (a small SVD took seconds instead of milliseconds).
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
 from rag.config import (  # noqa: E402
     CHUNKER_PARAMETERS,
