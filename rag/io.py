@@ -16,14 +16,19 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 
 from rag.chunking import Chunk
 from rag.documents import Block, Document, section_name
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas and pyarrow are imported inside the functions that need them: loading
+# them takes about half a second, which the `rag ask` command cannot afford on
+# every question, and it only reads and writes numpy arrays and JSON.
 
 PROVENANCE_KEY = b"rag.provenance"
 
@@ -108,6 +113,9 @@ def read_yaml(path: str | os.PathLike) -> object:
 
 def write_parquet(frame: pd.DataFrame, path: str | os.PathLike, provenance: Mapping | None = None) -> None:
     """Write a table with its provenance in the file's schema metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     table = pa.Table.from_pandas(frame, preserve_index=False)
     if provenance is not None:
         metadata = dict(table.schema.metadata or {})
@@ -118,6 +126,8 @@ def write_parquet(frame: pd.DataFrame, path: str | os.PathLike, provenance: Mapp
 
 
 def read_provenance(path: str | os.PathLike) -> dict:
+    import pyarrow.parquet as pq
+
     metadata = pq.read_schema(path).metadata or {}
     raw = metadata.get(PROVENANCE_KEY)
     return json.loads(raw) if raw else {}
@@ -135,6 +145,8 @@ def write_csv(frame: pd.DataFrame, path: str | os.PathLike) -> None:
 
 
 def documents_to_frame(documents: Sequence[Document]) -> pd.DataFrame:
+    import pandas as pd
+
     rows = []
     for document in documents:
         for index, (block, (start, end)) in enumerate(
@@ -186,6 +198,8 @@ def documents_from_frame(frame: pd.DataFrame) -> list[Document]:
 
 
 def chunks_to_frame(chunks: Sequence[Chunk], documents: Sequence[Document]) -> pd.DataFrame:
+    import pandas as pd
+
     by_id = {document.doc_id: document for document in documents}
     rows = []
     for chunk in chunks:
@@ -251,11 +265,17 @@ def provenance(**parts: object) -> dict:
 RANKING_COLUMNS = ["question_id", "rank", "chunk_id", "score"]
 
 
-def rankings_to_frame(question_ids: Sequence[str], rankings: Sequence, chunk_ids: Sequence[str]) -> pd.DataFrame:
+def rankings_to_frame(
+    question_ids: Sequence[str], rankings: Sequence, chunk_ids: Sequence[str]
+) -> pd.DataFrame:
     """One row per (question, rank); an empty ranking simply has no rows."""
+    import pandas as pd
+
     rows = []
     for question_id, ranking in zip(question_ids, rankings, strict=True):
-        for rank, (position, score) in enumerate(zip(ranking.positions, ranking.scores, strict=True), start=1):
+        for rank, (position, score) in enumerate(
+            zip(ranking.positions, ranking.scores, strict=True), start=1
+        ):
             rows.append((question_id, rank, chunk_ids[position], float(score)))
     frame = pd.DataFrame(rows, columns=RANKING_COLUMNS)
     return frame.astype({"question_id": str, "rank": "int64", "chunk_id": str, "score": "float64"})
