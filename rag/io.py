@@ -301,3 +301,129 @@ def save_arrays(path: str | os.PathLike, arrays: Mapping) -> None:
     with atomic_path(path) as temporary:
         with open(temporary, "wb") as handle:
             np.savez(handle, **arrays)
+
+
+def load_arrays(path: str | os.PathLike) -> dict:
+    """The arrays of an ``.npz`` written by :func:`save_arrays`; pickled objects are refused."""
+    import numpy as np
+
+    with np.load(path, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+# --------------------------------------------------------------------------
+# A folder of Markdown documents, and the index cache of the `rag ask` command
+# --------------------------------------------------------------------------
+
+
+class FolderError(ValueError):
+    """A documents folder that cannot be read; the message names the folder or file."""
+
+
+@dataclass(frozen=True)
+class MarkdownFile:
+    """One ``*.md`` file of a folder: its name (also its default document id) and text."""
+
+    name: str
+    text: str
+
+
+def read_markdown_folder(folder: str | os.PathLike) -> list[MarkdownFile]:
+    """Every ``*.md`` file directly in ``folder``, in name order.
+
+    A missing folder, a folder without Markdown files and a file that is not
+    UTF-8 text are errors naming the path, so the caller can report them in
+    one line instead of failing later with an empty index.
+    """
+    path = Path(folder)
+    if not path.exists():
+        raise FolderError(f"{folder}: no such folder")
+    if not path.is_dir():
+        raise FolderError(f"{folder}: not a folder")
+    files = sorted(entry for entry in path.glob("*.md") if entry.is_file())
+    if not files:
+        raise FolderError(f"{folder}: no Markdown documents (*.md) in this folder")
+    documents = []
+    for file in files:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as error:
+            raise FolderError(f"{file}: not UTF-8 text (byte {error.start})") from None
+        except OSError as error:
+            raise FolderError(f"{file}: cannot be read ({error.strerror or error})") from None
+        documents.append(MarkdownFile(file.name, text))
+    return documents
+
+
+def source_digest(modules: Sequence[object]) -> str:
+    """SHA-256 over the source files of ``modules``: changes whenever their code does.
+
+    A cache keyed only by inputs and options would keep serving indexes built
+    by an older chunker or analyzer after the code changed.
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    for module in modules:
+        source = Path(module.__file__)
+        digest.update(module.__name__.encode() + b"\0" + source.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+BUNDLE_MANIFEST = "manifest.json"
+
+
+class BundleError(ValueError):
+    """A bundle folder that exists but cannot be read back."""
+
+
+def write_bundle(
+    folder: str | os.PathLike,
+    arrays: Mapping[str, Mapping],
+    values: Mapping[str, object],
+    manifest: Mapping[str, object],
+) -> None:
+    """Write named array groups (``<name>.npz``) and JSON values (``<name>.json``) into ``folder``.
+
+    Every file is written atomically and the manifest, which lists the other
+    files, comes last: a folder with a manifest is complete, and a reader that
+    finds none treats the bundle as absent. Two writers of the same bundle
+    replace each other's files with identical content.
+    """
+    folder = Path(folder)
+    for name, group in arrays.items():
+        save_arrays(folder / f"{name}.npz", group)
+    for name, value in values.items():
+        write_text(folder / f"{name}.json", json.dumps(value, ensure_ascii=False))
+    content = {**manifest, "arrays": sorted(arrays), "values": sorted(values)}
+    write_text(folder / BUNDLE_MANIFEST, json.dumps(content, sort_keys=True, indent=1))
+
+
+@dataclass(frozen=True)
+class Bundle:
+    manifest: dict
+    arrays: dict[str, dict]
+    values: dict[str, object]
+
+
+def read_bundle(folder: str | os.PathLike) -> Bundle | None:
+    """The bundle :func:`write_bundle` wrote into ``folder``, or None when it has no manifest.
+
+    A manifest whose files are missing or damaged raises :class:`BundleError`.
+    """
+    import zipfile
+
+    folder = Path(folder)
+    manifest_path = folder / BUNDLE_MANIFEST
+    if not manifest_path.exists():
+        return None
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        arrays = {name: load_arrays(folder / f"{name}.npz") for name in manifest["arrays"]}
+        values = {
+            name: json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
+            for name in manifest["values"]
+        }
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as error:
+        raise BundleError(f"{folder}: damaged bundle ({type(error).__name__}: {error})") from None
+    return Bundle(manifest, arrays, values)
