@@ -27,10 +27,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from threadpoolctl import threadpool_limits
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_MAX_ITERATIONS = 20
 
@@ -588,6 +590,10 @@ def probe_tradeoff(
     threads on those than computing, several times slower on a busy machine,
     which would measure the thread pool rather than the index.
     """
+    # Imported here: searching a built index must not pay for loading pandas.
+    import pandas as pd
+    from threadpoolctl import threadpool_limits
+
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     if not probe_counts:
