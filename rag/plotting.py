@@ -123,3 +123,105 @@ def no_data(title: str) -> Figure:
     axes.set_axis_off()
     axes.set_title(title)
     return figure
+
+
+GROUNDING_MODEL_LABELS = {
+    "memory": "memory (trigram of the corpus)",
+    "sources": "conditioned on all k chunks",
+    "rag_sequence": "RAG-Sequence",
+    "rag_token": "RAG-Token",
+}
+
+
+def _ratio_label(log10_ratio: float) -> str:
+    """A ratio as ×0.52 when it is readable that way, as ×10^-4.2 when it is not."""
+    if abs(log10_ratio) < 3:
+        return f"×{10.0**log10_ratio:.3g}"
+    return rf"$\times 10^{{{log10_ratio:.1f}}}$"
+
+
+def grounding_figure(answers: pd.DataFrame, swap: pd.DataFrame, setting: dict) -> Figure:
+    """Left: log10 probability of the true and the wrong answer per case and model.
+
+    Right: the correct comparison sentence and its swapped twin under
+    RAG-Sequence and RAG-Token, annotated with the ratios between them.
+    """
+    from matplotlib.lines import Line2D
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5), gridspec_kw={"width_ratios": [2.4, 1]})
+    cases = list(dict.fromkeys(answers["case"]))
+    models = list(dict.fromkeys(answers["model"]))
+    width = 0.8 / len(models)
+    handles = []
+    for index, model in enumerate(models):
+        color = PALETTE[index % len(PALETTE)]
+        rows = answers[answers.model == model]
+
+        def values(kind: str, rows: pd.DataFrame = rows) -> np.ndarray:
+            picked = rows[rows.answer_kind == kind].set_index("case").reindex(cases)
+            return picked["log10_likelihood"].to_numpy(dtype=float)
+
+        true, wrong = values("true"), values("wrong")
+        x = np.arange(len(cases)) + (index - (len(models) - 1) / 2) * width
+        left.vlines(x, np.minimum(true, wrong), np.maximum(true, wrong), color=color, linewidth=2, alpha=0.45)
+        left.scatter(x, true, marker="o", s=36, color=color, zorder=3)
+        left.scatter(x, wrong, marker="x", s=36, color=color, zorder=3)
+        handles.append(
+            Line2D([], [], color=color, linewidth=2, label=GROUNDING_MODEL_LABELS.get(model, model))
+        )
+    handles += [
+        Line2D([], [], marker="o", color="black", linestyle="", label="true answer"),
+        Line2D([], [], marker="x", color="black", linestyle="", label="wrong answer (another body's)"),
+    ]
+    left.set_xticks(np.arange(len(cases)), cases, fontsize=8)
+    _style(
+        left,
+        "Which answer each model prefers: true above wrong means it prefers the truth",
+        "case",
+        "log10 P(answer | prompt)",
+    )
+    left.legend(handles=handles, fontsize=8, loc="lower left")
+
+    swap_models = list(dict.fromkeys(swap["model"]))
+    candidates = list(dict.fromkeys(swap["candidate"]))
+    bar_width = 0.8 / len(candidates)
+    table = swap.set_index(["candidate", "model"])
+    for index, candidate in enumerate(candidates):
+        heights = [table.loc[(candidate, model), "log10_likelihood"] for model in swap_models]
+        sentence = table.loc[(candidate, swap_models[0]), "sentence"]
+        x = np.arange(len(swap_models)) + (index - (len(candidates) - 1) / 2) * bar_width
+        right.bar(x, heights, bar_width, color=PALETTE[index], label=f"{candidate}: {sentence}")
+    lowest = float(swap["log10_likelihood"].min())
+    for position, model in enumerate(swap_models):
+        if "swapped" in candidates and "correct" in candidates:
+            ratio = table.loc[("swapped", model), "log10_ratio_to_correct"]
+            right.annotate(
+                f"swapped / correct\n{_ratio_label(ratio)}",
+                (position, 0.0),
+                xytext=(0, 4),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
+    if ("correct", "rag_token") in table.index:
+        gain = table.loc[("correct", "rag_token"), "log10_ratio_to_rag_sequence"]
+        right.text(
+            0.5,
+            0.04,
+            f"correct sentence, RAG-Token / RAG-Sequence: {_ratio_label(gain)}",
+            transform=right.transAxes,
+            ha="center",
+            fontsize=8,
+        )
+    right.set_xticks(np.arange(len(swap_models)), [GROUNDING_MODEL_LABELS.get(m, m) for m in swap_models])
+    right.set_ylim(lowest * 1.25, abs(lowest) * 0.3)
+    _style(right, f"Swapped values ({swap['question_id'].iloc[0]})", "formulation", "log10 P(sentence)")
+    right.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14))
+    figure.suptitle(
+        f"Grounding on {setting['corpus']}: top {setting['k']} chunks of {setting['retriever']} on "
+        f"{setting['chunker']}, prior temperature {setting['temperature']}",
+        fontsize=11,
+    )
+    figure.tight_layout()
+    return figure

@@ -20,12 +20,15 @@ from rag.config import (  # noqa: E402
     RETRIEVER_PARAMETERS,
     ConfigError,
     canonical_entry,
+    canonical_grounding,
     canonical_json,
     check_names,
     schema_errors,
 )
 from rag.chunking import ChunkingError, spec_from_config  # noqa: E402
+from rag.grounding import swap_values  # noqa: E402
 from rag.io import read_yaml  # noqa: E402
+from rag.labels import LabelError, parse_questions  # noqa: E402
 
 SCHEMA = "../schemas/config.schema.yaml"
 
@@ -132,6 +135,7 @@ def all_results():
         "results/evidence_cuts.csv",
         "results/metrics.csv",
         "results/figures/recall_at_k.png",
+        *GROUNDING_RESULTS,
     ]
 
 
@@ -194,3 +198,89 @@ def _figures():
 
 
 FIGURES = _figures()
+
+
+def _question_ids(corpus, where):
+    path = CORPORA[corpus]["questions"]
+    try:
+        return {
+            question.question_id for question in parse_questions(read_yaml(path), path)
+        }
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{where}: the questions file {path} of corpus {corpus!r} does not exist"
+        ) from None
+    except (LabelError, ValueError) as error:
+        raise ConfigError(f"{where}: {error}") from None
+
+
+def _grounding():
+    """The canonical grounding section, its names and question ids checked; None when absent."""
+    if "grounding" not in config:
+        return None
+    where = "config['grounding']"
+    grounding = canonical_grounding(config["grounding"], where)
+    grounding["corpus"] = grounding.get("corpus", next(iter(CORPORA)))
+    check_names([grounding["corpus"]], CORPORA, f"{where}['corpus']", "enabled corpus")
+    check_names([grounding["chunker"]], CHUNKERS, f"{where}['chunker']", "chunker")
+    check_names(
+        [grounding["retriever"]],
+        BASE_RETRIEVERS + FUSED_RETRIEVERS,
+        f"{where}['retriever']",
+        "retriever",
+    )
+    if grounding["chunker"] not in retriever_chunkers(grounding["retriever"]):
+        raise ConfigError(
+            f"{where}: retriever {grounding['retriever']!r} does not run on chunker {grounding['chunker']!r}"
+        )
+    depth = config["evaluation"]["depth"]
+    if grounding["k"] > depth:
+        raise ConfigError(
+            f"{where}['k']: k = {grounding['k']} is deeper than evaluation.depth = {depth}"
+        )
+    known = _question_ids(grounding["corpus"], f"{where}['corpus']")
+    questions = [
+        (f"{where}['cases'][{case['name']!r}]['question']", case["question"])
+        for case in grounding["cases"]
+    ]
+    questions.append((f"{where}['swap']['question']", grounding["swap"]["question"]))
+    for key, question_id in questions:
+        if question_id not in known:
+            raise ConfigError(
+                f"{key}: unknown question {question_id!r} in {CORPORA[grounding['corpus']]['questions']}"
+            )
+    swap = grounding["swap"]
+    try:
+        swap_values(swap["correct"], *swap["values"])
+    except ValueError as error:
+        raise ConfigError(f"{where}['swap']: {error}") from None
+    return grounding
+
+
+GROUNDING = _grounding()
+GROUNDING_RESULTS = (
+    [
+        "results/grounding.csv",
+        "results/grounding_cases.csv",
+        "results/grounding_swap.csv",
+        "results/figures/grounding.png",
+    ]
+    if GROUNDING
+    else []
+)
+
+
+def grounding_inputs(wildcards):
+    """The parsed corpus (memory), the chunk set and the ranking the grounding cases read."""
+    if GROUNDING is None:
+        raise ConfigError(
+            "config['grounding']: the grounding results need a grounding section in config.yaml"
+        )
+    corpus, chunker, retriever = (
+        GROUNDING[key] for key in ("corpus", "chunker", "retriever")
+    )
+    return {
+        "parsed": f"work/parsed/{corpus}.parquet",
+        "chunks": f"work/chunks/{corpus}/{chunker}.parquet",
+        "ranking": f"work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+    }
