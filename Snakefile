@@ -17,9 +17,10 @@ include: "workflow/rules/labels.smk"
 include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/evaluation.smk"
 include: "workflow/rules/grounding.smk"
+include: "workflow/rules/vector_search.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_results(),
-    default_target: True

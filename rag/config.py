@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 
 import jsonschema
 
+from rag.synthetic import DEFAULT_CENTRES, DEFAULT_SPREAD
+
 
 class ConfigError(ValueError):
     """A configuration mistake; the message starts with the key path."""
@@ -51,6 +53,30 @@ RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = {
     "lsa": {"dimensions": 128, "min_df": 2, "stem": False},
     "rrf": {"components": None, "constant": 60},
     "score_sum": {"components": None},
+    "ivf": {"base": None, "lists": 16, "probes": 4, "seed": 0},
+}
+
+# The two approximate-search experiments. ``None`` marks a required key.
+IVF_TRADEOFF_PARAMETERS: dict[str, object] = {
+    "corpus": None,
+    "chunker": None,
+    "retriever": None,
+    "lists": 16,
+    "k": 10,
+    "labelled_k": 5,
+    "seed": 0,
+}
+IVF_SYNTHETIC_PARAMETERS: dict[str, object] = {
+    "vectors": 100_000,
+    "dimensions": 64,
+    "centres": DEFAULT_CENTRES,
+    "spread": DEFAULT_SPREAD,
+    "lists": 256,
+    "probes": [1, 2, 4, 8, 16, 32, 64],
+    "queries": 1_000,
+    "k": 10,
+    "seed": 0,
+    "repeats": 3,
 }
 
 
@@ -76,6 +102,51 @@ def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: 
     if "chunkers" in entry:
         canonical["chunkers"] = sorted(entry["chunkers"])
     return canonical
+
+
+def canonical_settings(parameters: Mapping[str, object], settings: Mapping, where: str) -> dict:
+    """A settings section (not a named grid entry) with its defaults filled in.
+
+    Lists of numbers are sorted, since the experiments treat them as sets:
+    reordering them must not re-run anything.
+    """
+    for key in settings:
+        if key not in parameters:
+            raise ConfigError(f"{where}[{key!r}]: unknown key; allowed: {sorted(parameters)}")
+    canonical: dict[str, object] = {}
+    for key, default in parameters.items():
+        value = settings.get(key, default)
+        if value is None:
+            raise ConfigError(f"{where}[{key!r}]: required")
+        canonical[key] = sorted(value) if isinstance(value, list) else value
+    return canonical
+
+
+def check_ivf_entry(
+    name: str, entry: Mapping, retrievers: Mapping[str, Mapping], dense_kinds: Iterable[str]
+) -> None:
+    """An ``ivf`` entry must index an existing dense retriever and probe no more lists than it has."""
+    where = f"config['retrievers'][{name!r}]"
+    check_dense_retriever(entry["base"], retrievers, dense_kinds, f"{where}['base']")
+    if entry["probes"] > entry["lists"]:
+        raise ConfigError(
+            f"{where}['probes']: {entry['probes']} probes but only {entry['lists']} lists; "
+            "probes must be at most lists"
+        )
+
+
+def check_dense_retriever(
+    name: str, retrievers: Mapping[str, Mapping], dense_kinds: Iterable[str], where: str
+) -> None:
+    """``name`` must be a configured retriever whose chunks are vectors an IVF index can hold."""
+    check_names([name], retrievers, where, "retriever")
+    kinds = tuple(dense_kinds)
+    kind = retrievers[name]["kind"]
+    if kind not in kinds:
+        raise ConfigError(
+            f"{where}: retriever {name!r} is of kind {kind!r}, which has no chunk embeddings; "
+            f"an IVF index needs a dense retriever (kind {', '.join(kinds)})"
+        )
 
 
 def canonical_json(value: object) -> str:

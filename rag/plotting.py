@@ -93,7 +93,12 @@ def rank_scatter(per_question: pd.DataFrame, first: str, second: str, depth: int
     for mask, color, label in groups:
         total = int(counts[mask].sum())
         axes.scatter(
-            points[mask, 0], points[mask, 1], s=18 * counts[mask], color=color, alpha=0.7, label=f"{label} ({total})"
+            points[mask, 0],
+            points[mask, 1],
+            s=18 * counts[mask],
+            color=color,
+            alpha=0.7,
+            label=f"{label} ({total})",
         )
     axes.plot([1, missing], [1, missing], color="black", linewidth=0.8, alpha=0.5)
     axes.set_xscale("log")
@@ -223,5 +228,100 @@ def grounding_figure(answers: pd.DataFrame, swap: pd.DataFrame, setting: dict) -
         f"{setting['chunker']}, prior temperature {setting['temperature']}",
         fontsize=11,
     )
+def ivf_tradeoff(collection: pd.DataFrame, synthetic: pd.DataFrame) -> Figure:
+    """What an IVF index costs and saves: recall against share scanned, and time against probes.
+
+    Left: recall against exact search for the collection's chunk vectors and
+    for the synthetic vectors, with the collection's labelled recall beside
+    it, because that is the number the index should be tuned on. Right: the
+    synthetic query time relative to exact search, next to the share scanned,
+    which is what the time would be if scanning were the only cost.
+    """
+    collection = collection.sort_values("probes")
+    synthetic = synthetic.sort_values("probes")
+    first = collection.iloc[0]
+    vectors = (
+        f"{first['retriever']} vectors ({first['corpus']}, {first['chunker']}), {int(first['lists'])} lists"
+    )
+    synthetic_vectors = (
+        f"synthetic {int(synthetic['vectors'].iloc[0]):,} x {int(synthetic['dimensions'].iloc[0])}, "
+        f"{int(synthetic['lists'].iloc[0])} lists"
+    )
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+
+    left.plot(
+        collection["mean_share_scanned"],
+        collection["recall_against_exact"],
+        marker="o",
+        markersize=3,
+        color=PALETTE[0],
+        label=f"{vectors}: recall@{int(first['k'])} against exact",
+    )
+    left.plot(
+        collection["mean_share_scanned"],
+        collection["labelled_recall"],
+        marker="o",
+        markersize=3,
+        linestyle="--",
+        color=PALETTE[0],
+        alpha=0.6,
+        label=f"{first['retriever']}: labelled recall@{int(first['labelled_k'])}",
+    )
+    left.plot(
+        synthetic["mean_share_scanned"],
+        synthetic["recall_against_exact"],
+        marker="s",
+        markersize=3,
+        color=PALETTE[1],
+        label=f"{synthetic_vectors}: recall@{int(synthetic['k'].iloc[0])} against exact",
+    )
+    for table, color in (
+        (collection[collection["probes"].isin([1, 2, 4, 8])], PALETTE[0]),
+        (synthetic, PALETTE[1]),
+    ):
+        for share, recall, probes in zip(
+            table["mean_share_scanned"], table["recall_against_exact"], table["probes"], strict=True
+        ):
+            left.annotate(
+                f"p={int(probes)}",
+                (share, recall),
+                textcoords="offset points",
+                xytext=(4, -9),
+                fontsize=7,
+                color=color,
+            )
+    left.set_xscale("log")
+    left.set_ylim(0, 1.02)
+    _style(left, "Recall against the share of vectors scanned", "mean share of the vectors scanned", "recall")
+    left.legend(fontsize=7, loc="lower right")
+
+    right.plot(
+        synthetic["probes"],
+        synthetic["time_relative_to_exact"],
+        marker="s",
+        markersize=3,
+        color=PALETTE[1],
+        label="IVF query time / exact query time",
+    )
+    right.plot(
+        synthetic["probes"],
+        synthetic["mean_share_scanned"],
+        linestyle=":",
+        color=PALETTE[7],
+        label="share of the vectors scanned",
+    )
+    right.axhline(1.0, color="black", linewidth=0.8, alpha=0.5, label="exact search")
+    right.set_xscale("log", base=2)
+    right.set_yscale("log")
+    probes = [int(p) for p in synthetic["probes"]]
+    right.set_xticks(probes, [str(p) for p in probes])
+    _style(
+        right,
+        f"Query time against probes ({synthetic_vectors}; times vary by run)",
+        "lists probed per query (p)",
+        "relative to exact search",
+    )
+    right.title.set_fontsize(9)
+    right.legend(fontsize=8, loc="lower right")
     figure.tight_layout()
     return figure

@@ -17,14 +17,20 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 from rag.config import (  # noqa: E402
     CHUNKER_PARAMETERS,
+    IVF_SYNTHETIC_PARAMETERS,
+    IVF_TRADEOFF_PARAMETERS,
     RETRIEVER_PARAMETERS,
     ConfigError,
     canonical_entry,
     canonical_grounding,
     canonical_json,
+    canonical_settings,
+    check_dense_retriever,
+    check_ivf_entry,
     check_names,
     schema_errors,
 )
+from rag.retrievers import APPROXIMATE_KINDS, DENSE_KINDS  # noqa: E402
 from rag.chunking import ChunkingError, spec_from_config  # noqa: E402
 from rag.grounding import swap_values  # noqa: E402
 from rag.io import read_yaml  # noqa: E402
@@ -56,24 +62,29 @@ def _canonical_grid():
         check_names(components, config["retrievers"], f"{where}['components']", "retriever")
         if name in components:
             raise ConfigError(f"{where}['components']: a retriever cannot fuse itself")
+    for name, entry in retrievers.items():
+        if entry["kind"] in APPROXIMATE_KINDS:
+            check_ivf_entry(name, entry, retrievers, DENSE_KINDS)
     for k in config["evaluation"]["ks"]:
         if k > config["evaluation"]["depth"]:
-            raise ConfigError(f"config['evaluation']['ks']: k = {k} is deeper than depth = {config['evaluation']['depth']}")
+            raise ConfigError(
+                f"config['evaluation']['ks']: k = {k} is deeper than depth = {config['evaluation']['depth']}"
+            )
     return chunkers, retrievers
 
 
 # Grid entries in name order, so that reordering config.yaml changes nothing.
 CHUNKERS, RETRIEVERS = (dict(sorted(grid.items())) for grid in _canonical_grid())
-CORPORA = {
-    name: entry for name, entry in sorted(config["corpora"].items()) if entry.get("enabled", True)
-}
+CORPORA = {name: entry for name, entry in sorted(config["corpora"].items()) if entry.get("enabled", True)}
 if not CORPORA:
     raise ConfigError("config['corpora']: every corpus is disabled")
 for _name, _entry in CORPORA.items():
     _needed = {"markdown": ["documents"], "wikipedia": ["titles", "as_of"]}[_entry["source"]]
     for _key in _needed:
         if _key not in _entry:
-            raise ConfigError(f"config['corpora'][{_name!r}][{_key!r}]: required for source {_entry['source']!r}")
+            raise ConfigError(
+                f"config['corpora'][{_name!r}][{_key!r}]: required for source {_entry['source']!r}"
+            )
 
 
 wildcard_constraints:
@@ -105,7 +116,9 @@ def corpus_documents(wildcards):
         folder = Path(entry["documents"])
         files = sorted(str(path) for path in folder.glob("*.md"))
         if not files:
-            raise ConfigError(f"config['corpora'][{wildcards.corpus!r}]['documents']: no *.md files in {folder}")
+            raise ConfigError(
+                f"config['corpora'][{wildcards.corpus!r}]['documents']: no *.md files in {folder}"
+            )
         return files
     return [wikipedia_lock(wildcards.corpus)]
 
@@ -136,6 +149,7 @@ def all_results():
         "results/metrics.csv",
         "results/figures/recall_at_k.png",
         *GROUNDING_RESULTS,
+        *vector_search_results(),
     ]
 
 
@@ -152,6 +166,8 @@ def retriever_chunkers(retriever):
     allowed = set(entry.get("chunkers") or CHUNKERS)
     for component in entry.get("components", []):
         allowed &= set(retriever_chunkers(component))
+    if "base" in entry:
+        allowed &= set(retriever_chunkers(entry["base"]))
     return sorted(allowed)
 
 
@@ -165,12 +181,32 @@ def grid(corpora=None):
     ]
 
 
-BASE_RETRIEVERS = [name for name in RETRIEVERS if not is_fusion(name)]
+def is_approximate(retriever):
+    return RETRIEVERS[retriever]["kind"] in APPROXIMATE_KINDS
+
+
+# Retrievers fitted on chunk texts (rule rank), fusions (rule fuse) and IVF
+# indexes over another retriever's embeddings (rule rank_ivf).
+BASE_RETRIEVERS = [name for name in RETRIEVERS if not is_fusion(name) and not is_approximate(name)]
 FUSED_RETRIEVERS = [name for name in RETRIEVERS if is_fusion(name)]
+IVF_RETRIEVERS = [name for name in RETRIEVERS if is_approximate(name)]
 
 
 def retriever_params(wildcards):
     return canonical_json(RETRIEVERS[wildcards.retriever])
+
+
+def ivf_base(wildcards):
+    return RETRIEVERS[wildcards.retriever]["base"]
+
+
+def ivf_base_index(wildcards):
+    """The saved index of an ivf entry's base: its embeddings are reused, not refitted."""
+    return f"work/indexes/{wildcards.corpus}/{wildcards.chunker}/{ivf_base(wildcards)}.npz"
+
+
+def ivf_base_params(wildcards):
+    return canonical_json(RETRIEVERS[ivf_base(wildcards)])
 
 
 def fusion_inputs(wildcards):
@@ -284,3 +320,54 @@ def grounding_inputs(wildcards):
         "chunks": f"work/chunks/{corpus}/{chunker}.parquet",
         "ranking": f"work/rankings/{corpus}/{chunker}/{retriever}.parquet",
     }
+def _ivf_tradeoff():
+    """The collection half of the approximate-search experiment, or None when not configured."""
+    if "ivf_tradeoff" not in config:
+        return None
+    where = "config['ivf_tradeoff']"
+    settings = dict(config["ivf_tradeoff"])
+    settings.setdefault("corpus", next(iter(CORPORA)))
+    settings = canonical_settings(IVF_TRADEOFF_PARAMETERS, settings, where)
+    check_names([settings["corpus"]], CORPORA, f"{where}['corpus']", "enabled corpus")
+    check_names([settings["chunker"]], CHUNKERS, f"{where}['chunker']", "chunker")
+    check_dense_retriever(settings["retriever"], RETRIEVERS, DENSE_KINDS, f"{where}['retriever']")
+    if settings["chunker"] not in retriever_chunkers(settings["retriever"]):
+        raise ConfigError(
+            f"{where}['chunker']: retriever {settings['retriever']!r} does not run on chunker {settings['chunker']!r}"
+        )
+    return settings
+
+
+def _ivf_synthetic():
+    """The synthetic half of the approximate-search experiment, or None when not configured."""
+    if "ivf_synthetic" not in config:
+        return None
+    where = "config['ivf_synthetic']"
+    settings = canonical_settings(IVF_SYNTHETIC_PARAMETERS, config["ivf_synthetic"], where)
+    if settings["lists"] > settings["vectors"]:
+        raise ConfigError(
+            f"{where}['lists']: {settings['lists']} lists for only {settings['vectors']} vectors"
+        )
+    if settings["probes"][-1] > settings["lists"]:
+        raise ConfigError(
+            f"{where}['probes']: {settings['probes'][-1]} probes but only {settings['lists']} lists"
+        )
+    if settings["k"] > settings["vectors"]:
+        raise ConfigError(f"{where}['k']: k = {settings['k']} exceeds the {settings['vectors']} vectors")
+    return settings
+
+
+IVF_TRADEOFF = _ivf_tradeoff()
+IVF_SYNTHETIC = _ivf_synthetic()
+
+
+def vector_search_results():
+    """What the approximate-search experiments add to rule all (only the configured halves)."""
+    results = []
+    if IVF_TRADEOFF:
+        results.append("results/ivf_tradeoff.csv")
+    if IVF_SYNTHETIC:
+        results.append("results/ivf_synthetic.csv")
+    if IVF_TRADEOFF and IVF_SYNTHETIC:
+        results.append("results/figures/ivf_tradeoff.png")
+    return results

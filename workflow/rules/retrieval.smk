@@ -10,16 +10,16 @@ rule rank:
     output:
         ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
         index="work/indexes/{corpus}/{chunker}/{retriever}.npz",
+    log:
+        "logs/rank/{corpus}/{chunker}/{retriever}.log",
+    benchmark:
+        "benchmarks/logs/rank/{corpus}/{chunker}/{retriever}.tsv"
     wildcard_constraints:
         retriever=alternatives(BASE_RETRIEVERS),
     params:
         retriever=retriever_params,
         depth=config["evaluation"]["depth"],
         code=rag_digest("retrievers", "search", "bm25", "tfidf", "lsa", "text", "labels"),
-    log:
-        "logs/rank/{corpus}/{chunker}/{retriever}.log",
-    benchmark:
-        "benchmarks/logs/rank/{corpus}/{chunker}/{retriever}.tsv"
     script:
         "../scripts/rank.py"
 
@@ -30,13 +30,39 @@ rule fuse:
         chunks="work/chunks/{corpus}/{chunker}.parquet",
     output:
         ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+    log:
+        "logs/fuse/{corpus}/{chunker}/{retriever}.log",
     wildcard_constraints:
         retriever=alternatives(FUSED_RETRIEVERS),
     params:
         retriever=retriever_params,
         depth=config["evaluation"]["depth"],
         code=rag_digest("fusion", "search"),
-    log:
-        "logs/fuse/{corpus}/{chunker}/{retriever}.log",
     script:
         "../scripts/fuse.py"
+
+
+# An IVF index over a dense retriever's chunk embeddings. It reads the base's
+# saved index instead of refitting it, so the base is fitted once and the
+# approximate ranking uses exactly the vectors the exact one ranks.
+rule rank_ivf:
+    input:
+        base_index=ivf_base_index,
+        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        questions=questions_file,
+    output:
+        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+        index="work/indexes/{corpus}/{chunker}/{retriever}.npz",
+    log:
+        "logs/rank_ivf/{corpus}/{chunker}/{retriever}.log",
+    benchmark:
+        "benchmarks/logs/rank_ivf/{corpus}/{chunker}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=alternatives(IVF_RETRIEVERS),
+    params:
+        retriever=retriever_params,
+        base=ivf_base_params,
+        depth=config["evaluation"]["depth"],
+        code=rag_digest("retrievers", "ivf", "search", "lsa", "tfidf", "text", "labels"),
+    script:
+        "../scripts/rank_ivf.py"
