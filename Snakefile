@@ -16,6 +16,7 @@ include: "workflow/rules/chunking.smk"
 include: "workflow/rules/labels.smk"
 include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/evaluation.smk"
+include: "workflow/rules/answers.smk"
 
 
 rule all:
