@@ -18,6 +18,7 @@ include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/evaluation.smk"
 include: "workflow/rules/grounding.smk"
 include: "workflow/rules/vector_search.smk"
+include: "workflow/rules/answers.smk"
 
 
 rule all:

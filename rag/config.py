@@ -192,3 +192,97 @@ def canonical_grounding(entry: Mapping, where: str = "config['grounding']") -> d
     canonical["cases"] = sorted((dict(case) for case in entry["cases"]), key=lambda case: case["name"])
     canonical["swap"] = dict(entry["swap"])
     return canonical
+
+
+# --------------------------------------------------------------------------
+# The answers section: generation settings and the experiments built on them
+# --------------------------------------------------------------------------
+
+# Settings of the extractive generator and its prompt; every answer job carries them.
+GENERATION_DEFAULTS: dict[str, object] = {
+    "k": 5,
+    "threshold": 0.5,
+    "token_counter": "word_and_punctuation",
+    "budget": None,
+}
+# Abstention thresholds 0, 0.05, ..., 1 (rounded, so the values print as written).
+DEFAULT_ABSTENTION_THRESHOLDS: tuple[float, ...] = tuple(round(step * 0.05, 2) for step in range(21))
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+def canonical_answers(
+    entry: Mapping,
+    pairs: Iterable[tuple[str, str]],
+    retriever_kinds: Mapping[str, str],
+    depth: int,
+    where: str = "config['answers']",
+) -> dict:
+    """The answers section with its defaults, its names checked against the grid.
+
+    ``pairs`` are the (chunker, retriever) combinations the grid ranks and
+    ``retriever_kinds`` maps every retriever to its kind. Missing
+    ``chunkers`` or ``retrievers`` mean all of them, so the whole grid is one
+    deleted line away; listed names that the grid never combines (a retriever
+    restricted to other chunkers) are left out, but every name must exist and
+    take part in at least one pair. The abstention sweep defaults to the first
+    answered pair and routing to the abstention pair; routing must use a BM25
+    retriever, because it indexes the summaries with that entry's parameters.
+    """
+    grid = sorted(set(pairs))
+    grid_chunkers = sorted({chunker for chunker, _ in grid})
+    grid_retrievers = sorted({retriever for _, retriever in grid})
+    chunkers = sorted(set(entry.get("chunkers") or grid_chunkers))
+    retrievers = sorted(set(entry.get("retrievers") or grid_retrievers))
+    check_names(chunkers, grid_chunkers, f"{where}['chunkers']", "chunker")
+    check_names(retrievers, retriever_kinds, f"{where}['retrievers']", "retriever")
+    chosen = [
+        (chunker, retriever) for chunker, retriever in grid if chunker in chunkers and retriever in retrievers
+    ]
+    for name in retrievers:
+        if not any(retriever == name for _, retriever in chosen):
+            raise ConfigError(
+                f"{where}['retrievers']: retriever {name!r} runs on none of the chunkers {chunkers}"
+            )
+    for name in chunkers:
+        if not any(chunker == name for chunker, _ in chosen):
+            raise ConfigError(
+                f"{where}['chunkers']: none of the retrievers {retrievers} runs on chunker {name!r}"
+            )
+
+    generation = {key: entry.get(key, default) for key, default in GENERATION_DEFAULTS.items()}
+    if generation["k"] > depth:
+        raise ConfigError(f"{where}['k']: k = {generation['k']} is deeper than evaluation depth = {depth}")
+
+    def pair(section: str, defaults: tuple[str, str]) -> tuple[str, str]:
+        values = entry.get(section) or {}
+        chunker, retriever = values.get("chunker", defaults[0]), values.get("retriever", defaults[1])
+        check_names([chunker], grid_chunkers, f"{where}[{section!r}]['chunker']", "chunker")
+        check_names([retriever], retriever_kinds, f"{where}[{section!r}]['retriever']", "retriever")
+        if (chunker, retriever) not in grid:
+            raise ConfigError(
+                f"{where}[{section!r}]: retriever {retriever!r} does not run on chunker {chunker!r}"
+            )
+        return chunker, retriever
+
+    abstention_chunker, abstention_retriever = pair("abstention", chosen[0])
+    thresholds = (entry.get("abstention") or {}).get("thresholds", DEFAULT_ABSTENTION_THRESHOLDS)
+    routing_chunker, routing_retriever = pair("summaries", (abstention_chunker, abstention_retriever))
+    if retriever_kinds[routing_retriever] != "bm25":
+        raise ConfigError(
+            f"{where}['summaries']['retriever']: {routing_retriever!r} is of kind "
+            f"{retriever_kinds[routing_retriever]!r}; routing over summaries needs a bm25 retriever"
+        )
+    return {
+        "pairs": [list(item) for item in chosen],
+        "generation": generation,
+        "abstention": {
+            "chunker": abstention_chunker,
+            "retriever": abstention_retriever,
+            "thresholds": sorted({float(value) for value in thresholds}),
+        },
+        "summaries": {
+            "chunker": routing_chunker,
+            "retriever": routing_retriever,
+            "window": (entry.get("summaries") or {}).get("window", DEFAULT_CONTEXT_WINDOW),
+        },
+    }

@@ -122,6 +122,51 @@ def rank_scatter(per_question: pd.DataFrame, first: str, second: str, depth: int
     return figure
 
 
+def abstention_tradeoff(table: pd.DataFrame, corpus: str, threshold: float | None = None) -> Figure:
+    """Shares answered, answered correctly and refused against the coverage threshold.
+
+    Answered and correct are shares of the answerable questions, refused a
+    share of the unanswerable ones, so the three curves show what raising
+    the threshold buys (refusals) and what it costs (correct answers).
+    """
+    rows = table[table.corpus == corpus]
+    pair = ", ".join(f"{rows[key].iloc[0]}" for key in ("chunker", "retriever")) if len(rows) else ""
+    figure, axes = plt.subplots(figsize=(7, 5))
+    curves = [
+        ("answerable", "answered", PALETTE[0], "answered (share of answerable)"),
+        ("answerable", "correct", PALETTE[2], "correct: quotes the evidence (share of answerable)"),
+        ("unanswerable", "abstained", PALETTE[1], "refused (share of unanswerable)"),
+    ]
+    for group, column, color, label in curves:
+        part = rows[rows.group == group].sort_values("threshold")
+        if part.empty:
+            continue
+        total = int(part["questions"].iloc[0])
+        axes.plot(
+            part["threshold"],
+            part[column] / total,
+            marker="o",
+            markersize=3,
+            color=color,
+            label=f"{label}, n = {total}",
+        )
+    if threshold is not None:
+        axes.axvline(
+            threshold,
+            color="black",
+            linewidth=0.8,
+            linestyle="--",
+            alpha=0.6,
+            label=f"threshold {threshold:g}",
+        )
+    axes.set_ylim(0, 1.02)
+    _style(axes, f"Abstention trade-off ({corpus}, {pair})", "coverage threshold", "share of questions")
+    # Below the axes: the curves cross the whole plotting area.
+    axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    figure.tight_layout()
+    return figure
+
+
 def no_data(title: str) -> Figure:
     figure, axes = plt.subplots(figsize=(5, 3))
     axes.text(0.5, 0.5, "no data for this configuration", ha="center", va="center")

@@ -21,6 +21,7 @@ from rag.config import (  # noqa: E402
     IVF_TRADEOFF_PARAMETERS,
     RETRIEVER_PARAMETERS,
     ConfigError,
+    canonical_answers,
     canonical_entry,
     canonical_grounding,
     canonical_json,
@@ -141,7 +142,7 @@ def corpus_chunker_pairs():
 
 
 def all_results():
-    return [
+    results = [
         "results/corpus_statistics.csv",
         "results/questions_by_type.csv",
         "results/chunk_statistics.csv",
@@ -151,6 +152,17 @@ def all_results():
         *GROUNDING_RESULTS,
         *vector_search_results(),
     ]
+    if ANSWERS is not None:
+        results += [
+            "results/answers.csv",
+            "results/answers_summary.csv",
+            "results/abstention.csv",
+            "results/figures/abstention.png",
+            "results/summaries.csv",
+            "results/routing.csv",
+            "results/routing_metrics.csv",
+        ]
+    return results
 
 
 FUSION_KINDS = ("rrf", "score_sum")
@@ -371,3 +383,82 @@ def vector_search_results():
     if IVF_TRADEOFF and IVF_SYNTHETIC:
         results.append("results/figures/ivf_tradeoff.png")
     return results
+
+
+def _answers():
+    """The answers section in canonical form, or None when the config has none (no answer jobs)."""
+    entry = config.get("answers")
+    if entry is None:
+        return None
+    pairs = [(chunker, retriever) for _, chunker, retriever in grid()]
+    kinds = {name: retriever["kind"] for name, retriever in RETRIEVERS.items()}
+    return canonical_answers(entry, pairs, kinds, config["evaluation"]["depth"])
+
+
+ANSWERS = _answers()
+
+
+def answer_pairs():
+    """Every (corpus, chunker, retriever) whose questions are answered."""
+    if ANSWERS is None:
+        return []
+    return [
+        (corpus, chunker, retriever)
+        for corpus in CORPORA
+        for chunker, retriever in ANSWERS["pairs"]
+    ]
+
+
+def answers_section(name, *keys):
+    """One part of the canonical answers section as JSON: the params of the rules that use it."""
+
+    def params(wildcards):
+        section = ANSWERS[name]
+        return canonical_json({key: section[key] for key in keys} if keys else section)
+
+    return params
+
+
+def abstention_inputs():
+    """The answers of the abstention sweep's (chunker, retriever), one file per corpus."""
+    if ANSWERS is None:
+        return []
+    chunker, retriever = (
+        ANSWERS["abstention"]["chunker"],
+        ANSWERS["abstention"]["retriever"],
+    )
+    return [
+        f"work/answers/{corpus}/{chunker}/{retriever}.parquet" for corpus in CORPORA
+    ]
+
+
+def routing_inputs(kind):
+    """Per corpus, the chunk set, its qrels or its saved index that routing searches within."""
+    if ANSWERS is None:
+        return []
+    chunker, retriever = (
+        ANSWERS["summaries"]["chunker"],
+        ANSWERS["summaries"]["retriever"],
+    )
+    pattern = {
+        "chunks": "work/chunks/{corpus}/{chunker}.parquet",
+        "qrels": "work/qrels/{corpus}/{chunker}.parquet",
+        "index": "work/indexes/{corpus}/{chunker}/{retriever}.npz",
+    }[kind]
+    return [
+        pattern.format(corpus=corpus, chunker=chunker, retriever=retriever)
+        for corpus in CORPORA
+    ]
+
+
+ANSWER_CODE = (
+    "answers",
+    "prompts",
+    "extractive",
+    "verification",
+    "tokens",
+    "text",
+    "bm25",
+    "search",
+    "labels",
+)
