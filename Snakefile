@@ -16,9 +16,12 @@ include: "workflow/rules/chunking.smk"
 include: "workflow/rules/labels.smk"
 include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/evaluation.smk"
+include: "workflow/rules/grounding.smk"
+include: "workflow/rules/vector_search.smk"
+include: "workflow/rules/answers.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_results(),
-    default_target: True

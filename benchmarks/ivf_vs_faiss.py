@@ -13,8 +13,8 @@ Timings are medians over interleaved repeats (ours, then FAISS, in turn), so
 both sides see the same machine load; absolute seconds still vary between
 runs on a shared machine, the ratios much less.
 
-Usage:
-    .venv/bin/python benchmarks/ivf_vs_faiss.py --output /tmp/ivf_vs_faiss.csv
+Usage (writes results/benchmarks/ivf_vs_faiss.csv unless --output says otherwise):
+    .venv/bin/python benchmarks/ivf_vs_faiss.py
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+PROJECT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT))
 
 from rag import ivf, synthetic  # noqa: E402
 
@@ -44,7 +45,12 @@ def parse_arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--output", type=Path, required=True, help="CSV file to write")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=PROJECT / "results" / "benchmarks" / "ivf_vs_faiss.csv",
+        help="CSV file to write (default: %(default)s)",
+    )
     parser.add_argument("--count", type=int, default=synthetic.DEFAULT_COUNT)
     parser.add_argument("--dimensions", type=int, default=synthetic.DEFAULT_DIMENSIONS)
     parser.add_argument("--centres", type=int, default=synthetic.DEFAULT_CENTRES)
@@ -167,7 +173,7 @@ def main() -> None:
 
     table = pd.DataFrame(rows)
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(arguments.output, index=False)
+    table.to_csv(arguments.output, index=False, float_format="%.6f", lineterminator="\n")
     print(
         f"{arguments.count:,} vectors x {arguments.dimensions}, {arguments.queries:,} queries, "
         f"{arguments.lists} lists, k = {k}, spread {arguments.spread}, {arguments.threads} thread(s)"

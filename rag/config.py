@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 
 import jsonschema
 
+from rag.synthetic import DEFAULT_CENTRES, DEFAULT_SPREAD
+
 
 class ConfigError(ValueError):
     """A configuration mistake; the message starts with the key path."""
@@ -51,6 +53,30 @@ RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = {
     "lsa": {"dimensions": 128, "min_df": 2, "stem": False},
     "rrf": {"components": None, "constant": 60},
     "score_sum": {"components": None},
+    "ivf": {"base": None, "lists": 16, "probes": 4, "seed": 0},
+}
+
+# The two approximate-search experiments. ``None`` marks a required key.
+IVF_TRADEOFF_PARAMETERS: dict[str, object] = {
+    "corpus": None,
+    "chunker": None,
+    "retriever": None,
+    "lists": 16,
+    "k": 10,
+    "labelled_k": 5,
+    "seed": 0,
+}
+IVF_SYNTHETIC_PARAMETERS: dict[str, object] = {
+    "vectors": 100_000,
+    "dimensions": 64,
+    "centres": DEFAULT_CENTRES,
+    "spread": DEFAULT_SPREAD,
+    "lists": 256,
+    "probes": [1, 2, 4, 8, 16, 32, 64],
+    "queries": 1_000,
+    "k": 10,
+    "seed": 0,
+    "repeats": 3,
 }
 
 
@@ -78,6 +104,51 @@ def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: 
     return canonical
 
 
+def canonical_settings(parameters: Mapping[str, object], settings: Mapping, where: str) -> dict:
+    """A settings section (not a named grid entry) with its defaults filled in.
+
+    Lists of numbers are sorted, since the experiments treat them as sets:
+    reordering them must not re-run anything.
+    """
+    for key in settings:
+        if key not in parameters:
+            raise ConfigError(f"{where}[{key!r}]: unknown key; allowed: {sorted(parameters)}")
+    canonical: dict[str, object] = {}
+    for key, default in parameters.items():
+        value = settings.get(key, default)
+        if value is None:
+            raise ConfigError(f"{where}[{key!r}]: required")
+        canonical[key] = sorted(value) if isinstance(value, list) else value
+    return canonical
+
+
+def check_ivf_entry(
+    name: str, entry: Mapping, retrievers: Mapping[str, Mapping], dense_kinds: Iterable[str]
+) -> None:
+    """An ``ivf`` entry must index an existing dense retriever and probe no more lists than it has."""
+    where = f"config['retrievers'][{name!r}]"
+    check_dense_retriever(entry["base"], retrievers, dense_kinds, f"{where}['base']")
+    if entry["probes"] > entry["lists"]:
+        raise ConfigError(
+            f"{where}['probes']: {entry['probes']} probes but only {entry['lists']} lists; "
+            "probes must be at most lists"
+        )
+
+
+def check_dense_retriever(
+    name: str, retrievers: Mapping[str, Mapping], dense_kinds: Iterable[str], where: str
+) -> None:
+    """``name`` must be a configured retriever whose chunks are vectors an IVF index can hold."""
+    check_names([name], retrievers, where, "retriever")
+    kinds = tuple(dense_kinds)
+    kind = retrievers[name]["kind"]
+    if kind not in kinds:
+        raise ConfigError(
+            f"{where}: retriever {name!r} is of kind {kind!r}, which has no chunk embeddings; "
+            f"an IVF index needs a dense retriever (kind {', '.join(kinds)})"
+        )
+
+
 def canonical_json(value: object) -> str:
     """A byte-stable rendering: keys sorted, no whitespace variation."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
@@ -88,6 +159,133 @@ def check_names(names: Iterable[str], known: Iterable[str], where: str, what: st
     for name in names:
         if name not in known_set:
             raise ConfigError(f"{where}: unknown {what} {name!r}; known: {sorted(known_set)}")
+
+
+# The grounding experiments: which ranking feeds the generator, how many
+# chunks it reads, how sharply the retrieval prior trusts the ranking, and how
+# long memory may talk. The cases and the swap are data without defaults.
+GROUNDING_PARAMETERS: dict[str, object] = {
+    "chunker": "sentences100",
+    "retriever": "bm25",
+    "k": 5,
+    "temperature": 0.5,
+    "max_tokens": 30,
+}
+
+
+def canonical_grounding(entry: Mapping, where: str = "config['grounding']") -> dict:
+    """The grounding section with defaults filled in and its cases in name order.
+
+    Sorting the cases means reordering them in ``config.yaml`` re-runs nothing;
+    a repeated name is an error, since the name identifies a case's rows.
+    """
+    canonical: dict[str, object] = {
+        key: entry.get(key, default) for key, default in GROUNDING_PARAMETERS.items()
+    }
+    if "corpus" in entry:
+        canonical["corpus"] = entry["corpus"]
+    seen: set[str] = set()
+    for index, case in enumerate(entry["cases"]):
+        if case["name"] in seen:
+            raise ConfigError(f"{where}['cases'][{index}]['name']: duplicate case name {case['name']!r}")
+        seen.add(case["name"])
+    canonical["cases"] = sorted((dict(case) for case in entry["cases"]), key=lambda case: case["name"])
+    canonical["swap"] = dict(entry["swap"])
+    return canonical
+
+
+# --------------------------------------------------------------------------
+# The answers section: generation settings and the experiments built on them
+# --------------------------------------------------------------------------
+
+# Settings of the extractive generator and its prompt; every answer job carries them.
+GENERATION_DEFAULTS: dict[str, object] = {
+    "k": 5,
+    "threshold": 0.5,
+    "token_counter": "word_and_punctuation",
+    "budget": None,
+}
+# Abstention thresholds 0, 0.05, ..., 1 (rounded, so the values print as written).
+DEFAULT_ABSTENTION_THRESHOLDS: tuple[float, ...] = tuple(round(step * 0.05, 2) for step in range(21))
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+def canonical_answers(
+    entry: Mapping,
+    pairs: Iterable[tuple[str, str]],
+    retriever_kinds: Mapping[str, str],
+    depth: int,
+    where: str = "config['answers']",
+) -> dict:
+    """The answers section with its defaults, its names checked against the grid.
+
+    ``pairs`` are the (chunker, retriever) combinations the grid ranks and
+    ``retriever_kinds`` maps every retriever to its kind. Missing
+    ``chunkers`` or ``retrievers`` mean all of them, so the whole grid is one
+    deleted line away; listed names that the grid never combines (a retriever
+    restricted to other chunkers) are left out, but every name must exist and
+    take part in at least one pair. The abstention sweep defaults to the first
+    answered pair and routing to the abstention pair; routing must use a BM25
+    retriever, because it indexes the summaries with that entry's parameters.
+    """
+    grid = sorted(set(pairs))
+    grid_chunkers = sorted({chunker for chunker, _ in grid})
+    grid_retrievers = sorted({retriever for _, retriever in grid})
+    chunkers = sorted(set(entry.get("chunkers") or grid_chunkers))
+    retrievers = sorted(set(entry.get("retrievers") or grid_retrievers))
+    check_names(chunkers, grid_chunkers, f"{where}['chunkers']", "chunker")
+    check_names(retrievers, retriever_kinds, f"{where}['retrievers']", "retriever")
+    chosen = [
+        (chunker, retriever) for chunker, retriever in grid if chunker in chunkers and retriever in retrievers
+    ]
+    for name in retrievers:
+        if not any(retriever == name for _, retriever in chosen):
+            raise ConfigError(
+                f"{where}['retrievers']: retriever {name!r} runs on none of the chunkers {chunkers}"
+            )
+    for name in chunkers:
+        if not any(chunker == name for chunker, _ in chosen):
+            raise ConfigError(
+                f"{where}['chunkers']: none of the retrievers {retrievers} runs on chunker {name!r}"
+            )
+
+    generation = {key: entry.get(key, default) for key, default in GENERATION_DEFAULTS.items()}
+    if generation["k"] > depth:
+        raise ConfigError(f"{where}['k']: k = {generation['k']} is deeper than evaluation depth = {depth}")
+
+    def pair(section: str, defaults: tuple[str, str]) -> tuple[str, str]:
+        values = entry.get(section) or {}
+        chunker, retriever = values.get("chunker", defaults[0]), values.get("retriever", defaults[1])
+        check_names([chunker], grid_chunkers, f"{where}[{section!r}]['chunker']", "chunker")
+        check_names([retriever], retriever_kinds, f"{where}[{section!r}]['retriever']", "retriever")
+        if (chunker, retriever) not in grid:
+            raise ConfigError(
+                f"{where}[{section!r}]: retriever {retriever!r} does not run on chunker {chunker!r}"
+            )
+        return chunker, retriever
+
+    abstention_chunker, abstention_retriever = pair("abstention", chosen[0])
+    thresholds = (entry.get("abstention") or {}).get("thresholds", DEFAULT_ABSTENTION_THRESHOLDS)
+    routing_chunker, routing_retriever = pair("summaries", (abstention_chunker, abstention_retriever))
+    if retriever_kinds[routing_retriever] != "bm25":
+        raise ConfigError(
+            f"{where}['summaries']['retriever']: {routing_retriever!r} is of kind "
+            f"{retriever_kinds[routing_retriever]!r}; routing over summaries needs a bm25 retriever"
+        )
+    return {
+        "pairs": [list(item) for item in chosen],
+        "generation": generation,
+        "abstention": {
+            "chunker": abstention_chunker,
+            "retriever": abstention_retriever,
+            "thresholds": sorted({float(value) for value in thresholds}),
+        },
+        "summaries": {
+            "chunker": routing_chunker,
+            "retriever": routing_retriever,
+            "window": (entry.get("summaries") or {}).get("window", DEFAULT_CONTEXT_WINDOW),
+        },
+    }
 
 
 # What each corpus source needs, the keys that belong to it alone, and the

@@ -16,14 +16,19 @@ import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 
 from rag.chunking import Chunk
 from rag.documents import Block, Document, section_name
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# pandas and pyarrow are imported inside the functions that need them: loading
+# them takes about half a second, which the `rag ask` command cannot afford on
+# every question, and it only reads and writes numpy arrays and JSON.
 
 PROVENANCE_KEY = b"rag.provenance"
 
@@ -108,6 +113,9 @@ def read_yaml(path: str | os.PathLike) -> object:
 
 def write_parquet(frame: pd.DataFrame, path: str | os.PathLike, provenance: Mapping | None = None) -> None:
     """Write a table with its provenance in the file's schema metadata."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     table = pa.Table.from_pandas(frame, preserve_index=False)
     if provenance is not None:
         metadata = dict(table.schema.metadata or {})
@@ -118,6 +126,8 @@ def write_parquet(frame: pd.DataFrame, path: str | os.PathLike, provenance: Mapp
 
 
 def read_provenance(path: str | os.PathLike) -> dict:
+    import pyarrow.parquet as pq
+
     metadata = pq.read_schema(path).metadata or {}
     raw = metadata.get(PROVENANCE_KEY)
     return json.loads(raw) if raw else {}
@@ -135,6 +145,8 @@ def write_csv(frame: pd.DataFrame, path: str | os.PathLike) -> None:
 
 
 def documents_to_frame(documents: Sequence[Document]) -> pd.DataFrame:
+    import pandas as pd
+
     rows = []
     for document in documents:
         for index, (block, (start, end)) in enumerate(
@@ -186,6 +198,8 @@ def documents_from_frame(frame: pd.DataFrame) -> list[Document]:
 
 
 def chunks_to_frame(chunks: Sequence[Chunk], documents: Sequence[Document]) -> pd.DataFrame:
+    import pandas as pd
+
     by_id = {document.doc_id: document for document in documents}
     rows = []
     for chunk in chunks:
@@ -251,11 +265,17 @@ def provenance(**parts: object) -> dict:
 RANKING_COLUMNS = ["question_id", "rank", "chunk_id", "score"]
 
 
-def rankings_to_frame(question_ids: Sequence[str], rankings: Sequence, chunk_ids: Sequence[str]) -> pd.DataFrame:
+def rankings_to_frame(
+    question_ids: Sequence[str], rankings: Sequence, chunk_ids: Sequence[str]
+) -> pd.DataFrame:
     """One row per (question, rank); an empty ranking simply has no rows."""
+    import pandas as pd
+
     rows = []
     for question_id, ranking in zip(question_ids, rankings, strict=True):
-        for rank, (position, score) in enumerate(zip(ranking.positions, ranking.scores, strict=True), start=1):
+        for rank, (position, score) in enumerate(
+            zip(ranking.positions, ranking.scores, strict=True), start=1
+        ):
             rows.append((question_id, rank, chunk_ids[position], float(score)))
     frame = pd.DataFrame(rows, columns=RANKING_COLUMNS)
     return frame.astype({"question_id": str, "rank": "int64", "chunk_id": str, "score": "float64"})
@@ -283,6 +303,132 @@ def save_arrays(path: str | os.PathLike, arrays: Mapping) -> None:
             np.savez(handle, **arrays)
 
 
+def load_arrays(path: str | os.PathLike) -> dict:
+    """The arrays of an ``.npz`` written by :func:`save_arrays`; pickled objects are refused."""
+    import numpy as np
+
+    with np.load(path, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+# --------------------------------------------------------------------------
+# A folder of Markdown documents, and the index cache of the `rag ask` command
+# --------------------------------------------------------------------------
+
+
+class FolderError(ValueError):
+    """A documents folder that cannot be read; the message names the folder or file."""
+
+
+@dataclass(frozen=True)
+class MarkdownFile:
+    """One ``*.md`` file of a folder: its name (also its default document id) and text."""
+
+    name: str
+    text: str
+
+
+def read_markdown_folder(folder: str | os.PathLike) -> list[MarkdownFile]:
+    """Every ``*.md`` file directly in ``folder``, in name order.
+
+    A missing folder, a folder without Markdown files and a file that is not
+    UTF-8 text are errors naming the path, so the caller can report them in
+    one line instead of failing later with an empty index.
+    """
+    path = Path(folder)
+    if not path.exists():
+        raise FolderError(f"{folder}: no such folder")
+    if not path.is_dir():
+        raise FolderError(f"{folder}: not a folder")
+    files = sorted(entry for entry in path.glob("*.md") if entry.is_file())
+    if not files:
+        raise FolderError(f"{folder}: no Markdown documents (*.md) in this folder")
+    documents = []
+    for file in files:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except UnicodeDecodeError as error:
+            raise FolderError(f"{file}: not UTF-8 text (byte {error.start})") from None
+        except OSError as error:
+            raise FolderError(f"{file}: cannot be read ({error.strerror or error})") from None
+        documents.append(MarkdownFile(file.name, text))
+    return documents
+
+
+def source_digest(modules: Sequence[object]) -> str:
+    """SHA-256 over the source files of ``modules``: changes whenever their code does.
+
+    A cache keyed only by inputs and options would keep serving indexes built
+    by an older chunker or analyzer after the code changed.
+    """
+    import hashlib
+
+    digest = hashlib.sha256()
+    for module in modules:
+        source = Path(module.__file__)
+        digest.update(module.__name__.encode() + b"\0" + source.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+BUNDLE_MANIFEST = "manifest.json"
+
+
+class BundleError(ValueError):
+    """A bundle folder that exists but cannot be read back."""
+
+
+def write_bundle(
+    folder: str | os.PathLike,
+    arrays: Mapping[str, Mapping],
+    values: Mapping[str, object],
+    manifest: Mapping[str, object],
+) -> None:
+    """Write named array groups (``<name>.npz``) and JSON values (``<name>.json``) into ``folder``.
+
+    Every file is written atomically and the manifest, which lists the other
+    files, comes last: a folder with a manifest is complete, and a reader that
+    finds none treats the bundle as absent. Two writers of the same bundle
+    replace each other's files with identical content.
+    """
+    folder = Path(folder)
+    for name, group in arrays.items():
+        save_arrays(folder / f"{name}.npz", group)
+    for name, value in values.items():
+        write_text(folder / f"{name}.json", json.dumps(value, ensure_ascii=False))
+    content = {**manifest, "arrays": sorted(arrays), "values": sorted(values)}
+    write_text(folder / BUNDLE_MANIFEST, json.dumps(content, sort_keys=True, indent=1))
+
+
+@dataclass(frozen=True)
+class Bundle:
+    manifest: dict
+    arrays: dict[str, dict]
+    values: dict[str, object]
+
+
+def read_bundle(folder: str | os.PathLike) -> Bundle | None:
+    """The bundle :func:`write_bundle` wrote into ``folder``, or None when it has no manifest.
+
+    A manifest whose files are missing or damaged raises :class:`BundleError`.
+    """
+    import zipfile
+
+    folder = Path(folder)
+    manifest_path = folder / BUNDLE_MANIFEST
+    if not manifest_path.exists():
+        return None
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+        arrays = {name: load_arrays(folder / f"{name}.npz") for name in manifest["arrays"]}
+        values = {
+            name: json.loads((folder / f"{name}.json").read_text(encoding="utf-8"))
+            for name in manifest["values"]
+        }
+    except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as error:
+        raise BundleError(f"{folder}: damaged bundle ({type(error).__name__}: {error})") from None
+    return Bundle(manifest, arrays, values)
+
+
 # --------------------------------------------------------------------------
 # Questions and document judgements as tables, and BEIR collections
 # --------------------------------------------------------------------------
@@ -293,6 +439,8 @@ JUDGEMENT_COLUMNS = ["question_id", "doc_id", "gain"]
 
 def questions_to_frame(questions: Sequence) -> pd.DataFrame:
     """Questions without evidence spans (BEIR queries) as a table."""
+    import pandas as pd
+
     rows = [(q.question_id, q.text, q.type, bool(q.answerable)) for q in questions]
     frame = pd.DataFrame(rows, columns=QUESTION_COLUMNS)
     return frame.astype({"question_id": str, "text": str, "type": str, "answerable": bool})
@@ -308,6 +456,8 @@ def read_questions(path: str | os.PathLike) -> list:
     from rag.labels import Question, parse_questions
 
     if str(path).endswith(".parquet"):
+        import pandas as pd
+
         frame = pd.read_parquet(path, columns=QUESTION_COLUMNS)
         return [
             Question(str(row.question_id), str(row.text), str(row.type), bool(row.answerable))
@@ -317,6 +467,8 @@ def read_questions(path: str | os.PathLike) -> list:
 
 
 def judgements_to_frame(judgements: Sequence) -> pd.DataFrame:
+    import pandas as pd
+
     rows = [(j.question_id, j.doc_id, int(j.gain)) for j in judgements]
     frame = pd.DataFrame(rows, columns=JUDGEMENT_COLUMNS)
     return frame.astype({"question_id": str, "doc_id": str, "gain": "int64"})

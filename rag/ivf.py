@@ -27,10 +27,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from threadpoolctl import threadpool_limits
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+from rag.search import Ranking, top_k_among
 
 DEFAULT_MAX_ITERATIONS = 20
 
@@ -444,6 +448,28 @@ class IVFIndex:
             raise ValueError("original_positions must be a permutation of the stored rows")
         return cls(centroids, offsets, original, stored)
 
+    def probed_lists(self, queries: np.ndarray, probes: int) -> np.ndarray:
+        """The ``probes`` lists each query scans: ``n_queries x probes`` list numbers, best first.
+
+        Lists are chosen by the dot product of the query with their centroid,
+        ties to the lower list number, so the choice is reproducible.
+        """
+        batch = _check_queries(queries, self.stored_vectors.shape[1])
+        if isinstance(probes, bool) or not isinstance(probes, int | np.integer):
+            raise ValueError(f"probes must be an integer, got {probes!r}")
+        if not 1 <= probes <= self.list_count:
+            raise ValueError(f"probes must be between 1 and {self.list_count} (the lists), got {probes}")
+        centroid_scores = batch @ self.centroids.T
+        rows, columns, values = _top_k_superset(centroid_scores, probes)
+        probed, _ = _rank_candidates(rows, columns, values, batch.shape[0], probes)
+        return probed
+
+    def members(self, list_ids: np.ndarray) -> np.ndarray:
+        """Original positions of the vectors filed in the given lists, list by list."""
+        offsets = self.list_offsets
+        parts = [self.original_positions[offsets[list_id] : offsets[list_id + 1]] for list_id in list_ids]
+        return np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+
     def search(self, queries: np.ndarray, probes: int, k: int) -> SearchResult:
         """Scan the ``probes`` lists whose centroids score highest; return the best k found.
 
@@ -453,15 +479,8 @@ class IVFIndex:
         """
         batch = _check_queries(queries, self.stored_vectors.shape[1])
         _check_depth(k)
-        if isinstance(probes, bool) or not isinstance(probes, int | np.integer):
-            raise ValueError(f"probes must be an integer, got {probes!r}")
-        if not 1 <= probes <= self.list_count:
-            raise ValueError(f"probes must be between 1 and {self.list_count} (the lists), got {probes}")
         query_count = batch.shape[0]
-
-        centroid_scores = batch @ self.centroids.T
-        rows, columns, values = _top_k_superset(centroid_scores, probes)
-        probed, _ = _rank_candidates(rows, columns, values, query_count, probes)
+        probed = self.probed_lists(batch, probes)
         sizes = self.list_sizes
 
         widest = max(1, int(sizes.max()))
@@ -528,6 +547,51 @@ def build_ivf(
     )
 
 
+# --------------------------------------------------------------------------- the pipeline's ranking
+
+
+def rank_probed_lists(
+    index: IVFIndex,
+    vectors: np.ndarray,
+    queries: np.ndarray,
+    probes: int,
+    depth: int,
+    tie_order: np.ndarray | None = None,
+) -> list[Ranking]:
+    """Each query's ``depth`` best vectors among the lists it probes, on the pipeline's conventions.
+
+    The pipeline's retrievers score in float64 and break ties by chunk id
+    (``tie_order``, as in :func:`rag.search.top_k`), so this search scores the
+    members of the probed lists exactly, from ``vectors`` (the float64 vectors
+    the index was built from, in their original order) rather than from the
+    index's float32 copies. With every list probed it therefore returns the
+    exact ranking, and with fewer lists the exact ranking restricted to the
+    probed lists: the only difference from exact search is what was scanned.
+    Each score is a row-wise sum of products, so identical vectors score
+    identically wherever they sit and their ties really go by ``tie_order``.
+    A query of zeros (no known term) gets an empty ranking, as in exact search.
+    """
+    matrix = np.asarray(vectors, dtype=np.float64)
+    if matrix.shape != index.stored_vectors.shape:
+        raise ValueError(
+            f"the index holds {index.size} vectors of dimension {index.stored_vectors.shape[1]}, "
+            f"but the vectors given have shape {matrix.shape}"
+        )
+    if not np.array_equal(index.stored_vectors, matrix[index.original_positions].astype(np.float32)):
+        raise ValueError("the vectors given are not the ones the index was built from")
+    batch = np.asarray(queries, dtype=np.float64)
+    probed = index.probed_lists(batch, probes)
+    rankings = []
+    for query, lists in zip(batch, probed, strict=True):
+        if not query.any():
+            rankings.append(Ranking.empty())
+            continue
+        candidates = index.members(lists)
+        scores = (matrix[candidates] * query).sum(axis=1)
+        rankings.append(top_k_among(candidates, scores, depth, tie_order))
+    return rankings
+
+
 # --------------------------------------------------------------------------- measurement
 
 
@@ -588,6 +652,10 @@ def probe_tradeoff(
     threads on those than computing, several times slower on a busy machine,
     which would measure the thread pool rather than the index.
     """
+    # Imported here: searching a built index must not pay for loading pandas.
+    import pandas as pd
+    from threadpoolctl import threadpool_limits
+
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
     if not probe_counts:

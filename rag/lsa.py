@@ -32,7 +32,6 @@ from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as sparse_linalg
 
 from rag.search import (
     Ranking,
@@ -150,6 +149,8 @@ def truncated_svd(
         u, s, vt = np.linalg.svd(matrix.toarray(), full_matrices=False)
         u, s, vt = u[:, :dimensions], s[:dimensions], vt[:dimensions]
     else:
+        import scipy.sparse.linalg as sparse_linalg  # only fitting needs ARPACK, not querying
+
         start = np.random.default_rng(seed).uniform(-1.0, 1.0, smaller)
         u, s, vt = sparse_linalg.svds(sp.csr_matrix(matrix, dtype=np.float64), k=dimensions, tol=0, v0=start)
         order = np.argsort(-s, kind="stable")

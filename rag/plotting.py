@@ -93,7 +93,12 @@ def rank_scatter(per_question: pd.DataFrame, first: str, second: str, depth: int
     for mask, color, label in groups:
         total = int(counts[mask].sum())
         axes.scatter(
-            points[mask, 0], points[mask, 1], s=18 * counts[mask], color=color, alpha=0.7, label=f"{label} ({total})"
+            points[mask, 0],
+            points[mask, 1],
+            s=18 * counts[mask],
+            color=color,
+            alpha=0.7,
+            label=f"{label} ({total})",
         )
     axes.plot([1, missing], [1, missing], color="black", linewidth=0.8, alpha=0.5)
     axes.set_xscale("log")
@@ -117,9 +122,251 @@ def rank_scatter(per_question: pd.DataFrame, first: str, second: str, depth: int
     return figure
 
 
+def abstention_tradeoff(table: pd.DataFrame, corpus: str, threshold: float | None = None) -> Figure:
+    """Shares answered, answered correctly and refused against the coverage threshold.
+
+    Answered and correct are shares of the answerable questions, refused a
+    share of the unanswerable ones, so the three curves show what raising
+    the threshold buys (refusals) and what it costs (correct answers).
+    """
+    rows = table[table.corpus == corpus]
+    pair = ", ".join(f"{rows[key].iloc[0]}" for key in ("chunker", "retriever")) if len(rows) else ""
+    figure, axes = plt.subplots(figsize=(7, 5))
+    curves = [
+        ("answerable", "answered", PALETTE[0], "answered (share of answerable)"),
+        ("answerable", "correct", PALETTE[2], "correct: quotes the evidence (share of answerable)"),
+        ("unanswerable", "abstained", PALETTE[1], "refused (share of unanswerable)"),
+    ]
+    for group, column, color, label in curves:
+        part = rows[rows.group == group].sort_values("threshold")
+        if part.empty:
+            continue
+        total = int(part["questions"].iloc[0])
+        axes.plot(
+            part["threshold"],
+            part[column] / total,
+            marker="o",
+            markersize=3,
+            color=color,
+            label=f"{label}, n = {total}",
+        )
+    if threshold is not None:
+        axes.axvline(
+            threshold,
+            color="black",
+            linewidth=0.8,
+            linestyle="--",
+            alpha=0.6,
+            label=f"threshold {threshold:g}",
+        )
+    axes.set_ylim(0, 1.02)
+    _style(axes, f"Abstention trade-off ({corpus}, {pair})", "coverage threshold", "share of questions")
+    # Below the axes: the curves cross the whole plotting area.
+    axes.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
+    figure.tight_layout()
+    return figure
+
+
 def no_data(title: str) -> Figure:
     figure, axes = plt.subplots(figsize=(5, 3))
     axes.text(0.5, 0.5, "no data for this configuration", ha="center", va="center")
     axes.set_axis_off()
     axes.set_title(title)
+    return figure
+
+
+GROUNDING_MODEL_LABELS = {
+    "memory": "memory (trigram of the corpus)",
+    "sources": "conditioned on all k chunks",
+    "rag_sequence": "RAG-Sequence",
+    "rag_token": "RAG-Token",
+}
+
+
+def _ratio_label(log10_ratio: float) -> str:
+    """A ratio as ×0.52 when it is readable that way, as ×10^-4.2 when it is not."""
+    if abs(log10_ratio) < 3:
+        return f"×{10.0**log10_ratio:.3g}"
+    return rf"$\times 10^{{{log10_ratio:.1f}}}$"
+
+
+def grounding_figure(answers: pd.DataFrame, swap: pd.DataFrame, setting: dict) -> Figure:
+    """Left: log10 probability of the true and the wrong answer per case and model.
+
+    Right: the correct comparison sentence and its swapped twin under
+    RAG-Sequence and RAG-Token, annotated with the ratios between them.
+    """
+    from matplotlib.lines import Line2D
+
+    figure, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5), gridspec_kw={"width_ratios": [2.4, 1]})
+    cases = list(dict.fromkeys(answers["case"]))
+    models = list(dict.fromkeys(answers["model"]))
+    width = 0.8 / len(models)
+    handles = []
+    for index, model in enumerate(models):
+        color = PALETTE[index % len(PALETTE)]
+        rows = answers[answers.model == model]
+
+        def values(kind: str, rows: pd.DataFrame = rows) -> np.ndarray:
+            picked = rows[rows.answer_kind == kind].set_index("case").reindex(cases)
+            return picked["log10_likelihood"].to_numpy(dtype=float)
+
+        true, wrong = values("true"), values("wrong")
+        x = np.arange(len(cases)) + (index - (len(models) - 1) / 2) * width
+        left.vlines(x, np.minimum(true, wrong), np.maximum(true, wrong), color=color, linewidth=2, alpha=0.45)
+        left.scatter(x, true, marker="o", s=36, color=color, zorder=3)
+        left.scatter(x, wrong, marker="x", s=36, color=color, zorder=3)
+        handles.append(
+            Line2D([], [], color=color, linewidth=2, label=GROUNDING_MODEL_LABELS.get(model, model))
+        )
+    handles += [
+        Line2D([], [], marker="o", color="black", linestyle="", label="true answer"),
+        Line2D([], [], marker="x", color="black", linestyle="", label="wrong answer (another body's)"),
+    ]
+    left.set_xticks(np.arange(len(cases)), cases, fontsize=8)
+    _style(
+        left,
+        "Which answer each model prefers: true above wrong means it prefers the truth",
+        "case",
+        "log10 P(answer | prompt)",
+    )
+    left.legend(handles=handles, fontsize=8, loc="lower left")
+
+    swap_models = list(dict.fromkeys(swap["model"]))
+    candidates = list(dict.fromkeys(swap["candidate"]))
+    bar_width = 0.8 / len(candidates)
+    table = swap.set_index(["candidate", "model"])
+    for index, candidate in enumerate(candidates):
+        heights = [table.loc[(candidate, model), "log10_likelihood"] for model in swap_models]
+        sentence = table.loc[(candidate, swap_models[0]), "sentence"]
+        x = np.arange(len(swap_models)) + (index - (len(candidates) - 1) / 2) * bar_width
+        right.bar(x, heights, bar_width, color=PALETTE[index], label=f"{candidate}: {sentence}")
+    lowest = float(swap["log10_likelihood"].min())
+    for position, model in enumerate(swap_models):
+        if "swapped" in candidates and "correct" in candidates:
+            ratio = table.loc[("swapped", model), "log10_ratio_to_correct"]
+            right.annotate(
+                f"swapped / correct\n{_ratio_label(ratio)}",
+                (position, 0.0),
+                xytext=(0, 4),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
+    if ("correct", "rag_token") in table.index:
+        gain = table.loc[("correct", "rag_token"), "log10_ratio_to_rag_sequence"]
+        right.text(
+            0.5,
+            0.04,
+            f"correct sentence, RAG-Token / RAG-Sequence: {_ratio_label(gain)}",
+            transform=right.transAxes,
+            ha="center",
+            fontsize=8,
+        )
+    right.set_xticks(np.arange(len(swap_models)), [GROUNDING_MODEL_LABELS.get(m, m) for m in swap_models])
+    right.set_ylim(lowest * 1.25, abs(lowest) * 0.3)
+    _style(right, f"Swapped values ({swap['question_id'].iloc[0]})", "formulation", "log10 P(sentence)")
+    right.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14))
+    figure.suptitle(
+        f"Grounding on {setting['corpus']}: top {setting['k']} chunks of {setting['retriever']} on "
+        f"{setting['chunker']}, prior temperature {setting['temperature']}",
+        fontsize=11,
+    )
+def ivf_tradeoff(collection: pd.DataFrame, synthetic: pd.DataFrame) -> Figure:
+    """What an IVF index costs and saves: recall against share scanned, and time against probes.
+
+    Left: recall against exact search for the collection's chunk vectors and
+    for the synthetic vectors, with the collection's labelled recall beside
+    it, because that is the number the index should be tuned on. Right: the
+    synthetic query time relative to exact search, next to the share scanned,
+    which is what the time would be if scanning were the only cost.
+    """
+    collection = collection.sort_values("probes")
+    synthetic = synthetic.sort_values("probes")
+    first = collection.iloc[0]
+    vectors = (
+        f"{first['retriever']} vectors ({first['corpus']}, {first['chunker']}), {int(first['lists'])} lists"
+    )
+    synthetic_vectors = (
+        f"synthetic {int(synthetic['vectors'].iloc[0]):,} x {int(synthetic['dimensions'].iloc[0])}, "
+        f"{int(synthetic['lists'].iloc[0])} lists"
+    )
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
+
+    left.plot(
+        collection["mean_share_scanned"],
+        collection["recall_against_exact"],
+        marker="o",
+        markersize=3,
+        color=PALETTE[0],
+        label=f"{vectors}: recall@{int(first['k'])} against exact",
+    )
+    left.plot(
+        collection["mean_share_scanned"],
+        collection["labelled_recall"],
+        marker="o",
+        markersize=3,
+        linestyle="--",
+        color=PALETTE[0],
+        alpha=0.6,
+        label=f"{first['retriever']}: labelled recall@{int(first['labelled_k'])}",
+    )
+    left.plot(
+        synthetic["mean_share_scanned"],
+        synthetic["recall_against_exact"],
+        marker="s",
+        markersize=3,
+        color=PALETTE[1],
+        label=f"{synthetic_vectors}: recall@{int(synthetic['k'].iloc[0])} against exact",
+    )
+    for table, color in (
+        (collection[collection["probes"].isin([1, 2, 4, 8])], PALETTE[0]),
+        (synthetic, PALETTE[1]),
+    ):
+        for share, recall, probes in zip(
+            table["mean_share_scanned"], table["recall_against_exact"], table["probes"], strict=True
+        ):
+            left.annotate(
+                f"p={int(probes)}",
+                (share, recall),
+                textcoords="offset points",
+                xytext=(4, -9),
+                fontsize=7,
+                color=color,
+            )
+    left.set_xscale("log")
+    left.set_ylim(0, 1.02)
+    _style(left, "Recall against the share of vectors scanned", "mean share of the vectors scanned", "recall")
+    left.legend(fontsize=7, loc="lower right")
+
+    right.plot(
+        synthetic["probes"],
+        synthetic["time_relative_to_exact"],
+        marker="s",
+        markersize=3,
+        color=PALETTE[1],
+        label="IVF query time / exact query time",
+    )
+    right.plot(
+        synthetic["probes"],
+        synthetic["mean_share_scanned"],
+        linestyle=":",
+        color=PALETTE[7],
+        label="share of the vectors scanned",
+    )
+    right.axhline(1.0, color="black", linewidth=0.8, alpha=0.5, label="exact search")
+    right.set_xscale("log", base=2)
+    right.set_yscale("log")
+    probes = [int(p) for p in synthetic["probes"]]
+    right.set_xticks(probes, [str(p) for p in probes])
+    _style(
+        right,
+        f"Query time against probes ({synthetic_vectors}; times vary by run)",
+        "lists probed per query (p)",
+        "relative to exact search",
+    )
+    right.title.set_fontsize(9)
+    right.legend(fontsize=8, loc="lower right")
+    figure.tight_layout()
     return figure

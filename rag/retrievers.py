@@ -1,8 +1,13 @@
 """Retrievers as named in the configuration: one entry, one fitted index.
 
 The workflow and the ``rag`` command build and query every kind through these
-two functions, so a retriever behaves the same in a batch experiment and in an
+functions, so a retriever behaves the same in a batch experiment and in an
 interactive question.
+
+Most kinds are fitted on the chunk texts. The ``ivf`` kind is not: it files
+the chunk embeddings of a dense *base* retriever (an LSA entry) in the lists
+of an inverted-file index and embeds queries exactly as that base does, so
+its rankings differ from the base's only by what the probed lists leave out.
 """
 
 from __future__ import annotations
@@ -13,12 +18,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag.bm25 import BM25Index, bm25_search, build_bm25_index
-from rag.lsa import LSAModel, fit_lsa, lsa_search
+from rag.ivf import IVFIndex, build_ivf, rank_probed_lists
+from rag.lsa import LSAModel, embed_queries, fit_lsa, lsa_search
 from rag.search import Ranking
 from rag.text import analyze
 from rag.tfidf import TfidfIndex, build_tfidf_index, tfidf_search
 
 SPARSE_AND_DENSE_KINDS = ("bm25", "tfidf", "lsa")
+
+# Kinds whose chunks and queries are vectors in one space: what an IVF index can hold.
+DENSE_KINDS = ("lsa",)
+
+# Kinds built from another retriever's index instead of the chunk texts.
+APPROXIMATE_KINDS = ("ivf",)
 
 INDEX_TYPES = {"bm25": BM25Index, "tfidf": TfidfIndex, "lsa": LSAModel}
 
@@ -32,7 +44,7 @@ class Retriever:
     """A fitted retriever: its configuration entry and its index."""
 
     entry: Mapping
-    index: BM25Index | TfidfIndex | LSAModel
+    index: BM25Index | TfidfIndex | LSAModel | ApproximateIndex
 
     @property
     def kind(self) -> str:
@@ -40,6 +52,59 @@ class Retriever:
 
     def analyze(self, text: str) -> list[str]:
         return analyze(text, stem=bool(self.entry.get("stem", False)))
+
+
+@dataclass(frozen=True, eq=False)
+class ApproximateIndex:
+    """An IVF index over a dense base retriever's chunk embeddings.
+
+    The base stays attached because it embeds the queries and holds the
+    float64 embeddings that the probed lists are scored with.
+    """
+
+    base: Retriever
+    lists: IVFIndex
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The IVF arrays only: the base saves its own index."""
+        return self.lists.to_arrays()
+
+
+def chunk_embeddings(retriever: Retriever) -> np.ndarray:
+    """The chunk vectors of a dense retriever, one unit-length row per chunk."""
+    if retriever.kind == "lsa":
+        return retriever.index.chunk_embeddings
+    raise RetrieverError(
+        f"a {retriever.kind!r} retriever has no chunk embeddings; dense kinds: {DENSE_KINDS}"
+    )
+
+
+def query_embeddings(retriever: Retriever, query_texts: Sequence[str]) -> np.ndarray:
+    """Query vectors of a dense retriever, in its chunks' space (zeros for a query with no known term)."""
+    if retriever.kind == "lsa":
+        return embed_queries(retriever.index, [retriever.analyze(text) for text in query_texts])
+    raise RetrieverError(f"a {retriever.kind!r} retriever does not embed queries; dense kinds: {DENSE_KINDS}")
+
+
+def build_ivf_retriever(entry: Mapping, base: Retriever, name: str = "retriever") -> Retriever:
+    """File the base's chunk embeddings in ``entry['lists']`` lists by seeded spherical k-means.
+
+    Reusing the fitted base (rather than refitting it from the texts) keeps the
+    vectors identical to the ones exact search ranks, which is what makes the
+    two comparable.
+    """
+    if base.kind not in DENSE_KINDS:
+        raise RetrieverError(
+            f"retriever {name!r}: its base {entry['base']!r} is a {base.kind!r} retriever; "
+            f"an IVF index needs a dense one ({', '.join(DENSE_KINDS)})"
+        )
+    vectors = chunk_embeddings(base)
+    if entry["lists"] > len(vectors):
+        raise RetrieverError(
+            f"retriever {name!r}: {entry['lists']} lists but the chunk set has only {len(vectors)} chunks; "
+            "use at most one list per chunk"
+        )
+    return Retriever(entry, ApproximateIndex(base, build_ivf(vectors, entry["lists"], seed=entry["seed"])))
 
 
 def build_retriever(entry: Mapping, indexed_texts: Sequence[str], name: str = "retriever") -> Retriever:
@@ -63,14 +128,35 @@ def search(
     retriever: Retriever, query_texts: Sequence[str], depth: int, tie_order: np.ndarray | None
 ) -> list[Ranking]:
     """Rank the chunks for every query; a query with no known term gets an empty ranking."""
+    if retriever.kind == "ivf":
+        base = retriever.index.base
+        return rank_probed_lists(
+            retriever.index.lists,
+            chunk_embeddings(base),
+            query_embeddings(base, query_texts),
+            retriever.entry["probes"],
+            depth,
+            tie_order,
+        )
     queries = [retriever.analyze(text) for text in query_texts]
     if retriever.kind == "bm25":
         return bm25_search(retriever.index, queries, depth, tie_order)
     if retriever.kind == "tfidf":
-        return tfidf_search(retriever.index, queries, depth, tie_order, normalize=retriever.entry["normalize"])
+        return tfidf_search(
+            retriever.index, queries, depth, tie_order, normalize=retriever.entry["normalize"]
+        )
     return lsa_search(retriever.index, queries, depth, tie_order)
 
 
-def load_retriever(entry: Mapping, arrays: Mapping[str, np.ndarray]) -> Retriever:
-    """A retriever from the arrays its ranking rule saved, without refitting."""
+def load_retriever(
+    entry: Mapping, arrays: Mapping[str, np.ndarray], base: Retriever | None = None
+) -> Retriever:
+    """A retriever from the arrays its ranking rule saved, without refitting.
+
+    An ``ivf`` retriever also needs its loaded ``base``, which embeds the queries.
+    """
+    if entry["kind"] in APPROXIMATE_KINDS:
+        if base is None:
+            raise RetrieverError(f"loading a {entry['kind']!r} retriever needs its base retriever")
+        return Retriever(entry, ApproximateIndex(base, IVFIndex.from_arrays(arrays)))
     return Retriever(entry, INDEX_TYPES[entry["kind"]].from_arrays(arrays))

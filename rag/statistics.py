@@ -110,10 +110,13 @@ def aggregate_metrics(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.DataF
 def per_question_table(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """One row per question: first relevant rank, reciprocal rank and recall at each k."""
     whole = evaluation[evaluation["metric"].isin(["first_relevant_rank", "reciprocal_rank"])]
-    wide = whole.pivot_table(index=[*keys, "question_id", "type"], columns="metric", values="value", dropna=False)
+    index = [*keys, "question_id", "type"]
+    # unstack keeps a question's NaN rank (nothing relevant ranked) without
+    # crossing every question with every type, as pivot_table(dropna=False) would.
+    wide = whole.set_index([*index, "metric"])["value"].unstack("metric")
     recall = evaluation[evaluation["metric"] == "recall"].copy()
     recall["column"] = "recall_at_" + recall["k"].astype(str)
-    recall_wide = recall.pivot_table(index=[*keys, "question_id", "type"], columns="column", values="value")
+    recall_wide = recall.set_index([*index, "column"])["value"].unstack("column")
     ordered = sorted(recall_wide.columns, key=lambda name: int(name.rsplit("_", 1)[1]))
     table = wide.join(recall_wide[ordered]).reset_index()
     table["first_relevant_rank"] = table["first_relevant_rank"].astype("Int64")

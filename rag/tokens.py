@@ -80,3 +80,15 @@ def get_token_counter(name: str = WORD_AND_PUNCTUATION) -> TokenCounter:
         _offline_cl100k_encoding()  # fail now, naming the extra, rather than mid-run
         return count_cl100k_base
     raise ValueError(f"unknown token counter {name!r}; choose one of {list(TOKEN_COUNTER_NAMES)}")
+
+
+def optional_token_counter(name: str) -> TokenCounter | None:
+    """The counter registered under ``name``, or None when its extra is not installed.
+
+    For measurements that are reported when possible (cl100k_base beside the
+    default count) rather than required.
+    """
+    try:
+        return get_token_counter(name)
+    except MissingExtraError:
+        return None

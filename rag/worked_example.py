@@ -14,11 +14,14 @@ import numpy as np
 
 from rag.bm25 import bm25_breakdown, bm25_search, build_bm25_index, length_factor
 from rag.chunking import Chunk
+from rag.extractive import extract_answer, score_sentences
 from rag.fusion import reciprocal_rank_fusion
 from rag.metrics import dcg_at, ideal_dcg_at, ndcg_at, recall_at, reciprocal_rank
+from rag.prompts import build_prompt
 from rag.search import Ranking, chunk_id_order, exact_search, ranked_ids
 from rag.text import analyze
 from rag.tfidf import build_tfidf_index, query_lengths, query_weights, tfidf_scores
+from rag.verification import ClaimCheck, check_answer
 
 QUESTION = "What moons does Mars have?"
 TEXTS: dict[str, str] = {
@@ -27,6 +30,8 @@ TEXTS: dict[str, str] = {
     "d3": "Jupiter has dozens of moons, including four large moons.",
     "d4": "The red colour of Mars comes from iron oxide dust.",
 }
+# The article each chunk comes from: the label of its source in a prompt.
+TITLES: dict[str, str] = {"d1": "Mars", "d2": "Mars", "d3": "Jupiter", "d4": "Mars"}
 # A stand-in for a learned encoder: two-dimensional embeddings chosen by hand.
 DENSE_QUERY = (0.8, 0.6)
 DENSE_CHUNKS: dict[str, tuple[float, float]] = {
@@ -39,6 +44,15 @@ FUSION_CONSTANT = 10.0
 # d1 answers the question, d2 is about one of the moons; each is its own piece.
 RELEVANCE: dict[str, dict[str, float]] = {"answer": {"d1": 2.0}, "moon": {"d2": 1.0}}
 CUTOFFS = (1, 2, 3)
+# The two best fused chunks become the sources of the prompt.
+PROMPT_SOURCES = 2
+# A drafted answer with one supported claim, one with an invented number and
+# one citing a source the prompt does not have.
+DRAFT = (
+    "Mars has two moons, Phobos and Deimos [1]. "
+    "Phobos circles Mars every 8 hours [2]. "
+    "Deimos is the smaller moon [3]."
+)
 
 
 def worked_example_chunks() -> list[Chunk]:
@@ -46,7 +60,7 @@ def worked_example_chunks() -> list[Chunk]:
         Chunk(
             chunk_id=chunk_id,
             doc_id="worked-example",
-            title="",
+            title=TITLES[chunk_id],
             section="",
             start=0,
             end=len(text),
@@ -96,6 +110,11 @@ class WorkedExample:
     classic_ranking: tuple[str, ...]
     pitfall_ndcg: float
     pitfall_retrieved_ideal_ndcg: float
+    prompt_sources: tuple[str, ...]  # chunk ids of sources [1], [2], ...
+    prompt_tokens: int  # word-and-punctuation tokens of the whole prompt
+    sentence_coverages: dict[str, float]  # by chunk id: each source holds one sentence
+    answer: str
+    draft_checks: tuple[ClaimCheck, ...]
 
 
 def _by_id(ids: list[str], values: np.ndarray) -> dict[str, float]:
@@ -160,6 +179,15 @@ def compute_worked_example() -> WorkedExample:
 
     honest, flattering = _ndcg_pitfall()
 
+    by_id = dict(zip(ids, chunks, strict=True))
+    sources = ranked_ids(fused, ids)[:PROMPT_SOURCES]
+    prompt = build_prompt(QUESTION, [by_id[chunk_id] for chunk_id in sources])
+    idf = {term: float(weight) for term, weight in zip(bm25.vocabulary.tolist(), bm25.idf, strict=True)}
+    coverages = {
+        prompt.sources[sentence.source_number].chunk_id: sentence.coverage
+        for sentence in score_sentences(prompt, idf)
+    }
+
     def scores_of(ranking: Ranking) -> dict[str, float]:
         return {ids[p]: float(s) for p, s in zip(ranking.positions, ranking.scores, strict=True)}
 
@@ -195,6 +223,11 @@ def compute_worked_example() -> WorkedExample:
         classic_ranking=tuple(ranked_ids(classic_ranking, ids)),
         pitfall_ndcg=honest,
         pitfall_retrieved_ideal_ndcg=flattering,
+        prompt_sources=tuple(sources),
+        prompt_tokens=prompt.tokens,
+        sentence_coverages=coverages,
+        answer=extract_answer(prompt, idf).text,
+        draft_checks=check_answer(DRAFT, prompt.source_texts).claims,
     )
 
 
@@ -245,6 +278,30 @@ def report(example: WorkedExample) -> str:
             f"  {name}: {', '.join(evaluation.ranking)}; recall {recall}; "
             f"RR {evaluation.reciprocal_rank:.4f}; DCG@3 {evaluation.dcg:.4f}; nDCG@3 {evaluation.ndcg:.4f}"
         )
+    sources = ", ".join(f"[{number}] {chunk_id}" for number, chunk_id in enumerate(example.prompt_sources, 1))
+    lines += [
+        "",
+        f"Prompt, answer and citations: the two best fused chunks as sources {sources}",
+        f"  prompt: {example.prompt_tokens} word and punctuation tokens",
+        f"  coverage (BM25 idf): {_values(example.sentence_coverages)}",
+        f"  answer: {example.answer!r}",
+        "  checking the draft:",
+    ]
+    for claim in example.draft_checks:
+        cited = ", ".join(f"[{number}]" for number in claim.cited)
+        missing = (
+            f", {', '.join(f'[{n}]' for n in claim.missing_citations)} does not exist"
+            if claim.missing_citations
+            else ""
+        )
+        numbers = (
+            f", number {', '.join(claim.unsupported_numbers)} in no cited source"
+            if claim.unsupported_numbers
+            else ""
+        )
+        verdict = "supported" if claim.supported else "unsupported"
+        support = f"{claim.matched_terms} of {claim.term_count} terms, support {claim.support:.4f}{numbers}"
+        lines.append(f"    {claim.sentence!r}: cites {cited}{missing}; {support}; {verdict}")
     lines += [
         "",
         "Pitfall: the classic (Robertson-Spärck Jones) idf",

@@ -50,9 +50,11 @@ def snakemake(workdir: Path, *arguments: str, snakefile: Path | None = None, che
     return result
 
 
-def planned_jobs(workdir: Path, snakefile: Path | None = None) -> dict[str, int]:
-    """Rule -> job count of a dry run; empty when there is nothing to do."""
-    result = snakemake(workdir, "-n", "--cores", "1", snakefile=snakefile)
+def planned_jobs(
+    workdir: Path, snakefile: Path | None = None, targets: tuple[str, ...] = ()
+) -> dict[str, int]:
+    """Rule -> job count of a dry run (of ``targets``, default all); empty when there is nothing to do."""
+    result = snakemake(workdir, "-n", "--cores", "1", *targets, snakefile=snakefile)
     output = result.stdout + result.stderr
     if "Nothing to be done" in output:
         return {}

@@ -146,10 +146,25 @@ def test_ndcg_pitfall(example):
     assert example.pitfall_retrieved_ideal_ndcg == close(0.5)
 
 
+def test_prompt_answer_and_citations(example):
+    assert example.prompt_sources == ("d1", "d2")  # the two best fused chunks
+    assert example.prompt_tokens == 91
+    assert example.sentence_coverages == {"d1": close(1.0), "d2": close(0.3397)}
+    assert example.answer == "Mars has two small moons, Phobos and Deimos [1]."
+    first, second, third = example.draft_checks
+    assert (first.cited, first.matched_terms, first.term_count, first.supported) == ((1,), 5, 5, True)
+    assert first.support == close(1.0)
+    assert (second.cited, second.matched_terms, second.term_count) == ((2,), 2, 6)
+    assert second.support == close(0.3333)
+    assert second.unsupported_numbers == ("8",) and not second.supported
+    assert third.missing_citations == (3,) and third.support == 0.0 and not third.supported
+
+
 def test_report_prints_values_in_order(example):
     text = report(example)
     expected_in_order = ["0.6931", "1.4135", "1.4648", "0.7180", "1.0875", "1.2231", "4.3913", "0.3505"]
-    expected_in_order += ["0.9839", "0.1742", "2.6309", "0.9502", "0.8597", "-0.8473", "0.3066"]
+    expected_in_order += ["0.9839", "0.1742", "2.6309", "0.9502", "0.8597", "91 word", "0.3397", "0.3333"]
+    expected_in_order += ["-0.8473", "0.3066"]
     positions = [text.index(value) for value in expected_in_order]
     assert positions == sorted(positions)
 

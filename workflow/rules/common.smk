@@ -10,21 +10,35 @@ from snakemake.utils import validate
 PROJECT_ROOT = Path(workflow.basedir)
 sys.path.insert(0, str(PROJECT_ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
+# Jobs run in parallel already; a multi-threaded BLAS inside each of them
+# oversubscribes the cores (a small SVD took seconds instead of milliseconds).
+for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_variable, "1")
 
 from rag.config import (  # noqa: E402
     BEIR_DEFAULTS,
     CHUNKER_PARAMETERS,
+    IVF_SYNTHETIC_PARAMETERS,
+    IVF_TRADEOFF_PARAMETERS,
     RETRIEVER_PARAMETERS,
     ConfigError,
+    canonical_answers,
     canonical_entry,
+    canonical_grounding,
     canonical_json,
+    canonical_settings,
     check_corpus,
+    check_dense_retriever,
+    check_ivf_entry,
     check_names,
     corpus_level,
     schema_errors,
 )
+from rag.retrievers import APPROXIMATE_KINDS, DENSE_KINDS  # noqa: E402
 from rag.chunking import ChunkingError, spec_from_config  # noqa: E402
+from rag.grounding import swap_values  # noqa: E402
 from rag.io import beir_files, read_yaml  # noqa: E402
+from rag.labels import LabelError, parse_questions  # noqa: E402
 
 SCHEMA = "../schemas/config.schema.yaml"
 
@@ -52,18 +66,20 @@ def _canonical_grid():
         check_names(components, config["retrievers"], f"{where}['components']", "retriever")
         if name in components:
             raise ConfigError(f"{where}['components']: a retriever cannot fuse itself")
+    for name, entry in retrievers.items():
+        if entry["kind"] in APPROXIMATE_KINDS:
+            check_ivf_entry(name, entry, retrievers, DENSE_KINDS)
     for k in config["evaluation"]["ks"]:
         if k > config["evaluation"]["depth"]:
-            raise ConfigError(f"config['evaluation']['ks']: k = {k} is deeper than depth = {config['evaluation']['depth']}")
-    # (Per-corpus depths are checked once the corpora are known.)
+            raise ConfigError(
+                f"config['evaluation']['ks']: k = {k} is deeper than depth = {config['evaluation']['depth']}"
+            )
     return chunkers, retrievers
 
 
 # Grid entries in name order, so that reordering config.yaml changes nothing.
 CHUNKERS, RETRIEVERS = (dict(sorted(grid.items())) for grid in _canonical_grid())
-CORPORA = {
-    name: entry for name, entry in sorted(config["corpora"].items()) if entry.get("enabled", True)
-}
+CORPORA = {name: entry for name, entry in sorted(config["corpora"].items()) if entry.get("enabled", True)}
 if not CORPORA:
     raise ConfigError("config['corpora']: every corpus is disabled")
 for _name, _entry in CORPORA.items():
@@ -84,7 +100,11 @@ DOCUMENT_LEVEL_CORPORA = [name for name in CORPORA if LEVELS[name] == "document"
 # BEIR reports nDCG@10 and recall@100; document-level tables add them to evaluation.ks.
 DOCUMENT_KS = sorted(set(config["evaluation"]["ks"]) | {10, 100})
 for _name in CORPORA:
-    _where = f"config['corpora'][{_name!r}]['depth']" if "depth" in CORPORA[_name] else "config['evaluation']['depth']"
+    _where = (
+        f"config['corpora'][{_name!r}]['depth']"
+        if "depth" in CORPORA[_name]
+        else "config['evaluation']['depth']"
+    )
     _deepest = max(DOCUMENT_KS if LEVELS[_name] == "document" else config["evaluation"]["ks"])
     if _deepest > ranking_depth(_name):
         raise ConfigError(
@@ -141,7 +161,9 @@ def corpus_documents(wildcards):
         folder = Path(entry["documents"])
         files = sorted(str(path) for path in folder.glob("*.md"))
         if not files:
-            raise ConfigError(f"config['corpora'][{wildcards.corpus!r}]['documents']: no *.md files in {folder}")
+            raise ConfigError(
+                f"config['corpora'][{wildcards.corpus!r}]['documents']: no *.md files in {folder}"
+            )
         return files
     return [wikipedia_lock(wildcards.corpus)]
 
@@ -182,6 +204,17 @@ def all_results():
         results += ["results/metrics.csv", "results/figures/recall_at_k.png"]
     if DOCUMENT_LEVEL_CORPORA:
         results += ["results/document_metrics.csv", "results/beir_metrics.csv"]
+    results += [*GROUNDING_RESULTS, *vector_search_results()]
+    if ANSWERS is not None:
+        results += [
+            "results/answers.csv",
+            "results/answers_summary.csv",
+            "results/abstention.csv",
+            "results/figures/abstention.png",
+            "results/summaries.csv",
+            "results/routing.csv",
+            "results/routing_metrics.csv",
+        ]
     return results
 
 
@@ -198,6 +231,8 @@ def retriever_chunkers(retriever):
     allowed = set(entry.get("chunkers") or CHUNKERS)
     for component in entry.get("components", []):
         allowed &= set(retriever_chunkers(component))
+    if "base" in entry:
+        allowed &= set(retriever_chunkers(entry["base"]))
     return sorted(allowed)
 
 
@@ -211,8 +246,15 @@ def grid(corpora=None):
     ]
 
 
-BASE_RETRIEVERS = [name for name in RETRIEVERS if not is_fusion(name)]
+def is_approximate(retriever):
+    return RETRIEVERS[retriever]["kind"] in APPROXIMATE_KINDS
+
+
+# Retrievers fitted on chunk texts (rule rank), fusions (rule fuse) and IVF
+# indexes over another retriever's embeddings (rule rank_ivf).
+BASE_RETRIEVERS = [name for name in RETRIEVERS if not is_fusion(name) and not is_approximate(name)]
 FUSED_RETRIEVERS = [name for name in RETRIEVERS if is_fusion(name)]
+IVF_RETRIEVERS = [name for name in RETRIEVERS if is_approximate(name)]
 
 
 def retriever_params(wildcards):
@@ -221,6 +263,19 @@ def retriever_params(wildcards):
 
 def ranking_depth_of(wildcards):
     return ranking_depth(wildcards.corpus)
+
+
+def ivf_base(wildcards):
+    return RETRIEVERS[wildcards.retriever]["base"]
+
+
+def ivf_base_index(wildcards):
+    """The saved index of an ivf entry's base: its embeddings are reused, not refitted."""
+    return f"work/indexes/{wildcards.corpus}/{wildcards.chunker}/{ivf_base(wildcards)}.npz"
+
+
+def ivf_base_params(wildcards):
+    return canonical_json(RETRIEVERS[ivf_base(wildcards)])
 
 
 def fusion_inputs(wildcards):
@@ -251,3 +306,220 @@ def _figures():
 
 
 FIGURES = _figures()
+
+
+def _question_ids(corpus, where):
+    path = CORPORA[corpus]["questions"]
+    try:
+        return {
+            question.question_id for question in parse_questions(read_yaml(path), path)
+        }
+    except FileNotFoundError:
+        raise ConfigError(
+            f"{where}: the questions file {path} of corpus {corpus!r} does not exist"
+        ) from None
+    except (LabelError, ValueError) as error:
+        raise ConfigError(f"{where}: {error}") from None
+
+
+def _grounding():
+    """The canonical grounding section, its names and question ids checked; None when absent."""
+    if "grounding" not in config:
+        return None
+    where = "config['grounding']"
+    grounding = canonical_grounding(config["grounding"], where)
+    # The cases name labelled questions: only span-labelled corpora have them.
+    grounding["corpus"] = grounding.get("corpus", next(iter(SPAN_CORPORA), None))
+    check_names([grounding["corpus"]], SPAN_CORPORA, f"{where}['corpus']", "enabled span-labelled corpus")
+    check_names([grounding["chunker"]], CHUNKERS, f"{where}['chunker']", "chunker")
+    check_names(
+        [grounding["retriever"]],
+        BASE_RETRIEVERS + FUSED_RETRIEVERS,
+        f"{where}['retriever']",
+        "retriever",
+    )
+    if grounding["chunker"] not in retriever_chunkers(grounding["retriever"]):
+        raise ConfigError(
+            f"{where}: retriever {grounding['retriever']!r} does not run on chunker {grounding['chunker']!r}"
+        )
+    depth = config["evaluation"]["depth"]
+    if grounding["k"] > depth:
+        raise ConfigError(
+            f"{where}['k']: k = {grounding['k']} is deeper than evaluation.depth = {depth}"
+        )
+    known = _question_ids(grounding["corpus"], f"{where}['corpus']")
+    questions = [
+        (f"{where}['cases'][{case['name']!r}]['question']", case["question"])
+        for case in grounding["cases"]
+    ]
+    questions.append((f"{where}['swap']['question']", grounding["swap"]["question"]))
+    for key, question_id in questions:
+        if question_id not in known:
+            raise ConfigError(
+                f"{key}: unknown question {question_id!r} in {CORPORA[grounding['corpus']]['questions']}"
+            )
+    swap = grounding["swap"]
+    try:
+        swap_values(swap["correct"], *swap["values"])
+    except ValueError as error:
+        raise ConfigError(f"{where}['swap']: {error}") from None
+    return grounding
+
+
+GROUNDING = _grounding()
+GROUNDING_RESULTS = (
+    [
+        "results/grounding.csv",
+        "results/grounding_cases.csv",
+        "results/grounding_swap.csv",
+        "results/figures/grounding.png",
+    ]
+    if GROUNDING
+    else []
+)
+
+
+def grounding_inputs(wildcards):
+    """The parsed corpus (memory), the chunk set and the ranking the grounding cases read."""
+    if GROUNDING is None:
+        raise ConfigError(
+            "config['grounding']: the grounding results need a grounding section in config.yaml"
+        )
+    corpus, chunker, retriever = (
+        GROUNDING[key] for key in ("corpus", "chunker", "retriever")
+    )
+    return {
+        "parsed": f"work/parsed/{corpus}.parquet",
+        "chunks": f"work/chunks/{corpus}/{chunker}.parquet",
+        "ranking": f"work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+    }
+def _ivf_tradeoff():
+    """The collection half of the approximate-search experiment, or None when not configured."""
+    if "ivf_tradeoff" not in config:
+        return None
+    where = "config['ivf_tradeoff']"
+    settings = dict(config["ivf_tradeoff"])
+    settings.setdefault("corpus", next(iter(SPAN_CORPORA), None))
+    settings = canonical_settings(IVF_TRADEOFF_PARAMETERS, settings, where)
+    check_names([settings["corpus"]], SPAN_CORPORA, f"{where}['corpus']", "enabled span-labelled corpus")
+    check_names([settings["chunker"]], CHUNKERS, f"{where}['chunker']", "chunker")
+    check_dense_retriever(settings["retriever"], RETRIEVERS, DENSE_KINDS, f"{where}['retriever']")
+    if settings["chunker"] not in retriever_chunkers(settings["retriever"]):
+        raise ConfigError(
+            f"{where}['chunker']: retriever {settings['retriever']!r} does not run on chunker {settings['chunker']!r}"
+        )
+    return settings
+
+
+def _ivf_synthetic():
+    """The synthetic half of the approximate-search experiment, or None when not configured."""
+    if "ivf_synthetic" not in config:
+        return None
+    where = "config['ivf_synthetic']"
+    settings = canonical_settings(IVF_SYNTHETIC_PARAMETERS, config["ivf_synthetic"], where)
+    if settings["lists"] > settings["vectors"]:
+        raise ConfigError(
+            f"{where}['lists']: {settings['lists']} lists for only {settings['vectors']} vectors"
+        )
+    if settings["probes"][-1] > settings["lists"]:
+        raise ConfigError(
+            f"{where}['probes']: {settings['probes'][-1]} probes but only {settings['lists']} lists"
+        )
+    if settings["k"] > settings["vectors"]:
+        raise ConfigError(f"{where}['k']: k = {settings['k']} exceeds the {settings['vectors']} vectors")
+    return settings
+
+
+IVF_TRADEOFF = _ivf_tradeoff()
+IVF_SYNTHETIC = _ivf_synthetic()
+
+
+def vector_search_results():
+    """What the approximate-search experiments add to rule all (only the configured halves)."""
+    results = []
+    if IVF_TRADEOFF:
+        results.append("results/ivf_tradeoff.csv")
+    if IVF_SYNTHETIC:
+        results.append("results/ivf_synthetic.csv")
+    if IVF_TRADEOFF and IVF_SYNTHETIC:
+        results.append("results/figures/ivf_tradeoff.png")
+    return results
+
+
+def _answers():
+    """The answers section in canonical form, or None when the config has none (no answer jobs)."""
+    entry = config.get("answers")
+    if entry is None or not SPAN_CORPORA:  # answers are judged against evidence spans
+        return None
+    pairs = [(chunker, retriever) for _, chunker, retriever in grid()]
+    kinds = {name: retriever["kind"] for name, retriever in RETRIEVERS.items()}
+    return canonical_answers(entry, pairs, kinds, config["evaluation"]["depth"])
+
+
+ANSWERS = _answers()
+
+
+def answer_pairs():
+    """Every (corpus, chunker, retriever) whose questions are answered."""
+    if ANSWERS is None:
+        return []
+    return [
+        (corpus, chunker, retriever)
+        for corpus in SPAN_CORPORA
+        for chunker, retriever in ANSWERS["pairs"]
+    ]
+
+
+def answers_section(name, *keys):
+    """One part of the canonical answers section as JSON: the params of the rules that use it."""
+
+    def params(wildcards):
+        section = ANSWERS[name]
+        return canonical_json({key: section[key] for key in keys} if keys else section)
+
+    return params
+
+
+def abstention_inputs():
+    """The answers of the abstention sweep's (chunker, retriever), one file per corpus."""
+    if ANSWERS is None:
+        return []
+    chunker, retriever = (
+        ANSWERS["abstention"]["chunker"],
+        ANSWERS["abstention"]["retriever"],
+    )
+    return [
+        f"work/answers/{corpus}/{chunker}/{retriever}.parquet" for corpus in SPAN_CORPORA
+    ]
+
+
+def routing_inputs(kind):
+    """Per corpus, the chunk set, its qrels or its saved index that routing searches within."""
+    if ANSWERS is None:
+        return []
+    chunker, retriever = (
+        ANSWERS["summaries"]["chunker"],
+        ANSWERS["summaries"]["retriever"],
+    )
+    pattern = {
+        "chunks": "work/chunks/{corpus}/{chunker}.parquet",
+        "qrels": "work/qrels/{corpus}/{chunker}.parquet",
+        "index": "work/indexes/{corpus}/{chunker}/{retriever}.npz",
+    }[kind]
+    return [
+        pattern.format(corpus=corpus, chunker=chunker, retriever=retriever)
+        for corpus in SPAN_CORPORA
+    ]
+
+
+ANSWER_CODE = (
+    "answers",
+    "prompts",
+    "extractive",
+    "verification",
+    "tokens",
+    "text",
+    "bm25",
+    "search",
+    "labels",
+)

@@ -12,6 +12,10 @@ rule rank:
     output:
         ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
         index="work/indexes/{corpus}/{chunker}/{retriever}.npz",
+    log:
+        "logs/rank/{corpus}/{chunker}/{retriever}.log",
+    benchmark:
+        "benchmarks/logs/rank/{corpus}/{chunker}/{retriever}.tsv"
     wildcard_constraints:
         retriever=alternatives(BASE_RETRIEVERS),
     params:
@@ -21,10 +25,6 @@ rule rank:
     threads: 1
     resources:
         mem_mb=lambda wildcards, input: 1000 + 40 * int(input.size_mb),
-    log:
-        "logs/rank/{corpus}/{chunker}/{retriever}.log",
-    benchmark:
-        "benchmarks/logs/rank/{corpus}/{chunker}/{retriever}.tsv"
     script:
         "../scripts/rank.py"
 
@@ -35,6 +35,8 @@ rule fuse:
         chunks="work/chunks/{corpus}/{chunker}.parquet",
     output:
         ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+    log:
+        "logs/fuse/{corpus}/{chunker}/{retriever}.log",
     wildcard_constraints:
         retriever=alternatives(FUSED_RETRIEVERS),
     params:
@@ -44,7 +46,34 @@ rule fuse:
     threads: 1
     resources:
         mem_mb=lambda wildcards, input: 500 + 10 * int(input.size_mb),
-    log:
-        "logs/fuse/{corpus}/{chunker}/{retriever}.log",
     script:
         "../scripts/fuse.py"
+
+
+# An IVF index over a dense retriever's chunk embeddings. It reads the base's
+# saved index instead of refitting it, so the base is fitted once and the
+# approximate ranking uses exactly the vectors the exact one ranks.
+rule rank_ivf:
+    input:
+        base_index=ivf_base_index,
+        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        questions=questions_file,
+    output:
+        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+        index="work/indexes/{corpus}/{chunker}/{retriever}.npz",
+    log:
+        "logs/rank_ivf/{corpus}/{chunker}/{retriever}.log",
+    benchmark:
+        "benchmarks/logs/rank_ivf/{corpus}/{chunker}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=alternatives(IVF_RETRIEVERS),
+    params:
+        retriever=retriever_params,
+        base=ivf_base_params,
+        depth=ranking_depth_of,
+        code=rag_digest("retrievers", "ivf", "search", "lsa", "tfidf", "text", "labels"),
+    threads: 1
+    resources:
+        mem_mb=lambda wildcards, input: 1000 + 40 * int(input.size_mb),
+    script:
+        "../scripts/rank_ivf.py"

@@ -1,0 +1,498 @@
+"""The ``rag`` command: ask a question of a folder of Markdown documents.
+
+Usage::
+
+    rag ask "How long is a year on Venus?"
+    rag ask "Who discovered Uranus?" --probes 8
+    rag ask "What does the runbook say about backups?" --documents notes/
+    python -m rag ask --help
+
+``rag ask`` reads every ``*.md`` file of a folder (by default the bundled
+solar-system documents in ``resources/solar_system/documents``), cuts them into
+sentence chunks of at most ``--max-words`` words, and indexes the chunks twice:
+with BM25, and with ``--dimensions``-dimensional LSA embeddings filed in an IVF
+index of ``--lists`` lists. For the question it fuses the BM25 ranking with the
+IVF ranking (``--probes`` lists scanned) by reciprocal rank fusion, and prints
+
+* the ``--sources`` best chunks, each with its fused rank and score and its
+  rank in the BM25 and in the IVF list ("-" when that retriever did not list it);
+* the prompt: instruction, numbered sources and question, cut to ``--budget``
+  tokens (words and punctuation marks) when a budget is given;
+* the answer: one quoted sentence of the sources with its citation, or an
+  abstention when no sentence covers ``--threshold`` of the question's idf
+  weight (``--generator hosted`` asks the model configured by RAG_LLM_BASE_URL,
+  RAG_LLM_API_KEY and RAG_LLM_MODEL instead, see rag.hosted);
+* the citation check of every sentence of the answer: does it cite an existing
+  source, do 75 % of its terms and all of its numbers occur in what it cites.
+
+The fitted index is cached in ``--cache`` (``.rag-cache`` in the current
+directory by default), under a digest of the documents, the index options
+(``--max-words``, ``--dimensions``, ``--lists``) and the indexing code; the
+first call builds it, later calls with the same documents and options load it
+("index: cache hit") and answer in a fraction of the time. ``--probes``,
+``--sources``, ``--threshold``, ``--budget`` and ``--generator`` act at query
+time and reuse the cached index. Deleting the cache folder is always safe.
+
+Exit status: 0 when a question was answered or the generator abstained, 2 for
+a usage error (bad or inconsistent options), 1 for any other error (missing or
+empty folder, a document that does not parse, a hosted model that fails). Errors
+are one line on stderr.
+
+This is the only module of the package that prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:
+    from rag.question_answering import AnswerReport, IndexOptions, QuestionIndex
+    from rag.verification import ClaimCheck
+
+# Started before the heavy imports, which happen inside the command, so the
+# reported time includes them.
+_STARTED = time.perf_counter()
+
+PROGRAM = "rag"
+BUNDLED_DOCUMENTS = Path("resources") / "solar_system" / "documents"
+DEFAULT_CACHE = Path(".rag-cache")
+GENERATORS = ("extractive", "hosted")
+
+# Mirrors rag.question_answering's defaults; importing it here would make
+# `rag ask --help` and usage errors pay for numpy and scipy.
+DEFAULTS = {
+    "max_words": 60,
+    "dimensions": 32,
+    "lists": 8,
+    "probes": 3,
+    "sources": 5,
+    "threshold": 0.5,
+}
+TEXT_PREVIEW_CHARACTERS = 110
+
+
+class AskError(Exception):
+    """A problem the user can fix; printed as one line, exit status 1."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (still exit status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def bundled_documents() -> Path:
+    """The bundled corpus, found next to the package so it works from any directory."""
+    return Path(__file__).resolve().parent.parent / BUNDLED_DOCUMENTS
+
+
+def _positive_integer(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
+def _share(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number from 0 to 1, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = OneLineParser(
+        prog=PROGRAM,
+        description="Retrieval-augmented question answering with verifiable citations.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    ask = commands.add_parser(
+        "ask",
+        help="answer a question from a folder of Markdown documents",
+        description=(
+            "Answer a question from a folder of Markdown documents: BM25 and LSA through an IVF "
+            "index, fused by reciprocal rank fusion; the answer cites its sources and every "
+            "citation is checked."
+        ),
+        epilog=(
+            "The fitted index is cached under a digest of the documents and of --max-words, "
+            "--dimensions and --lists; the other options reuse it. "
+            "Exit status: 0 answered or abstained, 2 usage error, 1 other error."
+        ),
+    )
+    ask.add_argument("question", help="the question, in quotes")
+    ask.add_argument(
+        "--documents",
+        metavar="FOLDER",
+        type=Path,
+        help=f"folder of *.md documents (default: the bundled {BUNDLED_DOCUMENTS.as_posix()})",
+    )
+    ask.add_argument(
+        "--max-words",
+        type=_positive_integer,
+        default=DEFAULTS["max_words"],
+        metavar="N",
+        help="word limit of a sentence chunk (default: %(default)s)",
+    )
+    ask.add_argument(
+        "--dimensions",
+        type=_positive_integer,
+        default=DEFAULTS["dimensions"],
+        metavar="N",
+        help="LSA dimensions (default: %(default)s)",
+    )
+    ask.add_argument(
+        "--lists",
+        type=_positive_integer,
+        default=DEFAULTS["lists"],
+        metavar="N",
+        help="IVF lists; at most one per chunk is used (default: %(default)s)",
+    )
+    ask.add_argument(
+        "--probes",
+        type=_positive_integer,
+        default=DEFAULTS["probes"],
+        metavar="N",
+        help="IVF lists scanned per question, at most --lists (default: %(default)s)",
+    )
+    ask.add_argument(
+        "--sources",
+        type=_positive_integer,
+        default=DEFAULTS["sources"],
+        metavar="N",
+        help="chunks placed in the prompt as numbered sources (default: %(default)s)",
+    )
+    ask.add_argument(
+        "--threshold",
+        type=_share,
+        default=DEFAULTS["threshold"],
+        metavar="X",
+        help="share of the question's idf weight the quoted sentence must cover, "
+        "else the extractive generator abstains (default: %(default)s)",
+    )
+    ask.add_argument(
+        "--budget",
+        type=_positive_integer,
+        default=None,
+        metavar="N",
+        help="prompt budget in tokens (words and punctuation); the best-ranked sources that fit "
+        "are kept (default: no limit)",
+    )
+    ask.add_argument(
+        "--generator",
+        choices=GENERATORS,
+        default="extractive",
+        help="extractive: quote one sentence, offline; hosted: the chat-completions model named by "
+        "RAG_LLM_BASE_URL, RAG_LLM_API_KEY and RAG_LLM_MODEL (default: %(default)s)",
+    )
+    ask.add_argument(
+        "--cache",
+        metavar="DIR",
+        type=Path,
+        default=DEFAULT_CACHE,
+        help="folder for the fitted indexes (default: %(default)s in the current directory)",
+    )
+    ask.set_defaults(command_parser=ask)
+    return parser
+
+
+def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = build_parser()
+    arguments = parser.parse_args(argv)
+    if arguments.command == "ask":
+        if not arguments.question.strip():
+            arguments.command_parser.error("the question is empty")
+        if arguments.probes > arguments.lists:
+            arguments.command_parser.error(
+                f"--probes ({arguments.probes}) cannot exceed --lists ({arguments.lists}): "
+                "a question can scan at most every list"
+            )
+    return arguments
+
+
+# --------------------------------------------------------------------------
+# Loading or building the index
+# --------------------------------------------------------------------------
+
+
+def _shown(path: Path) -> str:
+    """A path as the user would type it: relative to the current directory when inside it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix() or "."
+    except ValueError:
+        return str(path)
+
+
+def _index_modules() -> list[object]:
+    """The modules whose code decides what the cached index contains."""
+    from rag import bm25, chunking, documents, ivf, lsa, question_answering, search, text, tfidf
+
+    return [text, documents, chunking, search, bm25, tfidf, lsa, ivf, question_answering]
+
+
+def load_or_build_index(folder: Path, cache: Path, options: IndexOptions) -> tuple[QuestionIndex, list[str]]:
+    """The index of ``folder`` from the cache, or built and cached; plus the lines to show about it."""
+    from rag.documents import DocumentError
+    from rag.io import (
+        BundleError,
+        FolderError,
+        read_bundle,
+        read_markdown_folder,
+        source_digest,
+        write_bundle,
+    )
+    from rag.question_answering import (
+        build_question_index,
+        cache_key,
+        index_from_bundle,
+        index_to_bundle,
+        parse_documents,
+    )
+
+    try:
+        files = [(file.name, file.text) for file in read_markdown_folder(folder)]
+    except FolderError as error:
+        raise AskError(str(error)) from None
+    key = cache_key(files, options, source_digest(_index_modules()))
+    entry = cache / key
+    lines: list[str] = []
+    started = time.perf_counter()
+    try:
+        bundle = read_bundle(entry)
+        if bundle is not None:
+            index = index_from_bundle(bundle.arrays, bundle.values, bundle.manifest)
+            seconds = time.perf_counter() - started
+            lines.append(f"index: cache hit, loaded in {seconds:.2f} s from {_shown(entry)}")
+            return index, lines
+    except (BundleError, ValueError) as error:
+        lines.append(f"note: the cached index in {_shown(entry)} is unreadable ({error}); rebuilding it")
+
+    try:
+        documents = parse_documents(files, location=f"{folder}{os.sep}")
+    except DocumentError as error:
+        raise AskError(str(error)) from None
+    index = build_question_index(documents, options)
+    seconds = time.perf_counter() - started
+    try:
+        write_bundle(entry, *index_to_bundle(index))
+        lines.append(f"index: cache miss, built in {seconds:.2f} s and cached in {_shown(entry)}")
+    except OSError as error:
+        lines.append(
+            f"index: cache miss, built in {seconds:.2f} s; could not cache it in {_shown(entry)} "
+            f"({error.strerror or error})"
+        )
+    return index, lines
+
+
+# --------------------------------------------------------------------------
+# The report
+# --------------------------------------------------------------------------
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= TEXT_PREVIEW_CHARACTERS:
+        return flat
+    return flat[: TEXT_PREVIEW_CHARACTERS - 3].rsplit(" ", 1)[0] + " ..."
+
+
+def _rank(rank: int | None) -> str:
+    return "-" if rank is None else str(rank)
+
+
+def format_retrieval(report: AnswerReport, index: QuestionIndex) -> list[str]:
+    from rag.fusion import DEFAULT_CONSTANT
+
+    retrieval = report.retrieval
+    if index.ivf is not None:
+        dense = (
+            f"LSA ({index.lsa.dimensions} dimensions) through IVF, {retrieval.probes} of "
+            f"{index.list_count} lists probed, {100 * retrieval.share_scanned:.1f} % of the chunks scanned "
+            f"({retrieval.dense_listed} listed)"
+        )
+    else:
+        dense = "no dense retriever"
+    lines = [
+        "Retrieval",
+        f"  BM25 ({retrieval.bm25_listed} chunks listed) and {dense};",
+        f"  fused by reciprocal rank fusion, score = sum of 1 / ({DEFAULT_CONSTANT:g} + rank).",
+    ]
+    lines += [f"  note: {note}" for note in retrieval.notes]
+    if not retrieval.chosen:
+        lines.append("  No chunk was retrieved.")
+        return lines
+    in_prompt = len(report.prompt.sources)
+    lines.append(f"  {'source':>6}  {'fused':>8}  {'BM25':>4}  {'IVF':>4}  chunk")
+    for retrieved in retrieval.chosen:
+        source = f"[{retrieved.fused_rank}]" if retrieved.fused_rank <= in_prompt else "(cut)"
+        lines.append(
+            f"  {source:>6}  {retrieved.fused_score:8.5f}  {_rank(retrieved.bm25_rank):>4}  "
+            f"{_rank(retrieved.dense_rank):>4}  {retrieved.chunk.label}  ({retrieved.chunk.chunk_id[:10]})"
+        )
+        lines.append(f"  {'':>28}  {_preview(retrieved.chunk.text)}")
+    return lines
+
+
+def format_prompt(report: AnswerReport) -> list[str]:
+    prompt = report.prompt
+    budget = f", budget {prompt.budget}" if prompt.budget is not None else ""
+    omitted = f"; {prompt.omitted} cut to fit" if prompt.omitted else ""
+    count = len(prompt.sources)
+    header = (
+        f"Prompt ({count} source{'' if count == 1 else 's'}, {prompt.tokens} tokens counted as words and "
+        f"punctuation{budget}{omitted})"
+    )
+    return [header, *(f"  | {line}" if line else "  |" for line in prompt.text.rstrip("\n").split("\n"))]
+
+
+def format_answer(report: AnswerReport, generator: str, threshold: float) -> list[str]:
+    from rag.extractive import Abstention
+
+    result = report.extractive
+    if isinstance(result, Abstention):
+        header = (
+            f"Answer (extractive): abstained, the best sentence covers {result.best_coverage:.2f} "
+            f"of the question's idf weight, below the threshold {threshold:.2f}"
+        )
+    elif result is not None:
+        header = (
+            f"Answer (extractive, quoted from source [{result.source_number}], "
+            f"coverage {result.coverage:.2f}, threshold {threshold:.2f})"
+        )
+    else:
+        header = f"Answer ({generator})"
+    return [header, *(f"  {line}" for line in report.answer.strip().splitlines())]
+
+
+def _claim_lines(number: int, claim: ClaimCheck) -> list[str]:
+    verdict = "supported" if claim.supported else "NOT SUPPORTED"
+    cites = "cites " + ", ".join(f"[{source}]" for source in claim.cited) if claim.cited else "no citation"
+    details = [
+        cites,
+        f"support {claim.support:.2f} ({claim.matched_terms} of {claim.term_count} terms found)",
+    ]
+    if claim.missing_citations:
+        details.append("no such source: " + ", ".join(f"[{source}]" for source in claim.missing_citations))
+    if claim.unsupported_numbers:
+        details.append("numbers not in the cited sources: " + ", ".join(claim.unsupported_numbers))
+    return [f"  claim {number}: {verdict}; " + "; ".join(details), f"    {claim.sentence}"]
+
+
+def format_check(report: AnswerReport) -> list[str]:
+    from rag.verification import DEFAULT_SUPPORT_THRESHOLD
+
+    header = (
+        "Citation check (a claim passes when it cites an existing source, at least "
+        f"{DEFAULT_SUPPORT_THRESHOLD:.0%} of its terms occur in the cited sources, and so does every number)"
+    )
+    check = report.check
+    if check is None:
+        return [header, "  nothing to check: the generator abstained"]
+    lines = [header]
+    for number, claim in enumerate(check.claims, start=1):
+        lines += _claim_lines(number, claim)
+    if not check.claims:
+        lines.append("  the answer has no sentence to check")
+    verdict = "supported" if check.supported else "NOT supported"
+    lines.append(
+        f"  verdict: the answer is {verdict} ({check.supported_claims} of {len(check.claims)} claims pass)"
+    )
+    return lines
+
+
+# --------------------------------------------------------------------------
+# The command
+# --------------------------------------------------------------------------
+
+
+def _hosted_generator() -> Callable:
+    """The hosted model as a generator whose failures become one-line errors.
+
+    Imported only when asked for: the extractive path needs no HTTP client.
+    """
+    from rag.hosted import HostedModelError, config_from_environment, hosted_generator
+
+    try:
+        generate = hosted_generator(config_from_environment())
+    except ValueError as error:
+        raise AskError(f"--generator hosted: {error}") from None
+
+    def guarded(prompt: object) -> str:
+        try:
+            return generate(prompt)
+        except HostedModelError as error:
+            raise AskError(f"--generator hosted: {error}") from None
+
+    return guarded
+
+
+def ask(arguments: argparse.Namespace) -> int:
+    from rag.prompts import PromptBudgetError
+    from rag.question_answering import IndexOptions, answer_question
+
+    generate = _hosted_generator() if arguments.generator == "hosted" else None
+    folder = arguments.documents if arguments.documents is not None else bundled_documents()
+    options = IndexOptions(
+        max_words=arguments.max_words, dimensions=arguments.dimensions, lists=arguments.lists
+    )
+    index, index_lines = load_or_build_index(folder, arguments.cache, options)
+    try:
+        report = answer_question(
+            index,
+            arguments.question,
+            sources=arguments.sources,
+            probes=arguments.probes,
+            threshold=arguments.threshold,
+            budget=arguments.budget,
+            generate=generate,
+        )
+    except PromptBudgetError as error:
+        raise AskError(f"--budget {arguments.budget}: {error}") from None
+
+    documents = len({chunk.doc_id for chunk in index.chunks})
+    lines = [
+        f"Question: {arguments.question}",
+        f"Documents: {_shown(folder)}: {documents} documents, {index.word_count:,} words, "
+        f"{len(index.chunks)} chunks of at most {options.max_words} words",
+        *index_lines,
+        *(f"note: {note}" for note in index.notes),
+        "",
+        *format_retrieval(report, index),
+        "",
+        *format_prompt(report),
+        "",
+        *format_answer(report, arguments.generator, arguments.threshold),
+        "",
+        *format_check(report),
+        "",
+        f"Done in {time.perf_counter() - _STARTED:.2f} s (imports included, interpreter start-up not).",
+    ]
+    print("\n".join(lines))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``rag`` script and of ``python -m rag``; returns the exit status."""
+    arguments = parse_arguments(argv)
+    try:
+        return ask(arguments)
+    except AskError as error:
+        message = " ".join(str(error).split())
+        print(f"{PROGRAM} {arguments.command}: error: {message}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"{PROGRAM} {arguments.command}: interrupted", file=sys.stderr)
+        return 130

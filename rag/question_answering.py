@@ -1,0 +1,418 @@
+"""Answering one question over a folder of documents: the path behind ``rag ask``.
+
+The batch pipeline measures every stage over a grid; an interactive question
+needs one fixed setup that is fast to query. It is the sample project's setup:
+sentence chunks of at most 60 words with a title and section header, BM25
+next to 32-dimensional LSA searched through an IVF index with 8 lists (3
+probed), the two rankings fused by reciprocal rank fusion, the five best
+chunks as numbered sources, an extractive answer and a citation check.
+
+Fitting is the slow part (the SVD and k-means), and it depends only on the
+documents and a few index options, so the fitted index converts to plain
+arrays and JSON (:func:`index_to_bundle`) that a cache can store under
+:func:`cache_key` and load back (:func:`index_from_bundle`) without refitting.
+Query-time options (probes, sources, threshold, budget) are not part of the
+key: changing them reuses the same index.
+
+Everything here is pure; reading the folder and the cache is rag.io's job and
+printing is rag.cli's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from rag.bm25 import BM25Index, bm25_index_from_counts, bm25_search
+from rag.chunking import Chunk, ChunkerSpec, chunk_corpus
+from rag.documents import Document, DocumentError, parse_markdown
+from rag.extractive import DEFAULT_COVERAGE_THRESHOLD, Abstention, ExtractiveAnswer, extract_answer
+from rag.fusion import DEFAULT_CONSTANT, reciprocal_rank_fusion
+from rag.ivf import IVFIndex, build_ivf
+from rag.lsa import LSAModel, embed_queries, fit_lsa_from_counts
+from rag.prompts import Prompt, build_prompt
+from rag.search import Ranking, chunk_id_order, count_terms, top_k_among
+from rag.text import analyze
+from rag.verification import AnswerCheck, check_answer
+
+# Bumped whenever the bundle layout changes, so old cache entries are never misread.
+INDEX_FORMAT = 1
+
+DEFAULT_MAX_WORDS = 60
+DEFAULT_DIMENSIONS = 32
+DEFAULT_LISTS = 8
+DEFAULT_PROBES = 3
+DEFAULT_SOURCES = 5
+DEFAULT_THRESHOLD = DEFAULT_COVERAGE_THRESHOLD
+# LSA keeps terms found in at least this many chunks (see rag.lsa).
+MIN_DOCUMENT_FREQUENCY = 2
+# How deep each retriever's list goes into the fusion: the evaluation depth of
+# the pipeline. Deeper lists only add contributions below 1 / (60 + 100).
+FUSION_DEPTH = 100
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """What shapes the fitted index, and hence the cache key.
+
+    ``lists`` is the number of IVF lists asked for; an index over fewer
+    chunks uses one list per chunk and says so in its notes.
+    """
+
+    max_words: int = DEFAULT_MAX_WORDS
+    dimensions: int = DEFAULT_DIMENSIONS
+    lists: int = DEFAULT_LISTS
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("max_words", "dimensions", "lists"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+    def as_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+def chunker_spec(options: IndexOptions) -> ChunkerSpec:
+    """Sentence packing with headers: whole sentences, and each chunk names its body."""
+    return ChunkerSpec(kind="sentences", size=options.max_words, header=True)
+
+
+# --------------------------------------------------------------------------
+# Documents and the cache key
+# --------------------------------------------------------------------------
+
+
+def parse_documents(files: Sequence[tuple[str, str]], location: str = "") -> list[Document]:
+    """Parse (file name, Markdown text) pairs into documents sorted by id.
+
+    ``location`` is put in front of the file name in error messages (the
+    folder, say), since the file name alone is also the default document id.
+    Two files declaring the same id are an error: chunk ids derive from it.
+    """
+    documents: dict[str, tuple[str, Document]] = {}
+    for name, text in files:
+        try:
+            document = parse_markdown(text, name)
+        except DocumentError as error:
+            raise DocumentError(f"{location}{error}") from None
+        if document.doc_id in documents:
+            other = documents[document.doc_id][0]
+            raise DocumentError(
+                f"{location}{name}: document id {document.doc_id!r} is already used by {location}{other}"
+            )
+        documents[document.doc_id] = (name, document)
+    return [documents[doc_id][1] for doc_id in sorted(documents)]
+
+
+def cache_key(files: Sequence[tuple[str, str]], options: IndexOptions, code_digest: str) -> str:
+    """A digest of the documents' names and contents, the index options and the code.
+
+    File names count because a file without an ``id`` takes its name as
+    document id; the code digest makes an edited chunker or analyzer miss
+    the cache instead of serving an index it would no longer build.
+    """
+    description = {
+        "format": INDEX_FORMAT,
+        "code": code_digest,
+        "options": options.as_dict(),
+        "documents": sorted((name, hashlib.sha256(text.encode("utf-8")).hexdigest()) for name, text in files),
+    }
+    canonical = json.dumps(description, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------
+# The index
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class QuestionIndex:
+    """Chunks, their BM25 index and their LSA embeddings filed in an IVF index.
+
+    ``lsa`` and ``ivf`` are None when no term occurs in two chunks: LSA then
+    has nothing to learn from and retrieval falls back to BM25 alone.
+    ``notes`` say where the index differs from what the options asked for.
+    """
+
+    chunks: tuple[Chunk, ...]
+    bm25: BM25Index
+    lsa: LSAModel | None
+    ivf: IVFIndex | None
+    options: IndexOptions
+    notes: tuple[str, ...] = ()
+
+    @property
+    def list_count(self) -> int:
+        return self.ivf.list_count if self.ivf is not None else 0
+
+    @cached_property
+    def tie_order(self) -> np.ndarray:
+        return chunk_id_order([chunk.chunk_id for chunk in self.chunks])
+
+    @cached_property
+    def idf(self) -> dict[str, float]:
+        """BM25 idf by term: the weights the extractive generator's coverage uses."""
+        return dict(zip(self.bm25.vocabulary.tolist(), self.bm25.idf.tolist(), strict=True))
+
+    @property
+    def word_count(self) -> int:
+        return sum(len(chunk.text.split()) for chunk in self.chunks)
+
+
+def build_question_index(documents: Sequence[Document], options: IndexOptions) -> QuestionIndex:
+    """Chunk the documents and fit BM25, LSA and the IVF index over the chunks.
+
+    Dimensions and lists that the collection is too small for are reduced to
+    what it allows, with a note, rather than refused: a folder of two short
+    notes should still be answerable.
+
+    The BLAS runs single-threaded here: the SVD and k-means multiply small
+    matrices, and a thread pool on a busy machine made the fit about ten
+    times slower (2-4 s instead of 0.2-0.4 s on the bundled corpus).
+    """
+    # threadpoolctl limits only the BLAS libraries already loaded, and SciPy
+    # loads its own OpenBLAS with scipy.linalg, so that comes first.
+    import scipy.sparse.linalg  # noqa: F401
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(1, user_api="blas"):
+        return _build_question_index(documents, options)
+
+
+def _build_question_index(documents: Sequence[Document], options: IndexOptions) -> QuestionIndex:
+    chunks = chunk_corpus(sorted(documents, key=lambda document: document.doc_id), chunker_spec(options))
+    term_counts = count_terms([analyze(chunk.indexed_text) for chunk in chunks])
+    bm25 = bm25_index_from_counts(term_counts)
+    notes: list[str] = []
+    shared_terms = int(np.count_nonzero(term_counts.document_frequency >= MIN_DOCUMENT_FREQUENCY))
+    if shared_terms == 0:
+        notes.append(
+            f"no term occurs in {MIN_DOCUMENT_FREQUENCY} or more of the {len(chunks)} chunks, "
+            "so LSA has nothing to learn: retrieval uses BM25 alone"
+        )
+        return QuestionIndex(tuple(chunks), bm25, None, None, options, tuple(notes))
+    with warnings.catch_warnings():
+        # The clipping warning is replaced by the note below.
+        warnings.simplefilter("ignore", UserWarning)
+        lsa = fit_lsa_from_counts(term_counts, options.dimensions, MIN_DOCUMENT_FREQUENCY, options.seed)
+    if lsa.dimensions < options.dimensions:
+        notes.append(
+            f"{options.dimensions} LSA dimensions asked for, but {len(chunks)} chunks and "
+            f"{shared_terms} shared terms allow only {lsa.dimensions}: using {lsa.dimensions}"
+        )
+    lists = min(options.lists, len(chunks))
+    if lists < options.lists:
+        notes.append(
+            f"{options.lists} IVF lists asked for, but there are only {len(chunks)} chunks: using {lists}"
+        )
+    ivf = build_ivf(lsa.chunk_embeddings, lists, seed=options.seed)
+    return QuestionIndex(tuple(chunks), bm25, lsa, ivf, options, tuple(notes))
+
+
+def index_to_bundle(index: QuestionIndex) -> tuple[dict[str, dict], dict[str, object], dict[str, object]]:
+    """The index as (array groups, JSON values, manifest) for :func:`rag.io.write_bundle`."""
+    arrays: dict[str, dict] = {"bm25": index.bm25.to_arrays()}
+    if index.lsa is not None and index.ivf is not None:
+        arrays["lsa"] = index.lsa.to_arrays()
+        arrays["ivf"] = index.ivf.to_arrays()
+    values = {"chunks": [dataclasses.asdict(chunk) for chunk in index.chunks]}
+    manifest = {
+        "format": INDEX_FORMAT,
+        "options": index.options.as_dict(),
+        "notes": list(index.notes),
+        "chunk_count": len(index.chunks),
+    }
+    return arrays, values, manifest
+
+
+def index_from_bundle(
+    arrays: Mapping[str, Mapping], values: Mapping[str, object], manifest: Mapping[str, object]
+) -> QuestionIndex:
+    """Rebuild the index :func:`index_to_bundle` stored; ValueError if the pieces disagree."""
+    if manifest.get("format") != INDEX_FORMAT:
+        raise ValueError(f"index format {manifest.get('format')!r}, expected {INDEX_FORMAT}")
+    try:
+        chunks = tuple(Chunk(**row) for row in values["chunks"])
+        options = IndexOptions(**manifest["options"])
+        notes = tuple(str(note) for note in manifest["notes"])
+        bm25 = BM25Index.from_arrays(arrays["bm25"])
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"incomplete index: {error}") from None
+    lsa = LSAModel.from_arrays(arrays["lsa"]) if "lsa" in arrays else None
+    ivf = IVFIndex.from_arrays(arrays["ivf"]) if "ivf" in arrays else None
+    sizes = {len(chunks), manifest.get("chunk_count"), bm25.n_chunks}
+    if lsa is not None and ivf is not None:
+        sizes |= {lsa.chunk_embeddings.shape[0], ivf.size}
+    if len(sizes) != 1:
+        raise ValueError(f"the stored pieces disagree on the number of chunks: {sorted(map(str, sizes))}")
+    return QuestionIndex(chunks, bm25, lsa, ivf, options, notes)
+
+
+# --------------------------------------------------------------------------
+# Retrieval
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RetrievedChunk:
+    """A chunk chosen as a source, with its place in the fused list and in each retriever's list.
+
+    A rank of None means the retriever did not list the chunk at all: BM25
+    when it shares no term with the question, IVF when it sits in a list that
+    was not probed.
+    """
+
+    chunk: Chunk
+    fused_rank: int
+    fused_score: float
+    bm25_rank: int | None
+    dense_rank: int | None
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """The chosen chunks of one question and how the two retrievers saw them."""
+
+    question: str
+    chosen: tuple[RetrievedChunk, ...]
+    bm25_listed: int
+    dense_listed: int
+    probes: int
+    share_scanned: float
+    notes: tuple[str, ...] = ()
+
+
+def _dense_ranking(index: QuestionIndex, terms: list[str], probes: int, depth: int) -> tuple[Ranking, float]:
+    """The IVF ranking and the share of chunks it scanned.
+
+    The index breaks ties by storage position; asking it for every scanned
+    chunk and ranking those again with the chunk-id tie order keeps the
+    result independent of how chunks happened to be filed.
+    """
+    query = embed_queries(index.lsa, [terms])
+    if not query.any():
+        return Ranking.empty(), 0.0
+    result = index.ivf.search(query, probes, len(index.chunks))
+    found = result.positions[0] >= 0
+    ranking = top_k_among(
+        result.positions[0][found], result.scores[0][found].astype(np.float64), depth, index.tie_order
+    )
+    return ranking, float(result.share_scanned[0])
+
+
+def _ranks(ranking: Ranking) -> dict[int, int]:
+    return {int(position): rank for rank, position in enumerate(ranking.positions, start=1)}
+
+
+def retrieve(
+    index: QuestionIndex,
+    question: str,
+    sources: int = DEFAULT_SOURCES,
+    probes: int = DEFAULT_PROBES,
+    constant: float = DEFAULT_CONSTANT,
+    depth: int = FUSION_DEPTH,
+) -> Retrieval:
+    """Fuse the BM25 and IVF rankings by reciprocal rank fusion and keep the ``sources`` best.
+
+    More probes than the index has lists scan every list (with a note).
+    """
+    if sources < 1 or probes < 1:
+        raise ValueError(f"sources and probes must be positive, got {sources} and {probes}")
+    notes: list[str] = []
+    terms = analyze(question)
+    bm25_ranking = bm25_search(index.bm25, [terms], depth, index.tie_order)[0]
+    dense_ranking, share, used_probes = Ranking.empty(), 0.0, 0
+    if index.ivf is not None:
+        used_probes = min(probes, index.list_count)
+        if used_probes < probes:
+            notes.append(
+                f"{probes} probes asked for, but the index has {index.list_count} lists: probing all"
+            )
+        dense_ranking, share = _dense_ranking(index, terms, used_probes, depth)
+    if not terms:
+        notes.append("the question has no searchable terms (only stopwords or punctuation)")
+    elif len(bm25_ranking) == 0 and len(dense_ranking) == 0:
+        notes.append("no chunk shares a term with the question")
+    fused = reciprocal_rank_fusion([bm25_ranking, dense_ranking], constant, sources, index.tie_order)
+    bm25_ranks, dense_ranks = _ranks(bm25_ranking), _ranks(dense_ranking)
+    chosen = tuple(
+        RetrievedChunk(
+            chunk=index.chunks[position],
+            fused_rank=rank,
+            fused_score=float(score),
+            bm25_rank=bm25_ranks.get(int(position)),
+            dense_rank=dense_ranks.get(int(position)),
+        )
+        for rank, (position, score) in enumerate(zip(fused.positions, fused.scores, strict=True), start=1)
+    )
+    return Retrieval(
+        question=question,
+        chosen=chosen,
+        bm25_listed=len(bm25_ranking),
+        dense_listed=len(dense_ranking),
+        probes=used_probes,
+        share_scanned=share,
+        notes=tuple(notes),
+    )
+
+
+# --------------------------------------------------------------------------
+# Answering
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AnswerReport:
+    """Everything ``rag ask`` shows: retrieval, prompt, answer and its check.
+
+    ``extractive`` is the extractive generator's result (None for another
+    generator); ``check`` is None when the generator abstained, since an
+    abstention makes no claim to check.
+    """
+
+    retrieval: Retrieval
+    prompt: Prompt
+    answer: str
+    extractive: ExtractiveAnswer | Abstention | None
+    check: AnswerCheck | None
+
+    @property
+    def abstained(self) -> bool:
+        return isinstance(self.extractive, Abstention)
+
+
+def answer_question(
+    index: QuestionIndex,
+    question: str,
+    sources: int = DEFAULT_SOURCES,
+    probes: int = DEFAULT_PROBES,
+    threshold: float = DEFAULT_THRESHOLD,
+    budget: int | None = None,
+    generate: Callable[[Prompt], str] | None = None,
+) -> AnswerReport:
+    """Retrieve, assemble the prompt within ``budget``, answer and check the answer's citations.
+
+    ``generate`` None answers extractively with the collection's BM25 idf and
+    the coverage ``threshold``; any other prompt-to-text function (the hosted
+    model) is checked the same way.
+    """
+    retrieval = retrieve(index, question, sources, probes)
+    prompt = build_prompt(question, [retrieved.chunk for retrieved in retrieval.chosen], budget=budget)
+    extractive: ExtractiveAnswer | Abstention | None = None
+    if generate is None:
+        extractive = extract_answer(prompt, index.idf, threshold=threshold)
+        answer = extractive.text
+    else:
+        answer = generate(prompt)
+    check = None if isinstance(extractive, Abstention) else check_answer(answer, prompt.source_texts)
+    return AnswerReport(retrieval, prompt, answer, extractive, check)

@@ -1,0 +1,64 @@
+# Exact against approximate nearest-neighbour search: an IVF index over real
+# chunk vectors (what it costs in recall, against exact search and against
+# the labels) and over synthetic vectors (what it saves in time). Each half
+# runs only when its section is in config.yaml; the figure needs both.
+
+if IVF_TRADEOFF:
+
+    rule ivf_tradeoff:
+        input:
+            index=f"work/indexes/{IVF_TRADEOFF['corpus']}/{IVF_TRADEOFF['chunker']}/{IVF_TRADEOFF['retriever']}.npz",
+            chunks=f"work/chunks/{IVF_TRADEOFF['corpus']}/{IVF_TRADEOFF['chunker']}.parquet",
+            qrels=f"work/qrels/{IVF_TRADEOFF['corpus']}/{IVF_TRADEOFF['chunker']}.parquet",
+            questions=CORPORA[IVF_TRADEOFF["corpus"]]["questions"],
+        output:
+            "results/ivf_tradeoff.csv",
+        log:
+            "logs/ivf_tradeoff.log",
+        benchmark:
+            "benchmarks/logs/ivf_tradeoff.tsv"
+        params:
+            settings=canonical_json(IVF_TRADEOFF),
+            retriever=canonical_json(RETRIEVERS[IVF_TRADEOFF["retriever"]]),
+            code=rag_digest(
+                "ivf_tuning", "ivf", "retrievers", "search", "lsa", "tfidf", "text", "labels", "metrics"
+            ),
+        script:
+            "../scripts/ivf_tradeoff.py"
+
+
+if IVF_SYNTHETIC:
+
+    # Times exact and approximate search in one job, so the ratio compares
+    # runs under the same load. The search itself runs one BLAS thread
+    # (rag.ivf.probe_tradeoff); claiming every core keeps other jobs off the
+    # machine while it is timed.
+    rule ivf_synthetic:
+        output:
+            "results/ivf_synthetic.csv",
+        log:
+            "logs/ivf_synthetic.log",
+        benchmark:
+            "benchmarks/logs/ivf_synthetic.tsv"
+        threads: workflow.cores
+        params:
+            settings=canonical_json(IVF_SYNTHETIC),
+            code=rag_digest("ivf", "synthetic"),
+        script:
+            "../scripts/ivf_synthetic.py"
+
+
+if IVF_TRADEOFF and IVF_SYNTHETIC:
+
+    rule plot_ivf_tradeoff:
+        input:
+            collection="results/ivf_tradeoff.csv",
+            synthetic="results/ivf_synthetic.csv",
+        output:
+            "results/figures/ivf_tradeoff.png",
+        log:
+            "logs/plot_ivf_tradeoff.log",
+        params:
+            code=rag_digest("plotting"),
+        script:
+            "../scripts/plot_ivf_tradeoff.py"

@@ -1,0 +1,19 @@
+"""Sweep the coverage threshold over one ranking's answers: answered, correct, refused."""
+
+import json
+
+import pandas as pd
+
+from rag.answers import abstention_tradeoff
+from rag.io import atomic_path, start_log, write_csv
+from rag.plotting import abstention_tradeoff as draw_tradeoff
+from rag.plotting import save
+
+log = start_log(snakemake.log[0])
+thresholds = json.loads(snakemake.params.thresholds)["thresholds"]
+answers = pd.concat([pd.read_parquet(path) for path in snakemake.input], ignore_index=True)
+table = abstention_tradeoff(answers, thresholds, ["corpus", "chunker", "retriever"])
+log.info("%d thresholds over %d answers", len(thresholds), len(answers))
+write_csv(table, snakemake.output.table)
+with atomic_path(snakemake.output.figure) as temporary:
+    save(draw_tradeoff(table, snakemake.params.corpus, snakemake.params.threshold), temporary)

@@ -1,0 +1,27 @@
+"""Recall, share scanned and time against exact search on seeded synthetic vectors."""
+
+import json
+
+from rag.io import start_log, write_csv
+from rag.ivf import probe_tradeoff
+from rag.synthetic import clustered_unit_vectors, queries_near_clusters
+
+log = start_log(snakemake.log[0])
+settings = json.loads(snakemake.params.settings)
+shape = {key: settings[key] for key in ("dimensions", "centres", "spread", "seed")}
+vectors = clustered_unit_vectors(settings["vectors"], **shape)
+queries = queries_near_clusters(settings["queries"], **shape)
+table = probe_tradeoff(
+    vectors,
+    queries,
+    settings["lists"],
+    settings["probes"],
+    settings["k"],
+    seed=settings["seed"],
+    repeats=settings["repeats"],
+)
+table.insert(0, "queries", settings["queries"])
+table.insert(0, "dimensions", settings["dimensions"])
+table.insert(0, "vectors", settings["vectors"])
+log.info("%s\n%s", settings, table.to_string(index=False))
+write_csv(table, snakemake.output[0])

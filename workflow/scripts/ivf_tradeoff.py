@@ -1,0 +1,39 @@
+"""Probe 1..L lists of an IVF index over a dense retriever's chunk vectors: exact search vs labels."""
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from rag.io import read_yaml, start_log, write_csv
+from rag.ivf_tuning import probe_sweep
+from rag.labels import parse_questions
+from rag.metrics import relevance_by_question
+from rag.retrievers import chunk_embeddings, load_retriever, query_embeddings
+
+log = start_log(snakemake.log[0])
+settings = json.loads(snakemake.params.settings)
+entry = json.loads(snakemake.params.retriever)
+chunk_ids = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id"])["chunk_id"].tolist()
+questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
+answerable = [q for q in questions if q.answerable]  # no labelled recall without evidence
+relevance = relevance_by_question(answerable, pd.read_parquet(snakemake.input.qrels))
+
+with np.load(snakemake.input.index) as arrays:
+    base = load_retriever(entry, dict(arrays))
+table = probe_sweep(
+    chunk_embeddings(base),
+    query_embeddings(base, [q.text for q in questions]),
+    [q.question_id for q in questions],
+    chunk_ids,
+    relevance,
+    settings["lists"],
+    k=settings["k"],
+    labelled_k=settings["labelled_k"],
+    seed=settings["seed"],
+)
+table.insert(0, "retriever", settings["retriever"])
+table.insert(0, "chunker", settings["chunker"])
+table.insert(0, "corpus", settings["corpus"])
+log.info("%s\n%s", settings, table.to_string(index=False))
+write_csv(table, snakemake.output[0])

@@ -1,0 +1,17 @@
+"""The grounding figure: true against wrong answer per case and model, and the swap ratios."""
+
+import json
+
+import pandas as pd
+
+from rag.io import atomic_path, start_log
+from rag.plotting import grounding_figure, save
+
+log = start_log(snakemake.log[0])
+figure = grounding_figure(
+    pd.read_csv(snakemake.input.answers),
+    pd.read_csv(snakemake.input.swap),
+    json.loads(snakemake.params.setting),
+)
+with atomic_path(snakemake.output[0]) as temporary:
+    save(figure, temporary)

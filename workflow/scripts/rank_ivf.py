@@ -1,0 +1,52 @@
+"""Rank the chunks with an IVF index over a dense base retriever's saved embeddings."""
+
+import json
+
+import numpy as np
+import pandas as pd
+
+from rag.io import provenance, rankings_to_frame, read_questions, save_arrays, start_log, write_parquet
+from rag.retrievers import build_ivf_retriever, chunk_embeddings, load_retriever, search
+from rag.search import chunk_id_order
+from rag.text import analyzer_digest
+
+log = start_log(snakemake.log[0])
+entry = json.loads(snakemake.params.retriever)
+base_entry = json.loads(snakemake.params.base)
+name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakemake.wildcards.chunker}"
+chunk_ids = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id"])["chunk_id"].tolist()
+questions = read_questions(snakemake.input.questions)
+
+with np.load(snakemake.input.base_index) as arrays:
+    base = load_retriever(base_entry, dict(arrays))
+embedded = len(chunk_embeddings(base))
+if embedded != len(chunk_ids):
+    raise ValueError(
+        f"{snakemake.input.base_index}: {embedded} embeddings for {len(chunk_ids)} chunks in "
+        f"{snakemake.input.chunks}; rebuild the base index"
+    )
+retriever = build_ivf_retriever(entry, base, name)
+lists = retriever.index.lists
+rankings = search(retriever, [q.text for q in questions], snakemake.params.depth, chunk_id_order(chunk_ids))
+log.info(
+    "%s: %d chunks in %d lists (sizes %d to %d), %d probes, %d questions",
+    name,
+    lists.size,
+    lists.list_count,
+    lists.list_sizes.min(),
+    lists.list_sizes.max(),
+    entry["probes"],
+    len(questions),
+)
+
+save_arrays(snakemake.output.index, retriever.index.to_arrays())
+write_parquet(
+    rankings_to_frame([q.question_id for q in questions], rankings, chunk_ids),
+    snakemake.output.ranking,
+    provenance(
+        stage="rank_ivf",
+        retriever=entry,
+        base=base_entry,
+        analyzer=analyzer_digest(bool(base_entry.get("stem", False))),
+    ),
+)
