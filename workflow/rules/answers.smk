@@ -44,9 +44,7 @@ rule answer_from_summaries:
 rule answer_tables:
     input:
         ranked=[f"work/answers/{c}/{ch}/{r}.parquet" for c, ch, r in answer_pairs()],
-        summaries=[
-            f"work/answers/{corpus}/lead_summaries.parquet" for corpus in SPAN_CORPORA
-        ],
+        summaries=[f"work/answers/{corpus}/lead_summaries.parquet" for corpus in SPAN_CORPORA],
     output:
         answers="results/answers.csv",
         summary="results/answers_summary.csv",
@@ -86,9 +84,7 @@ rule summaries:
     params:
         corpora=SPAN_CORPORA,
         window=answers_section("summaries", "window"),
-        code=rag_digest(
-            "summaries", "labels", "tokens", "text", "chunking", "documents"
-        ),
+        code=rag_digest("summaries", "labels", "tokens", "text", "chunking", "documents"),
     script:
         "../scripts/summaries.py"
 
@@ -110,9 +106,7 @@ rule route:
     params:
         corpora=SPAN_CORPORA,
         routing=answers_section("summaries", "chunker", "retriever"),
-        retriever=lambda wildcards: canonical_json(
-            RETRIEVERS[ANSWERS["summaries"]["retriever"]]
-        ),
+        retriever=lambda wildcards: canonical_json(RETRIEVERS[ANSWERS["summaries"]["retriever"]]),
         depth=config["evaluation"]["depth"],
         ks=sorted(config["evaluation"]["ks"]),
         code=rag_digest(

@@ -311,13 +311,9 @@ FIGURES = _figures()
 def _question_ids(corpus, where):
     path = CORPORA[corpus]["questions"]
     try:
-        return {
-            question.question_id for question in parse_questions(read_yaml(path), path)
-        }
+        return {question.question_id for question in parse_questions(read_yaml(path), path)}
     except FileNotFoundError:
-        raise ConfigError(
-            f"{where}: the questions file {path} of corpus {corpus!r} does not exist"
-        ) from None
+        raise ConfigError(f"{where}: the questions file {path} of corpus {corpus!r} does not exist") from None
     except (LabelError, ValueError) as error:
         raise ConfigError(f"{where}: {error}") from None
 
@@ -344,13 +340,10 @@ def _grounding():
         )
     depth = config["evaluation"]["depth"]
     if grounding["k"] > depth:
-        raise ConfigError(
-            f"{where}['k']: k = {grounding['k']} is deeper than evaluation.depth = {depth}"
-        )
+        raise ConfigError(f"{where}['k']: k = {grounding['k']} is deeper than evaluation.depth = {depth}")
     known = _question_ids(grounding["corpus"], f"{where}['corpus']")
     questions = [
-        (f"{where}['cases'][{case['name']!r}]['question']", case["question"])
-        for case in grounding["cases"]
+        (f"{where}['cases'][{case['name']!r}]['question']", case["question"]) for case in grounding["cases"]
     ]
     questions.append((f"{where}['swap']['question']", grounding["swap"]["question"]))
     for key, question_id in questions:
@@ -385,14 +378,14 @@ def grounding_inputs(wildcards):
         raise ConfigError(
             "config['grounding']: the grounding results need a grounding section in config.yaml"
         )
-    corpus, chunker, retriever = (
-        GROUNDING[key] for key in ("corpus", "chunker", "retriever")
-    )
+    corpus, chunker, retriever = (GROUNDING[key] for key in ("corpus", "chunker", "retriever"))
     return {
         "parsed": f"work/parsed/{corpus}.parquet",
         "chunks": f"work/chunks/{corpus}/{chunker}.parquet",
         "ranking": f"work/rankings/{corpus}/{chunker}/{retriever}.parquet",
     }
+
+
 def _ivf_tradeoff():
     """The collection half of the approximate-search experiment, or None when not configured."""
     if "ivf_tradeoff" not in config:
@@ -464,9 +457,7 @@ def answer_pairs():
     if ANSWERS is None:
         return []
     return [
-        (corpus, chunker, retriever)
-        for corpus in SPAN_CORPORA
-        for chunker, retriever in ANSWERS["pairs"]
+        (corpus, chunker, retriever) for corpus in SPAN_CORPORA for chunker, retriever in ANSWERS["pairs"]
     ]
 
 
@@ -488,9 +479,7 @@ def abstention_inputs():
         ANSWERS["abstention"]["chunker"],
         ANSWERS["abstention"]["retriever"],
     )
-    return [
-        f"work/answers/{corpus}/{chunker}/{retriever}.parquet" for corpus in SPAN_CORPORA
-    ]
+    return [f"work/answers/{corpus}/{chunker}/{retriever}.parquet" for corpus in SPAN_CORPORA]
 
 
 def routing_inputs(kind):
@@ -506,10 +495,7 @@ def routing_inputs(kind):
         "qrels": "work/qrels/{corpus}/{chunker}.parquet",
         "index": "work/indexes/{corpus}/{chunker}/{retriever}.npz",
     }[kind]
-    return [
-        pattern.format(corpus=corpus, chunker=chunker, retriever=retriever)
-        for corpus in SPAN_CORPORA
-    ]
+    return [pattern.format(corpus=corpus, chunker=chunker, retriever=retriever) for corpus in SPAN_CORPORA]
 
 
 ANSWER_CODE = (

@@ -16,18 +16,18 @@ rule evaluate:
         metrics="results/metrics.csv",
         per_question="results/per_question.csv",
         by_type="results/metrics_by_type.csv",
+    log:
+        "logs/evaluate.log",
+    benchmark:
+        "benchmarks/logs/evaluate.tsv"
+    resources:
+        mem_mb=lambda wildcards, input: 1000 + 10 * int(input.size_mb),
     params:
         grid=grid(CHUNK_LEVEL_CORPORA),
         pairs=corpus_chunker_pairs(CHUNK_LEVEL_CORPORA),
         corpora=CHUNK_LEVEL_CORPORA,
         ks=sorted(config["evaluation"]["ks"]),
         code=rag_digest("metrics", "labels", "statistics"),
-    resources:
-        mem_mb=lambda wildcards, input: 1000 + 10 * int(input.size_mb),
-    log:
-        "logs/evaluate.log",
-    benchmark:
-        "benchmarks/logs/evaluate.tsv"
     script:
         "../scripts/evaluate.py"
 
@@ -41,18 +41,18 @@ rule evaluate_documents:
     output:
         metrics="results/document_metrics.csv",
         beir="results/beir_metrics.csv",
+    log:
+        "logs/evaluate_documents.log",
+    benchmark:
+        "benchmarks/logs/evaluate_documents.tsv"
+    resources:
+        mem_mb=lambda wildcards, input: 1000 + 10 * int(input.size_mb),
     params:
         grid=grid(DOCUMENT_LEVEL_CORPORA),
         pairs=corpus_chunker_pairs(DOCUMENT_LEVEL_CORPORA),
         corpora=DOCUMENT_LEVEL_CORPORA,
         ks=DOCUMENT_KS,
         code=rag_digest("document_relevance", "metrics", "labels", "statistics"),
-    resources:
-        mem_mb=lambda wildcards, input: 1000 + 10 * int(input.size_mb),
-    log:
-        "logs/evaluate_documents.log",
-    benchmark:
-        "benchmarks/logs/evaluate_documents.tsv"
     script:
         "../scripts/evaluate_documents.py"
 
@@ -65,11 +65,11 @@ rule plot_retrieval:
         recall="results/figures/recall_at_k.png",
         prompt_words="results/figures/recall_vs_prompt_words.png",
         scatter="results/figures/rank_scatter.png",
+    log:
+        "logs/plot_retrieval.log",
     params:
         figures=canonical_json(FIGURES),
         depth=config["evaluation"]["depth"],
         code=rag_digest("plotting"),
-    log:
-        "logs/plot_retrieval.log",
     script:
         "../scripts/plot_retrieval.py"

@@ -12,13 +12,13 @@ rule label:
     output:
         qrels="work/qrels/{corpus}/{chunker}.parquet",
         cuts="work/cuts/{corpus}/{chunker}.parquet",
+    log:
+        "logs/label/{corpus}/{chunker}.log",
     wildcard_constraints:
         corpus=alternatives(SPAN_CORPORA),
     params:
         chunker=chunker_params,
         code=rag_digest("labels", "chunking", "documents", "text"),
-    log:
-        "logs/label/{corpus}/{chunker}.log",
     script:
         "../scripts/label.py"
 
@@ -28,11 +28,11 @@ rule evidence_cuts:
         [f"work/cuts/{corpus}/{chunker}.parquet" for corpus, chunker in corpus_chunker_pairs(SPAN_CORPORA)],
     output:
         "results/evidence_cuts.csv",
+    log:
+        "logs/evidence_cuts.log",
     params:
         pairs=corpus_chunker_pairs(SPAN_CORPORA),
         code=rag_digest("statistics"),
-    log:
-        "logs/evidence_cuts.log",
     script:
         "../scripts/evidence_cuts.py"
 
@@ -43,11 +43,11 @@ rule document_qrels:
         questions=questions_file,
     output:
         "work/document_qrels/{corpus}.parquet",
+    log:
+        "logs/document_qrels/{corpus}.log",
     wildcard_constraints:
         corpus=alternatives([name for name in SPAN_CORPORA if LEVELS[name] == "document"]),
     params:
         code=rag_digest("document_relevance", "labels", "documents", "text"),
-    log:
-        "logs/document_qrels/{corpus}.log",
     script:
         "../scripts/document_qrels.py"

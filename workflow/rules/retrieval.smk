@@ -18,13 +18,13 @@ rule rank:
         "benchmarks/logs/rank/{corpus}/{chunker}/{retriever}.tsv"
     wildcard_constraints:
         retriever=alternatives(BASE_RETRIEVERS),
+    threads: 1
+    resources:
+        mem_mb=lambda wildcards, input: 1000 + 40 * int(input.size_mb),
     params:
         retriever=retriever_params,
         depth=ranking_depth_of,
         code=rag_digest("retrievers", "search", "bm25", "tfidf", "lsa", "text", "labels"),
-    threads: 1
-    resources:
-        mem_mb=lambda wildcards, input: 1000 + 40 * int(input.size_mb),
     script:
         "../scripts/rank.py"
 
@@ -39,13 +39,13 @@ rule fuse:
         "logs/fuse/{corpus}/{chunker}/{retriever}.log",
     wildcard_constraints:
         retriever=alternatives(FUSED_RETRIEVERS),
+    threads: 1
+    resources:
+        mem_mb=lambda wildcards, input: 500 + 10 * int(input.size_mb),
     params:
         retriever=retriever_params,
         depth=ranking_depth_of,
         code=rag_digest("fusion", "search"),
-    threads: 1
-    resources:
-        mem_mb=lambda wildcards, input: 500 + 10 * int(input.size_mb),
     script:
         "../scripts/fuse.py"
 
@@ -67,13 +67,13 @@ rule rank_ivf:
         "benchmarks/logs/rank_ivf/{corpus}/{chunker}/{retriever}.tsv"
     wildcard_constraints:
         retriever=alternatives(IVF_RETRIEVERS),
+    threads: 1
+    resources:
+        mem_mb=lambda wildcards, input: 1000 + 40 * int(input.size_mb),
     params:
         retriever=retriever_params,
         base=ivf_base_params,
         depth=ranking_depth_of,
         code=rag_digest("retrievers", "ivf", "search", "lsa", "tfidf", "text", "labels"),
-    threads: 1
-    resources:
-        mem_mb=lambda wildcards, input: 1000 + 40 * int(input.size_mb),
     script:
         "../scripts/rank_ivf.py"
