@@ -11,7 +11,8 @@ resources) it runs
 and records wall time, CPU time (user + system of Snakemake and every job it
 started) and the jobs each run executed, by rule. CPU time hardly depends on
 what else the machine is doing; wall time does, so the load average at the
-start of each run is recorded too.
+start of each run is recorded too, and so is the wall time the CPU time
+needs at the least on the cores available (``cpu_bound_wall_seconds``).
 
 To see where the time of (a) goes, it also times, for every workflow script,
 a fresh Python importing exactly what that script imports: each Snakemake job
@@ -209,6 +210,10 @@ def main() -> None:
                 "wall_seconds": round(run.wall_seconds, 2),
                 "cpu_seconds": round(run.cpu_seconds, 2),
                 "cpu_seconds_per_job": round(run.cpu_seconds / jobs, 3) if jobs else None,
+                # The wall time this CPU time needs at the least, on an otherwise idle machine.
+                "cpu_bound_wall_seconds": round(
+                    run.cpu_seconds / min(arguments.cores, os.cpu_count() or 1), 2
+                ),
                 "goal": {
                     "clean_build": "wall <= 60 s",
                     "noop_rerun": "wall <= 5 s",
