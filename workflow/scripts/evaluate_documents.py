@@ -13,7 +13,7 @@ questions, relevance = {}, {}
 for corpus, questions_path, qrels_path in zip(
     snakemake.params.corpora, snakemake.input.questions, snakemake.input.qrels, strict=True
 ):
-    # Questions without a relevant document have no recall: they are not evaluated.
+    # Unjudged queries are not evaluated; one judged only with score 0 scores 0 (trec_eval's way).
     questions[corpus] = [question for question in read_questions(questions_path) if question.answerable]
     judgements = judgements_from_frame(pd.read_parquet(qrels_path))
     relevance[corpus] = document_relevance(judgements, questions[corpus])

@@ -19,7 +19,14 @@ retriever = build_retriever(entry, chunks["indexed_text"].tolist(), name)
 chunk_ids = chunks["chunk_id"].tolist()
 rankings = search(retriever, [q.text for q in questions], snakemake.params.depth, chunk_id_order(chunk_ids))
 empty = [q.question_id for q, ranking in zip(questions, rankings, strict=True) if len(ranking) == 0]
-log.info("%s: %d chunks, %d questions, %d with an empty ranking %s", name, len(chunks), len(questions), len(empty), empty)
+log.info(
+    "%s: %d chunks, %d questions, %d with an empty ranking %s",
+    name,
+    len(chunks),
+    len(questions),
+    len(empty),
+    empty,
+)
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
 write_parquet(
