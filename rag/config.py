@@ -51,7 +51,11 @@ RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = {
     "lsa": {"dimensions": 128, "min_df": 2, "stem": False},
     "rrf": {"components": None, "constant": 60},
     "score_sum": {"components": None},
+    "funnel": {"first": None, "rerank": None, "candidates": 30, "diversity": None},
 }
+
+# Parameters whose null is a setting ("no reranking", "no cap"), not a missing value.
+NULLABLE_PARAMETERS: dict[str, frozenset[str]] = {"funnel": frozenset({"rerank", "diversity"})}
 
 
 def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: Mapping, where: str) -> dict:
@@ -70,7 +74,7 @@ def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: 
             )
     for key, default in allowed.items():
         value = entry.get(key, default)
-        if value is None:
+        if value is None and key not in NULLABLE_PARAMETERS.get(kind, ()):
             raise ConfigError(f"{where}[{key!r}]: required for kind {kind!r}")
         canonical[key] = value
     if "chunkers" in entry:
@@ -88,3 +92,33 @@ def check_names(names: Iterable[str], known: Iterable[str], where: str, what: st
     for name in names:
         if name not in known_set:
             raise ConfigError(f"{where}: unknown {what} {name!r}; known: {sorted(known_set)}")
+
+
+def retriever_dependencies(entry: Mapping) -> list[str]:
+    """The retrievers an entry reads: a fusion's components, a funnel's first stage and reranker."""
+    names = list(entry.get("components") or [])
+    for key in ("first", "rerank"):
+        if entry.get(key) is not None:
+            names.append(entry[key])
+    return names
+
+
+def check_retriever_graph(retrievers: Mapping[str, Mapping], where: str = "config['retrievers']") -> None:
+    """Every named dependency exists and no retriever depends on itself, directly or not."""
+    for name, entry in retrievers.items():
+        check_names(retriever_dependencies(entry), retrievers, f"{where}[{name!r}]", "retriever")
+    state: dict[str, str] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        if state.get(name) == "done":
+            return
+        if state.get(name) == "open":
+            cycle = " -> ".join([*path[path.index(name) :], name])
+            raise ConfigError(f"{where}[{path[-1]!r}]: retrievers depend on each other in a cycle: {cycle}")
+        state[name] = "open"
+        for dependency in retriever_dependencies(retrievers[name]):
+            visit(dependency, [*path, name])
+        state[name] = "done"
+
+    for name in sorted(retrievers):
+        visit(name, [])

@@ -94,7 +94,13 @@ def cut_summary(cuts: Sequence[PieceCut], corpus: str, chunker: str) -> dict:
 
 
 # Metrics averaged into results/metrics.csv, with the name of the mean.
-AGGREGATED_METRICS = {"recall": "recall", "ndcg": "ndcg", "prompt_words": "prompt_words", "reciprocal_rank": "mrr"}
+AGGREGATED_METRICS = {
+    "recall": "recall",
+    "ndcg": "ndcg",
+    "prompt_words": "prompt_words",
+    "reciprocal_rank": "mrr",
+    "duplicate_source_rate": "duplicate_source_rate",
+}
 
 
 def aggregate_metrics(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
@@ -110,7 +116,9 @@ def aggregate_metrics(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.DataF
 def per_question_table(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """One row per question: first relevant rank, reciprocal rank and recall at each k."""
     whole = evaluation[evaluation["metric"].isin(["first_relevant_rank", "reciprocal_rank"])]
-    wide = whole.pivot_table(index=[*keys, "question_id", "type"], columns="metric", values="value", dropna=False)
+    wide = whole.pivot_table(
+        index=[*keys, "question_id", "type"], columns="metric", values="value", dropna=False
+    )
     recall = evaluation[evaluation["metric"] == "recall"].copy()
     recall["column"] = "recall_at_" + recall["k"].astype(str)
     recall_wide = recall.pivot_table(index=[*keys, "question_id", "type"], columns="column", values="value")
