@@ -16,9 +16,14 @@ include: "workflow/rules/chunking.smk"
 include: "workflow/rules/labels.smk"
 include: "workflow/rules/retrieval.smk"
 include: "workflow/rules/evaluation.smk"
+include: "workflow/rules/reranking.smk"
+include: "workflow/rules/filtering.smk"
+include: "workflow/rules/ablations.smk"
+include: "workflow/rules/cohorts.smk"
+include: "workflow/rules/provenance.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_results(),
-    default_target: True

@@ -10,16 +10,25 @@ rule rank:
     output:
         ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
         index="work/indexes/{corpus}/{chunker}/{retriever}.npz",
+    log:
+        "logs/rank/{corpus}/{chunker}/{retriever}.log",
+    benchmark:
+        "benchmarks/logs/rank/{corpus}/{chunker}/{retriever}.tsv"
     wildcard_constraints:
         retriever=alternatives(BASE_RETRIEVERS),
     params:
         retriever=retriever_params,
         depth=config["evaluation"]["depth"],
-        code=rag_digest("retrievers", "search", "bm25", "tfidf", "lsa", "text", "labels"),
-    log:
-        "logs/rank/{corpus}/{chunker}/{retriever}.log",
-    benchmark:
-        "benchmarks/logs/rank/{corpus}/{chunker}/{retriever}.tsv"
+        code=rag_digest(
+            "retrievers",
+            "search",
+            "bm25",
+            "tfidf",
+            "lsa",
+            "text",
+            "labels",
+            "provenance",
+        ),
     script:
         "../scripts/rank.py"
 
@@ -30,13 +39,13 @@ rule fuse:
         chunks="work/chunks/{corpus}/{chunker}.parquet",
     output:
         ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+    log:
+        "logs/fuse/{corpus}/{chunker}/{retriever}.log",
     wildcard_constraints:
         retriever=alternatives(FUSED_RETRIEVERS),
     params:
         retriever=retriever_params,
         depth=config["evaluation"]["depth"],
-        code=rag_digest("fusion", "search"),
-    log:
-        "logs/fuse/{corpus}/{chunker}/{retriever}.log",
+        code=rag_digest("fusion", "search", "provenance"),
     script:
         "../scripts/fuse.py"
