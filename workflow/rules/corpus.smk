@@ -7,13 +7,13 @@ rule parse_markdown:
         corpus_documents,
     output:
         "work/parsed/{corpus}.parquet",
+    log:
+        "logs/parse/{corpus}.log",
     wildcard_constraints:
         corpus=alternatives(corpora_of_source("markdown")),
     params:
         corpus=corpus_params,
-        code=rag_digest("documents", "text"),
-    log:
-        "logs/parse/{corpus}.log",
+        code=rag_digest("documents", "text", "provenance"),
     script:
         "../scripts/parse_markdown.py"
 
@@ -21,17 +21,17 @@ rule parse_markdown:
 rule lock_wikipedia:
     output:
         "resources/{corpus}/wikipedia.lock.yaml",
+    log:
+        "logs/lock_wikipedia/{corpus}.log",
     wildcard_constraints:
         corpus=alternatives(corpora_of_source("wikipedia")),
+    resources:
+        wikipedia=1,
     params:
         pins=lambda wildcards: canonical_json(
             {key: CORPORA[wildcards.corpus][key] for key in ("titles", "as_of")}
         ),
         code=rag_digest("wikipedia", "articles", "documents"),
-    resources:
-        wikipedia=1,
-    log:
-        "logs/lock_wikipedia/{corpus}.log",
     script:
         "../scripts/lock_wikipedia.py"
 
@@ -41,15 +41,15 @@ rule parse_wikipedia:
         lock="resources/{corpus}/wikipedia.lock.yaml",
     output:
         "work/parsed/{corpus}.parquet",
-    wildcard_constraints:
-        corpus=alternatives(corpora_of_source("wikipedia")),
-    params:
-        corpus=corpus_params,
-        code=rag_digest("wikipedia", "articles", "documents"),
-    resources:
-        wikipedia=1,
     log:
         "logs/parse/{corpus}.log",
+    wildcard_constraints:
+        corpus=alternatives(corpora_of_source("wikipedia")),
+    resources:
+        wikipedia=1,
+    params:
+        corpus=corpus_params,
+        code=rag_digest("wikipedia", "articles", "documents", "provenance"),
     script:
         "../scripts/parse_wikipedia.py"
 
@@ -61,10 +61,10 @@ rule corpus_statistics:
     output:
         documents="results/corpus_statistics.csv",
         questions="results/questions_by_type.csv",
+    log:
+        "logs/corpus_statistics.log",
     params:
         corpora=list(CORPORA),
         code=rag_digest("labels", "documents", "statistics"),
-    log:
-        "logs/corpus_statistics.log",
     script:
         "../scripts/corpus_statistics.py"

@@ -14,16 +14,17 @@ rule evaluate:
         metrics="results/metrics.csv",
         per_question="results/per_question.csv",
         by_type="results/metrics_by_type.csv",
+        by_document="results/metrics_by_document.csv",
+    log:
+        "logs/evaluate.log",
+    benchmark:
+        "benchmarks/logs/evaluate.tsv"
     params:
         grid=grid(),
         pairs=corpus_chunker_pairs(),
         corpora=list(CORPORA),
         ks=sorted(config["evaluation"]["ks"]),
-        code=rag_digest("metrics", "labels", "statistics"),
-    log:
-        "logs/evaluate.log",
-    benchmark:
-        "benchmarks/logs/evaluate.tsv"
+        code=rag_digest("metrics", "labels", "statistics", "cohorts", "provenance"),
     script:
         "../scripts/evaluate.py"
 
@@ -36,11 +37,11 @@ rule plot_retrieval:
         recall="results/figures/recall_at_k.png",
         prompt_words="results/figures/recall_vs_prompt_words.png",
         scatter="results/figures/rank_scatter.png",
+    log:
+        "logs/plot_retrieval.log",
     params:
         figures=canonical_json(FIGURES),
         depth=config["evaluation"]["depth"],
         code=rag_digest("plotting"),
-    log:
-        "logs/plot_retrieval.log",
     script:
         "../scripts/plot_retrieval.py"

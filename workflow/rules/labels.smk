@@ -10,24 +10,27 @@ rule label:
     output:
         qrels="work/qrels/{corpus}/{chunker}.parquet",
         cuts="work/cuts/{corpus}/{chunker}.parquet",
-    params:
-        chunker=chunker_params,
-        code=rag_digest("labels", "chunking", "documents", "text"),
     log:
         "logs/label/{corpus}/{chunker}.log",
+    params:
+        chunker=chunker_params,
+        code=rag_digest("labels", "chunking", "documents", "text", "provenance"),
     script:
         "../scripts/label.py"
 
 
 rule evidence_cuts:
     input:
-        [f"work/cuts/{corpus}/{chunker}.parquet" for corpus, chunker in corpus_chunker_pairs()],
+        [
+            f"work/cuts/{corpus}/{chunker}.parquet"
+            for corpus, chunker in corpus_chunker_pairs()
+        ],
     output:
         "results/evidence_cuts.csv",
+    log:
+        "logs/evidence_cuts.log",
     params:
         pairs=corpus_chunker_pairs(),
         code=rag_digest("statistics"),
-    log:
-        "logs/evidence_cuts.log",
     script:
         "../scripts/evidence_cuts.py"

@@ -19,7 +19,16 @@ rule rank:
     params:
         retriever=retriever_params,
         depth=config["evaluation"]["depth"],
-        code=rag_digest("retrievers", "search", "bm25", "tfidf", "lsa", "text", "labels"),
+        code=rag_digest(
+            "retrievers",
+            "search",
+            "bm25",
+            "tfidf",
+            "lsa",
+            "text",
+            "labels",
+            "provenance",
+        ),
     script:
         "../scripts/rank.py"
 
@@ -37,7 +46,7 @@ rule fuse:
     params:
         retriever=retriever_params,
         depth=config["evaluation"]["depth"],
-        code=rag_digest("fusion", "search"),
+        code=rag_digest("fusion", "search", "provenance"),
     script:
         "../scripts/fuse.py"
 

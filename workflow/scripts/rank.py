@@ -4,11 +4,19 @@ import json
 
 import pandas as pd
 
-from rag.io import provenance, rankings_to_frame, read_yaml, save_arrays, start_log, write_parquet
+from rag.io import (
+    provenance,
+    rankings_to_frame,
+    read_provenance,
+    read_yaml,
+    save_arrays,
+    start_log,
+    write_parquet,
+)
 from rag.labels import parse_questions
+from rag.provenance import carried, retriever_record
 from rag.retrievers import build_retriever, search
 from rag.search import chunk_id_order
-from rag.text import analyzer_digest
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
@@ -20,11 +28,18 @@ retriever = build_retriever(entry, chunks["indexed_text"].tolist(), name)
 chunk_ids = chunks["chunk_id"].tolist()
 rankings = search(retriever, [q.text for q in questions], snakemake.params.depth, chunk_id_order(chunk_ids))
 empty = [q.question_id for q, ranking in zip(questions, rankings, strict=True) if len(ranking) == 0]
-log.info("%s: %d chunks, %d questions, %d with an empty ranking %s", name, len(chunks), len(questions), len(empty), empty)
+log.info(
+    "%s: %d chunks, %d questions, %d with an empty ranking %s",
+    name,
+    len(chunks),
+    len(questions),
+    len(empty),
+    empty,
+)
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
 write_parquet(
     rankings_to_frame([q.question_id for q in questions], rankings, chunk_ids),
     snakemake.output.ranking,
-    provenance(stage="rank", retriever=entry, analyzer=analyzer_digest(bool(entry.get("stem", False)))),
+    provenance(**carried(read_provenance(snakemake.input.chunks)), stage="rank", **retriever_record(entry)),
 )
