@@ -19,6 +19,11 @@ include: "workflow/rules/evaluation.smk"
 include: "workflow/rules/grounding.smk"
 include: "workflow/rules/vector_search.smk"
 include: "workflow/rules/answers.smk"
+include: "workflow/rules/reranking.smk"
+include: "workflow/rules/filtering.smk"
+include: "workflow/rules/ablations.smk"
+include: "workflow/rules/cohorts.smk"
+include: "workflow/rules/provenance.smk"
 
 
 rule all:

@@ -204,16 +204,18 @@ def bm25_search(
     queries: Sequence[Sequence[str]],
     depth: int,
     tie_order: np.ndarray | None = None,
+    allowed: np.ndarray | None = None,
 ) -> list[Ranking]:
     """The ``depth`` best chunks of each analyzed query.
 
     Every distinct query term counts once (the sum runs over distinct terms),
     and only chunks containing at least one query term are ranked; a query
-    without known terms gets an empty ranking.
+    without known terms gets an empty ranking. ``allowed`` restricts the
+    search to a subset of the chunks (a prefilter; see ``sparse_search``).
     """
     indicators = query_term_counts(queries, index.column_of, distinct=True)
     signed = index.idf_variant != "lucene"
-    return sparse_search(indicators, index.weight_matrix, depth, tie_order, signed=signed)
+    return sparse_search(indicators, index.weight_matrix, depth, tie_order, signed=signed, allowed=allowed)
 
 
 def bm25_scores(index: BM25Index, queries: Sequence[Sequence[str]]) -> np.ndarray:

@@ -12,7 +12,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from rag.documents import BLOCK_SEPARATOR, SECTION_SEPARATOR, Document, section_name
+from rag.documents import BLOCK_SEPARATOR, PARSER_VERSION, SECTION_SEPARATOR, Document, section_name
 from rag.text import count_words, split_sentences, word_spans
 
 
@@ -83,9 +83,21 @@ class ChunkerSpec:
 CHUNKER_KINDS = ("fixed", "sentences", "sections")
 
 
-def chunk_id(doc_id: str, version: str, spec_digest: str, start: int, end: int) -> str:
-    """Stable id from document, version, chunker and position: re-runs are idempotent."""
-    key = f"{doc_id}\0{version}\0{spec_digest}\0{start}\0{end}"
+def chunk_id(
+    doc_id: str,
+    version: str,
+    spec_digest: str,
+    start: int,
+    end: int,
+    parser_version: str = PARSER_VERSION,
+) -> str:
+    """Stable id from document, version, parser, chunker and position: re-runs are idempotent.
+
+    The parser version is part of the key because a new parser can change a
+    document's text without its front-matter version changing; the two texts
+    must never pass for the same chunk.
+    """
+    key = f"{doc_id}\0{version}\0{parser_version}\0{spec_digest}\0{start}\0{end}"
     return hashlib.sha256(key.encode()).hexdigest()[:20]
 
 

@@ -54,6 +54,7 @@ RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = {
     "rrf": {"components": None, "constant": 60},
     "score_sum": {"components": None},
     "ivf": {"base": None, "lists": 16, "probes": 4, "seed": 0},
+    "funnel": {"first": None, "rerank": None, "candidates": 30, "diversity": None},
 }
 
 # The two approximate-search experiments. ``None`` marks a required key.
@@ -79,6 +80,9 @@ IVF_SYNTHETIC_PARAMETERS: dict[str, object] = {
     "repeats": 3,
 }
 
+# Parameters whose null is a setting ("no reranking", "no cap"), not a missing value.
+NULLABLE_PARAMETERS: dict[str, frozenset[str]] = {"funnel": frozenset({"rerank", "diversity"})}
+
 
 def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: Mapping, where: str) -> dict:
     """The entry with defaults filled in; unknown or missing parameters are errors."""
@@ -96,7 +100,7 @@ def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: 
             )
     for key, default in allowed.items():
         value = entry.get(key, default)
-        if value is None:
+        if value is None and key not in NULLABLE_PARAMETERS.get(kind, ()):
             raise ConfigError(f"{where}[{key!r}]: required for kind {kind!r}")
         canonical[key] = value
     if "chunkers" in entry:
@@ -286,6 +290,37 @@ def canonical_answers(
             "window": (entry.get("summaries") or {}).get("window", DEFAULT_CONTEXT_WINDOW),
         },
     }
+
+
+def retriever_dependencies(entry: Mapping) -> list[str]:
+    """The retrievers an entry reads: a fusion's components, an IVF index's base,
+    a funnel's first stage and reranker."""
+    names = list(entry.get("components") or [])
+    for key in ("base", "first", "rerank"):
+        if entry.get(key) is not None:
+            names.append(entry[key])
+    return names
+
+
+def check_retriever_graph(retrievers: Mapping[str, Mapping], where: str = "config['retrievers']") -> None:
+    """Every named dependency exists and no retriever depends on itself, directly or not."""
+    for name, entry in retrievers.items():
+        check_names(retriever_dependencies(entry), retrievers, f"{where}[{name!r}]", "retriever")
+    state: dict[str, str] = {}
+
+    def visit(name: str, path: list[str]) -> None:
+        if state.get(name) == "done":
+            return
+        if state.get(name) == "open":
+            cycle = " -> ".join([*path[path.index(name) :], name])
+            raise ConfigError(f"{where}[{path[-1]!r}]: retrievers depend on each other in a cycle: {cycle}")
+        state[name] = "open"
+        for dependency in retriever_dependencies(retrievers[name]):
+            visit(dependency, [*path, name])
+        state[name] = "done"
+
+    for name in sorted(retrievers):
+        visit(name, [])
 
 
 # What each corpus source needs, the keys that belong to it alone, and the

@@ -9,6 +9,7 @@ never have to be found again by searching.
 from __future__ import annotations
 
 import hashlib
+import html
 import re
 from dataclasses import dataclass
 
@@ -16,7 +17,9 @@ import yaml
 
 SECTION_SEPARATOR = " › "
 BLOCK_SEPARATOR = "\n\n"
-PARSER_VERSION = "2"
+# Bumped whenever parsing can give different text for the same file: chunk ids
+# include it, so text from two parser versions never shares an id.
+PARSER_VERSION = "3"
 
 # Sections that describe the document instead of stating its facts.
 SKIPPED_SECTIONS: frozenset[str] = frozenset(
@@ -87,18 +90,42 @@ _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _TABLE_ROW = re.compile(r"^\s*\|")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HTML_TAG = re.compile(r"<[^>\n]+>")
+# Elements whose content is code or hidden markup, not prose: removed with their
+# content, so "<script>steal()</script>" leaves nothing behind, not "steal()".
+_ACTIVE = r"script|style|iframe|object|embed|template|noscript|svg|math"
+_ACTIVE_ELEMENT = re.compile(rf"<({_ACTIVE})\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+_UNCLOSED = re.compile(rf"(?:<!--|<(?:{_ACTIVE})\b).*", re.IGNORECASE | re.DOTALL)
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1")
 _SPACES = re.compile(r"\s+")
 _ALLOWED_FRONT_MATTER = {"id", "title", "version", "url", "updated", "tags", "access"}
 
 
+def strip_markup(body: str) -> str:
+    """The Markdown body without HTML comments and active elements (script, style, ...).
+
+    Retrieved text ends up in prompts, so anything a browser would execute or
+    hide is dropped whole at parsing, across lines and paragraphs; the prompt
+    layer escapes whatever markup-like text is left, so parsing is a first
+    line of defence, not the only one.
+    """
+    return _ACTIVE_ELEMENT.sub("", _COMMENT.sub("", body))
+
+
 def _inline_text(text: str) -> str:
-    """Plain text of a Markdown paragraph: links, emphasis and raw HTML removed."""
+    """Plain text of a Markdown paragraph: links, emphasis and raw HTML removed.
+
+    A comment or active element that is opened but never closed swallows the
+    rest of its paragraph (a browser would take the rest of the page). Character references (``&lt;``)
+    are decoded last: they stand for literal characters, so "&lt;/sources&gt;"
+    becomes the text "</sources>", never a tag to strip again.
+    """
+    text = _UNCLOSED.sub("", text)
     text = _HTML_TAG.sub("", text)
     text = _LINK.sub(r"\1", text)
     text = _EMPHASIS.sub(r"\2", text)
-    return _SPACES.sub(" ", text).strip()
+    return _SPACES.sub(" ", html.unescape(text)).strip()
 
 
 def _front_matter(text: str, name: str) -> tuple[dict, str]:
@@ -124,10 +151,13 @@ def parse_markdown(text: str, name: str) -> Document:
 
     Tables, lists, code fences and reference-like sections are left out: they
     do not read as prose and would pollute both chunks and evidence matching.
+    HTML comments, scripts and other active elements are removed with their
+    content and every other tag is stripped (:func:`strip_markup`).
     ``name`` (usually the file name) identifies the document in errors and is
     its id when the front matter has none.
     """
     meta, body = _front_matter(text, name)
+    body = strip_markup(body)
     title: str | None = meta.get("title")
     path: list[str] = []
     skipping = False

@@ -557,6 +557,7 @@ def rank_probed_lists(
     probes: int,
     depth: int,
     tie_order: np.ndarray | None = None,
+    allowed: np.ndarray | None = None,
 ) -> list[Ranking]:
     """Each query's ``depth`` best vectors among the lists it probes, on the pipeline's conventions.
 
@@ -570,6 +571,8 @@ def rank_probed_lists(
     Each score is a row-wise sum of products, so identical vectors score
     identically wherever they sit and their ties really go by ``tie_order``.
     A query of zeros (no known term) gets an empty ranking, as in exact search.
+    ``allowed`` (a boolean mask over the vectors) is a prefilter: members
+    outside it are dropped from the probed lists before anything is scored.
     """
     matrix = np.asarray(vectors, dtype=np.float64)
     if matrix.shape != index.stored_vectors.shape:
@@ -587,6 +590,8 @@ def rank_probed_lists(
             rankings.append(Ranking.empty())
             continue
         candidates = index.members(lists)
+        if allowed is not None:
+            candidates = candidates[np.asarray(allowed, dtype=bool)[candidates]]
         scores = (matrix[candidates] * query).sum(axis=1)
         rankings.append(top_k_among(candidates, scores, depth, tie_order))
     return rankings

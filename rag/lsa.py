@@ -210,10 +210,20 @@ def embed_queries(model: LSAModel, queries: Sequence[Sequence[str]]) -> np.ndarr
 
 
 def lsa_search(
-    model: LSAModel, queries: Sequence[Sequence[str]], depth: int, tie_order: np.ndarray | None = None
+    model: LSAModel,
+    queries: Sequence[Sequence[str]],
+    depth: int,
+    tie_order: np.ndarray | None = None,
+    allowed: np.ndarray | None = None,
 ) -> list[Ranking]:
-    """Exact cosine search of the chunk embeddings (empty ranking for a query with no kept term)."""
-    return exact_search(model.chunk_embeddings, embed_queries(model, queries), depth, tie_order)
+    """Exact cosine search of the chunk embeddings (empty ranking for a query with no kept term).
+
+    ``allowed`` restricts the search to a subset of the chunks (a prefilter;
+    see ``exact_search``).
+    """
+    return exact_search(
+        model.chunk_embeddings, embed_queries(model, queries), depth, tie_order, allowed=allowed
+    )
 
 
 def term_embeddings(model: LSAModel) -> np.ndarray:

@@ -117,6 +117,25 @@ def ndcg_at(ranked: Sequence[str], relevance: Relevance, k: int) -> float:
     return dcg_at(ranked, relevance, k) / ideal if ideal > 0 else 0.0
 
 
+def duplicate_source_rate_at(ranked: Sequence[str], document_of: Mapping[str, str], k: int) -> float:
+    """Share of the top k whose document already appeared higher up in the list.
+
+    It needs no labels: it measures how much of the prompt repeats a source.
+    The share is over the chunks actually present, so a list shorter than k
+    is not rewarded or penalized for its missing places; an empty list has
+    nothing to count and gives NaN, which means over questions skip.
+    """
+    _check_k(k)
+    top = list(ranked[:k])
+    missing = [chunk_id for chunk_id in top if chunk_id not in document_of]
+    if missing:
+        raise ValueError(f"no document for chunk {missing[0]!r}")
+    if not top:
+        return math.nan
+    documents = [document_of[chunk_id] for chunk_id in top]
+    return (len(documents) - len(set(documents))) / len(documents)
+
+
 def prompt_words_at(ranked: Sequence[str], chunk_words: Mapping[str, int], k: int) -> int:
     """Words the top k chunks put into a prompt: the cost side of recall at k."""
     _check_k(k)
@@ -131,11 +150,14 @@ def question_metrics(
     relevance: Relevance,
     ks: Sequence[int],
     chunk_words: Mapping[str, int] | None = None,
+    chunk_documents: Mapping[str, str] | None = None,
 ) -> list[tuple[str, int, float]]:
     """(metric, k, value) rows of one question; whole-list metrics carry k = 0.
 
     ``first_relevant_rank`` is NaN when no relevant chunk is ranked, so that a
-    mean over questions skips it instead of counting it as some rank.
+    mean over questions skips it instead of counting it as some rank. With
+    ``chunk_documents`` (chunk id -> document id) the duplicate-source rate is
+    reported at every k.
     """
     _check_ranking(ranked)
     _check_relevance(relevance)
@@ -147,6 +169,10 @@ def question_metrics(
         rows.append(("ndcg", int(k), ndcg_at(ranked, relevance, k)))
         if chunk_words is not None:
             rows.append(("prompt_words", int(k), float(prompt_words_at(ranked, chunk_words, k))))
+        if chunk_documents is not None:
+            rows.append(
+                ("duplicate_source_rate", int(k), duplicate_source_rate_at(ranked, chunk_documents, k))
+            )
     rank = first_relevant_rank(ranked, relevance)
     rows.append(("reciprocal_rank", WHOLE_LIST, 0.0 if rank is None else 1.0 / rank))
     rows.append(("first_relevant_rank", WHOLE_LIST, math.nan if rank is None else float(rank)))
@@ -158,6 +184,7 @@ def evaluate_rankings(
     relevance: Mapping[str, Relevance],
     ks: Sequence[int],
     chunk_words: Mapping[str, int] | None = None,
+    chunk_documents: Mapping[str, str] | None = None,
 ) -> pd.DataFrame:
     """A tidy table (question_id, metric, k, value) for many questions.
 
@@ -176,7 +203,9 @@ def evaluate_rankings(
     records: list[tuple[str, str, int, float]] = []
     for question_id in sorted(relevance):
         try:
-            rows = question_metrics(rankings[question_id], relevance[question_id], ks, chunk_words)
+            rows = question_metrics(
+                rankings[question_id], relevance[question_id], ks, chunk_words, chunk_documents
+            )
         except ValueError as error:
             raise ValueError(f"question {question_id!r}: {error}") from error
         records.extend((question_id, metric, k, value) for metric, k, value in rows)

@@ -167,6 +167,41 @@ def abstention_tradeoff(table: pd.DataFrame, corpus: str, threshold: float | Non
     return figure
 
 
+def weakest_cohort_bars(
+    weakest: pd.DataFrame,
+    title: str,
+    xlabel: str = "recall@k",
+    cohorts: tuple[str, ...] = ("type", "document"),
+) -> Figure:
+    """Per retriever: the mean beside its weakest cohort of each kind, named on the bar.
+
+    ``weakest`` is one row per retriever with ``mean`` and, per cohort kind,
+    ``weakest_<kind>`` and ``weakest_<kind>_value`` (see rag.cohorts.weakest_cohorts).
+    """
+    rows = weakest.sort_values("retriever", ascending=False).reset_index(drop=True)
+    series = [("mean", "mean over questions", PALETTE[0], None)] + [
+        (f"weakest_{kind}_value", f"weakest {kind} cohort", PALETTE[1 + i], f"weakest_{kind}")
+        for i, kind in enumerate(cohorts)
+    ]
+    height = 0.8 / len(series)
+    figure, axes = plt.subplots(figsize=(8, 1.0 + 0.55 * len(rows) * len(series) / 2))
+    positions = np.arange(len(rows))
+    for offset, (column, label, color, name_column) in enumerate(series):
+        y = positions + (len(series) - 1 - offset - (len(series) - 1) / 2) * height
+        values = rows[column].to_numpy(dtype=float)
+        axes.barh(y, np.nan_to_num(values), height=height * 0.95, color=color, label=label)
+        if name_column is not None:
+            for y_value, value, name in zip(y, values, rows[name_column], strict=True):
+                if value == value:
+                    axes.text(value + 0.01, y_value, str(name), va="center", fontsize=6.5)
+    axes.set_yticks(positions, rows["retriever"].tolist(), fontsize=8)
+    axes.set_xlim(0, 1.18)
+    _style(axes, title, xlabel, "")
+    axes.legend(fontsize=8, loc="lower right")
+    figure.tight_layout()
+    return figure
+
+
 def no_data(title: str) -> Figure:
     figure, axes = plt.subplots(figsize=(5, 3))
     axes.text(0.5, 0.5, "no data for this configuration", ha="center", va="center")

@@ -75,10 +75,18 @@ def neutralize(text: str) -> str:
 
 
 def render_source(number: int, chunk: Chunk) -> str:
-    """One numbered source: a header line with its label, then its text on one line."""
+    """One numbered source: a header line with its label, then its text on one line.
+
+    A text that itself starts with "[" ("[3] Official source: ...") would
+    start a line that looks like a source header, so its first bracket is
+    written as the character reference ``&#91;``, like the other escapes.
+    """
     label = neutralize(chunk.label)
     header = f"[{number}] {label}" if label else f"[{number}]"
-    return f"{header}\n{neutralize(chunk.text)}"
+    text = neutralize(chunk.text)
+    if text.startswith("["):
+        text = "&#91;" + text[1:]
+    return f"{header}\n{text}"
 
 
 def render_prompt(question: str, chunks: Sequence[Chunk]) -> str:

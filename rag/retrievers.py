@@ -125,9 +125,18 @@ def build_retriever(entry: Mapping, indexed_texts: Sequence[str], name: str = "r
 
 
 def search(
-    retriever: Retriever, query_texts: Sequence[str], depth: int, tie_order: np.ndarray | None
+    retriever: Retriever,
+    query_texts: Sequence[str],
+    depth: int,
+    tie_order: np.ndarray | None,
+    allowed: np.ndarray | None = None,
 ) -> list[Ranking]:
-    """Rank the chunks for every query; a query with no known term gets an empty ranking."""
+    """Rank the chunks for every query; a query with no known term gets an empty ranking.
+
+    ``allowed``, a boolean mask over the chunks (see :mod:`rag.filters`), is
+    a prefilter applied inside the search of every kind: chunks outside it
+    are never scored, so they can never be ranked.
+    """
     if retriever.kind == "ivf":
         base = retriever.index.base
         return rank_probed_lists(
@@ -137,15 +146,17 @@ def search(
             retriever.entry["probes"],
             depth,
             tie_order,
+            allowed=allowed,
         )
     queries = [retriever.analyze(text) for text in query_texts]
     if retriever.kind == "bm25":
-        return bm25_search(retriever.index, queries, depth, tie_order)
+        return bm25_search(retriever.index, queries, depth, tie_order, allowed=allowed)
     if retriever.kind == "tfidf":
-        return tfidf_search(
-            retriever.index, queries, depth, tie_order, normalize=retriever.entry["normalize"]
-        )
-    return lsa_search(retriever.index, queries, depth, tie_order)
+        normalize = retriever.entry["normalize"]
+        return tfidf_search(retriever.index, queries, depth, tie_order, normalize=normalize, allowed=allowed)
+    if retriever.kind == "lsa":
+        return lsa_search(retriever.index, queries, depth, tie_order, allowed=allowed)
+    raise RetrieverError(f"retriever kind {retriever.kind!r} cannot search chunk texts directly")
 
 
 def load_retriever(

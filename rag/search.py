@@ -78,6 +78,24 @@ def _resolve_tie_order(tie_order: np.ndarray | None, size: int) -> np.ndarray:
     return tie_order
 
 
+def check_allowed(allowed: np.ndarray | None, size: int) -> np.ndarray | None:
+    """A prefilter as a boolean mask over the ``size`` chunk positions (None: every chunk).
+
+    Searches take the mask, not a list of ids, so that a filtered-out chunk is
+    removed before any score is compared: it can never be ranked, whatever
+    the depth.
+    """
+    if allowed is None:
+        return None
+    allowed = np.asarray(allowed)
+    if allowed.dtype != np.bool_ or allowed.shape != (size,):
+        raise ValueError(
+            f"the allowed chunks must be a boolean mask over the {size} chunks, "
+            f"got dtype {allowed.dtype} and shape {allowed.shape}"
+        )
+    return allowed
+
+
 def _check_depth(depth: int) -> None:
     if isinstance(depth, bool) or not isinstance(depth, int | np.integer) or depth < 0:
         raise ValueError(f"depth must be a non-negative integer, got {depth!r}")
@@ -175,6 +193,7 @@ def exact_search(
     depth: int,
     tie_order: np.ndarray | None = None,
     batch_size: int = 1024,
+    allowed: np.ndarray | None = None,
 ) -> list[Ranking]:
     """Exact nearest neighbours by dot product (cosine for unit vectors).
 
@@ -183,6 +202,9 @@ def exact_search(
     vector that is all zeros (none of its terms is known to the encoder)
     returns an empty ranking: ranking every chunk at score 0 would pretend to
     an answer.
+
+    ``allowed`` (a boolean mask over the chunks) is a prefilter: only the
+    allowed rows are multiplied at all, so the other chunks are never scored.
     """
     _check_depth(depth)
     matrix = np.asarray(matrix, dtype=np.float64)
@@ -200,6 +222,11 @@ def exact_search(
         raise ValueError(f"batch_size must be positive, got {batch_size}")
     if tie_order is not None:
         tie_order = _resolve_tie_order(tie_order, matrix.shape[0])
+    allowed = check_allowed(allowed, matrix.shape[0])
+    rows = np.arange(matrix.shape[0]) if allowed is None else np.flatnonzero(allowed)
+    if allowed is not None:
+        matrix = matrix[rows]
+        tie_order = rows if tie_order is None else tie_order[rows]
     rankings: list[Ranking] = []
     for start in range(0, len(queries), batch_size):
         block = queries[start : start + batch_size]
@@ -209,7 +236,7 @@ def exact_search(
                 rankings.append(Ranking.empty())
             else:
                 chosen = _best(row, depth, tie_order)
-                rankings.append(Ranking(chosen, row[chosen]))
+                rankings.append(Ranking(rows[chosen], row[chosen]))
     return rankings
 
 
@@ -323,6 +350,7 @@ def sparse_search(
     signed: bool = False,
     chunk_scale: np.ndarray | None = None,
     query_scale: np.ndarray | None = None,
+    allowed: np.ndarray | None = None,
 ) -> list[Ranking]:
     """Score each query by adding up its terms' postings, and keep the best.
 
@@ -336,11 +364,16 @@ def sparse_search(
 
     ``chunk_scale`` and ``query_scale`` divide the scores (tf-idf's vector
     lengths), so one unnormalized matrix serves both cosine and raw dot products.
+
+    ``allowed`` (a boolean mask over the chunks) is a prefilter: postings of
+    other chunks are dropped before they are added up, so a filtered-out
+    chunk never gets a score and can never be ranked.
     """
     _check_depth(depth)
     n_chunks = chunk_weights.shape[0]
     if tie_order is not None:
         tie_order = _resolve_tie_order(tie_order, n_chunks)
+    allowed = check_allowed(allowed, n_chunks)
     if chunk_weights.format != "csc":
         chunk_weights = sp.csc_matrix(chunk_weights)
     indptr, indices, data = chunk_weights.indptr, chunk_weights.indices, chunk_weights.data
@@ -357,6 +390,9 @@ def sparse_search(
             contributions = np.concatenate(
                 [data[part] * weight for part, weight in zip(parts, weights, strict=True)]
             )
+        if allowed is not None:
+            kept = allowed[matched_chunks]
+            matched_chunks, contributions = matched_chunks[kept], contributions[kept]
         scores = np.bincount(matched_chunks, weights=contributions, minlength=n_chunks)
         if chunk_scale is not None:
             scores /= chunk_scale

@@ -94,7 +94,13 @@ def cut_summary(cuts: Sequence[PieceCut], corpus: str, chunker: str) -> dict:
 
 
 # Metrics averaged into results/metrics.csv, with the name of the mean.
-AGGREGATED_METRICS = {"recall": "recall", "ndcg": "ndcg", "prompt_words": "prompt_words", "reciprocal_rank": "mrr"}
+AGGREGATED_METRICS = {
+    "recall": "recall",
+    "ndcg": "ndcg",
+    "prompt_words": "prompt_words",
+    "reciprocal_rank": "mrr",
+    "duplicate_source_rate": "duplicate_source_rate",
+}
 
 
 def aggregate_metrics(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:

@@ -105,6 +105,15 @@ def analyzer_digest(stem: bool = False) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
+def stopwords_digest() -> str:
+    """A fingerprint of the stopword list alone.
+
+    :func:`analyzer_digest` already changes with the list; recording this one
+    beside it tells a reader which part of the analyzer changed between runs.
+    """
+    return hashlib.sha256("\n".join(sorted(STOPWORDS)).encode()).hexdigest()[:16]
+
+
 # --------------------------------------------------------------------------
 # Sentences
 # --------------------------------------------------------------------------

@@ -163,15 +163,17 @@ def tfidf_search(
     depth: int,
     tie_order: np.ndarray | None = None,
     normalize: bool = True,
+    allowed: np.ndarray | None = None,
 ) -> list[Ranking]:
     """The ``depth`` best chunks of each analyzed query by cosine (or raw dot product).
 
     Only chunks sharing a term with the query are ranked; a query without known
-    terms gets an empty ranking.
+    terms gets an empty ranking. ``allowed`` restricts the search to a subset
+    of the chunks (a prefilter; see ``sparse_search``).
     """
     weighted = query_weights(index, queries)
     if not normalize:
-        return sparse_search(weighted, index.weights, depth, tie_order)
+        return sparse_search(weighted, index.weights, depth, tie_order, allowed=allowed)
     return sparse_search(
         weighted,
         index.weights,
@@ -179,6 +181,7 @@ def tfidf_search(
         tie_order,
         chunk_scale=index.chunk_scale,
         query_scale=_safe(query_lengths(weighted)),
+        allowed=allowed,
     )
 
 

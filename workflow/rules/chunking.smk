@@ -6,24 +6,27 @@ rule chunk:
         "work/parsed/{corpus}.parquet",
     output:
         "work/chunks/{corpus}/{chunker}.parquet",
-    params:
-        chunker=chunker_params,
-        code=rag_digest("chunking", "documents", "text"),
     log:
         "logs/chunk/{corpus}/{chunker}.log",
+    params:
+        chunker=chunker_params,
+        code=rag_digest("chunking", "documents", "text", "provenance"),
     script:
         "../scripts/chunk.py"
 
 
 rule chunk_statistics:
     input:
-        [f"work/chunks/{corpus}/{chunker}.parquet" for corpus, chunker in corpus_chunker_pairs()],
+        [
+            f"work/chunks/{corpus}/{chunker}.parquet"
+            for corpus, chunker in corpus_chunker_pairs()
+        ],
     output:
         "results/chunk_statistics.csv",
+    log:
+        "logs/chunk_statistics.log",
     params:
         pairs=corpus_chunker_pairs(),
         code=rag_digest("statistics"),
-    log:
-        "logs/chunk_statistics.log",
     script:
         "../scripts/chunk_statistics.py"

@@ -31,7 +31,9 @@ from rag.config import (  # noqa: E402
     check_dense_retriever,
     check_ivf_entry,
     check_names,
+    check_retriever_graph,
     corpus_level,
+    retriever_dependencies,
     schema_errors,
 )
 from rag.retrievers import APPROXIMATE_KINDS, DENSE_KINDS  # noqa: E402
@@ -61,7 +63,12 @@ def _canonical_grid():
     for name, entry in config["retrievers"].items():
         where = f"config['retrievers'][{name!r}]"
         retrievers[name] = canonical_entry(RETRIEVER_PARAMETERS, entry, where)
-        check_names(entry.get("chunkers", []), config["chunkers"], f"{where}['chunkers']", "chunker")
+        check_names(
+            entry.get("chunkers", []),
+            config["chunkers"],
+            f"{where}['chunkers']",
+            "chunker",
+        )
         components = entry.get("components", [])
         check_names(components, config["retrievers"], f"{where}['components']", "retriever")
         if name in components:
@@ -204,7 +211,7 @@ def all_results():
         results += ["results/metrics.csv", "results/figures/recall_at_k.png"]
     if DOCUMENT_LEVEL_CORPORA:
         results += ["results/document_metrics.csv", "results/beir_metrics.csv"]
-    results += [*GROUNDING_RESULTS, *vector_search_results()]
+    results += [*GROUNDING_RESULTS, *vector_search_results(), *contract_results()]
     if ANSWERS is not None:
         results += [
             "results/answers.csv",
@@ -219,20 +226,23 @@ def all_results():
 
 
 FUSION_KINDS = ("rrf", "score_sum")
+FUNNEL_KINDS = ("funnel",)
 
 
 def is_fusion(retriever):
     return RETRIEVERS[retriever]["kind"] in FUSION_KINDS
 
 
+def is_funnel(retriever):
+    return RETRIEVERS[retriever]["kind"] in FUNNEL_KINDS
+
+
 def retriever_chunkers(retriever):
     """The chunkers a retriever runs on: its own list, or its components' common ones."""
     entry = RETRIEVERS[retriever]
     allowed = set(entry.get("chunkers") or CHUNKERS)
-    for component in entry.get("components", []):
-        allowed &= set(retriever_chunkers(component))
-    if "base" in entry:
-        allowed &= set(retriever_chunkers(entry["base"]))
+    for dependency in retriever_dependencies(entry):
+        allowed &= set(retriever_chunkers(dependency))
     return sorted(allowed)
 
 
@@ -250,11 +260,14 @@ def is_approximate(retriever):
     return RETRIEVERS[retriever]["kind"] in APPROXIMATE_KINDS
 
 
-# Retrievers fitted on chunk texts (rule rank), fusions (rule fuse) and IVF
-# indexes over another retriever's embeddings (rule rank_ivf).
-BASE_RETRIEVERS = [name for name in RETRIEVERS if not is_fusion(name) and not is_approximate(name)]
+# Retrievers fitted on chunk texts (rule rank), fusions (rule fuse), IVF indexes
+# over another retriever's embeddings (rule rank_ivf) and funnels (rule funnel).
+BASE_RETRIEVERS = [
+    name for name in RETRIEVERS if not (is_fusion(name) or is_funnel(name) or is_approximate(name))
+]
 FUSED_RETRIEVERS = [name for name in RETRIEVERS if is_fusion(name)]
 IVF_RETRIEVERS = [name for name in RETRIEVERS if is_approximate(name)]
+FUNNEL_RETRIEVERS = [name for name in RETRIEVERS if is_funnel(name)]
 
 
 def retriever_params(wildcards):
@@ -299,9 +312,25 @@ def _figures():
     figures.setdefault("chunker", next(iter(CHUNKERS)))
     figures.setdefault("retriever", next(iter(RETRIEVERS)))
     figures.setdefault("compare", list(RETRIEVERS)[:2] * (2 if len(RETRIEVERS) == 1 else 1))
-    check_names([figures["corpus"]], CHUNK_LEVEL_CORPORA, "config['figures']['corpus']", "chunk-level corpus")
+    check_names(
+        [figures["corpus"]],
+        CHUNK_LEVEL_CORPORA,
+        "config['figures']['corpus']",
+        "chunk-level corpus",
+    )
     check_names([figures["chunker"]], CHUNKERS, "config['figures']['chunker']", "chunker")
-    check_names([figures["retriever"], *figures["compare"]], RETRIEVERS, "config['figures']", "retriever")
+    check_names(
+        [figures["retriever"], *figures["compare"]],
+        RETRIEVERS,
+        "config['figures']",
+        "retriever",
+    )
+    check_names(
+        figures.get("curves", []),
+        RETRIEVERS,
+        "config['figures']['curves']",
+        "retriever",
+    )
     return figures
 
 
@@ -509,3 +538,167 @@ ANSWER_CODE = (
     "search",
     "labels",
 )
+
+
+# --------------------------------------------------------------------------
+# Production contracts: funnels, filters, diversity, cohorts, provenance.
+# Each ablation section is optional; its results are scheduled only when
+# config.yaml has it.
+# --------------------------------------------------------------------------
+
+from rag.filters import FilterError, parse_filter  # noqa: E402
+
+check_retriever_graph(config["retrievers"])
+
+
+def _check_funnels():
+    depth = config["evaluation"]["depth"]
+    for name in FUNNEL_RETRIEVERS:
+        entry, where = RETRIEVERS[name], f"config['retrievers'][{name!r}]"
+        if entry["candidates"] > depth:
+            raise ConfigError(
+                f"{where}['candidates']: {entry['candidates']} candidates, but rankings keep only depth = {depth}"
+            )
+        rerank = entry["rerank"]
+        if rerank is None:
+            continue
+        if is_funnel(rerank):
+            raise ConfigError(
+                f"{where}['rerank']: {rerank!r} is a funnel; a reranker scores candidates, so name a retriever or a fusion of retrievers"
+            )
+        if RETRIEVERS[rerank]["kind"] == "score_sum":
+            raise ConfigError(
+                f"{where}['rerank']: {rerank!r} adds raw scores; rerank with a retriever or an rrf fusion"
+            )
+        for part in RETRIEVERS[rerank].get("components", []):
+            if part not in BASE_RETRIEVERS:
+                raise ConfigError(
+                    f"{where}['rerank']: the fusion {rerank!r} reranks with its components, which must be plain retrievers; {part!r} is not"
+                )
+
+
+def _canonical_filters():
+    filters = {}
+    for name, entry in sorted(config.get("filters", {}).items()):
+        try:
+            filters[name] = parse_filter(entry, f"config['filters'][{name!r}]").to_config()
+        except FilterError as error:
+            raise ConfigError(str(error)) from None
+    return filters
+
+
+def _check_section_names(section, key, known, what):
+    if section in config:
+        names = config[section][key]
+        check_names(
+            [names] if isinstance(names, str) else names,
+            known,
+            f"config[{section!r}][{key!r}]",
+            what,
+        )
+
+
+def _check_ablations():
+    depth, ks = config["evaluation"]["depth"], config["evaluation"]["ks"]
+    for section in ("filter_ablation", "diversity_ablation"):
+        if section not in config:
+            continue
+        _check_section_names(section, "chunker", CHUNKERS, "chunker")
+        _check_section_names(section, "retrievers", RETRIEVERS, "retriever")
+        chunker = config[section]["chunker"]
+        for retriever in config[section]["retrievers"]:
+            if chunker not in retriever_chunkers(retriever):
+                raise ConfigError(
+                    f"config[{section!r}]['retrievers']: {retriever!r} does not run on chunker {chunker!r}"
+                )
+    _check_section_names("filter_ablation", "filters", FILTERS, "filter")
+    for section, key in (("filter_ablation", "k"), ("diversity_ablation", "ks")):
+        values = config.get(section, {}).get(key, [])
+        for k in [values] if isinstance(values, int) else values:
+            if k > depth:
+                raise ConfigError(f"config[{section!r}][{key!r}]: k = {k} is deeper than depth = {depth}")
+    # These tables read results/metrics.csv, so their k must be evaluated there.
+    for section, key in (("funnel_ablation", "ks"), ("cohorts", "k")):
+        values = config.get(section, {}).get(key, [])
+        for k in [values] if isinstance(values, int) else values:
+            if k not in ks:
+                raise ConfigError(
+                    f"config[{section!r}][{key!r}]: k = {k} is not one of evaluation.ks {sorted(ks)}"
+                )
+
+
+_check_funnels()
+FILTERS = _canonical_filters()
+_check_ablations()
+FILTER_ABLATION = config.get("filter_ablation")
+DIVERSITY_ABLATION = config.get("diversity_ablation")
+COHORTS = {
+    "k": 5 if 5 in config["evaluation"]["ks"] else min(config["evaluation"]["ks"]),
+    "min_questions": 3,
+    **config.get("cohorts", {}),
+}
+
+
+wildcard_constraints:
+    filter_name=alternatives(FILTERS),
+
+
+def contract_results():
+    results = ["results/provenance.csv"]
+    # The cohorts and the funnel ablation read the chunk-level metrics; the
+    # filter and diversity ablations read chunk qrels from evidence spans.
+    if CHUNK_LEVEL_CORPORA:
+        results += [
+            "results/metrics_by_document.csv",
+            "results/weakest_cohorts.csv",
+            "results/figures/cohorts.png",
+        ]
+    if FILTER_ABLATION and SPAN_CORPORA:
+        results.append("results/filter_ablation.csv")
+    if DIVERSITY_ABLATION and SPAN_CORPORA:
+        results.append("results/diversity_ablation.csv")
+    if FUNNEL_RETRIEVERS and "funnel_ablation" in config and CHUNK_LEVEL_CORPORA:
+        results.append("results/funnel_ablation.csv")
+    return results
+
+
+def funnel_rerank_entries(retriever):
+    """The entries a funnel's reranker is built from: itself, or a fusion and its components."""
+    rerank = RETRIEVERS[retriever]["rerank"]
+    if rerank is None:
+        return {}
+    names = [rerank, *RETRIEVERS[rerank].get("components", [])]
+    return {name: RETRIEVERS[name] for name in names}
+
+
+def funnel_rerank_params(wildcards):
+    return canonical_json(funnel_rerank_entries(wildcards.retriever))
+
+
+def funnel_rerank_indexes(wildcards):
+    """The fitted indexes of the plain retrievers a funnel reranks with."""
+    return [
+        f"work/indexes/{wildcards.corpus}/{wildcards.chunker}/{name}.npz"
+        for name in funnel_rerank_entries(wildcards.retriever)
+        if name in BASE_RETRIEVERS
+    ]
+
+
+def filter_params(wildcards):
+    return canonical_json(FILTERS[wildcards.filter_name])
+
+
+def filtered_ranking(corpus, chunker, filter_name, retriever):
+    return f"work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet"
+
+
+def filter_ablation_grid():
+    """(corpus, retriever, filter) of the filter ablation, on its one chunker."""
+    if not FILTER_ABLATION:
+        return []
+    return [
+        (corpus, retriever, filter_name)
+        for corpus in SPAN_CORPORA
+        for retriever in sorted(FILTER_ABLATION["retrievers"])
+        for filter_name in sorted(FILTER_ABLATION["filters"])
+    ]

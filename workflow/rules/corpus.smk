@@ -14,7 +14,7 @@ rule parse_markdown:
         corpus=alternatives(corpora_of_source("markdown")),
     params:
         corpus=corpus_params,
-        code=rag_digest("documents", "text"),
+        code=rag_digest("documents", "text", "provenance"),
     script:
         "../scripts/parse_markdown.py"
 
@@ -50,7 +50,7 @@ rule parse_wikipedia:
         wikipedia=1,
     params:
         corpus=corpus_params,
-        code=rag_digest("wikipedia", "articles", "documents"),
+        code=rag_digest("wikipedia", "articles", "documents", "provenance"),
     script:
         "../scripts/parse_wikipedia.py"
 
@@ -72,7 +72,7 @@ rule parse_beir:
         mem_mb=2000,
     params:
         corpus=corpus_params,
-        code=rag_digest("beir", "document_relevance", "documents", "labels"),
+        code=rag_digest("beir", "document_relevance", "documents", "labels", "provenance"),
     script:
         "../scripts/parse_beir.py"
 

@@ -16,6 +16,7 @@ rule evaluate:
         metrics="results/metrics.csv",
         per_question="results/per_question.csv",
         by_type="results/metrics_by_type.csv",
+        by_document="results/metrics_by_document.csv",
     log:
         "logs/evaluate.log",
     benchmark:
@@ -27,7 +28,7 @@ rule evaluate:
         pairs=corpus_chunker_pairs(CHUNK_LEVEL_CORPORA),
         corpora=CHUNK_LEVEL_CORPORA,
         ks=sorted(config["evaluation"]["ks"]),
-        code=rag_digest("metrics", "labels", "statistics"),
+        code=rag_digest("metrics", "labels", "statistics", "cohorts", "provenance"),
     script:
         "../scripts/evaluate.py"
 

@@ -18,7 +18,7 @@ rule label:
         corpus=alternatives(SPAN_CORPORA),
     params:
         chunker=chunker_params,
-        code=rag_digest("labels", "chunking", "documents", "text"),
+        code=rag_digest("labels", "chunking", "documents", "text", "provenance"),
     script:
         "../scripts/label.py"
 
@@ -48,6 +48,6 @@ rule document_qrels:
     wildcard_constraints:
         corpus=alternatives([name for name in SPAN_CORPORA if LEVELS[name] == "document"]),
     params:
-        code=rag_digest("document_relevance", "labels", "documents", "text"),
+        code=rag_digest("document_relevance", "labels", "documents", "text", "provenance"),
     script:
         "../scripts/document_qrels.py"

@@ -24,7 +24,16 @@ rule rank:
     params:
         retriever=retriever_params,
         depth=ranking_depth_of,
-        code=rag_digest("retrievers", "search", "bm25", "tfidf", "lsa", "text", "labels"),
+        code=rag_digest(
+            "retrievers",
+            "search",
+            "bm25",
+            "tfidf",
+            "lsa",
+            "text",
+            "labels",
+            "provenance",
+        ),
     script:
         "../scripts/rank.py"
 
@@ -45,7 +54,7 @@ rule fuse:
     params:
         retriever=retriever_params,
         depth=ranking_depth_of,
-        code=rag_digest("fusion", "search"),
+        code=rag_digest("fusion", "search", "provenance"),
     script:
         "../scripts/fuse.py"
 

@@ -13,19 +13,26 @@ from rag.io import (
     start_log,
     write_parquet,
 )
+from rag.provenance import carried
 
 log = start_log(snakemake.log[0])
 spec = spec_from_config(json.loads(snakemake.params.chunker))
 documents = documents_from_frame(pd.read_parquet(snakemake.input[0]))
 chunks = chunk_corpus(documents, spec)
 frame = chunks_to_frame(chunks, documents)
-log.info("%d documents -> %d chunks (%s), mean %.1f words", len(documents), len(frame), spec, frame["n_words"].mean())
+log.info(
+    "%d documents -> %d chunks (%s), mean %.1f words",
+    len(documents),
+    len(frame),
+    spec,
+    frame["n_words"].mean(),
+)
 write_parquet(
     frame,
     snakemake.output[0],
     provenance(
+        **carried(read_provenance(snakemake.input[0])),
         stage="chunk",
-        parser_version=read_provenance(snakemake.input[0]).get("parser_version"),
         chunker=json.loads(snakemake.params.chunker),
         chunker_digest=spec.digest(),
     ),

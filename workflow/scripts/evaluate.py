@@ -2,9 +2,11 @@
 
 import pandas as pd
 
-from rag.io import read_yaml, start_log, write_csv
+from rag.cohorts import document_cohorts
+from rag.io import read_provenance, read_yaml, start_log, write_csv
 from rag.labels import parse_questions
 from rag.metrics import evaluate_rankings, relevance_by_question
+from rag.provenance import record_digest
 from rag.statistics import aggregate_metrics, per_question_table
 
 log = start_log(snakemake.log[0])
@@ -13,28 +15,42 @@ questions = {
     corpus: [q for q in parse_questions(read_yaml(path), path) if q.answerable]  # no metrics if unanswerable
     for corpus, path in zip(snakemake.params.corpora, snakemake.input.questions, strict=True)
 }
-relevance, words = {}, {}
-for (corpus, chunker), qrels, chunks in zip(
+relevance, words, documents, cohorts = {}, {}, {}, []
+for (corpus, chunker), qrels_path, chunks in zip(
     snakemake.params.pairs, snakemake.input.qrels, snakemake.input.chunks, strict=True
 ):
-    relevance[corpus, chunker] = relevance_by_question(questions[corpus], pd.read_parquet(qrels))
-    table = pd.read_parquet(chunks, columns=["chunk_id", "n_words"])
+    qrels = pd.read_parquet(qrels_path)
+    relevance[corpus, chunker] = relevance_by_question(questions[corpus], qrels)
+    table = pd.read_parquet(chunks, columns=["chunk_id", "n_words", "doc_id"])
     words[corpus, chunker] = dict(zip(table.chunk_id, table.n_words, strict=True))
+    documents[corpus, chunker] = dict(zip(table.chunk_id, table.doc_id, strict=True))
+    pairs = document_cohorts(questions[corpus], qrels, documents[corpus, chunker])
+    cohorts.append(pairs.assign(corpus=corpus, chunker=chunker))
 
-parts = []
+parts, provenance = [], []
 for (corpus, chunker, retriever), path in zip(snakemake.params.grid, snakemake.input.rankings, strict=True):
     ranking = pd.read_parquet(path).sort_values(["question_id", "rank"])
     ranked = {q.question_id: [] for q in questions[corpus]}
     for question_id, rows in ranking.groupby("question_id", sort=False):
         if question_id in ranked:
             ranked[question_id] = rows["chunk_id"].tolist()
-    frame = evaluate_rankings(ranked, relevance[corpus, chunker], ks, words[corpus, chunker])
+    frame = evaluate_rankings(
+        ranked, relevance[corpus, chunker], ks, words[corpus, chunker], documents[corpus, chunker]
+    )
     frame.insert(1, "type", frame["question_id"].map({q.question_id: q.type for q in questions[corpus]}))
     parts.append(frame.assign(corpus=corpus, chunker=chunker, retriever=retriever))
+    provenance.append((corpus, chunker, retriever, record_digest(read_provenance(path))))
     log.info("%s/%s/%s: %d questions", corpus, chunker, retriever, len(ranked))
 
 keys = ["corpus", "chunker", "retriever"]
 evaluation = pd.concat(parts, ignore_index=True)
-write_csv(aggregate_metrics(evaluation, keys), snakemake.output.metrics)
+# Each metrics row names the run that made its ranking (see results/provenance.csv).
+metrics = aggregate_metrics(evaluation, keys).merge(
+    pd.DataFrame(provenance, columns=[*keys, "provenance"]), on=keys, how="left"
+)
+write_csv(metrics, snakemake.output.metrics)
 write_csv(aggregate_metrics(evaluation, [*keys, "type"]), snakemake.output.by_type)
+# A question with evidence in several documents counts for each of them (rag.cohorts).
+by_document = evaluation.merge(pd.concat(cohorts, ignore_index=True), on=["corpus", "chunker", "question_id"])
+write_csv(aggregate_metrics(by_document, [*keys, "document"]), snakemake.output.by_document)
 write_csv(per_question_table(evaluation, keys), snakemake.output.per_question)

@@ -1,15 +1,28 @@
-"""Fuse the rankings of a fusion entry's components, question by question."""
+"""Fuse the rankings of a fusion entry's components, question by question.
+
+The same script fuses filtered rankings (rule fuse_filtered): fusing
+prefiltered components keeps the result inside the filter.
+"""
 
 import json
 
 import pandas as pd
 
 from rag.fusion import reciprocal_rank_fusion, score_sum_fusion
-from rag.io import provenance, rankings_from_frame, rankings_to_frame, start_log, write_parquet
+from rag.io import (
+    provenance,
+    rankings_from_frame,
+    rankings_to_frame,
+    read_provenance,
+    start_log,
+    write_parquet,
+)
+from rag.provenance import carried, filter_record, record_digest
 from rag.search import chunk_id_order
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
+filter_config = getattr(snakemake.params, "filter", None)
 chunk_ids = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id"])["chunk_id"].tolist()
 tie_order = chunk_id_order(chunk_ids)
 frames = [pd.read_parquet(path) for path in snakemake.input.components]
@@ -28,5 +41,15 @@ log.info("fused %s for %d questions", entry["components"], len(question_ids))
 write_parquet(
     rankings_to_frame(question_ids, fused, chunk_ids),
     snakemake.output.ranking,
-    provenance(stage="fuse", retriever=entry),
+    provenance(
+        **carried(read_provenance(snakemake.input.chunks)),
+        stage="fuse",
+        retriever=entry,
+        retriever_digest=record_digest(entry),
+        components={
+            name: read_provenance(path)
+            for name, path in zip(entry["components"], snakemake.input.components, strict=True)
+        },
+        **filter_record(json.loads(filter_config) if filter_config else None),
+    ),
 )

@@ -6,8 +6,17 @@ import json
 import pandas as pd
 
 from rag.chunking import spec_from_config
-from rag.io import chunks_from_frame, documents_from_frame, provenance, read_yaml, start_log, write_parquet
+from rag.io import (
+    chunks_from_frame,
+    documents_from_frame,
+    provenance,
+    read_provenance,
+    read_yaml,
+    start_log,
+    write_parquet,
+)
 from rag.labels import evidence_cuts, judge_chunks, locate_spans, parse_questions
+from rag.provenance import carried
 
 log = start_log(snakemake.log[0])
 questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
@@ -19,11 +28,16 @@ locations = locate_spans(questions, documents)
 judgements = judge_chunks(questions, locations, chunks)
 window = (spec.size, spec.overlap) if spec.kind == "fixed" else None
 cuts = evidence_cuts(questions, locations, judgements, window)
-log.info("%d questions, %d relevant (question, chunk) pairs, %d of %d pieces cut",
-         len(questions), len(judgements), sum(c.cut for c in cuts), len(cuts))
+log.info(
+    "%d questions, %d relevant (question, chunk) pairs, %d of %d pieces cut",
+    len(questions),
+    len(judgements),
+    sum(c.cut for c in cuts),
+    len(cuts),
+)
 
 columns = ["question_id", "piece", "chunk_id", "gain"]
 qrels = pd.DataFrame([dataclasses.asdict(j) for j in judgements], columns=columns)
-meta = provenance(stage="label", chunker=json.loads(snakemake.params.chunker))
+meta = provenance(**carried(read_provenance(snakemake.input.chunks)), stage="label")
 write_parquet(qrels, snakemake.output.qrels, meta)
 write_parquet(pd.DataFrame([dataclasses.asdict(c) for c in cuts]), snakemake.output.cuts, meta)

@@ -5,6 +5,7 @@ import warnings
 
 from rag.documents import PARSER_VERSION
 from rag.io import FolderCache, documents_to_frame, provenance, read_yaml, start_log, write_parquet
+from rag.provenance import documents_record
 from rag.sources import locked_documents, wikipedia_client
 from rag.wikipedia import parse_lock
 
@@ -22,5 +23,11 @@ documents.sort(key=lambda document: document.doc_id)
 write_parquet(
     documents_to_frame(documents),
     snakemake.output[0],
-    provenance(stage="parse", parser_version=PARSER_VERSION, source="wikipedia", lock=[a.revision for a in articles]),
+    provenance(
+        stage="parse",
+        parser_version=PARSER_VERSION,
+        source="wikipedia",
+        lock=[a.revision for a in articles],
+        **documents_record({document.doc_id: document.version for document in documents}),
+    ),
 )

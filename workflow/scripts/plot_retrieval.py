@@ -14,8 +14,12 @@ per_question = pd.read_csv(snakemake.input.per_question)
 corpus, chunker = figures["corpus"], figures["chunker"]
 first, second = figures["compare"]
 
+# figures.curves, when given, picks the retrievers of the recall curves.
+curves = figures.get("curves")
 drawings = {
-    snakemake.output.recall: recall_curves(metrics, corpus, chunker),
+    snakemake.output.recall: recall_curves(
+        metrics[metrics.retriever.isin(curves)] if curves else metrics, corpus, chunker
+    ),
     snakemake.output.prompt_words: recall_against_prompt_words(metrics, corpus, figures["retriever"]),
     snakemake.output.scatter: rank_scatter(
         per_question[(per_question.corpus == corpus) & (per_question.chunker == chunker)],

@@ -4,10 +4,18 @@ import json
 
 import pandas as pd
 
-from rag.io import provenance, rankings_to_frame, read_questions, save_arrays, start_log, write_parquet
+from rag.io import (
+    provenance,
+    rankings_to_frame,
+    read_provenance,
+    read_questions,
+    save_arrays,
+    start_log,
+    write_parquet,
+)
+from rag.provenance import carried, retriever_record
 from rag.retrievers import build_retriever, search
 from rag.search import chunk_id_order
-from rag.text import analyzer_digest
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
@@ -32,5 +40,5 @@ save_arrays(snakemake.output.index, retriever.index.to_arrays())
 write_parquet(
     rankings_to_frame([q.question_id for q in questions], rankings, chunk_ids),
     snakemake.output.ranking,
-    provenance(stage="rank", retriever=entry, analyzer=analyzer_digest(bool(entry.get("stem", False)))),
+    provenance(**carried(read_provenance(snakemake.input.chunks)), stage="rank", **retriever_record(entry)),
 )

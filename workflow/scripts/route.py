@@ -6,9 +6,10 @@ import numpy as np
 import pandas as pd
 
 from rag.answers import evidence_documents, question_group
-from rag.io import documents_from_frame, read_yaml, start_log, write_csv
+from rag.io import documents_from_frame, read_provenance, read_yaml, start_log, write_csv
 from rag.labels import locate_spans, parse_questions
 from rag.metrics import evaluate_rankings, relevance_by_question
+from rag.provenance import record_digest
 from rag.retrievers import load_retriever, search
 from rag.routing import route_questions, routed_right, within_document
 from rag.search import chunk_id_order, ranked_ids
@@ -92,5 +93,14 @@ for position, corpus in enumerate(snakemake.params.corpora):
 keys = ["corpus", "chunker", "retriever"]
 metrics = aggregate_metrics(pd.concat(parts, ignore_index=True), keys)
 metrics = pd.concat([metrics, pd.DataFrame(accuracy)], ignore_index=True)
+# Like results/metrics.csv, each row names what made it: here the chunk set and
+# the routing settings.
+made_by = {
+    corpus: record_digest(
+        {"chunks": read_provenance(inputs.chunks[position]), "routing": routing, "retriever": entry}
+    )
+    for position, corpus in enumerate(snakemake.params.corpora)
+}
+metrics["provenance"] = metrics["corpus"].map(made_by)
 write_csv(pd.DataFrame(routes_table).astype({"routed_right": "boolean"}), snakemake.output.routing)
 write_csv(metrics, snakemake.output.metrics)

@@ -1,0 +1,51 @@
+# Compact ablation tables: the per-document cap with and without it, and the
+# candidate funnel with and without reranking at several candidate counts.
+
+
+rule diversity_ablation:
+    input:
+        rankings=(
+            [
+                f"work/rankings/{corpus}/{DIVERSITY_ABLATION['chunker']}/{retriever}.parquet"
+                for corpus in SPAN_CORPORA
+                for retriever in sorted(DIVERSITY_ABLATION["retrievers"])
+            ]
+            if DIVERSITY_ABLATION
+            else []
+        ),
+        qrels=(
+            [f"work/qrels/{corpus}/{DIVERSITY_ABLATION['chunker']}.parquet" for corpus in SPAN_CORPORA]
+            if DIVERSITY_ABLATION
+            else []
+        ),
+        chunks=(
+            [f"work/chunks/{corpus}/{DIVERSITY_ABLATION['chunker']}.parquet" for corpus in SPAN_CORPORA]
+            if DIVERSITY_ABLATION
+            else []
+        ),
+        questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
+    output:
+        "results/diversity_ablation.csv",
+    log:
+        "logs/diversity_ablation.log",
+    params:
+        ablation=canonical_json(DIVERSITY_ABLATION),
+        corpora=SPAN_CORPORA,
+        code=rag_digest("diversity", "metrics", "labels"),
+    script:
+        "../scripts/diversity_ablation.py"
+
+
+rule funnel_ablation:
+    input:
+        metrics="results/metrics.csv",
+    output:
+        "results/funnel_ablation.csv",
+    log:
+        "logs/funnel_ablation.log",
+    params:
+        funnels=canonical_json({name: RETRIEVERS[name] for name in FUNNEL_RETRIEVERS}),
+        ks=sorted(config.get("funnel_ablation", {}).get("ks", [])),
+        code=rag_digest("statistics"),
+    script:
+        "../scripts/funnel_ablation.py"

@@ -1,0 +1,139 @@
+# Metadata filters inside retrieval (prefilter) against filtering the global
+# ranking afterwards (post-filter). Filtered rankings mirror the unfiltered
+# ones: plain retrievers search their saved index within the allowed chunks,
+# fusions fuse their components' filtered rankings, funnels rerank their
+# first stage's filtered candidates.
+
+
+rule rank_filtered:
+    input:
+        index="work/indexes/{corpus}/{chunker}/{retriever}.npz",
+        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        questions=questions_file,
+    output:
+        ranking="work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet",
+    log:
+        "logs/rank_filtered/{corpus}/{chunker}/{filter_name}/{retriever}.log",
+    wildcard_constraints:
+        retriever=alternatives(BASE_RETRIEVERS),
+    params:
+        retriever=retriever_params,
+        filter=filter_params,
+        depth=config["evaluation"]["depth"],
+        code=rag_digest(
+            "filters",
+            "retrievers",
+            "search",
+            "bm25",
+            "tfidf",
+            "lsa",
+            "text",
+            "labels",
+            "provenance",
+            "metrics",
+        ),
+    script:
+        "../scripts/rank_filtered.py"
+
+
+rule fuse_filtered:
+    input:
+        components=lambda wildcards: [
+            filtered_ranking(wildcards.corpus, wildcards.chunker, wildcards.filter_name, component)
+            for component in RETRIEVERS[wildcards.retriever]["components"]
+        ],
+        chunks="work/chunks/{corpus}/{chunker}.parquet",
+    output:
+        ranking="work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet",
+    log:
+        "logs/fuse_filtered/{corpus}/{chunker}/{filter_name}/{retriever}.log",
+    wildcard_constraints:
+        retriever=alternatives(FUSED_RETRIEVERS),
+    params:
+        retriever=retriever_params,
+        filter=filter_params,
+        depth=config["evaluation"]["depth"],
+        code=rag_digest("fusion", "search", "provenance"),
+    script:
+        "../scripts/fuse.py"
+
+
+rule funnel_filtered:
+    input:
+        first=lambda wildcards: filtered_ranking(
+            wildcards.corpus,
+            wildcards.chunker,
+            wildcards.filter_name,
+            RETRIEVERS[wildcards.retriever]["first"],
+        ),
+        rerank=funnel_rerank_indexes,
+        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        questions=questions_file,
+    output:
+        ranking="work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet",
+    log:
+        "logs/funnel_filtered/{corpus}/{chunker}/{filter_name}/{retriever}.log",
+    wildcard_constraints:
+        retriever=alternatives(FUNNEL_RETRIEVERS),
+    params:
+        retriever=retriever_params,
+        rerank=funnel_rerank_params,
+        filter=filter_params,
+        depth=config["evaluation"]["depth"],
+        code=rag_digest(
+            "funnel",
+            "diversity",
+            "fusion",
+            "retrievers",
+            "search",
+            "bm25",
+            "tfidf",
+            "lsa",
+            "text",
+            "labels",
+            "provenance",
+            "filters",
+            "metrics",
+        ),
+    script:
+        "../scripts/funnel.py"
+
+
+rule filter_ablation:
+    input:
+        rankings=[
+            f"work/rankings/{corpus}/{FILTER_ABLATION['chunker']}/{retriever}.parquet"
+            for corpus, retriever, _ in filter_ablation_grid()
+        ],
+        filtered=[
+            filtered_ranking(corpus, FILTER_ABLATION["chunker"], filter_name, retriever)
+            for corpus, retriever, filter_name in filter_ablation_grid()
+        ],
+        qrels=(
+            [f"work/qrels/{corpus}/{FILTER_ABLATION['chunker']}.parquet" for corpus in SPAN_CORPORA]
+            if FILTER_ABLATION
+            else []
+        ),
+        chunks=(
+            [f"work/chunks/{corpus}/{FILTER_ABLATION['chunker']}.parquet" for corpus in SPAN_CORPORA]
+            if FILTER_ABLATION
+            else []
+        ),
+        questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
+    output:
+        "results/filter_ablation.csv",
+    log:
+        "logs/filter_ablation.log",
+    params:
+        grid=filter_ablation_grid(),
+        corpora=SPAN_CORPORA,
+        chunker=FILTER_ABLATION["chunker"] if FILTER_ABLATION else None,
+        filters=(
+            canonical_json({name: FILTERS[name] for name in FILTER_ABLATION["filters"]})
+            if FILTER_ABLATION
+            else None
+        ),
+        k=FILTER_ABLATION["k"] if FILTER_ABLATION else None,
+        code=rag_digest("filters", "metrics", "labels"),
+    script:
+        "../scripts/filter_ablation.py"

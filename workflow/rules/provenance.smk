@@ -1,0 +1,24 @@
+# One row per ranking of the grid (and per filtered ranking of the filter
+# ablation): what made it, read back from the parquet files' metadata.
+
+
+rule provenance:
+    input:
+        rankings=[f"work/rankings/{c}/{ch}/{r}.parquet" for c, ch, r in grid()],
+        filtered=[
+            filtered_ranking(
+                corpus, FILTER_ABLATION["chunker"], filter_name, retriever
+            )
+            for corpus, retriever, filter_name in filter_ablation_grid()
+        ],
+    output:
+        "results/provenance.csv",
+    log:
+        "logs/provenance.log",
+    params:
+        grid=grid(),
+        filtered=filter_ablation_grid(),
+        chunker=FILTER_ABLATION["chunker"] if FILTER_ABLATION else None,
+        code=rag_digest("provenance"),
+    script:
+        "../scripts/provenance_table.py"

@@ -1,0 +1,38 @@
+# The candidate funnel: a first stage's N best chunks, rescored by a reranker,
+# capped per document and cut to depth. A funnel is a retriever entry, so its
+# rankings flow through the same evaluation as every other retriever.
+
+
+rule funnel:
+    input:
+        first=lambda wildcards: f"work/rankings/{wildcards.corpus}/{wildcards.chunker}/{RETRIEVERS[wildcards.retriever]['first']}.parquet",
+        rerank=funnel_rerank_indexes,
+        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        questions=questions_file,
+    output:
+        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+    log:
+        "logs/funnel/{corpus}/{chunker}/{retriever}.log",
+    benchmark:
+        "benchmarks/logs/funnel/{corpus}/{chunker}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=alternatives(FUNNEL_RETRIEVERS),
+    params:
+        retriever=retriever_params,
+        rerank=funnel_rerank_params,
+        depth=ranking_depth_of,
+        code=rag_digest(
+            "funnel",
+            "diversity",
+            "fusion",
+            "retrievers",
+            "search",
+            "bm25",
+            "tfidf",
+            "lsa",
+            "text",
+            "labels",
+            "provenance",
+        ),
+    script:
+        "../scripts/funnel.py"

@@ -1,0 +1,35 @@
+"""One row per ranking: what made it, from the parquet metadata."""
+
+import pandas as pd
+
+from rag.io import read_provenance, start_log, write_csv
+from rag.provenance import provenance_row
+
+log = start_log(snakemake.log[0])
+rows = []
+for (corpus, chunker, retriever), path in zip(snakemake.params.grid, snakemake.input.rankings, strict=True):
+    rows.append(
+        {
+            "corpus": corpus,
+            "chunker": chunker,
+            "retriever": retriever,
+            "filter": "",
+            **provenance_row(read_provenance(path)),
+        }
+    )
+for (corpus, retriever, filter_name), path in zip(
+    snakemake.params.filtered, snakemake.input.filtered, strict=True
+):
+    row = provenance_row(read_provenance(path))
+    rows.append(
+        {
+            "corpus": corpus,
+            "chunker": snakemake.params.chunker,
+            "retriever": retriever,
+            "filter": filter_name,
+            **row,
+        }
+    )
+log.info("%d rankings", len(rows))
+table = pd.DataFrame(rows).sort_values(["corpus", "chunker", "retriever", "filter"], kind="mergesort")
+write_csv(table, snakemake.output[0])
