@@ -6,7 +6,8 @@ resources) it runs
   (a) ``snakemake --cores N`` from clean: every job of the default grid;
   (b) the same command again, which must find nothing to do;
   (c) the same command after adding one retriever to config.yaml, which must
-      schedule only that retriever's rankings and the tables that read them,
+      schedule only that retriever's rankings (one per chunk set) and the
+      one-job tables that read the whole grid,
 
 and records wall time, CPU time (user + system of Snakemake and every job it
 started) and the jobs each run executed, by rule. CPU time hardly depends on
@@ -19,8 +20,7 @@ a fresh Python importing exactly what that script imports: each Snakemake job
 is a new process, so this start-up is paid once per job.
 
 Goals: (a) within 60 s, (b) within 5 s, (c) proportional to the new
-retriever: only its rank jobs (one per chunker) plus the evaluation and
-figure jobs.
+retriever: only its rank jobs (one per chunker) plus the one-job tables.
 
 Usage:
     .venv/bin/python benchmarks/pipeline_overhead.py \\
@@ -50,8 +50,6 @@ PROJECT = Path(__file__).resolve().parents[1]
 COPIED = ("Snakefile", "workflow", "rag", "config.yaml", "resources")
 GOALS = {"clean_build": 60.0, "noop_rerun": 5.0}
 NEW_RETRIEVER = ("bm25_stemmed", {"kind": "bm25", "stem": True})
-# The only rules a new retriever may schedule besides its rank jobs.
-DOWNSTREAM_OF_RANKINGS = {"evaluate", "evaluate_documents", "plot_retrieval", "all"}
 
 
 @dataclass(frozen=True)
@@ -195,8 +193,12 @@ def main() -> None:
         chunk_sets = add_retriever(workdir)
         added = run_snakemake(workdir, "add_retriever", arguments.cores)
 
+        # Its own rankings, one per chunk set, and otherwise only the one-job
+        # tables that read the whole grid (evaluation, figures, provenance...):
+        # no other ranking, chunk set or label is recomputed.
         rank_jobs = added.jobs.get("rank", 0)
-        only_its_branch = rank_jobs == chunk_sets and set(added.jobs) - {"rank"} <= DOWNSTREAM_OF_RANKINGS
+        aggregates = {rule: count for rule, count in added.jobs.items() if rule != "rank"}
+        only_its_branch = rank_jobs == chunk_sets and all(count == 1 for count in aggregates.values())
         rows = []
         for run in (clean, noop, added):
             jobs = sum(run.jobs.values())
@@ -217,7 +219,7 @@ def main() -> None:
                 "goal": {
                     "clean_build": "wall <= 60 s",
                     "noop_rerun": "wall <= 5 s",
-                    "add_retriever": f"only {chunk_sets} rank jobs + evaluation",
+                    "add_retriever": f"{chunk_sets} rank jobs + one-job tables",
                 }[run.scenario],
             }
             if run.scenario in GOALS:
