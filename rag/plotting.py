@@ -273,6 +273,10 @@ def grounding_figure(answers: pd.DataFrame, swap: pd.DataFrame, setting: dict) -
         f"{setting['chunker']}, prior temperature {setting['temperature']}",
         fontsize=11,
     )
+    figure.tight_layout()
+    return figure
+
+
 def ivf_tradeoff(collection: pd.DataFrame, synthetic: pd.DataFrame) -> Figure:
     """What an IVF index costs and saves: recall against share scanned, and time against probes.
 
