@@ -55,6 +55,9 @@ RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = {
     "score_sum": {"components": None},
     "ivf": {"base": None, "lists": 16, "probes": 4, "seed": 0},
     "funnel": {"first": None, "rerank": None, "candidates": 30, "diversity": None},
+    # 256 tokens is the limit all-MiniLM-L6-v2 was trained with; text picks the
+    # chunk with its "title › section" header (indexed) or without (plain).
+    "embedder": {"model": "all-MiniLM-L6-v2", "batch_size": 32, "max_tokens": 256, "text": "indexed"},
 }
 
 # The two approximate-search experiments. ``None`` marks a required key.
@@ -150,6 +153,25 @@ def check_dense_retriever(
         raise ConfigError(
             f"{where}: retriever {name!r} is of kind {kind!r}, which has no chunk embeddings; "
             f"an IVF index needs a dense retriever (kind {', '.join(kinds)})"
+        )
+
+
+def check_optional_packages(name: str, entry: Mapping, pretrained_kinds: Iterable[str]) -> None:
+    """A retriever that encodes with a pretrained model needs the dense extra installed.
+
+    Checked while the configuration is read, so a missing package stops the
+    run before any job starts, with the command that installs it.
+    """
+    if entry["kind"] not in tuple(pretrained_kinds):
+        return
+    from rag import sentence_embeddings
+
+    missing = sentence_embeddings.missing_packages(entry["model"])
+    if missing:
+        raise ConfigError(
+            f"config['retrievers'][{name!r}]: the {entry['kind']} retriever {name!r} (model "
+            f"{entry['model']}) needs the optional packages {', '.join(missing)}; install them with "
+            f"{sentence_embeddings.INSTALL_COMMAND}, or remove the retriever from the config"
         )
 
 
