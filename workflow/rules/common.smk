@@ -39,6 +39,7 @@ from rag.config import (  # noqa: E402
     corpus_level,
     retriever_dependencies,
     check_optional_packages,
+    prune_unavailable,
     schema_errors,
 )
 from rag.retrievers import APPROXIMATE_KINDS, DENSE_KINDS, PRETRAINED_KINDS  # noqa: E402
@@ -55,6 +56,8 @@ _problems = schema_errors(config, read_yaml(PROJECT_ROOT / "workflow/schemas/con
 if _problems:
     raise ConfigError("invalid config.yaml:\n  " + "\n  ".join(_problems))
 validate(config, schema=SCHEMA)
+for _warning in prune_unavailable(config, PRETRAINED_KINDS):
+    print(f"WARNING: {_warning}", file=sys.stderr)
 
 
 def _canonical_grid():
