@@ -55,6 +55,9 @@ RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = {
     "score_sum": {"components": None},
     "ivf": {"base": None, "lists": 16, "probes": 4, "seed": 0},
     "funnel": {"first": None, "rerank": None, "candidates": 30, "diversity": None},
+    # 256 tokens is the limit all-MiniLM-L6-v2 was trained with; text picks the
+    # chunk with its "title › section" header (indexed) or without (plain).
+    "embedder": {"model": "all-MiniLM-L6-v2", "batch_size": 32, "max_tokens": 256, "text": "indexed"},
 }
 
 # The two approximate-search experiments. ``None`` marks a required key.
@@ -94,7 +97,7 @@ def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: 
     allowed = kind_parameters[kind]
     canonical: dict[str, object] = {"kind": kind}
     for key in entry:
-        if key not in allowed and key not in ("kind", "chunkers"):
+        if key not in allowed and key not in ("kind", "chunkers", "optional"):
             raise ConfigError(
                 f"{where}[{key!r}]: not a parameter of kind {kind!r}; allowed: {sorted(allowed)}"
             )
@@ -151,6 +154,73 @@ def check_dense_retriever(
             f"{where}: retriever {name!r} is of kind {kind!r}, which has no chunk embeddings; "
             f"an IVF index needs a dense retriever (kind {', '.join(kinds)})"
         )
+
+
+def check_optional_packages(name: str, entry: Mapping, pretrained_kinds: Iterable[str]) -> None:
+    """A retriever that encodes with a pretrained model needs the dense extra installed.
+
+    Checked while the configuration is read, so a missing package stops the
+    run before any job starts, with the command that installs it.
+    """
+    if entry["kind"] not in tuple(pretrained_kinds):
+        return
+    from rag import sentence_embeddings
+
+    missing = sentence_embeddings.missing_packages(entry["model"])
+    if missing:
+        raise ConfigError(
+            f"config['retrievers'][{name!r}]: the {entry['kind']} retriever {name!r} (model "
+            f"{entry['model']}) needs the optional packages {', '.join(missing)}; install them with "
+            f"{sentence_embeddings.INSTALL_COMMAND}, or remove the retriever from the config"
+        )
+
+
+def prune_unavailable(config: dict, pretrained_kinds: Iterable[str]) -> list[str]:
+    """Drop ``optional: true`` retrievers whose extra is missing, and everything built on them.
+
+    A pretrained retriever needs the dense extra. Marked optional, it is left
+    out of the grid on a machine without the extra (with a warning), together
+    with the fusions, indexes and funnels that read it and every mention of
+    it in the experiment sections; unmarked, the missing extra is an error.
+    Returns warnings naming what was left out.
+    """
+    retrievers = config["retrievers"]
+    unavailable: set[str] = set()
+    warnings = []
+    for name, entry in retrievers.items():
+        if entry.get("optional") and entry.get("kind") in tuple(pretrained_kinds):
+            try:
+                check_optional_packages(name, {"model": "all-MiniLM-L6-v2", **entry}, pretrained_kinds)
+            except ConfigError as error:
+                unavailable.add(name)
+                warnings.append(f"{error} (optional: left out of this run)")
+    growing = True
+    while growing:
+        growing = False
+        for name, entry in retrievers.items():
+            dependencies = set(entry.get("components") or []) | {
+                entry[key] for key in ("base", "first", "rerank") if entry.get(key)
+            }
+            if name not in unavailable and dependencies & unavailable:
+                unavailable.add(name)
+                warnings.append(
+                    f"config['retrievers'][{name!r}]: left out, it reads {sorted(dependencies & unavailable)}"
+                )
+                growing = True
+    for name in unavailable:
+        del retrievers[name]
+
+    def scrub(value: object) -> object:
+        if isinstance(value, dict):
+            return {key: scrub(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [scrub(item) for item in value if not (isinstance(item, str) and item in unavailable)]
+        return value
+
+    for section, value in list(config.items()):
+        if section not in ("retrievers", "corpora", "chunkers"):
+            config[section] = scrub(value)
+    return warnings
 
 
 def canonical_json(value: object) -> str:

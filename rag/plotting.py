@@ -18,6 +18,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#17becf"]
 PNG_METADATA = {"Software": None}
+LINE_STYLES = ["-", "--", ":"]
 
 
 def save(figure: Figure, path) -> None:
@@ -36,9 +37,19 @@ def recall_curves(metrics: pd.DataFrame, corpus: str, chunker: str) -> Figure:
     """Recall@k against k, one line per retriever, on one chunk set."""
     rows = metrics[(metrics.corpus == corpus) & (metrics.chunker == chunker) & (metrics.metric == "recall")]
     figure, axes = plt.subplots(figsize=(7, 4.5))
-    for color, (retriever, group) in zip(PALETTE * 3, rows.groupby("retriever", sort=True), strict=False):
+    for index, (retriever, group) in enumerate(rows.groupby("retriever", sort=True)):
         group = group.sort_values("k")
-        axes.plot(group["k"], group["value"], marker="o", markersize=3, color=color, label=retriever)
+        # Past the palette's nine colours, lines repeat them dashed, then dotted.
+        color, style = PALETTE[index % len(PALETTE)], LINE_STYLES[index // len(PALETTE) % len(LINE_STYLES)]
+        axes.plot(
+            group["k"],
+            group["value"],
+            marker="o",
+            markersize=3,
+            color=color,
+            linestyle=style,
+            label=retriever,
+        )
     axes.set_xscale("log")
     ks = sorted(rows["k"].unique())
     axes.set_xticks(ks, [str(int(k)) for k in ks])

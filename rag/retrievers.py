@@ -4,10 +4,13 @@ The workflow and the ``rag`` command build and query every kind through these
 functions, so a retriever behaves the same in a batch experiment and in an
 interactive question.
 
-Most kinds are fitted on the chunk texts. The ``ivf`` kind is not: it files
-the chunk embeddings of a dense *base* retriever (an LSA entry) in the lists
-of an inverted-file index and embeds queries exactly as that base does, so
-its rankings differ from the base's only by what the probed lists leave out.
+Most kinds are fitted on the chunk texts. The ``embedder`` kind is not fitted
+at all: a pretrained encoder embeds chunks and queries alike, and the workflow
+passes it chunk vectors from its embedding cache (:func:`embedder_retriever`).
+The ``ivf`` kind files the chunk embeddings of a dense *base* retriever (an
+LSA or embedder entry) in the lists of an inverted-file index and embeds
+queries exactly as that base does, so its rankings differ from the base's only
+by what the probed lists leave out.
 """
 
 from __future__ import annotations
@@ -21,18 +24,22 @@ from rag.bm25 import BM25Index, bm25_search, build_bm25_index
 from rag.ivf import IVFIndex, build_ivf, rank_probed_lists
 from rag.lsa import LSAModel, embed_queries, fit_lsa, lsa_search
 from rag.search import Ranking
+from rag.sentence_embeddings import TEXT_COLUMNS, EmbeddingIndex, embedding_search, encode_texts
 from rag.text import analyze
 from rag.tfidf import TfidfIndex, build_tfidf_index, tfidf_search
 
-SPARSE_AND_DENSE_KINDS = ("bm25", "tfidf", "lsa")
+SPARSE_AND_DENSE_KINDS = ("bm25", "tfidf", "lsa", "embedder")
 
 # Kinds whose chunks and queries are vectors in one space: what an IVF index can hold.
-DENSE_KINDS = ("lsa",)
+DENSE_KINDS = ("lsa", "embedder")
+
+# Kinds that encode texts with a pretrained model (the optional dense extra).
+PRETRAINED_KINDS = ("embedder",)
 
 # Kinds built from another retriever's index instead of the chunk texts.
 APPROXIMATE_KINDS = ("ivf",)
 
-INDEX_TYPES = {"bm25": BM25Index, "tfidf": TfidfIndex, "lsa": LSAModel}
+INDEX_TYPES = {"bm25": BM25Index, "tfidf": TfidfIndex, "lsa": LSAModel, "embedder": EmbeddingIndex}
 
 
 class RetrieverError(ValueError):
@@ -44,7 +51,7 @@ class Retriever:
     """A fitted retriever: its configuration entry and its index."""
 
     entry: Mapping
-    index: BM25Index | TfidfIndex | LSAModel | ApproximateIndex
+    index: BM25Index | TfidfIndex | LSAModel | EmbeddingIndex | ApproximateIndex
 
     @property
     def kind(self) -> str:
@@ -72,7 +79,7 @@ class ApproximateIndex:
 
 def chunk_embeddings(retriever: Retriever) -> np.ndarray:
     """The chunk vectors of a dense retriever, one unit-length row per chunk."""
-    if retriever.kind == "lsa":
+    if retriever.kind in DENSE_KINDS:
         return retriever.index.chunk_embeddings
     raise RetrieverError(
         f"a {retriever.kind!r} retriever has no chunk embeddings; dense kinds: {DENSE_KINDS}"
@@ -83,6 +90,8 @@ def query_embeddings(retriever: Retriever, query_texts: Sequence[str]) -> np.nda
     """Query vectors of a dense retriever, in its chunks' space (zeros for a query with no known term)."""
     if retriever.kind == "lsa":
         return embed_queries(retriever.index, [retriever.analyze(text) for text in query_texts])
+    if retriever.kind == "embedder":
+        return retriever.index.embed_queries(query_texts)
     raise RetrieverError(f"a {retriever.kind!r} retriever does not embed queries; dense kinds: {DENSE_KINDS}")
 
 
@@ -107,11 +116,40 @@ def build_ivf_retriever(entry: Mapping, base: Retriever, name: str = "retriever"
     return Retriever(entry, ApproximateIndex(base, build_ivf(vectors, entry["lists"], seed=entry["seed"])))
 
 
+def chunk_text_column(entry: Mapping) -> str:
+    """The chunk table's column a retriever reads: an embedder's ``text`` choice, else the indexed text."""
+    if entry["kind"] == "embedder":
+        return TEXT_COLUMNS[entry["text"]]
+    return "indexed_text"
+
+
+def embedder_retriever(entry: Mapping, chunk_embeddings: np.ndarray, name: str = "retriever") -> Retriever:
+    """An ``embedder`` retriever over chunk vectors encoded elsewhere (the workflow's cache)."""
+    if entry["kind"] != "embedder":
+        raise RetrieverError(f"retriever {name!r}: kind {entry['kind']!r} is not an embedder")
+    if len(chunk_embeddings) == 0:
+        raise RetrieverError(f"retriever {name!r}: the chunk set is empty")
+    return Retriever(
+        entry,
+        EmbeddingIndex(entry["model"], entry["max_tokens"], entry["batch_size"], chunk_embeddings),
+    )
+
+
 def build_retriever(entry: Mapping, indexed_texts: Sequence[str], name: str = "retriever") -> Retriever:
-    """Fit the index a config entry describes over the chunks' indexed texts."""
+    """Fit the index a config entry describes over the chunks' texts.
+
+    The texts are those of :func:`chunk_text_column`: the indexed texts, or
+    the plain ones for an embedder entry with ``text: plain``. An embedder
+    encodes them here, without a cache.
+    """
     kind = entry["kind"]
     if not indexed_texts:
         raise RetrieverError(f"retriever {name!r}: the chunk set is empty")
+    if kind == "embedder":
+        embeddings = encode_texts(
+            entry["model"], indexed_texts, batch_size=entry["batch_size"], max_tokens=entry["max_tokens"]
+        )
+        return embedder_retriever(entry, embeddings, name)
     terms = [analyze(text, stem=bool(entry.get("stem", False))) for text in indexed_texts]
     if kind == "bm25":
         index = build_bm25_index(terms, k1=entry["k1"], b=entry["b"], idf=entry["idf"])
@@ -148,6 +186,9 @@ def search(
             tie_order,
             allowed=allowed,
         )
+    if retriever.kind == "embedder":
+        embedded = query_embeddings(retriever, query_texts)
+        return embedding_search(retriever.index, embedded, depth, tie_order, allowed=allowed)
     queries = [retriever.analyze(text) for text in query_texts]
     if retriever.kind == "bm25":
         return bm25_search(retriever.index, queries, depth, tie_order, allowed=allowed)

@@ -17,10 +17,7 @@ rule chunk:
 
 rule chunk_statistics:
     input:
-        [
-            f"work/chunks/{corpus}/{chunker}.parquet"
-            for corpus, chunker in corpus_chunker_pairs()
-        ],
+        [f"work/chunks/{corpus}/{chunker}.parquet" for corpus, chunker in corpus_chunker_pairs()],
     output:
         "results/chunk_statistics.csv",
     log:

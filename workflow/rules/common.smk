@@ -14,6 +14,10 @@ os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.e
 # oversubscribes the cores (a small SVD took seconds instead of milliseconds).
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_variable, "1")
+# The pipeline runs offline: the embedder reads its weights from an installed
+# package, and any attempt to reach the Hugging Face hub must fail at once.
+for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+    os.environ[_variable] = "1"
 
 from rag.config import (  # noqa: E402
     BEIR_DEFAULTS,
@@ -34,9 +38,11 @@ from rag.config import (  # noqa: E402
     check_retriever_graph,
     corpus_level,
     retriever_dependencies,
+    check_optional_packages,
+    prune_unavailable,
     schema_errors,
 )
-from rag.retrievers import APPROXIMATE_KINDS, DENSE_KINDS  # noqa: E402
+from rag.retrievers import APPROXIMATE_KINDS, DENSE_KINDS, PRETRAINED_KINDS  # noqa: E402
 from rag.chunking import ChunkingError, spec_from_config  # noqa: E402
 from rag.grounding import swap_values  # noqa: E402
 from rag.io import beir_files, read_yaml  # noqa: E402
@@ -50,6 +56,8 @@ _problems = schema_errors(config, read_yaml(PROJECT_ROOT / "workflow/schemas/con
 if _problems:
     raise ConfigError("invalid config.yaml:\n  " + "\n  ".join(_problems))
 validate(config, schema=SCHEMA)
+for _warning in prune_unavailable(config, PRETRAINED_KINDS):
+    print(f"WARNING: {_warning}", file=sys.stderr)
 
 
 def _canonical_grid():
@@ -73,6 +81,7 @@ def _canonical_grid():
         check_names(components, config["retrievers"], f"{where}['components']", "retriever")
         if name in components:
             raise ConfigError(f"{where}['components']: a retriever cannot fuse itself")
+        check_optional_packages(name, retrievers[name], PRETRAINED_KINDS)
     for name, entry in retrievers.items():
         if entry["kind"] in APPROXIMATE_KINDS:
             check_ivf_entry(name, entry, retrievers, DENSE_KINDS)
@@ -260,14 +269,23 @@ def is_approximate(retriever):
     return RETRIEVERS[retriever]["kind"] in APPROXIMATE_KINDS
 
 
-# Retrievers fitted on chunk texts (rule rank), fusions (rule fuse), IVF indexes
-# over another retriever's embeddings (rule rank_ivf) and funnels (rule funnel).
+# Retrievers ranking the chunks themselves: fitted on their texts (rule rank)
+# or encoding them with a pretrained model (rule rank_embedder); fusions (rule
+# fuse), IVF indexes over another retriever's embeddings (rule rank_ivf) and
+# funnels (rule funnel).
 BASE_RETRIEVERS = [
     name for name in RETRIEVERS if not (is_fusion(name) or is_funnel(name) or is_approximate(name))
 ]
+EMBEDDER_RETRIEVERS = [name for name in BASE_RETRIEVERS if RETRIEVERS[name]["kind"] in PRETRAINED_KINDS]
+FITTED_RETRIEVERS = [name for name in BASE_RETRIEVERS if name not in EMBEDDER_RETRIEVERS]
 FUSED_RETRIEVERS = [name for name in RETRIEVERS if is_fusion(name)]
 IVF_RETRIEVERS = [name for name in RETRIEVERS if is_approximate(name)]
 FUNNEL_RETRIEVERS = [name for name in RETRIEVERS if is_funnel(name)]
+
+# Embeddings by text digest, shared by every embedder job and kept across runs
+# (see docs/embedder.md). It lies outside the DAG: a job reads it and adds to
+# it, so no rule could declare it as both input and output.
+EMBEDDING_CACHE = "cache/embeddings"
 
 
 def retriever_params(wildcards):

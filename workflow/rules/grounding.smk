@@ -33,10 +33,7 @@ rule plot_grounding:
         "logs/plot_grounding.log",
     params:
         setting=canonical_json(
-            {
-                key: GROUNDING[key]
-                for key in ("corpus", "chunker", "retriever", "k", "temperature")
-            }
+            {key: GROUNDING[key] for key in ("corpus", "chunker", "retriever", "k", "temperature")}
             if GROUNDING
             else None
         ),

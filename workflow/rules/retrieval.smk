@@ -17,7 +17,7 @@ rule rank:
     benchmark:
         "benchmarks/logs/rank/{corpus}/{chunker}/{retriever}.tsv"
     wildcard_constraints:
-        retriever=alternatives(BASE_RETRIEVERS),
+        retriever=alternatives(FITTED_RETRIEVERS),
     threads: 1
     resources:
         mem_mb=lambda wildcards, input: 1000 + 40 * int(input.size_mb),
@@ -36,6 +36,37 @@ rule rank:
         ),
     script:
         "../scripts/rank.py"
+
+
+# A pretrained sentence embedder (kind embedder). Chunk and question texts are
+# looked up by digest in the embedding cache, and only the misses are encoded
+# and added to it: a re-run, or another chunker with some of the same texts,
+# encodes nothing it has encoded before. The log counts the cache hits and
+# reports the encoding rate in texts per second.
+rule rank_embedder:
+    input:
+        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        questions=questions_file,
+    output:
+        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+        index="work/indexes/{corpus}/{chunker}/{retriever}.npz",
+    log:
+        "logs/rank_embedder/{corpus}/{chunker}/{retriever}.log",
+    benchmark:
+        "benchmarks/logs/rank_embedder/{corpus}/{chunker}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=alternatives(EMBEDDER_RETRIEVERS),
+    # Whole batches run in parallel, one per thread (rag.embedder.encode).
+    threads: 2
+    params:
+        retriever=retriever_params,
+        depth=config["evaluation"]["depth"],
+        cache=EMBEDDING_CACHE,
+        code=rag_digest(
+            "retrievers", "sentence_embeddings", "embedding_cache", "embedder", "search", "labels"
+        ),
+    script:
+        "../scripts/rank_embedder.py"
 
 
 rule fuse:

