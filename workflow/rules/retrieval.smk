@@ -60,7 +60,7 @@ rule rank_embedder:
     threads: 2
     params:
         retriever=retriever_params,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         cache=EMBEDDING_CACHE,
         code=rag_digest(
             "retrievers", "sentence_embeddings", "embedding_cache", "embedder", "search", "labels"

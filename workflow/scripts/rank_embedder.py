@@ -19,14 +19,13 @@ from rag.io import (
     provenance,
     rankings_to_frame,
     read_embedding_shards,
-    read_yaml,
+    read_questions,
     save_arrays,
     source_digest,
     start_log,
     write_embedding_shard,
     write_parquet,
 )
-from rag.labels import parse_questions
 from rag.retrievers import chunk_text_column, embedder_retriever
 from rag.search import chunk_id_order
 from rag.sentence_embeddings import cached_encoder, embedding_search, encode_texts
@@ -36,7 +35,7 @@ entry = json.loads(snakemake.params.retriever)
 name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakemake.wildcards.chunker}"
 column = chunk_text_column(entry)
 chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", column])
-questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
+questions = read_questions(snakemake.input.questions)
 
 settings = EncoderSettings(
     model=entry["model"],
