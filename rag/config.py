@@ -54,8 +54,9 @@ RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = {
     "rrf": {"components": None, "constant": 60},
     "score_sum": {"components": None},
     "ivf": {"base": None, "lists": 16, "probes": 4, "seed": 0},
-    # 256 tokens is the limit all-MiniLM-L6-v2 was trained with; text picks the
-    # chunk with its "title › section" header (indexed) or without (plain).
+    # 256 word pieces is the model's own limit (its sentence_bert_config.json);
+    # text picks the chunk with its "title › section" header (indexed) or
+    # without it (plain).
     "embedder": {"model": "all-MiniLM-L6-v2", "batch_size": 32, "max_tokens": 256, "text": "indexed"},
 }
 
