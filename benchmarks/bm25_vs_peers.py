@@ -1,41 +1,77 @@
 """Compare rag.bm25 and rag.tfidf with bm25s, rank_bm25 and scikit-learn on the same terms.
 
-Every system indexes the same seeded synthetic collection: documents whose
-terms follow a Zipf law over a fixed vocabulary, already tokenized, so only
-indexing and scoring are measured. Queries take 2 to 5 distinct terms of a
-random document (so every query matches something and repeated query terms
-cannot make the BM25 variants disagree). Settings are like for like: k1 = 1.5,
-b = 0.75, the Lucene idf, top 10, one thread everywhere (bm25s with
-n_threads=1, BLAS limited to one thread). bm25s keeps its default float32
-scores; ours are float64.
+Every system indexes the same token lists, so only indexing and scoring are
+measured. Two kinds of collection:
 
-Measured per collection size:
+- synthetic (collection ``zipf``): seeded documents whose terms follow a Zipf
+  law over a fixed vocabulary. Queries take 2 to 5 distinct terms of a random
+  document, so every query matches something.
+- BEIR (``--beir FOLDER``, collection ``beir:NAME``): corpus.jsonl,
+  queries.jsonl and qrels/<split>.tsv read with the project's reader. Each
+  document's title and text (title on its own line in front, as the pipeline
+  indexes a chunk with its header) and each judged query are analyzed once
+  with rag.text.analyze (``--stem`` for Snowball stemming). The BM25 systems
+  get each query's distinct terms (our BM25 sums over distinct terms; bm25s
+  and rank_bm25 would count a repeated term twice), tf-idf systems the terms
+  as analyzed. Every system's top 100 (documents scoring above 0, i.e.
+  sharing a term with the query, as Lucene returns them) is scored against the
+  qrels with rag.metrics: nDCG@10 with the grades as linear gains and the ideal
+  from the qrels, and recall@100 (judged relevant found / judged relevant), as
+  BEIR and pytrec_eval compute them. The timed queries are the judged queries,
+  cycled to --queries calls when there are fewer.
+
+Settings are like for like: k1 = 1.5, b = 0.75, the Lucene idf (bm25s method
+"lucene"; rank_bm25 only has its own Okapi idf), one thread everywhere (bm25s
+with n_threads=1, BLAS limited to one thread). bm25s keeps its default float32
+scores, ours are float64, so near-ties may order differently.
+
+Measured per collection:
 - index time: median over interleaved repeats (rank_bm25 once: it is slow and
   builds Python dictionaries, so its timing is stable enough);
 - peak memory while indexing (tracemalloc, in a separate run so tracing does
   not slow the timed runs) and the size of the index arrays where there are any;
 - queries per second: a loop of single-query calls, and one call with the whole
-  batch (rank_bm25 has no batch call and runs a subsample of the queries);
+  batch. The slow paths (rank_bm25, which has no batch call and scores every
+  document in Python, and scikit-learn's single queries, each a dense product
+  with every document) run only the first --slow-queries queries, and our side
+  of those ratios is timed on the same subsample in the same interleaved run;
+  ``single_queries`` and ``batch_queries`` say how many queries a rate is over;
 - agreement: nDCG@10 of our top 10 with the peer's own scores as graded gains,
-  i.e. 1.0 means our ten chunks are worth exactly as much, by the peer's scores,
-  as the peer's own ten (ties in the peer's scores do not count as disagreement).
+  i.e. 1.0 means our ten documents are worth exactly as much, by the peer's
+  scores, as the peer's own ten (ties in the peer's scores do not count as
+  disagreement); rank_bm25's on the slow subsample.
 
 Ratios compare us with each peer: index and query speedups are peer time over
 our time (above 1: we are faster). Timings on a shared machine vary from run to
-run; the ratios much less.
+run; the ratios much less. ``--append`` merges the rows into an existing
+--output table, replacing those of the same collection and size, so sizes can
+be measured by separate runs. benchmarks/plot_scaling.py draws the synthetic
+rows as time against collection size.
 
-Usage:
-    .venv/bin/python benchmarks/bm25_vs_peers.py                  # 10,000 and 100,000 documents
-    .venv/bin/python benchmarks/bm25_vs_peers.py 20000 --output /tmp/bm25_vs_peers.csv
+Usage (the committed tables):
+    .venv/bin/python benchmarks/bm25_vs_peers.py 10000 100000 --output results/benchmarks/bm25_vs_peers.csv
+    .venv/bin/python benchmarks/bm25_vs_peers.py 1000000 --repeats 1 --queries 200 --slow-queries 20 \\
+        --output results/benchmarks/bm25_vs_peers.csv --append
+    .venv/bin/python benchmarks/export_beir.py --output work/beir/solar_system && \\
+        .venv/bin/python benchmarks/bm25_vs_peers.py --beir work/beir/solar_system \\
+        --name solar_system/sections --output results/benchmarks/bm25_vs_peers_beir.csv
+    .venv/bin/python benchmarks/export_beir.py --output work/beir/solar_system_paragraphs \\
+        --unit paragraphs && .venv/bin/python benchmarks/bm25_vs_peers.py \\
+        --beir work/beir/solar_system_paragraphs --name solar_system/paragraphs \\
+        --output results/benchmarks/bm25_vs_peers_beir.csv --append
+    .venv/bin/python benchmarks/plot_scaling.py
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import itertools
 import sys
 import time
 import tracemalloc
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import bm25s
@@ -48,13 +84,43 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from rag.beir import DEFAULT_SPLIT  # noqa: E402
 from rag.bm25 import bm25_search, build_bm25_index  # noqa: E402
+from rag.document_relevance import BEIR_NDCG_K, BEIR_RECALL_K, document_relevance  # noqa: E402
+from rag.io import beir_files, read_beir_collection  # noqa: E402
+from rag.metrics import Relevance, ndcg_at, recall_at  # noqa: E402
+from rag.text import analyze  # noqa: E402
 from rag.tfidf import build_tfidf_index, tfidf_search  # noqa: E402
 
-K1, B, DEPTH = 1.5, 0.75, 10
+K1, B = 1.5, 0.75
+AGREEMENT_DEPTH = 10  # depth of the timed searches of synthetic collections, too
+SYSTEMS = ("ours", "bm25s", "rank_bm25", "ours_tfidf", "sklearn")
+MODES = ("single", "batch")
+REFERENCES = {"bm25s": "ours", "rank_bm25": "ours", "sklearn": "ours_tfidf"}
 GOALS = {("bm25s", "index_speedup"): 1.0, ("bm25s", "batch_speedup"): 1.2, ("bm25s", "single_speedup"): 1.2}
 GOALS |= {("rank_bm25", "single_speedup"): 50.0, ("rank_bm25", "batch_speedup"): 50.0}
-SKLEARN_BLOCK = 256
+NDCG_TOLERANCE = 0.002  # goal: our nDCG@10 within this of bm25s's
+SKLEARN_BLOCK = 256  # queries per dense (queries x documents) product...
+SKLEARN_ENTRIES = 2**25  # ...and at most this many scores in one (256 MB)
+COLUMNS = [
+    "collection",
+    "documents",
+    "terms",
+    "system",
+    "index_s",
+    "peak_mb",
+    "index_mb",
+    "single_qps",
+    "single_queries",
+    "batch_qps",
+    "batch_queries",
+    "ndcg10",
+    "recall100",
+    "ndcg10_agreement",
+    "index_speedup",
+    "single_speedup",
+    "batch_speedup",
+]
 
 
 def parse_arguments() -> argparse.Namespace:
@@ -62,44 +128,132 @@ def parse_arguments() -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument(
-        "sizes", type=int, nargs="*", default=[10_000, 100_000], help="documents per collection"
+        "sizes", type=int, nargs="*", help="documents per synthetic collection (default 10000 100000)"
     )
     parser.add_argument("--output", type=Path, help="CSV file to write the table to")
-    parser.add_argument("--queries", type=int, default=1_000)
-    parser.add_argument("--slow-queries", type=int, default=100, help="query subsample for rank_bm25")
-    parser.add_argument("--vocabulary", type=int, default=50_000)
-    parser.add_argument("--mean-length", type=float, default=80.0, help="mean terms per document")
-    parser.add_argument("--exponent", type=float, default=1.1, help="Zipf exponent of term frequencies")
+    parser.add_argument(
+        "--append",
+        action="store_true",
+        help="merge into an existing --output, replacing rows of the same collection and size",
+    )
+    parser.add_argument("--queries", type=int, default=1_000, help="timed query calls")
+    parser.add_argument(
+        "--slow-queries", type=int, default=100, help="query subsample for rank_bm25 and sklearn single"
+    )
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--seed", type=int, default=0)
-    return parser.parse_args()
+    synthetic = parser.add_argument_group("synthetic collections")
+    synthetic.add_argument("--vocabulary", type=int, default=50_000)
+    synthetic.add_argument("--mean-length", type=float, default=80.0, help="mean terms per document")
+    synthetic.add_argument("--exponent", type=float, default=1.1, help="Zipf exponent of term frequencies")
+    synthetic.add_argument("--seed", type=int, default=0)
+    beir = parser.add_argument_group("BEIR collection")
+    beir.add_argument("--beir", type=Path, metavar="FOLDER", help="measure this BEIR collection instead")
+    beir.add_argument("--split", default=DEFAULT_SPLIT, help="qrels/<split>.tsv to evaluate")
+    beir.add_argument("--name", help="collection label after 'beir:' (default: the folder's name)")
+    beir.add_argument("--stem", action="store_true", help="Snowball-stem documents and queries")
+    beir.add_argument("--depth", type=int, default=BEIR_RECALL_K, help="retrieval depth, at least 100")
+    arguments = parser.parse_args()
+    if arguments.beir is not None and arguments.sizes:
+        parser.error("give either synthetic sizes or --beir, not both")
+    if arguments.beir is not None and arguments.depth < BEIR_RECALL_K:
+        parser.error(f"--depth must be at least {BEIR_RECALL_K} to compute recall@{BEIR_RECALL_K}")
+    if arguments.append and arguments.output is None:
+        parser.error("--append needs --output")
+    if arguments.beir is None and not arguments.sizes:
+        arguments.sizes = [10_000, 100_000]
+    return arguments
 
 
-def zipfian_collection(
-    size: int, vocabulary: int, mean_length: float, exponent: float, n_queries: int, seed: int
-) -> tuple[list[list[str]], list[list[str]]]:
+# --------------------------------------------------------------------------
+# Collections
+# --------------------------------------------------------------------------
+
+
+@dataclass
+class Judged:
+    """What a BEIR collection adds: ids and judgements to score rankings against."""
+
+    doc_ids: list[str]
+    relevance: list[Relevance]  # one per query of the collection, in order
+
+
+@dataclass
+class Collection:
+    label: str
+    documents: list[list[str]]
+    bm25_queries: list[list[str]]  # distinct terms
+    tfidf_queries: list[list[str]]  # terms as analyzed
+    depth: int
+    judged: Judged | None = None
+
+
+def zipfian_collection(size: int, arguments: argparse.Namespace) -> Collection:
     """Documents with Zipf-distributed terms, and queries drawn from random documents."""
-    rng = np.random.default_rng(seed)
+    vocabulary = arguments.vocabulary
+    rng = np.random.default_rng(arguments.seed)
     words = np.array([f"t{rank}" for rank in range(vocabulary)], dtype=object)
-    probabilities = 1.0 / np.arange(1, vocabulary + 1) ** exponent
+    probabilities = 1.0 / np.arange(1, vocabulary + 1) ** arguments.exponent
     probabilities /= probabilities.sum()
-    lengths = rng.poisson(mean_length - 1, size) + 1
+    lengths = rng.poisson(arguments.mean_length - 1, size) + 1
     terms = words[rng.choice(vocabulary, size=int(lengths.sum()), p=probabilities)]
     documents = [list(part) for part in np.split(terms, np.cumsum(lengths)[:-1])]
+    del terms
     queries = []
-    for document in rng.integers(0, size, n_queries):
+    for document in rng.integers(0, size, arguments.queries):
         picked = rng.choice(documents[document], size=rng.integers(2, 6))
         queries.append(list(dict.fromkeys(picked.tolist())))
-    return documents, queries
+    return Collection("zipf", documents, queries, queries, AGREEMENT_DEPTH)
+
+
+def beir_collection(arguments: argparse.Namespace) -> Collection:
+    """The judged queries of a BEIR split and the whole corpus, analyzed once."""
+    files = beir_files(arguments.beir, arguments.split)
+    started = time.perf_counter()
+    documents, questions, judgements = read_beir_collection(files["corpus"], files["queries"], files["qrels"])
+    judged = [question for question in questions if question.answerable]
+    relevance = document_relevance(judgements, judged)
+    # As rag.chunking.Chunk.indexed_text: the header (a BEIR document's title) on a line before the text.
+    texts = (f"{doc.title}\n{doc.full_text}" if doc.title else doc.full_text for doc in documents)
+    terms = [analyze(text, stem=arguments.stem) for text in texts]
+    queries = [analyze(question.text, stem=arguments.stem) for question in judged]
+    label = f"beir:{arguments.name or arguments.beir.name}"
+    label += ("" if arguments.split == DEFAULT_SPLIT else f"[{arguments.split}]") + (
+        "+stem" if arguments.stem else ""
+    )
+    repeated = sum(len(set(query)) < len(query) for query in queries)
+    print(
+        f"read and analyzed {arguments.beir} in {time.perf_counter() - started:.2f} s: "
+        f"{len(documents):,} documents, {len(judged):,} judged queries "
+        f"({repeated} with a repeated term, {sum(not query for query in queries)} without terms)",
+        flush=True,
+    )
+    return Collection(
+        label,
+        terms,
+        [list(dict.fromkeys(query)) for query in queries],
+        queries,
+        arguments.depth,
+        Judged([doc.doc_id for doc in documents], [relevance[question.question_id] for question in judged]),
+    )
+
+
+def cycled(queries: list[list[str]], calls: int) -> list[list[str]]:
+    """The queries, repeated in order until there are at least ``calls`` of them."""
+    return list(itertools.islice(itertools.cycle(queries), max(calls, len(queries))))
+
+
+# --------------------------------------------------------------------------
+# Measuring
+# --------------------------------------------------------------------------
 
 
 def identity(terms: list[str]) -> list[str]:
     return terms
 
 
-def interleaved_medians(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+def interleaved_medians(runs: dict, repeats: int) -> dict:
     """Median seconds of each run, alternating between them so all see the same load."""
-    timings: dict[str, list[float]] = {name: [] for name in runs}
+    timings: dict = {name: [] for name in runs}
     for _ in range(repeats):
         for name, run in runs.items():
             started = time.perf_counter()
@@ -123,52 +277,86 @@ def peak_megabytes(run: Callable[[], object]) -> float:
         tracemalloc.stop()
 
 
-def agreement(ours: Sequence[np.ndarray], peer_scores: Sequence[np.ndarray]) -> float:
-    """Mean nDCG@10 of our top positions, gains = the peer's scores (see the module docstring)."""
-    discounts = 1.0 / np.log2(np.arange(2, DEPTH + 2))
+def agreement(ours: Sequence[np.ndarray], peer_scores: Iterable[np.ndarray]) -> float:
+    """Mean nDCG@10 of our top positions, gains = the peer's scores (see the module docstring).
+
+    ``peer_scores`` may be a generator: one query's scores are alive at a time.
+    """
+    discounts = 1.0 / np.log2(np.arange(2, AGREEMENT_DEPTH + 2))
     values = []
     for positions, gains in zip(ours, peer_scores, strict=True):
         gains = np.maximum(np.asarray(gains, dtype=np.float64), 0.0)
-        ideal = float(np.sort(gains)[::-1][:DEPTH] @ discounts[: min(DEPTH, len(gains))])
+        top = positions[:AGREEMENT_DEPTH]
+        ideal = float(np.sort(gains)[::-1][:AGREEMENT_DEPTH] @ discounts[: min(AGREEMENT_DEPTH, len(gains))])
         if ideal > 0:
-            values.append(float(gains[positions[:DEPTH]] @ discounts[: len(positions[:DEPTH])]) / ideal)
-    return float(np.mean(values))
+            values.append(float(gains[top] @ discounts[: len(top)]) / ideal)
+    return float(np.mean(values)) if values else float("nan")
 
 
-def sklearn_search(vectorizer: TfidfVectorizer, matrix, queries: list[list[str]]) -> list[np.ndarray]:
-    """Top 10 by cosine, in blocks so the dense (queries x documents) product stays small."""
+def sklearn_score_blocks(
+    vectorizer: TfidfVectorizer, matrix, queries: list[list[str]]
+) -> Iterator[np.ndarray]:
+    """Dense cosine scores of blocks of queries, small enough to stay within SKLEARN_ENTRIES."""
+    block = max(1, min(SKLEARN_BLOCK, SKLEARN_ENTRIES // matrix.shape[0]))
     weighted = vectorizer.transform(queries)
+    for start in range(0, weighted.shape[0], block):
+        yield linear_kernel(weighted[start : start + block], matrix)
+
+
+def sklearn_search(vectorizer: TfidfVectorizer, matrix, queries: list[list[str]], depth: int) -> list:
+    """Top ``depth`` by cosine, one dense (block x documents) product at a time."""
     tops = []
-    for start in range(0, weighted.shape[0], SKLEARN_BLOCK):
-        scores = linear_kernel(weighted[start : start + SKLEARN_BLOCK], matrix)
-        best = np.argpartition(-scores, DEPTH - 1, axis=1)[:, :DEPTH]
+    for scores in sklearn_score_blocks(vectorizer, matrix, queries):
+        best = np.argpartition(-scores, depth - 1, axis=1)[:, :depth]
         order = np.argsort(-np.take_along_axis(scores, best, axis=1), axis=1)
         tops.extend(np.take_along_axis(best, order, axis=1))
     return tops
 
 
-def rank_bm25_top(index: rank_bm25.BM25Okapi, query: list[str]) -> np.ndarray:
+def rank_bm25_top(index: rank_bm25.BM25Okapi, query: list[str], depth: int) -> np.ndarray:
     scores = index.get_scores(query)
-    best = np.argpartition(-scores, DEPTH - 1)[:DEPTH]
+    best = np.argpartition(-scores, depth - 1)[:depth]
     return best[np.argsort(-scores[best])]
+
+
+def bm25s_scores(retriever: bm25s.BM25, query: list[str]) -> np.ndarray:
+    if not query:  # bm25s.get_scores cannot take an empty query
+        return np.zeros(retriever.scores["num_docs"], dtype=np.float32)
+    return retriever.get_scores(query)
 
 
 def array_megabytes(arrays: Sequence[np.ndarray]) -> float:
     return sum(np.asarray(array).nbytes for array in arrays) / 2**20
 
 
-def measure_size(size: int, arguments: argparse.Namespace) -> list[dict]:
-    documents, queries = zipfian_collection(
-        size,
-        arguments.vocabulary,
-        arguments.mean_length,
-        arguments.exponent,
-        arguments.queries,
-        arguments.seed,
+def matching_top(scores: np.ndarray, depth: int) -> np.ndarray:
+    """The ``depth`` best positions scoring above 0, best first, ties by position."""
+    best = np.argsort(-scores, kind="stable")[:depth]
+    return best[scores[best] > 0]
+
+
+def quality(rankings: Iterable[np.ndarray], judged: Judged) -> tuple[float, float]:
+    """Mean nDCG@10 and recall@100 of position rankings, every judged query counted."""
+    ndcg, recall = [], []
+    for positions, relevance in zip(rankings, judged.relevance, strict=True):
+        ranked = [judged.doc_ids[position] for position in positions]
+        ndcg.append(ndcg_at(ranked, relevance, BEIR_NDCG_K))
+        recall.append(recall_at(ranked, relevance, BEIR_RECALL_K))
+    return float(np.mean(ndcg)), float(np.mean(recall))
+
+
+def measure(collection: Collection, arguments: argparse.Namespace) -> list[dict]:
+    documents, depth = collection.documents, collection.depth
+    bm25_queries = cycled(collection.bm25_queries, arguments.queries)
+    tfidf_queries = cycled(collection.tfidf_queries, arguments.queries)
+    slow = slice(0, min(arguments.slow_queries, len(bm25_queries)))
+    slow_count = slow.stop
+    terms = sum(len(document) for document in documents)
+    print(
+        f"\n{collection.label}: {len(documents):,} documents, {terms:,} terms, "
+        f"{len(bm25_queries):,} timed queries ({slow_count} for the slow paths), depth {depth}",
+        flush=True,
     )
-    slow_queries = queries[: arguments.slow_queries]
-    tokens = sum(len(document) for document in documents)
-    print(f"\n{size:,} documents, {tokens:,} terms, {len(queries):,} queries", flush=True)
 
     def build_ours() -> object:
         return build_bm25_index(documents, k1=K1, b=B)
@@ -177,6 +365,9 @@ def measure_size(size: int, arguments: argparse.Namespace) -> list[dict]:
         retriever = bm25s.BM25(method="lucene", k1=K1, b=B)
         retriever.index(documents, show_progress=False)
         return retriever
+
+    def build_rank_bm25() -> rank_bm25.BM25Okapi:
+        return rank_bm25.BM25Okapi(documents, k1=K1, b=B)
 
     def build_ours_tfidf() -> object:
         return build_tfidf_index(documents)
@@ -191,14 +382,16 @@ def measure_size(size: int, arguments: argparse.Namespace) -> list[dict]:
         "ours_tfidf": build_ours_tfidf,
         "sklearn": build_sklearn,
     }
+    # Peaks first, while no index is alive: each traced build is dropped at once.
+    peaks = {
+        name: peak_megabytes(build) for name, build in (builders | {"rank_bm25": build_rank_bm25}).items()
+    }
+    gc.collect()
     index_seconds = interleaved_medians(builders, arguments.repeats)
-    index_seconds["rank_bm25"], okapi = timed(lambda: rank_bm25.BM25Okapi(documents, k1=K1, b=B))
+    index_seconds["rank_bm25"], okapi = timed(build_rank_bm25)
     ours, retriever, ours_tfidf = build_ours(), build_bm25s(), build_ours_tfidf()
     vectorizer, matrix = build_sklearn()
-    print("  indexed", {name: round(seconds, 2) for name, seconds in index_seconds.items()}, flush=True)
-
-    peaks = {name: peak_megabytes(build) for name, build in builders.items()}
-    peaks["rank_bm25"] = peak_megabytes(lambda: rank_bm25.BM25Okapi(documents, k1=K1, b=B))
+    print("  indexed", {name: round(seconds, 3) for name, seconds in index_seconds.items()}, flush=True)
     index_sizes = {
         "ours": array_megabytes(list(ours.to_arrays().values())),
         "bm25s": array_megabytes([retriever.scores[key] for key in ("data", "indices", "indptr")]),
@@ -207,93 +400,171 @@ def measure_size(size: int, arguments: argparse.Namespace) -> list[dict]:
         "sklearn": array_megabytes([matrix.data, matrix.indices, matrix.indptr, vectorizer.idf_]),
     }
 
+    k = min(depth, len(documents))  # bm25s refuses a k above the collection size
     query_runs = {
-        ("ours", "single"): lambda: [bm25_search(ours, [query], DEPTH) for query in queries],
-        ("ours", "batch"): lambda: bm25_search(ours, queries, DEPTH),
+        ("ours", "single"): lambda: [bm25_search(ours, [query], depth) for query in bm25_queries],
+        ("ours", "batch"): lambda: bm25_search(ours, bm25_queries, depth),
         ("bm25s", "single"): lambda: [
-            retriever.retrieve([query], k=DEPTH, show_progress=False, n_threads=1) for query in queries
+            retriever.retrieve([query], k=k, show_progress=False, n_threads=1) for query in bm25_queries
         ],
-        ("bm25s", "batch"): lambda: retriever.retrieve(queries, k=DEPTH, show_progress=False, n_threads=1),
-        ("ours_tfidf", "single"): lambda: [tfidf_search(ours_tfidf, [query], DEPTH) for query in queries],
-        ("ours_tfidf", "batch"): lambda: tfidf_search(ours_tfidf, queries, DEPTH),
-        ("sklearn", "single"): lambda: [sklearn_search(vectorizer, matrix, [query]) for query in queries],
-        ("sklearn", "batch"): lambda: sklearn_search(vectorizer, matrix, queries),
+        ("bm25s", "batch"): lambda: retriever.retrieve(bm25_queries, k=k, show_progress=False, n_threads=1),
+        ("ours_tfidf", "single"): lambda: [
+            tfidf_search(ours_tfidf, [query], depth) for query in tfidf_queries
+        ],
+        ("ours_tfidf", "batch"): lambda: tfidf_search(ours_tfidf, tfidf_queries, depth),
+        ("sklearn", "batch"): lambda: sklearn_search(vectorizer, matrix, tfidf_queries, k),
     }
     query_seconds = interleaved_medians(query_runs, arguments.repeats)
-    # rank_bm25 scores every document in Python per query term: a subsample,
-    # and the same subsample for our side of that ratio.
+    # The slow paths on a subsample, and our side of their ratios on the same one.
+    slow_bm25, slow_tfidf = bm25_queries[slow], tfidf_queries[slow]
     slow_runs = {
-        ("rank_bm25", "single"): lambda: [rank_bm25_top(okapi, query) for query in slow_queries],
-        ("ours_slow", "single"): lambda: [bm25_search(ours, [query], DEPTH) for query in slow_queries],
-        ("ours_slow", "batch"): lambda: bm25_search(ours, slow_queries, DEPTH),
+        ("rank_bm25", "single"): lambda: [rank_bm25_top(okapi, query, k) for query in slow_bm25],
+        ("ours_slow", "single"): lambda: [bm25_search(ours, [query], depth) for query in slow_bm25],
+        ("ours_slow", "batch"): lambda: bm25_search(ours, slow_bm25, depth),
+        ("sklearn", "single"): lambda: [
+            sklearn_search(vectorizer, matrix, [query], k) for query in slow_tfidf
+        ],
+        ("ours_tfidf_slow", "single"): lambda: [
+            tfidf_search(ours_tfidf, [query], depth) for query in slow_tfidf
+        ],
     }
-    slow_seconds = interleaved_medians(slow_runs, 1)
-    query_per_second = {key: len(queries) / seconds for key, seconds in query_seconds.items()}
-    query_per_second |= {key: len(slow_queries) / seconds for key, seconds in slow_seconds.items()}
-    query_per_second[("rank_bm25", "batch")] = query_per_second[("rank_bm25", "single")]
-    print("  queried", {f"{a} {b}": round(v) for (a, b), v in query_per_second.items()}, flush=True)
+    slow_seconds = interleaved_medians(slow_runs, arguments.repeats)
+    rates = {key: len(bm25_queries) / seconds for key, seconds in query_seconds.items()}
+    rates |= {key: slow_count / seconds for key, seconds in slow_seconds.items()}
+    rates[("rank_bm25", "batch")] = rates[("rank_bm25", "single")]  # no batch call
+    on_subsample = set(slow_seconds) | {("rank_bm25", "batch")}
+    counts = {key: slow_count if key in on_subsample else len(bm25_queries) for key in rates}
+    print("  queried", {f"{a} {b}": round(v) for (a, b), v in rates.items()}, flush=True)
 
-    our_tops = [ranking.positions for ranking in bm25_search(ours, queries, DEPTH)]
-    our_tfidf_tops = [ranking.positions for ranking in tfidf_search(ours_tfidf, queries, DEPTH)]
+    # Agreement and quality on the collection's own queries (not cycled).
+    bm25_own, tfidf_own = collection.bm25_queries, collection.tfidf_queries
+    our_rankings = [ranking.positions for ranking in bm25_search(ours, bm25_own, depth)]
+    our_tfidf_rankings = [ranking.positions for ranking in tfidf_search(ours_tfidf, tfidf_own, depth)]
     agreements = {
         "ours": 1.0,
-        "bm25s": agreement(our_tops, [retriever.get_scores(query) for query in queries]),
+        "bm25s": agreement(our_rankings, (bm25s_scores(retriever, query) for query in bm25_own)),
         "rank_bm25": agreement(
-            our_tops[: len(slow_queries)], [okapi.get_scores(query) for query in slow_queries]
+            our_rankings[:slow_count], (okapi.get_scores(query) for query in bm25_own[:slow_count])
         ),
         "ours_tfidf": 1.0,
-        "sklearn": agreement(our_tfidf_tops, list(linear_kernel(vectorizer.transform(queries), matrix))),
+        "sklearn": agreement(
+            our_tfidf_rankings,
+            (row for block in sklearn_score_blocks(vectorizer, matrix, tfidf_own) for row in block),
+        ),
     }
+    qualities = {system: (np.nan, np.nan) for system in SYSTEMS}
+    if collection.judged is not None:
+        found = retriever.retrieve(bm25_own, k=k, show_progress=False, n_threads=1)
+        rankings = {
+            "ours": our_rankings,
+            "bm25s": [
+                positions[scores > 0] for positions, scores in zip(found.documents, found.scores, strict=True)
+            ],
+            "rank_bm25": [matching_top(okapi.get_scores(query), depth) for query in bm25_own],
+            "ours_tfidf": our_tfidf_rankings,
+            "sklearn": [
+                matching_top(row, depth)
+                for block in sklearn_score_blocks(vectorizer, matrix, tfidf_own)
+                for row in block
+            ],
+        }
+        qualities = {system: quality(ranked, collection.judged) for system, ranked in rankings.items()}
 
     rows = []
-    references = {"bm25s": "ours", "rank_bm25": "ours", "sklearn": "ours_tfidf"}
-    for system in ("ours", "bm25s", "rank_bm25", "ours_tfidf", "sklearn"):
-        reference = references.get(system)
+    for system in SYSTEMS:
+        reference = REFERENCES.get(system)
         row = {
-            "documents": size,
+            "collection": collection.label,
+            "documents": len(documents),
+            "terms": terms,
             "system": system,
             "index_s": index_seconds[system],
             "peak_mb": peaks[system],
             "index_mb": index_sizes[system],
-            "single_qps": query_per_second[(system, "single")],
-            "batch_qps": query_per_second[(system, "batch")],
+            "single_qps": rates[(system, "single")],
+            "single_queries": counts[(system, "single")],
+            "batch_qps": rates[(system, "batch")],
+            "batch_queries": counts[(system, "batch")],
+            "ndcg10": qualities[system][0],
+            "recall100": qualities[system][1],
             "ndcg10_agreement": agreements[system],
             "index_speedup": np.nan,
             "single_speedup": np.nan,
             "batch_speedup": np.nan,
         }
         if reference is not None:
-            ours_key = "ours_slow" if system == "rank_bm25" else reference
+            # A rate timed on the subsample is compared with ours on the subsample.
+            ours_of = {
+                mode: f"{reference}_slow" if (system, mode) in on_subsample else reference for mode in MODES
+            }
             row["index_speedup"] = index_seconds[system] / index_seconds[reference]
-            row["single_speedup"] = query_per_second[(ours_key, "single")] / row["single_qps"]
-            row["batch_speedup"] = query_per_second[(ours_key, "batch")] / row["batch_qps"]
+            row["single_speedup"] = rates[(ours_of["single"], "single")] / row["single_qps"]
+            row["batch_speedup"] = rates[(ours_of["batch"], "batch")] / row["batch_qps"]
         rows.append(row)
     return rows
+
+
+# --------------------------------------------------------------------------
+# Reporting
+# --------------------------------------------------------------------------
+
+
+def print_goals(table: pd.DataFrame) -> None:
+    print("\nGoals (speedup = peer time / our time):")
+    for row in table.itertuples(index=False):
+        where = f"  {row.collection:<28} {row.documents:>9,} docs  "
+        for (system, column), goal in GOALS.items():
+            if row.system == system:
+                value = getattr(row, column)
+                print(
+                    f"{where}{column:<15} vs {system:<9} {value:7.2f}x  goal {goal:g}x  "
+                    f"{'met' if value >= goal else 'MISSED'}"
+                )
+        if row.system == "bm25s" and not np.isnan(row.ndcg10):
+            ours = table[(table["collection"] == row.collection) & (table["system"] == "ours")]
+            difference = float(ours["ndcg10"].iloc[0]) - row.ndcg10
+            print(
+                f"{where}nDCG@10 ours - bm25s {difference:+.4f}  goal within {NDCG_TOLERANCE:g}  "
+                f"{'met' if abs(difference) <= NDCG_TOLERANCE else 'MISSED'}"
+            )
+
+
+def merged(path: Path, table: pd.DataFrame) -> pd.DataFrame:
+    """The rows of ``path`` other than those of the new collections and sizes, plus the new ones."""
+    old = pd.read_csv(path)
+    if list(old.columns) != list(table.columns):
+        raise SystemExit(f"{path}: columns differ from this script's; rerun without --append")
+    new = set(zip(table["collection"], table["documents"], strict=True))
+    kept = old[[key not in new for key in zip(old["collection"], old["documents"], strict=True)]]
+    result = pd.concat([kept, table], ignore_index=True)
+    order = result["system"].map({system: number for number, system in enumerate(SYSTEMS)})
+    result = result.assign(_order=order).sort_values(["collection", "documents", "_order"], kind="stable")
+    return result.drop(columns="_order").reset_index(drop=True)
 
 
 def main() -> None:
     arguments = parse_arguments()
     rows = []
     with threadpool_limits(limits=1):
+        if arguments.beir is not None:
+            rows.extend(measure(beir_collection(arguments), arguments))
         for size in arguments.sizes:
-            rows.extend(measure_size(size, arguments))
-    table = pd.DataFrame(rows)
-    with pd.option_context("display.width", 200, "display.max_columns", 20):
+            collection = zipfian_collection(size, arguments)
+            rows.extend(measure(collection, arguments))
+            del collection
+            gc.collect()
+    table = pd.DataFrame(rows, columns=COLUMNS)
+    shown = table.drop(columns=["ndcg10", "recall100"] if table["ndcg10"].isna().all() else [])
+    with pd.option_context("display.width", 250, "display.max_columns", 30):
         print()
-        print(table.to_string(index=False, float_format=lambda value: f"{value:,.3g}"))
-    print("\nGoals (speedup = peer time / our time):")
-    for row in rows:
-        for (system, column), goal in GOALS.items():
-            if row["system"] == system:
-                reached = row[column] >= goal
-                print(
-                    f"  {row['documents']:>9,} docs  {column:<15} vs {system:<9} "
-                    f"{row[column]:7.2f}x  goal {goal:g}x  {'met' if reached else 'MISSED'}"
-                )
+        print(shown.to_string(index=False, float_format=lambda value: f"{value:,.3g}"))
+    print_goals(table)
     if arguments.output is not None:
+        if arguments.append and arguments.output.exists():
+            table = merged(arguments.output, table)
         arguments.output.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(arguments.output, index=False)
-        print(f"\nwrote {arguments.output}")
+        print(f"\nwrote {arguments.output} ({len(table)} rows)")
 
 
 if __name__ == "__main__":

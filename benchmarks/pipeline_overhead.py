@@ -3,11 +3,17 @@
 In a temporary copy of the project (Snakefile, workflow, rag, config.yaml,
 resources) it runs
 
-  (a) ``snakemake --cores N`` from clean: every job of the default grid;
+  (a) ``snakemake --cores N`` from clean, as in a fresh clone: every job of
+      the default grid, and an empty embedding cache, so the sentence
+      embedder encodes every chunk and question;
   (b) the same command again, which must find nothing to do;
   (c) the same command after adding one retriever to config.yaml, which must
       schedule only that retriever's rankings (one per chunk set) and the
-      one-job tables that read the whole grid,
+      one-job tables that read the whole grid;
+  (d) every output deleted (work/, results/, logs/, .snakemake/) but the
+      embedding cache kept, and (a)'s command again: the rebuild a user gets
+      after ``rm -rf work results``. The cache is keyed by the text, the
+      model and the encoder's code, so it only spares the forward passes.
 
 and records wall time, CPU time (user + system of Snakemake and every job it
 started) and the jobs each run executed, by rule. CPU time hardly depends on
@@ -19,7 +25,7 @@ To see where the time of (a) goes, it also times, for every workflow script,
 a fresh Python importing exactly what that script imports: each Snakemake job
 is a new process, so this start-up is paid once per job.
 
-Goals: (a) within 60 s, (b) within 5 s, (c) proportional to the new
+Goals: (a) and (d) within 60 s, (b) within 5 s, (c) proportional to the new
 retriever: only its rank jobs (one per chunker) plus the one-job tables.
 
 Usage:
@@ -48,7 +54,9 @@ import yaml
 
 PROJECT = Path(__file__).resolve().parents[1]
 COPIED = ("Snakefile", "workflow", "rag", "config.yaml", "resources")
-GOALS = {"clean_build": 60.0, "noop_rerun": 5.0}
+GOALS = {"clean_build": 60.0, "noop_rerun": 5.0, "rebuild_warm_cache": 60.0}
+# What a rebuild deletes: everything the workflow writes except the embedding cache.
+OUTPUTS = ("work", "results", "logs", ".snakemake", "benchmarks/logs")
 NEW_RETRIEVER = ("bm25_stemmed", {"kind": "bm25", "stem": True})
 
 
@@ -192,6 +200,9 @@ def main() -> None:
         noop = run_snakemake(workdir, "noop_rerun", arguments.cores)
         chunk_sets = add_retriever(workdir)
         added = run_snakemake(workdir, "add_retriever", arguments.cores)
+        for name in OUTPUTS:
+            shutil.rmtree(workdir / name, ignore_errors=True)
+        rebuilt = run_snakemake(workdir, "rebuild_warm_cache", arguments.cores)
 
         # Its own rankings, one per chunk set, and otherwise only the one-job
         # tables that read the whole grid (evaluation, figures, provenance...):
@@ -200,7 +211,7 @@ def main() -> None:
         aggregates = {rule: count for rule, count in added.jobs.items() if rule != "rank"}
         only_its_branch = rank_jobs == chunk_sets and all(count == 1 for count in aggregates.values())
         rows = []
-        for run in (clean, noop, added):
+        for run in (clean, noop, added, rebuilt):
             jobs = sum(run.jobs.values())
             row = {
                 "scenario": run.scenario,
@@ -220,6 +231,7 @@ def main() -> None:
                     "clean_build": "wall <= 60 s",
                     "noop_rerun": "wall <= 5 s",
                     "add_retriever": f"{chunk_sets} rank jobs + one-job tables",
+                    "rebuild_warm_cache": "wall <= 60 s",
                 }[run.scenario],
             }
             if run.scenario in GOALS:

@@ -15,9 +15,12 @@ document already appeared higher up.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from rag.metrics import Relevance, evaluate_rankings
 from rag.search import Ranking
@@ -105,6 +108,8 @@ def diversity_ablation(
                     "questions": len(relevance),
                 }
             )
+    import pandas as pd  # only the summary tables need it; the pipeline's funnel jobs do not
+
     table = pd.DataFrame(rows)
     table["max_per_document"] = table["max_per_document"].astype("Int64")
     return table

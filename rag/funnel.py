@@ -20,10 +20,12 @@ several rerankers over the candidates is :func:`fused_reranker`.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 from rag.diversity import cap_ranking
 from rag.fusion import reciprocal_rank_fusion
@@ -184,6 +186,8 @@ def funnel_summary(metrics: pd.DataFrame, funnels: Mapping[str, Mapping], ks: Se
             name = metric if k is None else f"{metric}_at_{k}"
             row[name] = float(match["value"].iloc[0]) if len(match) else float("nan")
         rows.append(row)
+    import pandas as pd  # only the summary tables need it; the pipeline's funnel jobs do not
+
     table = pd.DataFrame(rows)
     if len(table):
         table["max_per_document"] = table["max_per_document"].astype("Int64")

@@ -19,9 +19,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from rag.labels import Question
 
 # piece id -> {chunk id: gain}
@@ -70,7 +71,10 @@ def recall_at(ranked: Sequence[str], relevance: Relevance, k: int) -> float:
     """
     _check_k(k)
     _check_relevance(relevance)
-    top = set(ranked[:k])
+    return _recall(set(ranked[:k]), relevance)
+
+
+def _recall(top: set[str], relevance: Relevance) -> float:
     found = sum(1 for chunks in relevance.values() if top.intersection(chunks))
     return found / len(relevance)
 
@@ -145,6 +149,15 @@ def prompt_words_at(ranked: Sequence[str], chunk_words: Mapping[str, int], k: in
     return int(sum(chunk_words[chunk_id] for chunk_id in ranked[:k]))
 
 
+def _looked_up(chunk_ids: Sequence[str], values: Mapping[str, object] | None, missing: str) -> list | None:
+    if values is None:
+        return None
+    absent = [chunk_id for chunk_id in chunk_ids if chunk_id not in values]
+    if absent:
+        raise ValueError(f"{missing} {absent[0]!r}")
+    return [values[chunk_id] for chunk_id in chunk_ids]
+
+
 def question_metrics(
     ranked: Sequence[str],
     relevance: Relevance,
@@ -161,18 +174,33 @@ def question_metrics(
     """
     _check_ranking(ranked)
     _check_relevance(relevance)
-    rows: list[tuple[str, int, float]] = []
     for k in ks:
         _check_k(k)
-        rows.append(("recall", int(k), recall_at(ranked, relevance, k)))
-        rows.append(("dcg", int(k), dcg_at(ranked, relevance, k)))
-        rows.append(("ndcg", int(k), ndcg_at(ranked, relevance, k)))
-        if chunk_words is not None:
-            rows.append(("prompt_words", int(k), float(prompt_words_at(ranked, chunk_words, k))))
-        if chunk_documents is not None:
-            rows.append(
-                ("duplicate_source_rate", int(k), duplicate_source_rate_at(ranked, chunk_documents, k))
-            )
+    # The same values as the single-metric functions (recall_at, dcg_at,
+    # ndcg_at, prompt_words_at, duplicate_source_rate_at), with every lookup
+    # done once per question instead of once per metric and k: the evaluation
+    # job computes them for every question of every ranking of the grid.
+    top = ranked[: max(ks, default=0)]
+    gains = chunk_gains(relevance)
+    discounted = [
+        gains.get(chunk_id, 0.0) / math.log2(rank + 1) for rank, chunk_id in enumerate(top, start=1)
+    ]
+    ideal_gains = sorted(gains.values(), reverse=True)
+    words = _looked_up(top, chunk_words, "no word count for chunk")
+    documents = _looked_up(top, chunk_documents, "no document for chunk")
+    rows: list[tuple[str, int, float]] = []
+    for k in ks:
+        dcg = float(sum(discounted[:k]))
+        ideal = _discounted(ideal_gains[:k])
+        rows.append(("recall", int(k), _recall(set(ranked[:k]), relevance)))
+        rows.append(("dcg", int(k), dcg))
+        rows.append(("ndcg", int(k), dcg / ideal if ideal > 0 else 0.0))
+        if words is not None:
+            rows.append(("prompt_words", int(k), float(int(sum(words[:k])))))
+        if documents is not None:
+            shown = documents[:k]
+            rate = (len(shown) - len(set(shown))) / len(shown) if shown else math.nan
+            rows.append(("duplicate_source_rate", int(k), rate))
     rank = first_relevant_rank(ranked, relevance)
     rows.append(("reciprocal_rank", WHOLE_LIST, 0.0 if rank is None else 1.0 / rank))
     rows.append(("first_relevant_rank", WHOLE_LIST, math.nan if rank is None else float(rank)))
@@ -209,6 +237,8 @@ def evaluate_rankings(
         except ValueError as error:
             raise ValueError(f"question {question_id!r}: {error}") from error
         records.extend((question_id, metric, k, value) for metric, k, value in rows)
+    import pandas as pd  # here, so that filters and funnels can use the metrics without pandas
+
     frame = pd.DataFrame.from_records(records, columns=["question_id", "metric", "k", "value"])
     return frame.astype({"question_id": str, "metric": str, "k": np.int64, "value": np.float64})
 

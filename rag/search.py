@@ -18,9 +18,16 @@ import itertools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+# scipy.sparse is imported by the functions that build sparse matrices: fusion
+# and dense search use this module too, and their short pipeline jobs should
+# not pay for loading scipy.
 
 
 @dataclass(frozen=True, eq=False)
@@ -286,6 +293,8 @@ def count_terms(chunk_terms: Sequence[Sequence[str]]) -> TermCounts:
     # 32-bit positions halve the peak memory of indexing; they hold up to 2**31 chunks and terms.
     columns = np.fromiter(map(column_of.__getitem__, flat), dtype=np.int32, count=len(flat))
     del flat
+    import scipy.sparse as sp
+
     rows = np.repeat(np.arange(len(lengths), dtype=np.int32), lengths)
     counts = sp.csc_matrix(
         (np.ones(len(columns), dtype=np.int32), (rows, columns)), shape=(len(lengths), len(vocabulary))
@@ -339,6 +348,8 @@ def query_matrix(vectors: Sequence[QueryVector], n_columns: int) -> sp.csr_matri
     indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
     columns = np.concatenate([columns for columns, _ in vectors]) if vectors else np.empty(0, np.int64)
     weights = np.concatenate([weights for _, weights in vectors]) if vectors else np.empty(0)
+    import scipy.sparse as sp
+
     return sp.csr_matrix((weights, columns, indptr), shape=(len(vectors), n_columns))
 
 
@@ -375,7 +386,7 @@ def sparse_search(
         tie_order = _resolve_tie_order(tie_order, n_chunks)
     allowed = check_allowed(allowed, n_chunks)
     if chunk_weights.format != "csc":
-        chunk_weights = sp.csc_matrix(chunk_weights)
+        chunk_weights = chunk_weights.tocsc()
     indptr, indices, data = chunk_weights.indptr, chunk_weights.indices, chunk_weights.data
     rankings: list[Ranking] = []
     for row, (terms, weights) in enumerate(queries):

@@ -38,10 +38,25 @@ _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _WORD_OR_PUNCTUATION = re.compile(r"\w+|[^\w\s]")
 
 
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+
+
+def _without_combining(match: re.Match) -> str:
+    return "".join(ch for ch in match.group() if not unicodedata.combining(ch))
+
+
 def normalize_text(text: str) -> str:
-    """Lowercase and strip accents, so "Saturn" and "Sáturn" are one term."""
-    decomposed = unicodedata.normalize("NFKD", text.lower())
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+    """Lowercase and strip accents, so "Saturn" and "Sáturn" are one term.
+
+    ASCII text has nothing to decompose or strip, and in other text only the
+    non-ASCII runs are looked at character by character: analysis runs over
+    every chunk in every ranking job, so it should cost little more than the
+    lowercasing.
+    """
+    lowered = text.lower()
+    if lowered.isascii():
+        return lowered
+    return _NON_ASCII.sub(_without_combining, unicodedata.normalize("NFKD", lowered))
 
 
 def _split_number(token: str) -> list[str]:

@@ -7,17 +7,21 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rag.labels import Evidence, Question, Span
 from rag.metrics import (
     WHOLE_LIST,
     chunk_gains,
     dcg_at,
+    duplicate_source_rate_at,
     evaluate_rankings,
     first_relevant_rank,
     ideal_dcg_at,
     ndcg_at,
     prompt_words_at,
+    question_metrics,
     recall_at,
     reciprocal_rank,
     relevance_by_question,
@@ -164,3 +168,40 @@ def test_relevance_by_question_keeps_pieces_without_chunks():
         relevance_by_question(questions, bad)
     with pytest.raises(ValueError, match="'gain'"):
         relevance_by_question(questions, qrels.drop(columns="gain"))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    ranked=st.lists(st.sampled_from([f"c{i}" for i in range(12)]), unique=True, max_size=12),
+    relevance=st.dictionaries(
+        st.sampled_from(["p1", "p2", "p3"]),
+        st.dictionaries(
+            st.sampled_from([f"c{i}" for i in range(12)]), st.sampled_from([0.0, 0.5, 1.0, 2.0]), max_size=3
+        ),
+        min_size=1,
+    ),
+    ks=st.lists(st.integers(1, 14), min_size=1, max_size=5),
+)
+def test_question_metrics_equal_the_single_metric_functions_exactly(ranked, relevance, ks):
+    chunks = [f"c{i}" for i in range(12)]
+    words = {chunk_id: 7 * index % 5 + 1 for index, chunk_id in enumerate(chunks)}
+    documents = {chunk_id: f"d{index % 3}" for index, chunk_id in enumerate(chunks)}
+    rows = {
+        (metric, k): value for metric, k, value in question_metrics(ranked, relevance, ks, words, documents)
+    }
+    for k in ks:
+        assert rows[("recall", k)] == recall_at(ranked, relevance, k)
+        assert rows[("dcg", k)] == dcg_at(ranked, relevance, k)
+        assert rows[("ndcg", k)] == ndcg_at(ranked, relevance, k)
+        assert rows[("prompt_words", k)] == prompt_words_at(ranked, words, k)
+        rate = duplicate_source_rate_at(ranked, documents, k)
+        assert rows[("duplicate_source_rate", k)] == rate or (
+            math.isnan(rate) and math.isnan(rows[("duplicate_source_rate", k)])
+        )
+
+
+def test_question_metrics_name_a_chunk_without_words_or_document():
+    with pytest.raises(ValueError, match="no word count for chunk 'c7'"):
+        question_metrics(["c1", "c7"], RELEVANCE, [1, 2], {"c1": 3}, None)
+    with pytest.raises(ValueError, match="no document for chunk 'c2'"):
+        question_metrics(["c2"], RELEVANCE, [1], None, {"c1": "d1"})

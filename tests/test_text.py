@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-import pytest
+import unicodedata
 
-from rag.text import analyze, numbers_in, split_sentences, tokenize, word_and_punctuation_tokens
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag.text import (
+    analyze,
+    normalize_text,
+    numbers_in,
+    split_sentences,
+    tokenize,
+    word_and_punctuation_tokens,
+)
 
 
 def sentences(text: str) -> list[str]:
@@ -85,3 +96,30 @@ def test_sentence_ranges_slice_back():
 
 def test_word_and_punctuation_tokens():
     assert word_and_punctuation_tokens("Mars has [1].") == ["Mars", "has", "[", "1", "]", "."]
+
+
+def reference_normalization(text: str) -> str:
+    """Lowercase, decompose, drop every combining mark: the definition, one character at a time."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text.lower()) if not unicodedata.combining(ch))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Plain ASCII, 224.7 days.",
+        "Sáturn és Ñandú",
+        "İstanbul",
+        "ﬁrst ½ °C",
+        "e\u0301\u0327",
+        "日本語 km²",
+        "",
+    ],
+)
+def test_normalization_matches_its_definition(text):
+    assert normalize_text(text) == reference_normalization(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=40))
+def test_normalization_matches_its_definition_on_any_text(text):
+    assert normalize_text(text) == reference_normalization(text)

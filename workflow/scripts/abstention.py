@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from rag.answers import abstention_tradeoff
-from rag.io import atomic_path, start_log, write_csv
+from rag.io import atomic_path, finish_job, start_log, write_csv
 from rag.plotting import abstention_tradeoff as draw_tradeoff
 from rag.plotting import save
 
@@ -17,3 +17,4 @@ log.info("%d thresholds over %d answers", len(thresholds), len(answers))
 write_csv(table, snakemake.output.table)
 with atomic_path(snakemake.output.figure) as temporary:
     save(draw_tradeoff(table, snakemake.params.corpus, snakemake.params.threshold), temporary)
+finish_job()

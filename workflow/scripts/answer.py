@@ -12,7 +12,15 @@ from rag.answers import (
     evidence_chunks,
     evidence_documents,
 )
-from rag.io import chunks_from_frame, documents_from_frame, provenance, read_yaml, start_log, write_parquet
+from rag.io import (
+    chunks_from_frame,
+    documents_from_frame,
+    finish_job,
+    provenance,
+    read_yaml,
+    start_log,
+    write_parquet,
+)
 from rag.labels import judge_chunks, locate_spans, parse_questions
 from rag.prompts import PromptBudgetError
 from rag.tokens import CL100K_BASE, get_token_counter, optional_token_counter
@@ -70,3 +78,4 @@ log.info(
     int(frame["quotes_evidence"].sum()),
 )
 write_parquet(frame, snakemake.output[0], provenance(stage="answer", generation=generation))
+finish_job()

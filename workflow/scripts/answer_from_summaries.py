@@ -12,7 +12,7 @@ from rag.answers import (
     evidence_chunks,
     evidence_documents,
 )
-from rag.io import documents_from_frame, provenance, read_yaml, start_log, write_parquet
+from rag.io import documents_from_frame, finish_job, provenance, read_yaml, start_log, write_parquet
 from rag.labels import judge_chunks, locate_spans, parse_questions
 from rag.prompts import PromptBudgetError
 from rag.summaries import lead_summaries, summary_chunks
@@ -66,3 +66,4 @@ log.info(
     int((frame["answerable"] & (frame["pieces_in_prompt"] == frame["evidence_pieces"])).sum()),
 )
 write_parquet(frame, snakemake.output[0], provenance(stage="answer_from_summaries", generation=generation))
+finish_job()

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from rag.answers import summarize_answers
-from rag.io import start_log, write_csv
+from rag.io import finish_job, start_log, write_csv
 
 log = start_log(snakemake.log[0])
 keys = ["corpus", "chunker", "retriever"]
@@ -22,3 +22,4 @@ log.info(
 )
 write_csv(answers, snakemake.output.answers)
 write_csv(summary, snakemake.output.summary)
+finish_job()

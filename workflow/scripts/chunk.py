@@ -8,6 +8,7 @@ from rag.chunking import chunk_corpus, spec_from_config
 from rag.io import (
     chunks_to_frame,
     documents_from_frame,
+    finish_job,
     provenance,
     read_provenance,
     start_log,
@@ -37,3 +38,4 @@ write_parquet(
         chunker_digest=spec.digest(),
     ),
 )
+finish_job()

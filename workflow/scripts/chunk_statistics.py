@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from rag.io import start_log, write_csv
+from rag.io import finish_job, start_log, write_csv
 from rag.statistics import chunk_statistics
 
 log = start_log(snakemake.log[0])
@@ -11,3 +11,4 @@ rows = [
     for (corpus, chunker), path in zip(snakemake.params.pairs, snakemake.input, strict=True)
 ]
 write_csv(pd.DataFrame(rows), snakemake.output[0])
+finish_job()

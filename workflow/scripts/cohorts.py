@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from rag.cohorts import weakest_cohorts
-from rag.io import atomic_path, start_log, write_csv
+from rag.io import atomic_path, finish_job, start_log, write_csv
 from rag.plotting import no_data, save, weakest_cohort_bars
 
 log = start_log(snakemake.log[0])
@@ -31,3 +31,4 @@ figure = weakest_cohort_bars(shown, title, xlabel=f"recall@{cohorts['k']}") if l
 with atomic_path(snakemake.output.figure) as temporary:
     save(figure, temporary)
 log.info("%d retrievers in the figure", len(shown))
+finish_job()

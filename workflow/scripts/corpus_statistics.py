@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from rag.io import read_questions, start_log, write_csv
+from rag.io import finish_job, read_questions, start_log, write_csv
 from rag.statistics import corpus_statistics, questions_by_type
 
 log = start_log(snakemake.log[0])
@@ -14,3 +14,4 @@ for corpus, parsed, questions_path in zip(
     questions.append(questions_by_type(read_questions(questions_path), corpus))
 write_csv(pd.concat(documents, ignore_index=True), snakemake.output.documents)
 write_csv(pd.concat(questions, ignore_index=True), snakemake.output.questions)
+finish_job()

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from rag.diversity import diversity_ablation
-from rag.io import read_yaml, start_log, write_csv
+from rag.io import finish_job, read_yaml, start_log, write_csv
 from rag.labels import parse_questions
 from rag.metrics import relevance_by_question
 
@@ -42,3 +42,4 @@ for corpus, questions_path, qrels_path, chunks_path in zip(
         log.info("%s/%s/%s: caps %s at k = %s", corpus, chunker, retriever, caps, ks)
 
 write_csv(pd.concat(parts, ignore_index=True), snakemake.output[0])
+finish_job()

@@ -5,6 +5,7 @@ import pandas as pd
 from rag.document_relevance import evidence_judgements
 from rag.io import (
     documents_from_frame,
+    finish_job,
     judgements_to_frame,
     provenance,
     read_questions,
@@ -19,3 +20,4 @@ documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
 judgements = evidence_judgements(questions, locate_spans(questions, documents))
 log.info("%d answerable questions, %d relevant (question, document) pairs", len(questions), len(judgements))
 write_parquet(judgements_to_frame(judgements), snakemake.output[0], provenance(stage="document_qrels"))
+finish_job()

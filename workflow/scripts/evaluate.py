@@ -3,7 +3,16 @@
 import pandas as pd
 
 from rag.cohorts import document_cohorts
-from rag.io import read_provenance, read_yaml, start_log, write_csv
+from rag.io import (
+    RANKING_COLUMNS,
+    finish_job,
+    ranked_chunk_ids,
+    read_columns,
+    read_provenance,
+    read_yaml,
+    start_log,
+    write_csv,
+)
 from rag.labels import parse_questions
 from rag.metrics import evaluate_rankings, relevance_by_question
 from rag.provenance import record_digest
@@ -29,11 +38,7 @@ for (corpus, chunker), qrels_path, chunks in zip(
 
 parts, provenance = [], []
 for (corpus, chunker, retriever), path in zip(snakemake.params.grid, snakemake.input.rankings, strict=True):
-    ranking = pd.read_parquet(path).sort_values(["question_id", "rank"])
-    ranked = {q.question_id: [] for q in questions[corpus]}
-    for question_id, rows in ranking.groupby("question_id", sort=False):
-        if question_id in ranked:
-            ranked[question_id] = rows["chunk_id"].tolist()
+    ranked = ranked_chunk_ids(read_columns(path, RANKING_COLUMNS), [q.question_id for q in questions[corpus]])
     frame = evaluate_rankings(
         ranked, relevance[corpus, chunker], ks, words[corpus, chunker], documents[corpus, chunker]
     )
@@ -54,3 +59,4 @@ write_csv(aggregate_metrics(evaluation, [*keys, "type"]), snakemake.output.by_ty
 by_document = evaluation.merge(pd.concat(cohorts, ignore_index=True), on=["corpus", "chunker", "question_id"])
 write_csv(aggregate_metrics(by_document, [*keys, "document"]), snakemake.output.by_document)
 write_csv(per_question_table(evaluation, keys), snakemake.output.per_question)
+finish_job()

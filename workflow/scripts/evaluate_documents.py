@@ -3,7 +3,7 @@
 import pandas as pd
 
 from rag.document_relevance import beir_summary, collapse_to_documents, document_relevance
-from rag.io import judgements_from_frame, read_questions, start_log, write_csv
+from rag.io import finish_job, judgements_from_frame, read_questions, start_log, write_csv
 from rag.metrics import WHOLE_LIST, evaluate_rankings
 from rag.statistics import aggregate_metrics
 
@@ -52,3 +52,4 @@ keys = ["corpus", "chunker", "retriever"]
 evaluation = pd.concat(parts, ignore_index=True)
 write_csv(aggregate_metrics(evaluation, keys), snakemake.output.metrics)
 write_csv(beir_summary(evaluation, keys), snakemake.output.beir)
+finish_job()

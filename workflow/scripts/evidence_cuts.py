@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from rag.io import start_log, write_csv
+from rag.io import finish_job, start_log, write_csv
 from rag.labels import PieceCut
 from rag.statistics import cut_summary
 
@@ -13,3 +13,4 @@ for (corpus, chunker), path in zip(snakemake.params.pairs, snakemake.input, stri
     cuts = [PieceCut(**record) for record in frame.to_dict("records")]
     rows.append(cut_summary(cuts, corpus, chunker))
 write_csv(pd.DataFrame(rows), snakemake.output[0])
+finish_job()

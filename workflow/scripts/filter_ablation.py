@@ -9,7 +9,7 @@ import json
 import pandas as pd
 
 from rag.filters import ChunkMetadata, allowed_chunks, compare_filtering, parse_filter
-from rag.io import read_yaml, start_log, write_csv
+from rag.io import finish_job, read_yaml, start_log, write_csv
 from rag.labels import parse_questions
 from rag.metrics import relevance_by_question
 
@@ -88,3 +88,4 @@ for (corpus, retriever, filter_name), global_path, filtered_path in zip(
         )
 
 write_csv(pd.DataFrame(rows), snakemake.output[0])
+finish_job()

@@ -9,16 +9,17 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from rag.filters import ChunkMetadata, allowed_chunks, parse_filter, restrict_ranking
 from rag.funnel import funnel_ranking, fused_reranker, retriever_reranker
 from rag.io import (
+    finish_job,
     provenance,
-    rankings_from_frame,
-    rankings_to_frame,
+    rankings_to_table,
+    read_columns,
     read_provenance,
     read_questions,
+    read_rankings,
     start_log,
     write_parquet,
 )
@@ -32,13 +33,11 @@ rerank_entries = json.loads(snakemake.params.rerank)
 filter_config = getattr(snakemake.params, "filter", None)
 filter_config = json.loads(filter_config) if filter_config else None
 
-chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", "doc_id", "access", "tags", "updated"])
-chunk_ids = chunks["chunk_id"].tolist()
+chunks = read_columns(snakemake.input.chunks, ["chunk_id", "doc_id", "access", "tags", "updated"])
+chunk_ids = chunks["chunk_id"]
 tie_order = chunk_id_order(chunk_ids)
 questions = read_questions(snakemake.input.questions)
-first = rankings_from_frame(
-    pd.read_parquet(snakemake.input.first), chunk_ids, [q.question_id for q in questions]
-)
+first = read_rankings(snakemake.input.first, chunk_ids, [q.question_id for q in questions])
 
 
 def load(name):
@@ -75,7 +74,7 @@ if filter_config is not None:
         parse_filter(filter_config, f"filter {snakemake.wildcards.filter_name!r}"), metadata
     )
 
-documents = chunks["doc_id"].tolist()
+documents = chunks["doc_id"]
 rankings, removed = [], 0
 for question in questions:
     candidates = first[question.question_id]
@@ -108,7 +107,7 @@ log.info(
 if allowed is not None:
     log.info("disallowed first-stage candidates removed before reranking: %d (expected 0)", removed)
 write_parquet(
-    rankings_to_frame([q.question_id for q in questions], rankings, chunk_ids),
+    rankings_to_table([q.question_id for q in questions], rankings, chunk_ids),
     snakemake.output.ranking,
     provenance(
         **carried(read_provenance(snakemake.input.chunks)),
@@ -120,3 +119,4 @@ write_parquet(
         **filter_record(filter_config),
     ),
 )
+finish_job()

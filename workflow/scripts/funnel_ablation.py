@@ -5,10 +5,11 @@ import json
 import pandas as pd
 
 from rag.funnel import funnel_summary
-from rag.io import start_log, write_csv
+from rag.io import finish_job, start_log, write_csv
 
 log = start_log(snakemake.log[0])
 funnels = json.loads(snakemake.params.funnels)
 table = funnel_summary(pd.read_csv(snakemake.input.metrics), funnels, snakemake.params.ks)
 log.info("%d funnel rows", len(table))
 write_csv(table, snakemake.output[0])
+finish_job()

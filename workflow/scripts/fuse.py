@@ -6,13 +6,14 @@ prefiltered components keeps the result inside the filter.
 
 import json
 
-import pandas as pd
-
 from rag.fusion import reciprocal_rank_fusion, score_sum_fusion
 from rag.io import (
+    RANKING_COLUMNS,
+    finish_job,
     provenance,
-    rankings_from_frame,
-    rankings_to_frame,
+    rankings_from_columns,
+    rankings_to_table,
+    read_columns,
     read_provenance,
     start_log,
     write_parquet,
@@ -23,11 +24,11 @@ from rag.search import chunk_id_order
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
 filter_config = getattr(snakemake.params, "filter", None)
-chunk_ids = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id"])["chunk_id"].tolist()
+chunk_ids = read_columns(snakemake.input.chunks, ["chunk_id"])["chunk_id"]
 tie_order = chunk_id_order(chunk_ids)
-frames = [pd.read_parquet(path) for path in snakemake.input.components]
-question_ids = sorted(set().union(*(set(frame["question_id"]) for frame in frames)))
-components = [rankings_from_frame(frame, chunk_ids, question_ids) for frame in frames]
+tables = [read_columns(path, RANKING_COLUMNS) for path in snakemake.input.components]
+question_ids = sorted(set().union(*(table["question_id"] for table in tables)))
+components = [rankings_from_columns(table, chunk_ids, question_ids) for table in tables]
 depth = snakemake.params.depth
 
 fused = []
@@ -39,7 +40,7 @@ for question_id in question_ids:
         fused.append(score_sum_fusion(lists, depth, tie_order))
 log.info("fused %s for %d questions", entry["components"], len(question_ids))
 write_parquet(
-    rankings_to_frame(question_ids, fused, chunk_ids),
+    rankings_to_table(question_ids, fused, chunk_ids),
     snakemake.output.ranking,
     provenance(
         **carried(read_provenance(snakemake.input.chunks)),
@@ -53,3 +54,4 @@ write_parquet(
         **filter_record(json.loads(filter_config) if filter_config else None),
     ),
 )
+finish_job()

@@ -18,7 +18,7 @@ from rag.grounding import (
     swap_rows,
     top_chunks,
 )
-from rag.io import start_log, write_csv
+from rag.io import finish_job, start_log, write_csv
 from rag.trigram import train
 
 log = start_log(snakemake.log[0])
@@ -76,3 +76,4 @@ log.info("swap %r -> %r", swap.correct, swap.swapped)
 write_csv(pd.DataFrame(answers, columns=ANSWER_COLUMNS), snakemake.output.answers)
 write_csv(pd.DataFrame(cases, columns=CASE_COLUMNS), snakemake.output.cases)
 write_csv(pd.DataFrame(swap_rows(swap_result), columns=SWAP_COLUMNS), snakemake.output.swap)
+finish_job()

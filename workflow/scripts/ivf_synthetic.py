@@ -2,7 +2,7 @@
 
 import json
 
-from rag.io import start_log, write_csv
+from rag.io import finish_job, start_log, write_csv
 from rag.ivf import probe_tradeoff
 from rag.synthetic import clustered_unit_vectors, queries_near_clusters
 
@@ -25,3 +25,4 @@ table.insert(0, "dimensions", settings["dimensions"])
 table.insert(0, "vectors", settings["vectors"])
 log.info("%s\n%s", settings, table.to_string(index=False))
 write_csv(table, snakemake.output[0])
+finish_job()

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from rag.io import read_yaml, start_log, write_csv
+from rag.io import finish_job, read_yaml, start_log, write_csv
 from rag.ivf_tuning import probe_sweep
 from rag.labels import parse_questions
 from rag.metrics import relevance_by_question
@@ -37,3 +37,4 @@ table.insert(0, "chunker", settings["chunker"])
 table.insert(0, "corpus", settings["corpus"])
 log.info("%s\n%s", settings, table.to_string(index=False))
 write_csv(table, snakemake.output[0])
+finish_job()

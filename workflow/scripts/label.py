@@ -9,6 +9,7 @@ from rag.chunking import spec_from_config
 from rag.io import (
     chunks_from_frame,
     documents_from_frame,
+    finish_job,
     provenance,
     read_provenance,
     read_yaml,
@@ -41,3 +42,4 @@ qrels = pd.DataFrame([dataclasses.asdict(j) for j in judgements], columns=column
 meta = provenance(**carried(read_provenance(snakemake.input.chunks)), stage="label")
 write_parquet(qrels, snakemake.output.qrels, meta)
 write_parquet(pd.DataFrame([dataclasses.asdict(c) for c in cuts]), snakemake.output.cuts, meta)
+finish_job()

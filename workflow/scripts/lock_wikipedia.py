@@ -4,7 +4,7 @@ Only the titles and the date are parameters of this rule: settings such as
 ``strict`` or the contact must not re-pin the articles when they change.
 """
 
-from rag.io import FolderCache, start_log, write_yaml
+from rag.io import FolderCache, finish_job, start_log, write_yaml
 from rag.sources import resolve_lock, wikipedia_client
 from rag.wikipedia import build_lock
 
@@ -13,3 +13,4 @@ entry = snakemake.config["corpora"][snakemake.wildcards.corpus]
 cache = FolderCache(entry.get("cache", "cache/wikipedia"))
 articles = resolve_lock(entry, wikipedia_client(entry), cache, log)
 write_yaml(snakemake.output[0], build_lock(articles))
+finish_job()

@@ -5,6 +5,7 @@ import json
 from rag.documents import PARSER_VERSION
 from rag.io import (
     documents_to_frame,
+    finish_job,
     judgements_to_frame,
     provenance,
     questions_to_frame,
@@ -38,3 +39,4 @@ meta = provenance(
 write_parquet(documents_to_frame(documents), snakemake.output.parsed, meta)
 write_parquet(questions_to_frame(questions), snakemake.output.questions, meta)
 write_parquet(judgements_to_frame(judgements), snakemake.output.qrels, meta)
+finish_job()

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from rag.documents import PARSER_VERSION, DocumentError, parse_markdown
-from rag.io import documents_to_frame, provenance, start_log, write_parquet
+from rag.io import documents_to_frame, finish_job, provenance, start_log, write_parquet
 from rag.provenance import documents_record
 
 log = start_log(snakemake.log[0])
@@ -31,3 +31,4 @@ write_parquet(
         **documents_record({document.doc_id: document.version for document in documents}),
     ),
 )
+finish_job()

@@ -4,7 +4,15 @@ import json
 import warnings
 
 from rag.documents import PARSER_VERSION
-from rag.io import FolderCache, documents_to_frame, provenance, read_yaml, start_log, write_parquet
+from rag.io import (
+    FolderCache,
+    documents_to_frame,
+    finish_job,
+    provenance,
+    read_yaml,
+    start_log,
+    write_parquet,
+)
 from rag.provenance import documents_record
 from rag.sources import locked_documents, wikipedia_client
 from rag.wikipedia import parse_lock
@@ -31,3 +39,4 @@ write_parquet(
         **documents_record({document.doc_id: document.version for document in documents}),
     ),
 )
+finish_job()

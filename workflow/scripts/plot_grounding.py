@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from rag.io import atomic_path, start_log
+from rag.io import atomic_path, finish_job, start_log
 from rag.plotting import grounding_figure, save
 
 log = start_log(snakemake.log[0])
@@ -15,3 +15,4 @@ figure = grounding_figure(
 )
 with atomic_path(snakemake.output[0]) as temporary:
     save(figure, temporary)
+finish_job()

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from rag.io import atomic_path, start_log
+from rag.io import atomic_path, finish_job, start_log
 from rag.plotting import rank_scatter, recall_against_prompt_words, recall_curves, save
 
 log = start_log(snakemake.log[0])
@@ -32,3 +32,4 @@ drawings = {
 for path, figure in drawings.items():
     with atomic_path(path) as temporary:
         save(figure, temporary)
+finish_job()

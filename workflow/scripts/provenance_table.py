@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from rag.io import read_provenance, start_log, write_csv
+from rag.io import finish_job, read_provenance, start_log, write_csv
 from rag.provenance import provenance_row
 
 log = start_log(snakemake.log[0])
@@ -33,3 +33,4 @@ for (corpus, retriever, filter_name), path in zip(
 log.info("%d rankings", len(rows))
 table = pd.DataFrame(rows).sort_values(["corpus", "chunker", "retriever", "filter"], kind="mergesort")
 write_csv(table, snakemake.output[0])
+finish_job()

@@ -2,11 +2,11 @@
 
 import json
 
-import pandas as pd
-
 from rag.io import (
+    finish_job,
     provenance,
-    rankings_to_frame,
+    rankings_to_table,
+    read_columns,
     read_provenance,
     read_questions,
     save_arrays,
@@ -20,17 +20,17 @@ from rag.search import chunk_id_order
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
 name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakemake.wildcards.chunker}"
-chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", "indexed_text"])
+chunks = read_columns(snakemake.input.chunks, ["chunk_id", "indexed_text"])
 questions = read_questions(snakemake.input.questions)
 
-retriever = build_retriever(entry, chunks["indexed_text"].tolist(), name)
-chunk_ids = chunks["chunk_id"].tolist()
+retriever = build_retriever(entry, chunks["indexed_text"], name)
+chunk_ids = chunks["chunk_id"]
 rankings = search(retriever, [q.text for q in questions], snakemake.params.depth, chunk_id_order(chunk_ids))
 empty = [q.question_id for q, ranking in zip(questions, rankings, strict=True) if len(ranking) == 0]
 log.info(
     "%s: %d chunks, %d questions, %d with an empty ranking %s",
     name,
-    len(chunks),
+    len(chunk_ids),
     len(questions),
     len(empty),
     empty,
@@ -38,7 +38,8 @@ log.info(
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
 write_parquet(
-    rankings_to_frame([q.question_id for q in questions], rankings, chunk_ids),
+    rankings_to_table([q.question_id for q in questions], rankings, chunk_ids),
     snakemake.output.ranking,
     provenance(**carried(read_provenance(snakemake.input.chunks)), stage="rank", **retriever_record(entry)),
 )
+finish_job()

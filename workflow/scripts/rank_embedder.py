@@ -16,6 +16,7 @@ from rag.embedding_cache import (
     progress_message,
 )
 from rag.io import (
+    finish_job,
     provenance,
     rankings_to_frame,
     read_embedding_shards,
@@ -91,3 +92,4 @@ write_parquet(
     snakemake.output.ranking,
     provenance(stage="rank_embedder", retriever=entry, encoder=settings.fingerprint),
 )
+finish_job()

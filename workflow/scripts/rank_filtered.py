@@ -8,10 +8,18 @@ records counts only: no chunk id or text, allowed or not, is written there.
 import json
 
 import numpy as np
-import pandas as pd
 
 from rag.filters import ChunkMetadata, allowed_chunks, parse_filter
-from rag.io import provenance, rankings_to_frame, read_provenance, read_yaml, start_log, write_parquet
+from rag.io import (
+    finish_job,
+    provenance,
+    rankings_to_table,
+    read_columns,
+    read_provenance,
+    read_yaml,
+    start_log,
+    write_parquet,
+)
 from rag.labels import parse_questions
 from rag.provenance import carried, filter_record, retriever_record
 from rag.retrievers import load_retriever, search
@@ -21,7 +29,7 @@ log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
 filter_config = json.loads(snakemake.params.filter)
 name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakemake.wildcards.chunker}"
-chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", "doc_id", "access", "tags", "updated"])
+chunks = read_columns(snakemake.input.chunks, ["chunk_id", "doc_id", "access", "tags", "updated"])
 metadata = ChunkMetadata.from_columns(chunks["doc_id"], chunks["access"], chunks["tags"], chunks["updated"])
 where = f"filter {snakemake.wildcards.filter_name!r}"
 allowed = allowed_chunks(parse_filter(filter_config, where), metadata)
@@ -29,7 +37,7 @@ questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.inpu
 
 with np.load(snakemake.input.index) as arrays:
     retriever = load_retriever(entry, arrays)
-chunk_ids = chunks["chunk_id"].tolist()
+chunk_ids = chunks["chunk_id"]
 rankings = search(
     retriever, [q.text for q in questions], snakemake.params.depth, chunk_id_order(chunk_ids), allowed=allowed
 )
@@ -43,7 +51,7 @@ log.info(
     sum(len(ranking) == 0 for ranking in rankings),
 )
 write_parquet(
-    rankings_to_frame([q.question_id for q in questions], rankings, chunk_ids),
+    rankings_to_table([q.question_id for q in questions], rankings, chunk_ids),
     snakemake.output.ranking,
     provenance(
         **carried(read_provenance(snakemake.input.chunks)),
@@ -52,3 +60,4 @@ write_parquet(
         **filter_record(filter_config),
     ),
 )
+finish_job()

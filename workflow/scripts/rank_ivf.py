@@ -3,9 +3,17 @@
 import json
 
 import numpy as np
-import pandas as pd
 
-from rag.io import provenance, rankings_to_frame, read_questions, save_arrays, start_log, write_parquet
+from rag.io import (
+    finish_job,
+    provenance,
+    rankings_to_table,
+    read_columns,
+    read_questions,
+    save_arrays,
+    start_log,
+    write_parquet,
+)
 from rag.retrievers import build_ivf_retriever, chunk_embeddings, load_retriever, search
 from rag.search import chunk_id_order
 from rag.text import analyzer_digest
@@ -14,7 +22,7 @@ log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
 base_entry = json.loads(snakemake.params.base)
 name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakemake.wildcards.chunker}"
-chunk_ids = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id"])["chunk_id"].tolist()
+chunk_ids = read_columns(snakemake.input.chunks, ["chunk_id"])["chunk_id"]
 questions = read_questions(snakemake.input.questions)
 
 with np.load(snakemake.input.base_index) as arrays:
@@ -41,7 +49,7 @@ log.info(
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
 write_parquet(
-    rankings_to_frame([q.question_id for q in questions], rankings, chunk_ids),
+    rankings_to_table([q.question_id for q in questions], rankings, chunk_ids),
     snakemake.output.ranking,
     provenance(
         stage="rank_ivf",
@@ -50,3 +58,4 @@ write_parquet(
         analyzer=analyzer_digest(bool(base_entry.get("stem", False))),
     ),
 )
+finish_job()

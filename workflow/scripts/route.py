@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 
 from rag.answers import evidence_documents, question_group
-from rag.io import documents_from_frame, read_provenance, read_yaml, start_log, write_csv
+from rag.io import documents_from_frame, finish_job, read_provenance, read_yaml, start_log, write_csv
 from rag.labels import locate_spans, parse_questions
 from rag.metrics import evaluate_rankings, relevance_by_question
 from rag.provenance import record_digest
@@ -104,3 +104,4 @@ made_by = {
 metrics["provenance"] = metrics["corpus"].map(made_by)
 write_csv(pd.DataFrame(routes_table).astype({"routed_right": "boolean"}), snakemake.output.routing)
 write_csv(metrics, snakemake.output.metrics)
+finish_job()

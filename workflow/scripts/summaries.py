@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from rag.io import documents_from_frame, read_yaml, start_log, write_csv
+from rag.io import documents_from_frame, finish_job, read_yaml, start_log, write_csv
 from rag.labels import locate_spans, parse_questions
 from rag.summaries import fully_inside, lead_summaries, pieces_in_summaries, summary_statistics
 from rag.tokens import CL100K_BASE, optional_token_counter
@@ -33,3 +33,4 @@ for corpus, parsed, path in zip(
         inside,
     )
 write_csv(pd.concat(tables, ignore_index=True), snakemake.output[0])
+finish_job()
