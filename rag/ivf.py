@@ -625,15 +625,24 @@ def recall_against_exact(approximate_positions: np.ndarray, exact_positions: np.
     return float(matches.sum(axis=1).mean() / k)
 
 
-def _median_seconds(run: Callable[[], SearchResult], repeats: int) -> tuple[float, SearchResult]:
-    """Median time of ``repeats`` runs after one untimed warm-up run, and its result."""
-    result = run()
-    timings = []
+def _interleaved_median_seconds(
+    runs: Mapping[object, Callable[[], SearchResult]], repeats: int
+) -> tuple[dict[object, float], dict[object, SearchResult]]:
+    """Median time of each run over ``repeats`` rounds, and its result.
+
+    Every run goes once untimed (a warm-up, which also gives the result);
+    then each round times every run once, in turn. A burst of load from other
+    processes therefore slows one round of every run rather than all repeats
+    of one of them, and ratios between the runs stay fair on a busy machine.
+    """
+    results = {name: run() for name, run in runs.items()}
+    timings: dict[object, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
-        started = time.perf_counter()
-        run()
-        timings.append(time.perf_counter() - started)
-    return float(np.median(timings)), result
+        for name, run in runs.items():
+            started = time.perf_counter()
+            run()
+            timings[name].append(time.perf_counter() - started)
+    return {name: float(np.median(values)) for name, values in timings.items()}, results
 
 
 def probe_tradeoff(
@@ -649,13 +658,14 @@ def probe_tradeoff(
     """Recall, share scanned and time against exact search for each number of probes.
 
     Times are medians over ``repeats`` runs of the whole query batch (after
-    one warm-up), and exact search is timed in the same call, so the ratio
-    compares runs on the same machine under the same load; absolute seconds
-    vary between runs. Both searches run with the BLAS limited to
-    ``blas_threads`` (None leaves it alone): the index multiplies many small
-    matrices, and a multi-threaded BLAS spends more time synchronizing its
-    threads on those than computing, several times slower on a busy machine,
-    which would measure the thread pool rather than the index.
+    one warm-up), and exact search is timed in the same call, its runs
+    interleaved with the index's, so the ratio compares runs on the same
+    machine under the same load; absolute seconds vary between runs. Both
+    searches run with the BLAS limited to ``blas_threads`` (None leaves it
+    alone): the index multiplies many small matrices, and a multi-threaded
+    BLAS spends more time synchronizing its threads on those than computing,
+    several times slower on a busy machine, which would measure the thread
+    pool rather than the index.
     """
     # Imported here: searching a built index must not pay for loading pandas.
     import pandas as pd
@@ -680,21 +690,25 @@ def probe_tradeoff(
     build_seconds = time.perf_counter() - started
     limit = nullcontext() if blas_threads is None else threadpool_limits(blas_threads, user_api="blas")
     rows = []
+    runs: dict[object, Callable[[], SearchResult]] = {"exact": lambda: exact_search(matrix, batch, k)}
+    for probes in probe_counts:
+        runs[int(probes)] = lambda p=probes: index.search(batch, p, k)
     with limit:
-        exact_seconds, exact = _median_seconds(lambda: exact_search(matrix, batch, k), repeats)
-        for probes in probe_counts:
-            ivf_seconds, approximate = _median_seconds(lambda p=probes: index.search(batch, p, k), repeats)
-            rows.append(
-                {
-                    "lists": list_count,
-                    "probes": int(probes),
-                    "k": k,
-                    "recall_against_exact": recall_against_exact(approximate.positions, exact.positions, k),
-                    "mean_share_scanned": approximate.mean_share_scanned,
-                    "ivf_seconds": ivf_seconds,
-                    "exact_seconds": exact_seconds,
-                    "time_relative_to_exact": ivf_seconds / exact_seconds,
-                    "build_seconds": build_seconds,
-                }
-            )
+        seconds, results = _interleaved_median_seconds(runs, repeats)
+    exact, exact_seconds = results["exact"], seconds["exact"]
+    for probes in probe_counts:
+        approximate, ivf_seconds = results[int(probes)], seconds[int(probes)]
+        rows.append(
+            {
+                "lists": list_count,
+                "probes": int(probes),
+                "k": k,
+                "recall_against_exact": recall_against_exact(approximate.positions, exact.positions, k),
+                "mean_share_scanned": approximate.mean_share_scanned,
+                "ivf_seconds": ivf_seconds,
+                "exact_seconds": exact_seconds,
+                "time_relative_to_exact": ivf_seconds / exact_seconds,
+                "build_seconds": build_seconds,
+            }
+        )
     return pd.DataFrame(rows)

@@ -56,6 +56,9 @@ rule rank_embedder:
         "benchmarks/logs/rank_embedder/{corpus}/{chunker}/{retriever}.tsv"
     wildcard_constraints:
         retriever=alternatives(EMBEDDER_RETRIEVERS),
+    # The longest jobs of a build with a cold embedding cache: started first,
+    # they overlap the many short ranking jobs instead of trailing them.
+    priority: 1
     # Whole batches run in parallel, one per thread (rag.embedder.encode).
     threads: 2
     params:
