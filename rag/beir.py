@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from rag.document_relevance import DocumentJudgement, evidence_judgements
@@ -116,6 +116,21 @@ def paragraph_blocks(text: str) -> tuple[Block, ...]:
     return tuple(Block((), paragraph) for paragraph in paragraphs if paragraph)
 
 
+def _identified_records(lines: Iterable[str], source: str, kind: str) -> Iterator[tuple[str, dict, str]]:
+    """(where, record, id) of each JSON line, ids unique: a repeated one names the line it repeats."""
+    first_line: dict[str, int] = {}
+    for number, line in _numbered(lines):
+        where = f"{source}:{number}"
+        record = _json_record(line, where)
+        identifier = _identifier(record, where)
+        if identifier in first_line:
+            raise BeirFormatError(
+                f"{where}: {kind} id {identifier!r} already used on line {first_line[identifier]}"
+            )
+        first_line[identifier] = number
+        yield where, record, identifier
+
+
 def parse_corpus(lines: Iterable[str], source: str) -> list[Document]:
     """The documents of ``corpus.jsonl``, in file order.
 
@@ -124,16 +139,7 @@ def parse_corpus(lines: Iterable[str], source: str) -> list[Document]:
     anything and is an error.
     """
     documents: list[Document] = []
-    first_line: dict[str, int] = {}
-    for number, line in _numbered(lines):
-        where = f"{source}:{number}"
-        record = _json_record(line, where)
-        doc_id = _identifier(record, where)
-        if doc_id in first_line:
-            raise BeirFormatError(
-                f"{where}: document id {doc_id!r} already used on line {first_line[doc_id]}"
-            )
-        first_line[doc_id] = number
+    for where, record, doc_id in _identified_records(lines, source, "document"):
         title = _SPACES.sub(" ", _text_field(record, "title", where)).strip()
         blocks = paragraph_blocks(_text_field(record, "text", where)) or paragraph_blocks(title)
         if not blocks:
@@ -147,16 +153,7 @@ def parse_corpus(lines: Iterable[str], source: str) -> list[Document]:
 def parse_queries(lines: Iterable[str], source: str) -> list[Query]:
     """The queries of ``queries.jsonl``, in file order."""
     queries: list[Query] = []
-    first_line: dict[str, int] = {}
-    for number, line in _numbered(lines):
-        where = f"{source}:{number}"
-        record = _json_record(line, where)
-        query_id = _identifier(record, where)
-        if query_id in first_line:
-            raise BeirFormatError(
-                f"{where}: query id {query_id!r} already used on line {first_line[query_id]}"
-            )
-        first_line[query_id] = number
+    for where, record, query_id in _identified_records(lines, source, "query"):
         text = _SPACES.sub(" ", _text_field(record, "text", where)).strip()
         if not text:
             raise BeirFormatError(f"{where}: query {query_id!r} has no text")

@@ -324,13 +324,6 @@ def rankings_to_table(question_ids: Sequence[str], rankings: Sequence, chunk_ids
     return pa.table(columns, schema=ranking_schema())
 
 
-def rankings_to_frame(
-    question_ids: Sequence[str], rankings: Sequence, chunk_ids: Sequence[str]
-) -> pd.DataFrame:
-    """The rankings table as a pandas frame (question_id, rank, chunk_id, score)."""
-    return rankings_to_table(question_ids, rankings, chunk_ids).to_pandas()
-
-
 def ranking_schema() -> pa.Schema:
     """Column types of a rankings table, fixed so that an empty table keeps them."""
     import pyarrow as pa
@@ -345,6 +338,17 @@ def ranking_schema() -> pa.Schema:
     )
 
 
+def _ranked_rows(columns: Mapping[str, Sequence], question_ids: Sequence[str]) -> dict[str, list[tuple]]:
+    """question id -> its (rank, chunk id, score) rows, best first; every given question, no other."""
+    rows: dict[str, list[tuple]] = {question_id: [] for question_id in question_ids}
+    for row in zip(
+        columns["question_id"], columns["rank"], columns["chunk_id"], columns["score"], strict=True
+    ):
+        if row[0] in rows:
+            rows[row[0]].append(row[1:])
+    return {question_id: sorted(ranked) for question_id, ranked in rows.items()}
+
+
 def rankings_from_columns(
     columns: Mapping[str, Sequence], chunk_ids: Sequence[str], question_ids: Sequence[str]
 ) -> dict:
@@ -357,34 +361,25 @@ def rankings_from_columns(
     from rag.search import Ranking
 
     position = {chunk_id: index for index, chunk_id in enumerate(chunk_ids)}
-    rows_of: dict[str, list[tuple[int, int, float]]] = {}
-    for question_id, rank, chunk_id, score in zip(
-        columns["question_id"], columns["rank"], columns["chunk_id"], columns["score"], strict=True
-    ):
-        rows_of.setdefault(question_id, []).append((rank, position[chunk_id], score))
-    rankings = {question_id: Ranking.empty() for question_id in question_ids}
-    for question_id in sorted(rows_of):
-        rows = sorted(rows_of[question_id])
-        rankings[question_id] = Ranking(
-            np.array([row[1] for row in rows], dtype=np.int64),
-            np.array([row[2] for row in rows], dtype=np.float64),
+    return {
+        question_id: Ranking(
+            np.array([position[chunk_id] for _, chunk_id, _ in rows], dtype=np.int64),
+            np.array([score for _, _, score in rows], dtype=np.float64),
         )
-    return rankings
+        for question_id, rows in _ranked_rows(columns, question_ids).items()
+    }
 
 
 def ranked_chunk_ids(columns: Mapping[str, Sequence], question_ids: Sequence[str]) -> dict[str, list[str]]:
     """question id -> its ranked chunk ids, best first, from a rankings table's columns.
 
-    Only the given questions are kept (each one, ranked or not); evaluation
-    needs ids, not positions, so no chunk table is read.
+    Every given question is kept, ranked or not, and no other; evaluations
+    need ids, not positions, so no chunk table is read.
     """
-    ranked: dict[str, list[tuple[int, str]]] = {question_id: [] for question_id in question_ids}
-    for question_id, rank, chunk_id in zip(
-        columns["question_id"], columns["rank"], columns["chunk_id"], strict=True
-    ):
-        if question_id in ranked:
-            ranked[question_id].append((rank, chunk_id))
-    return {question_id: [chunk_id for _, chunk_id in sorted(rows)] for question_id, rows in ranked.items()}
+    return {
+        question_id: [chunk_id for _, chunk_id, _ in rows]
+        for question_id, rows in _ranked_rows(columns, question_ids).items()
+    }
 
 
 def read_rankings(path: str | os.PathLike, chunk_ids: Sequence[str], question_ids: Sequence[str]) -> dict:
@@ -392,11 +387,9 @@ def read_rankings(path: str | os.PathLike, chunk_ids: Sequence[str], question_id
     return rankings_from_columns(read_columns(path, RANKING_COLUMNS), chunk_ids, question_ids)
 
 
-def rankings_from_frame(frame: pd.DataFrame, chunk_ids: Sequence[str], question_ids: Sequence[str]) -> dict:
-    """question id -> Ranking over chunk positions, from a rankings frame."""
-    return rankings_from_columns(
-        {name: frame[name].tolist() for name in RANKING_COLUMNS}, chunk_ids, question_ids
-    )
+def read_ranked_chunk_ids(path: str | os.PathLike, question_ids: Sequence[str]) -> dict[str, list[str]]:
+    """A rankings file as question id -> ranked chunk ids (see ``ranked_chunk_ids``)."""
+    return ranked_chunk_ids(read_columns(path, RANKING_COLUMNS), question_ids)
 
 
 def save_arrays(path: str | os.PathLike, arrays: Mapping) -> None:

@@ -95,8 +95,13 @@ def reciprocal_rank(ranked: Sequence[str], relevance: Relevance) -> float:
     return 0.0 if rank is None else 1.0 / rank
 
 
+def _discount_terms(gains: Sequence[float]) -> list[float]:
+    """Each gain over log2(rank + 1), in rank order: DCG@k is the sum of the first k."""
+    return [gain / math.log2(rank + 1) for rank, gain in enumerate(gains, start=1)]
+
+
 def _discounted(gains: Sequence[float]) -> float:
-    return float(sum(gain / math.log2(rank + 1) for rank, gain in enumerate(gains, start=1)))
+    return float(sum(_discount_terms(gains)))
 
 
 def dcg_at(ranked: Sequence[str], relevance: Relevance, k: int) -> float:
@@ -130,23 +135,17 @@ def duplicate_source_rate_at(ranked: Sequence[str], document_of: Mapping[str, st
     nothing to count and gives NaN, which means over questions skip.
     """
     _check_k(k)
-    top = list(ranked[:k])
-    missing = [chunk_id for chunk_id in top if chunk_id not in document_of]
-    if missing:
-        raise ValueError(f"no document for chunk {missing[0]!r}")
-    if not top:
-        return math.nan
-    documents = [document_of[chunk_id] for chunk_id in top]
-    return (len(documents) - len(set(documents))) / len(documents)
+    return _repeat_share(_looked_up(ranked[:k], document_of, "no document for chunk"))
+
+
+def _repeat_share(documents: Sequence[str]) -> float:
+    return (len(documents) - len(set(documents))) / len(documents) if documents else math.nan
 
 
 def prompt_words_at(ranked: Sequence[str], chunk_words: Mapping[str, int], k: int) -> int:
     """Words the top k chunks put into a prompt: the cost side of recall at k."""
     _check_k(k)
-    missing = [chunk_id for chunk_id in ranked[:k] if chunk_id not in chunk_words]
-    if missing:
-        raise ValueError(f"no word count for chunk {missing[0]!r}")
-    return int(sum(chunk_words[chunk_id] for chunk_id in ranked[:k]))
+    return int(sum(_looked_up(ranked[:k], chunk_words, "no word count for chunk")))
 
 
 def _looked_up(chunk_ids: Sequence[str], values: Mapping[str, object] | None, missing: str) -> list | None:
@@ -182,9 +181,7 @@ def question_metrics(
     # job computes them for every question of every ranking of the grid.
     top = ranked[: max(ks, default=0)]
     gains = chunk_gains(relevance)
-    discounted = [
-        gains.get(chunk_id, 0.0) / math.log2(rank + 1) for rank, chunk_id in enumerate(top, start=1)
-    ]
+    discounted = _discount_terms([gains.get(chunk_id, 0.0) for chunk_id in top])
     ideal_gains = sorted(gains.values(), reverse=True)
     words = _looked_up(top, chunk_words, "no word count for chunk")
     documents = _looked_up(top, chunk_documents, "no document for chunk")
@@ -198,9 +195,7 @@ def question_metrics(
         if words is not None:
             rows.append(("prompt_words", int(k), float(int(sum(words[:k])))))
         if documents is not None:
-            shown = documents[:k]
-            rate = (len(shown) - len(set(shown))) / len(shown) if shown else math.nan
-            rows.append(("duplicate_source_rate", int(k), rate))
+            rows.append(("duplicate_source_rate", int(k), _repeat_share(documents[:k])))
     rank = first_relevant_rank(ranked, relevance)
     rows.append(("reciprocal_rank", WHOLE_LIST, 0.0 if rank is None else 1.0 / rank))
     rows.append(("first_relevant_rank", WHOLE_LIST, math.nan if rank is None else float(rank)))

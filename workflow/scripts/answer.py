@@ -17,6 +17,7 @@ from rag.io import (
     documents_from_frame,
     finish_job,
     provenance,
+    read_ranked_chunk_ids,
     read_yaml,
     start_log,
     write_parquet,
@@ -48,12 +49,11 @@ locations = locate_spans(questions, documents)
 holding = evidence_documents(questions, locations)
 pieces = evidence_chunks(judge_chunks(questions, locations, list(chunks.values())))
 
-ranking = pd.read_parquet(snakemake.input.ranking).sort_values(["question_id", "rank"])
-ranked = {question_id: rows["chunk_id"].tolist() for question_id, rows in ranking.groupby("question_id")}
+ranked = read_ranked_chunk_ids(snakemake.input.ranking, [question.question_id for question in questions])
 records = []
 try:
     for question in questions:
-        top = [chunks[chunk_id] for chunk_id in ranked.get(question.question_id, [])[: settings.k]]
+        top = [chunks[chunk_id] for chunk_id in ranked[question.question_id][: settings.k]]
         records.append(
             answer_question(
                 question,

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from rag.diversity import diversity_ablation
-from rag.io import finish_job, read_yaml, start_log, write_csv
+from rag.io import finish_job, read_ranked_chunk_ids, read_yaml, start_log, write_csv
 from rag.labels import parse_questions
 from rag.metrics import relevance_by_question
 
@@ -29,11 +29,7 @@ for corpus, questions_path, qrels_path, chunks_path in zip(
     chunks = pd.read_parquet(chunks_path, columns=["chunk_id", "doc_id"])
     document_of = dict(zip(chunks["chunk_id"], chunks["doc_id"], strict=True))
     for retriever in retrievers:
-        frame = pd.read_parquet(next(rankings)).sort_values(["question_id", "rank"])
-        ranked = {q: [] for q in relevance}
-        for question, rows in frame.groupby("question_id", sort=False):
-            if question in ranked:
-                ranked[question] = rows["chunk_id"].tolist()
+        ranked = read_ranked_chunk_ids(next(rankings), list(relevance))
         table = diversity_ablation(ranked, relevance, document_of, caps, ks)
         table.insert(0, "retriever", retriever)
         table.insert(0, "chunker", chunker)

@@ -4,11 +4,9 @@ import pandas as pd
 
 from rag.cohorts import document_cohorts
 from rag.io import (
-    RANKING_COLUMNS,
     finish_job,
-    ranked_chunk_ids,
-    read_columns,
     read_provenance,
+    read_ranked_chunk_ids,
     read_yaml,
     start_log,
     write_csv,
@@ -38,7 +36,7 @@ for (corpus, chunker), qrels_path, chunks in zip(
 
 parts, provenance = [], []
 for (corpus, chunker, retriever), path in zip(snakemake.params.grid, snakemake.input.rankings, strict=True):
-    ranked = ranked_chunk_ids(read_columns(path, RANKING_COLUMNS), [q.question_id for q in questions[corpus]])
+    ranked = read_ranked_chunk_ids(path, [q.question_id for q in questions[corpus]])
     frame = evaluate_rankings(
         ranked, relevance[corpus, chunker], ks, words[corpus, chunker], documents[corpus, chunker]
     )

@@ -3,7 +3,14 @@
 import pandas as pd
 
 from rag.document_relevance import beir_summary, collapse_to_documents, document_relevance
-from rag.io import finish_job, judgements_from_frame, read_questions, start_log, write_csv
+from rag.io import (
+    finish_job,
+    judgements_from_frame,
+    read_questions,
+    read_ranked_chunk_ids,
+    start_log,
+    write_csv,
+)
 from rag.metrics import WHOLE_LIST, evaluate_rankings
 from rag.statistics import aggregate_metrics
 
@@ -25,13 +32,10 @@ for (corpus, chunker), path in zip(snakemake.params.pairs, snakemake.input.chunk
 
 parts = []
 for (corpus, chunker, retriever), path in zip(snakemake.params.grid, snakemake.input.rankings, strict=True):
-    ranking = pd.read_parquet(path, columns=["question_id", "rank", "chunk_id"]).sort_values(
-        ["question_id", "rank"]
-    )
-    chunks = ranking.groupby("question_id", sort=False)["chunk_id"].agg(list).to_dict()
+    chunks = read_ranked_chunk_ids(path, [question.question_id for question in questions[corpus]])
     ranked = {
         question.question_id: collapse_to_documents(
-            chunks.get(question.question_id, []), document_of[corpus, chunker]
+            chunks[question.question_id], document_of[corpus, chunker]
         )
         for question in questions[corpus]
     }

@@ -9,19 +9,9 @@ import json
 import pandas as pd
 
 from rag.filters import ChunkMetadata, allowed_chunks, compare_filtering, parse_filter
-from rag.io import finish_job, read_yaml, start_log, write_csv
+from rag.io import finish_job, read_ranked_chunk_ids, read_yaml, start_log, write_csv
 from rag.labels import parse_questions
 from rag.metrics import relevance_by_question
-
-
-def ranked_ids(path):
-    frame = pd.read_parquet(path, columns=["question_id", "rank", "chunk_id"]).sort_values(
-        ["question_id", "rank"]
-    )
-    return {
-        question: rows["chunk_id"].tolist() for question, rows in frame.groupby("question_id", sort=False)
-    }
-
 
 log = start_log(snakemake.log[0])
 filters = json.loads(snakemake.params.filters)
@@ -50,10 +40,9 @@ for (corpus, retriever, filter_name), global_path, filtered_path in zip(
     allowed_ids = set(chunks["chunk_id"][allowed])
 
     every = [q.question_id for q in questions]
-    global_rankings, prefiltered = ranked_ids(global_path), ranked_ids(filtered_path)
     comparison = compare_filtering(
-        {q: global_rankings.get(q, []) for q in every},
-        {q: prefiltered.get(q, []) for q in every},
+        read_ranked_chunk_ids(global_path, every),
+        read_ranked_chunk_ids(filtered_path, every),
         allowed_ids,
         relevance,
         k,

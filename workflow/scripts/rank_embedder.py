@@ -18,7 +18,7 @@ from rag.embedding_cache import (
 from rag.io import (
     finish_job,
     provenance,
-    rankings_to_frame,
+    rankings_to_table,
     read_embedding_shards,
     read_questions,
     save_arrays,
@@ -88,7 +88,7 @@ log.info("%s: %d chunks, %d questions", name, len(chunks), len(questions))
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
 write_parquet(
-    rankings_to_frame([q.question_id for q in questions], rankings, chunk_ids),
+    rankings_to_table([q.question_id for q in questions], rankings, chunk_ids),
     snakemake.output.ranking,
     provenance(stage="rank_embedder", retriever=entry, encoder=settings.fingerprint),
 )
