@@ -310,6 +310,36 @@ def provenance(**parts: object) -> dict:
 RANKING_COLUMNS = ["question_id", "rank", "chunk_id", "score"]
 
 
+def write_ranking(
+    path: str | os.PathLike,
+    question_ids: Sequence[str],
+    rankings: Sequence,
+    chunk_ids: Sequence[str],
+    *,
+    chunk_set: Mapping,
+    retriever: Mapping,
+    code: str,
+    stage: str,
+    **parts: object,
+) -> None:
+    """Write one ranking file of any kind, with its whole record.
+
+    The one writer every ranking kind (sparse, LSA, embedder, IVF, fusion,
+    funnel, filtered) goes through: ``chunk_set`` is the chunk file's
+    provenance, ``retriever`` the retriever's record
+    (``rag.provenance.retriever_record`` or ``composite_record``), ``code``
+    the rule's code digest, and ``parts`` anything more the kind records
+    (a filter, nested first stages). ``rag.provenance.ranking_record``
+    refuses a record without the chunk set, the retriever or the code, so no
+    kind can write a ranking whose digest would not tell it apart.
+    """
+    from rag import __version__
+    from rag.provenance import ranking_record
+
+    record = {"rag_version": __version__, **ranking_record(chunk_set, retriever, code, stage, **parts)}
+    write_parquet(rankings_to_table(question_ids, rankings, chunk_ids), path, record)
+
+
 def rankings_to_table(question_ids: Sequence[str], rankings: Sequence, chunk_ids: Sequence[str]) -> pa.Table:
     """One row per (question, rank); an empty ranking simply has no rows."""
     import pyarrow as pa

@@ -34,7 +34,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-from rag.search import Ranking, top_k_among
+from rag.search import Ranking, stable_scores, top_k_among
 
 DEFAULT_MAX_ITERATIONS = 20
 
@@ -101,12 +101,17 @@ class KMeansResult:
 
 
 def _assign(vectors: np.ndarray, centroids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Most similar centroid per vector (the lower index on ties) and that similarity."""
+    """Most similar centroid per vector (the lower index on ties) and that similarity.
+
+    Similarities are rounded to the precision contract (``rag.search.stable_scores``)
+    before the choice, so a vector equally close to two centroids goes to the
+    lower one on every machine, whatever rounding noise its BLAS kernel adds.
+    """
     assignment = np.empty(vectors.shape[0], dtype=np.int64)
     similarity = np.empty(vectors.shape[0], dtype=np.float64)
     for start in range(0, vectors.shape[0], _ASSIGNMENT_BLOCK_ROWS):
         block = vectors[start : start + _ASSIGNMENT_BLOCK_ROWS] @ centroids.T
-        best = np.argmax(block, axis=1)
+        best = np.argmax(stable_scores(block), axis=1)
         assignment[start : start + len(best)] = best
         similarity[start : start + len(best)] = block[np.arange(len(best)), best]
     return assignment, similarity
@@ -550,6 +555,29 @@ def build_ivf(
 # --------------------------------------------------------------------------- the pipeline's ranking
 
 
+def _probed_lists_exactly(index: IVFIndex, queries: np.ndarray, probes: int) -> np.ndarray:
+    """The lists each query probes, chosen on float64 scores rounded to the precision contract.
+
+    ``IVFIndex.probed_lists`` scores with a float32 matrix product, whose last
+    bits depend on the BLAS kernel; a query nearly equidistant from two
+    centroids could then probe different lists on different machines. Here
+    each centroid score is a row-wise sum of float64 products (no BLAS), and
+    ties go to the lower list number.
+    """
+    if isinstance(probes, bool) or not isinstance(probes, int | np.integer):
+        raise ValueError(f"probes must be an integer, got {probes!r}")
+    if not 1 <= probes <= index.list_count:
+        raise ValueError(f"probes must be between 1 and {index.list_count} (the lists), got {probes}")
+    _check_queries(queries, index.stored_vectors.shape[1])
+    centroids = index.centroids.astype(np.float64)
+    list_numbers = np.arange(index.list_count)
+    probed = np.empty((len(queries), probes), dtype=np.int64)
+    for row, query in enumerate(queries):
+        scores = stable_scores((centroids * query).sum(axis=1))
+        probed[row] = np.lexsort((list_numbers, -scores))[:probes]
+    return probed
+
+
 def rank_probed_lists(
     index: IVFIndex,
     vectors: np.ndarray,
@@ -583,7 +611,7 @@ def rank_probed_lists(
     if not np.array_equal(index.stored_vectors, matrix[index.original_positions].astype(np.float32)):
         raise ValueError("the vectors given are not the ones the index was built from")
     batch = np.asarray(queries, dtype=np.float64)
-    probed = index.probed_lists(batch, probes)
+    probed = _probed_lists_exactly(index, batch, probes)
     rankings = []
     for query, lists in zip(batch, probed, strict=True):
         if not query.any():

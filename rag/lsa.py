@@ -46,6 +46,13 @@ from rag.tfidf import normalized_rows, smoothed_idf, sublinear_tf, tfidf_weights
 
 # Below this many rows and columns a dense SVD takes well under a second.
 DENSE_SVD_LIMIT = 400
+# Singular values at or below this share of the largest are numerically zero:
+# exact arithmetic would give 0 (a rank-deficient matrix: duplicate chunks, a
+# chunk with no kept term), and what LAPACK returns instead is rounding noise,
+# about 1e-15 of the largest. Their singular vectors are then arbitrary
+# directions that differ from one BLAS kernel to the next, and a query's
+# projection onto them would change its cosines. They are dropped.
+RANK_TOLERANCE = 1e-10
 
 
 @dataclass(frozen=True, eq=False)
@@ -159,6 +166,13 @@ def truncated_svd(
     return u, s, vt
 
 
+def numerical_rank(singular_values: np.ndarray) -> int:
+    """How many of the (descending) singular values lie above ``RANK_TOLERANCE`` of the largest."""
+    if len(singular_values) == 0 or singular_values[0] <= 0:
+        return 0
+    return int(np.count_nonzero(singular_values > RANK_TOLERANCE * singular_values[0]))
+
+
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     lengths = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.where(lengths > 0, lengths, 1.0)
@@ -171,6 +185,8 @@ def fit_lsa_from_counts(
 
     r cannot exceed the smaller side of X (chunks or kept terms); a larger
     request is clipped to that bound with a warning, and the model records both.
+    Components whose singular value is numerically zero (``RANK_TOLERANCE``)
+    are dropped as well, silently: they carry no information, only noise.
     ``seed`` fixes ARPACK's start vector; the converged result does not depend
     on it beyond rounding, but a fixed one makes runs bit-identical.
     """
@@ -185,6 +201,11 @@ def fit_lsa_from_counts(
             stacklevel=2,
         )
     _, s, vt = truncated_svd(matrix, used, seed=seed)
+    # Only the numerically non-zero components are kept (RANK_TOLERANCE), so
+    # r can be smaller than asked on a rank-deficient matrix; the model
+    # records the request beside what it kept.
+    kept = max(1, numerical_rank(s))
+    s, vt = s[:kept], vt[:kept]
     components = np.ascontiguousarray(vt.T)
     # X V_r rather than U_r Σ_r: equal in exact arithmetic, but a chunk with no
     # kept term then gets an exactly zero row instead of rounding noise that

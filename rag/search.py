@@ -29,6 +29,25 @@ if TYPE_CHECKING:
 # and dense search use this module too, and their short pipeline jobs should
 # not pay for loading scipy.
 
+# The precision contract (docs/formats.md). Two machines compute a score with
+# different BLAS kernels and summation orders, so they agree only to about 1e-15
+# of its size, and two chunks whose scores are equal in exact arithmetic may
+# come out in either order. Every score is therefore rounded to this many
+# decimals before any comparison, and the rounded value is what a ranking
+# stores: scores that agree to the contract are equal, and their order is
+# settled by chunk id, the same on every machine.
+SCORE_DECIMALS = 9
+
+
+def stable_scores(scores: np.ndarray) -> np.ndarray:
+    """Scores rounded to ``SCORE_DECIMALS`` decimals (-0.0 as 0.0; infinities kept).
+
+    Rounding is exact IEEE arithmetic, so every machine rounds a given
+    float64 to the same value; only scores within rounding noise of a
+    rounding boundary (about one in 10^6) can still land differently.
+    """
+    return np.round(np.asarray(scores, dtype=np.float64), SCORE_DECIMALS) + 0.0
+
 
 @dataclass(frozen=True, eq=False)
 class Ranking:
@@ -169,6 +188,7 @@ def top_k_among(
         bad = positions[np.flatnonzero(np.isnan(scores))[0]]
         raise ValueError(f"the score of chunk position {bad} is NaN")
     ties = positions if tie_order is None else np.asarray(tie_order)[positions]
+    scores = stable_scores(scores)
     chosen = _best(scores, depth, ties)
     return Ranking(positions[chosen], scores[chosen])
 
@@ -185,6 +205,7 @@ def top_k(scores: np.ndarray, depth: int, tie_order: np.ndarray | None = None) -
     if np.isnan(scores).any():
         raise ValueError(f"the score of chunk position {np.flatnonzero(np.isnan(scores))[0]} is NaN")
     ties = None if tie_order is None else _resolve_tie_order(tie_order, len(scores))
+    scores = stable_scores(scores)
     chosen = _best(scores, depth, ties)
     return Ranking(chosen, scores[chosen])
 
@@ -237,7 +258,7 @@ def exact_search(
     rankings: list[Ranking] = []
     for start in range(0, len(queries), batch_size):
         block = queries[start : start + batch_size]
-        scores = block @ matrix.T
+        scores = stable_scores(block @ matrix.T)
         for query, row in zip(block, scores, strict=True):
             if not query.any():
                 rankings.append(Ranking.empty())
@@ -413,7 +434,12 @@ def sparse_search(
             unmatched = np.ones(n_chunks, dtype=bool)
             unmatched[matched_chunks] = False
             scores[unmatched] = -np.inf
-        chosen = _best(scores, depth, tie_order, floor=-np.inf if signed else 0.0)
+        else:
+            # Which chunks match is decided before rounding: a tiny positive
+            # score stays a match even where it rounds to 0.
+            scores[scores <= 0] = -np.inf
+        scores = stable_scores(scores)
+        chosen = _best(scores, depth, tie_order)
         rankings.append(Ranking(chosen, scores[chosen]))
     return rankings
 

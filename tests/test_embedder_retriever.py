@@ -37,6 +37,8 @@ from rag.retrievers import (
 from rag.search import chunk_id_order
 from rag.sentence_embeddings import EmbeddingIndex, embedding_search
 
+pytestmark = pytest.mark.float_heavy
+
 SCHEMA = read_yaml(Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml")
 
 

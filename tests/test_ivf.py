@@ -9,6 +9,13 @@ import pytest
 
 from rag import ivf, synthetic
 
+pytestmark = pytest.mark.float_heavy
+
+
+# Two float32 dot products of unit vectors summed in different orders (another
+# BLAS kernel, another blocking) agree to a few units in the last place.
+FLOAT32_SCORE_TOLERANCE = 1e-6
+
 
 def unit_rows(generator: np.random.Generator, count: int, dimensions: int) -> np.ndarray:
     rows = generator.standard_normal((count, dimensions))
@@ -107,7 +114,8 @@ def test_kmeans_objective_never_decreases_and_matches_its_centroids() -> None:
 
     data = vectors.astype(np.float64)
     np.testing.assert_allclose(np.linalg.norm(result.centroids, axis=1), 1.0)
-    assert np.array_equal(result.assignment, np.argmax(data @ result.centroids.T, axis=1))
+    # Assignments compare similarities rounded to the precision contract.
+    assert np.array_equal(result.assignment, np.argmax(np.round(data @ result.centroids.T, 9), axis=1))
     final = np.einsum("ij,ij->i", data, result.centroids[result.assignment]).sum()
     assert final == pytest.approx(result.objective[-1], rel=1e-12)
 
@@ -232,7 +240,9 @@ def test_probing_every_list_reproduces_exact_search_on_unit_vectors(clustered) -
     full = index.search(queries, index.list_count, 10)
     exact = ivf.exact_search(vectors, queries, 10)
     assert np.array_equal(full.positions, exact.positions)
-    assert np.array_equal(full.scores, exact.scores)
+    # Two computation paths (one matrix product per list, one over all
+    # vectors): their float32 sums may differ in the last bit, never more.
+    np.testing.assert_allclose(full.scores, exact.scores, rtol=0, atol=FLOAT32_SCORE_TOLERANCE)
 
 
 def test_lists_are_contiguous_slices_of_the_kmeans_lists(clustered) -> None:

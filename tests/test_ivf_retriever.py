@@ -40,6 +40,8 @@ from rag.retrievers import (
 )
 from rag.search import chunk_id_order
 
+pytestmark = pytest.mark.float_heavy
+
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 
 

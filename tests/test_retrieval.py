@@ -24,6 +24,8 @@ from rag.search import Ranking, chunk_id_order, exact_search, ranked_ids, top_k,
 from rag.text import analyze
 from rag.tfidf import TfidfIndex, build_tfidf_index, tfidf_scores, tfidf_search
 
+pytestmark = pytest.mark.float_heavy
+
 
 @pytest.fixture(autouse=True, scope="module")
 def single_threaded_blas():

@@ -31,7 +31,7 @@ rule diversity_ablation:
     params:
         ablation=canonical_json(DIVERSITY_ABLATION),
         corpora=SPAN_CORPORA,
-        code=rag_digest("diversity", "metrics", "labels"),
+        code=script_digest("diversity_ablation.py"),
     script:
         "../scripts/diversity_ablation.py"
 
@@ -46,6 +46,6 @@ rule funnel_ablation:
     params:
         funnels=canonical_json({name: RETRIEVERS[name] for name in FUNNEL_RETRIEVERS}),
         ks=sorted(config.get("funnel_ablation", {}).get("ks", [])),
-        code=rag_digest("statistics"),
+        code=script_digest("funnel_ablation.py"),
     script:
         "../scripts/funnel_ablation.py"

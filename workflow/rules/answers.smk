@@ -19,7 +19,7 @@ rule answer:
         "benchmarks/logs/answer/{corpus}/{chunker}/{retriever}.tsv"
     params:
         generation=answers_section("generation"),
-        code=rag_digest(*ANSWER_CODE, "chunking", "documents"),
+        code=script_digest("answer.py"),
     script:
         "../scripts/answer.py"
 
@@ -36,7 +36,7 @@ rule answer_from_summaries:
         "benchmarks/logs/answer_from_summaries/{corpus}.tsv"
     params:
         generation=answers_section("generation", "threshold", "token_counter", "budget"),
-        code=rag_digest(*ANSWER_CODE, "summaries", "chunking", "documents"),
+        code=script_digest("answer_from_summaries.py"),
     script:
         "../scripts/answer_from_summaries.py"
 
@@ -51,7 +51,7 @@ rule answer_tables:
     log:
         "logs/answer_tables.log",
     params:
-        code=rag_digest("answers"),
+        code=script_digest("answer_tables.py"),
     script:
         "../scripts/answer_tables.py"
 
@@ -68,7 +68,7 @@ rule abstention:
         thresholds=answers_section("abstention", "thresholds"),
         threshold=lambda wildcards: ANSWERS["generation"]["threshold"],
         corpus=FIGURES.get("corpus", SPAN_CORPORA[0] if SPAN_CORPORA else None),
-        code=rag_digest("answers", "plotting"),
+        code=script_digest("abstention.py"),
     script:
         "../scripts/abstention.py"
 
@@ -84,7 +84,7 @@ rule summaries:
     params:
         corpora=SPAN_CORPORA,
         window=answers_section("summaries", "window"),
-        code=rag_digest("summaries", "labels", "tokens", "text", "chunking", "documents"),
+        code=script_digest("summaries.py"),
     script:
         "../scripts/summaries.py"
 
@@ -109,18 +109,6 @@ rule route:
         retriever=lambda wildcards: canonical_json(RETRIEVERS[ANSWERS["summaries"]["retriever"]]),
         depth=config["evaluation"]["depth"],
         ks=sorted(config["evaluation"]["ks"]),
-        code=rag_digest(
-            "routing",
-            "summaries",
-            "retrievers",
-            "metrics",
-            "statistics",
-            "answers",
-            "labels",
-            "bm25",
-            "search",
-            "text",
-            "documents",
-        ),
+        code=script_digest("route.py"),
     script:
         "../scripts/route.py"

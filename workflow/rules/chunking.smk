@@ -10,7 +10,7 @@ rule chunk:
         "logs/chunk/{corpus}/{chunker}.log",
     params:
         chunker=chunker_params,
-        code=rag_digest("chunking", "documents", "text", "provenance"),
+        code=script_digest("chunk.py"),
     script:
         "../scripts/chunk.py"
 
@@ -24,6 +24,6 @@ rule chunk_statistics:
         "logs/chunk_statistics.log",
     params:
         pairs=corpus_chunker_pairs(),
-        code=rag_digest("statistics"),
+        code=script_digest("chunk_statistics.py"),
     script:
         "../scripts/chunk_statistics.py"

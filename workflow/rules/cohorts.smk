@@ -15,6 +15,6 @@ rule cohorts:
     params:
         cohorts=canonical_json(COHORTS),
         figures=canonical_json({key: FIGURES.get(key) for key in ("corpus", "chunker")}),
-        code=rag_digest("cohorts", "plotting"),
+        code=script_digest("cohorts.py"),
     script:
         "../scripts/cohorts.py"

@@ -1,4 +1,3 @@
-import hashlib
 import os
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ[_variable] = "1"
 
+from rag import code_digest  # noqa: E402
 from rag.config import (  # noqa: E402
     BEIR_DEFAULTS,
     CHUNKER_PARAMETERS,
@@ -147,12 +147,9 @@ wildcard_constraints:
     retriever="|".join(RETRIEVERS) if RETRIEVERS else "[a-z][a-z0-9_]*",
 
 
-def rag_digest(*modules):
-    """Digest of the rag modules a rule calls: editing one re-runs its rules."""
-    digest = hashlib.sha256()
-    for module in sorted(set(modules) | {"io", "config"}):
-        digest.update((PROJECT_ROOT / "rag" / f"{module}.py").read_bytes())
-    return digest.hexdigest()[:16]
+def script_digest(script):
+    """Digest of a rule's script and its whole rag import closure (rag.code_digest)."""
+    return code_digest.script_digest(PROJECT_ROOT / "workflow" / "scripts" / script, PROJECT_ROOT / "rag")
 
 
 def chunker_params(wildcards):
@@ -543,19 +540,6 @@ def routing_inputs(kind):
         "index": "work/indexes/{corpus}/{chunker}/{retriever}.npz",
     }[kind]
     return [pattern.format(corpus=corpus, chunker=chunker, retriever=retriever) for corpus in SPAN_CORPORA]
-
-
-ANSWER_CODE = (
-    "answers",
-    "prompts",
-    "extractive",
-    "verification",
-    "tokens",
-    "text",
-    "bm25",
-    "search",
-    "labels",
-)
 
 
 # --------------------------------------------------------------------------

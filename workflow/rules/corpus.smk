@@ -14,7 +14,7 @@ rule parse_markdown:
         corpus=alternatives(corpora_of_source("markdown")),
     params:
         corpus=corpus_params,
-        code=rag_digest("documents", "text", "provenance"),
+        code=script_digest("parse_markdown.py"),
     script:
         "../scripts/parse_markdown.py"
 
@@ -32,7 +32,7 @@ rule lock_wikipedia:
         pins=lambda wildcards: canonical_json(
             {key: CORPORA[wildcards.corpus][key] for key in ("titles", "as_of")}
         ),
-        code=rag_digest("wikipedia", "articles", "documents"),
+        code=script_digest("lock_wikipedia.py"),
     script:
         "../scripts/lock_wikipedia.py"
 
@@ -50,7 +50,7 @@ rule parse_wikipedia:
         wikipedia=1,
     params:
         corpus=corpus_params,
-        code=rag_digest("wikipedia", "articles", "documents", "provenance"),
+        code=script_digest("parse_wikipedia.py"),
     script:
         "../scripts/parse_wikipedia.py"
 
@@ -72,7 +72,7 @@ rule parse_beir:
         mem_mb=2000,
     params:
         corpus=corpus_params,
-        code=rag_digest("beir", "document_relevance", "documents", "labels", "provenance"),
+        code=script_digest("parse_beir.py"),
     script:
         "../scripts/parse_beir.py"
 
@@ -88,6 +88,6 @@ rule corpus_statistics:
         "logs/corpus_statistics.log",
     params:
         corpora=list(CORPORA),
-        code=rag_digest("labels", "documents", "statistics"),
+        code=script_digest("corpus_statistics.py"),
     script:
         "../scripts/corpus_statistics.py"

@@ -28,7 +28,7 @@ rule evaluate:
         pairs=corpus_chunker_pairs(CHUNK_LEVEL_CORPORA),
         corpora=CHUNK_LEVEL_CORPORA,
         ks=sorted(config["evaluation"]["ks"]),
-        code=rag_digest("metrics", "labels", "statistics", "cohorts", "provenance"),
+        code=script_digest("evaluate.py"),
     script:
         "../scripts/evaluate.py"
 
@@ -53,7 +53,7 @@ rule evaluate_documents:
         pairs=corpus_chunker_pairs(DOCUMENT_LEVEL_CORPORA),
         corpora=DOCUMENT_LEVEL_CORPORA,
         ks=DOCUMENT_KS,
-        code=rag_digest("document_relevance", "metrics", "labels", "statistics"),
+        code=script_digest("evaluate_documents.py"),
     script:
         "../scripts/evaluate_documents.py"
 
@@ -71,6 +71,6 @@ rule plot_retrieval:
     params:
         figures=canonical_json(FIGURES),
         depth=config["evaluation"]["depth"],
-        code=rag_digest("plotting"),
+        code=script_digest("plot_retrieval.py"),
     script:
         "../scripts/plot_retrieval.py"

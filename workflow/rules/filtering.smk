@@ -20,18 +20,7 @@ rule rank_filtered:
         retriever=retriever_params,
         filter=filter_params,
         depth=config["evaluation"]["depth"],
-        code=rag_digest(
-            "filters",
-            "retrievers",
-            "search",
-            "bm25",
-            "tfidf",
-            "lsa",
-            "text",
-            "labels",
-            "provenance",
-            "metrics",
-        ),
+        code=script_digest("rank_filtered.py"),
     script:
         "../scripts/rank_filtered.py"
 
@@ -53,7 +42,7 @@ rule fuse_filtered:
         retriever=retriever_params,
         filter=filter_params,
         depth=config["evaluation"]["depth"],
-        code=rag_digest("fusion", "search", "provenance"),
+        code=script_digest("fuse.py"),
     script:
         "../scripts/fuse.py"
 
@@ -80,21 +69,7 @@ rule funnel_filtered:
         rerank=funnel_rerank_params,
         filter=filter_params,
         depth=config["evaluation"]["depth"],
-        code=rag_digest(
-            "funnel",
-            "diversity",
-            "fusion",
-            "retrievers",
-            "search",
-            "bm25",
-            "tfidf",
-            "lsa",
-            "text",
-            "labels",
-            "provenance",
-            "filters",
-            "metrics",
-        ),
+        code=script_digest("funnel.py"),
     script:
         "../scripts/funnel.py"
 
@@ -134,6 +109,6 @@ rule filter_ablation:
             else None
         ),
         k=FILTER_ABLATION["k"] if FILTER_ABLATION else None,
-        code=rag_digest("filters", "metrics", "labels"),
+        code=script_digest("filter_ablation.py"),
     script:
         "../scripts/filter_ablation.py"

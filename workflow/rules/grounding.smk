@@ -18,7 +18,7 @@ rule grounding:
         "benchmarks/logs/grounding.tsv"
     params:
         grounding=canonical_json(GROUNDING),
-        code=rag_digest("grounding", "rag_models", "trigram", "verification", "text"),
+        code=script_digest("grounding.py"),
     script:
         "../scripts/grounding.py"
 
@@ -37,6 +37,6 @@ rule plot_grounding:
             if GROUNDING
             else None
         ),
-        code=rag_digest("plotting"),
+        code=script_digest("plot_grounding.py"),
     script:
         "../scripts/plot_grounding.py"

@@ -18,7 +18,7 @@ rule label:
         corpus=alternatives(SPAN_CORPORA),
     params:
         chunker=chunker_params,
-        code=rag_digest("labels", "chunking", "documents", "text", "provenance"),
+        code=script_digest("label.py"),
     script:
         "../scripts/label.py"
 
@@ -32,7 +32,7 @@ rule evidence_cuts:
         "logs/evidence_cuts.log",
     params:
         pairs=corpus_chunker_pairs(SPAN_CORPORA),
-        code=rag_digest("statistics"),
+        code=script_digest("evidence_cuts.py"),
     script:
         "../scripts/evidence_cuts.py"
 
@@ -48,6 +48,6 @@ rule document_qrels:
     wildcard_constraints:
         corpus=alternatives([name for name in SPAN_CORPORA if LEVELS[name] == "document"]),
     params:
-        code=rag_digest("document_relevance", "labels", "documents", "text", "provenance"),
+        code=script_digest("document_qrels.py"),
     script:
         "../scripts/document_qrels.py"

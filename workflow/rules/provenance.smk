@@ -17,6 +17,6 @@ rule provenance:
         grid=grid(),
         filtered=filter_ablation_grid(),
         chunker=FILTER_ABLATION["chunker"] if FILTER_ABLATION else None,
-        code=rag_digest("provenance"),
+        code=script_digest("provenance_table.py"),
     script:
         "../scripts/provenance_table.py"

@@ -21,18 +21,6 @@ rule funnel:
         retriever=retriever_params,
         rerank=funnel_rerank_params,
         depth=ranking_depth_of,
-        code=rag_digest(
-            "funnel",
-            "diversity",
-            "fusion",
-            "retrievers",
-            "search",
-            "bm25",
-            "tfidf",
-            "lsa",
-            "text",
-            "labels",
-            "provenance",
-        ),
+        code=script_digest("funnel.py"),
     script:
         "../scripts/funnel.py"

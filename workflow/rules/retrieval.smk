@@ -24,16 +24,7 @@ rule rank:
     params:
         retriever=retriever_params,
         depth=ranking_depth_of,
-        code=rag_digest(
-            "retrievers",
-            "search",
-            "bm25",
-            "tfidf",
-            "lsa",
-            "text",
-            "labels",
-            "provenance",
-        ),
+        code=script_digest("rank.py"),
     script:
         "../scripts/rank.py"
 
@@ -65,9 +56,7 @@ rule rank_embedder:
         retriever=retriever_params,
         depth=ranking_depth_of,
         cache=EMBEDDING_CACHE,
-        code=rag_digest(
-            "retrievers", "sentence_embeddings", "embedding_cache", "embedder", "search", "labels"
-        ),
+        code=script_digest("rank_embedder.py"),
     script:
         "../scripts/rank_embedder.py"
 
@@ -88,7 +77,7 @@ rule fuse:
     params:
         retriever=retriever_params,
         depth=ranking_depth_of,
-        code=rag_digest("fusion", "search", "provenance"),
+        code=script_digest("fuse.py"),
     script:
         "../scripts/fuse.py"
 
@@ -117,6 +106,6 @@ rule rank_ivf:
         retriever=retriever_params,
         base=ivf_base_params,
         depth=ranking_depth_of,
-        code=rag_digest("retrievers", "ivf", "search", "lsa", "tfidf", "text", "labels"),
+        code=script_digest("rank_ivf.py"),
     script:
         "../scripts/rank_ivf.py"

@@ -20,9 +20,7 @@ if IVF_TRADEOFF:
         params:
             settings=canonical_json(IVF_TRADEOFF),
             retriever=canonical_json(RETRIEVERS[IVF_TRADEOFF["retriever"]]),
-            code=rag_digest(
-                "ivf_tuning", "ivf", "retrievers", "search", "lsa", "tfidf", "text", "labels", "metrics"
-            ),
+            code=script_digest("ivf_tradeoff.py"),
         script:
             "../scripts/ivf_tradeoff.py"
 
@@ -44,7 +42,7 @@ if IVF_SYNTHETIC:
         threads: 1
         params:
             settings=canonical_json(IVF_SYNTHETIC),
-            code=rag_digest("ivf", "synthetic"),
+            code=script_digest("ivf_synthetic.py"),
         script:
             "../scripts/ivf_synthetic.py"
 
@@ -60,6 +58,6 @@ if IVF_TRADEOFF and IVF_SYNTHETIC:
         log:
             "logs/plot_ivf_tradeoff.log",
         params:
-            code=rag_digest("plotting"),
+            code=script_digest("plot_ivf_tradeoff.py"),
         script:
             "../scripts/plot_ivf_tradeoff.py"

@@ -14,16 +14,14 @@ from rag.filters import ChunkMetadata, allowed_chunks, parse_filter, restrict_ra
 from rag.funnel import funnel_ranking, fused_reranker, retriever_reranker
 from rag.io import (
     finish_job,
-    provenance,
-    rankings_to_table,
     read_columns,
     read_provenance,
     read_questions,
     read_rankings,
     start_log,
-    write_parquet,
+    write_ranking,
 )
-from rag.provenance import carried, filter_record, record_digest, retriever_record
+from rag.provenance import composite_record, filter_record, retriever_record
 from rag.retrievers import load_retriever
 from rag.search import chunk_id_order
 
@@ -56,11 +54,9 @@ if entry["rerank"] is not None:
             rerank_entry["constant"],
             tie_order,
         )
-        rerank_record = {
-            "retriever": rerank_entry,
-            "retriever_digest": record_digest(rerank_entry),
-            "components": {part: retriever_record(rerank_entries[part]) for part in parts},
-        }
+        rerank_record = composite_record(
+            rerank_entry, components={part: retriever_record(rerank_entries[part]) for part in parts}
+        )
     else:
         reranker = retriever_reranker(load(entry["rerank"]), len(chunk_ids), tie_order)
         rerank_record = retriever_record(rerank_entry)
@@ -106,17 +102,15 @@ log.info(
 )
 if allowed is not None:
     log.info("disallowed first-stage candidates removed before reranking: %d (expected 0)", removed)
-write_parquet(
-    rankings_to_table([q.question_id for q in questions], rankings, chunk_ids),
+write_ranking(
     snakemake.output.ranking,
-    provenance(
-        **carried(read_provenance(snakemake.input.chunks)),
-        stage="funnel",
-        retriever=entry,
-        retriever_digest=record_digest(entry),
-        first=read_provenance(snakemake.input.first),
-        rerank=rerank_record,
-        **filter_record(filter_config),
-    ),
+    [q.question_id for q in questions],
+    rankings,
+    chunk_ids,
+    chunk_set=read_provenance(snakemake.input.chunks),
+    retriever=composite_record(entry, first=read_provenance(snakemake.input.first), rerank=rerank_record),
+    code=snakemake.params.code,
+    stage="funnel",
+    **filter_record(filter_config),
 )
 finish_job()

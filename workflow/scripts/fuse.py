@@ -10,15 +10,13 @@ from rag.fusion import reciprocal_rank_fusion, score_sum_fusion
 from rag.io import (
     RANKING_COLUMNS,
     finish_job,
-    provenance,
     rankings_from_columns,
-    rankings_to_table,
     read_columns,
     read_provenance,
     start_log,
-    write_parquet,
+    write_ranking,
 )
-from rag.provenance import carried, filter_record, record_digest
+from rag.provenance import composite_record, filter_record
 from rag.search import chunk_id_order
 
 log = start_log(snakemake.log[0])
@@ -39,19 +37,18 @@ for question_id in question_ids:
     else:
         fused.append(score_sum_fusion(lists, depth, tie_order))
 log.info("fused %s for %d questions", entry["components"], len(question_ids))
-write_parquet(
-    rankings_to_table(question_ids, fused, chunk_ids),
+components_record = {
+    name: read_provenance(path) for name, path in zip(entry["components"], snakemake.input.components, strict=True)
+}
+write_ranking(
     snakemake.output.ranking,
-    provenance(
-        **carried(read_provenance(snakemake.input.chunks)),
-        stage="fuse",
-        retriever=entry,
-        retriever_digest=record_digest(entry),
-        components={
-            name: read_provenance(path)
-            for name, path in zip(entry["components"], snakemake.input.components, strict=True)
-        },
-        **filter_record(json.loads(filter_config) if filter_config else None),
-    ),
+    question_ids,
+    fused,
+    chunk_ids,
+    chunk_set=read_provenance(snakemake.input.chunks),
+    retriever=composite_record(entry, components=components_record),
+    code=snakemake.params.code,
+    stage="fuse",
+    **filter_record(json.loads(filter_config) if filter_config else None),
 )
 finish_job()

@@ -4,16 +4,14 @@ import json
 
 from rag.io import (
     finish_job,
-    provenance,
-    rankings_to_table,
     read_columns,
     read_provenance,
     read_questions,
     save_arrays,
     start_log,
-    write_parquet,
+    write_ranking,
 )
-from rag.provenance import carried, retriever_record
+from rag.provenance import retriever_record
 from rag.retrievers import build_retriever, search
 from rag.search import chunk_id_order
 
@@ -37,9 +35,14 @@ log.info(
 )
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
-write_parquet(
-    rankings_to_table([q.question_id for q in questions], rankings, chunk_ids),
+write_ranking(
     snakemake.output.ranking,
-    provenance(**carried(read_provenance(snakemake.input.chunks)), stage="rank", **retriever_record(entry)),
+    [q.question_id for q in questions],
+    rankings,
+    chunk_ids,
+    chunk_set=read_provenance(snakemake.input.chunks),
+    retriever=retriever_record(entry),
+    code=snakemake.params.code,
+    stage="rank",
 )
 finish_job()

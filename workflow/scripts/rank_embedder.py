@@ -17,16 +17,16 @@ from rag.embedding_cache import (
 )
 from rag.io import (
     finish_job,
-    provenance,
-    rankings_to_table,
     read_embedding_shards,
+    read_provenance,
     read_questions,
     save_arrays,
     source_digest,
     start_log,
     write_embedding_shard,
-    write_parquet,
+    write_ranking,
 )
+from rag.provenance import retriever_record
 from rag.retrievers import chunk_text_column, embedder_retriever
 from rag.search import chunk_id_order
 from rag.sentence_embeddings import cached_encoder, embedding_search, encode_texts
@@ -87,9 +87,15 @@ rankings = embedding_search(retriever.index, query_vectors, snakemake.params.dep
 log.info("%s: %d chunks, %d questions", name, len(chunks), len(questions))
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
-write_parquet(
-    rankings_to_table([q.question_id for q in questions], rankings, chunk_ids),
+write_ranking(
     snakemake.output.ranking,
-    provenance(stage="rank_embedder", retriever=entry, encoder=settings.fingerprint),
+    [q.question_id for q in questions],
+    rankings,
+    chunk_ids,
+    chunk_set=read_provenance(snakemake.input.chunks),
+    retriever=retriever_record(entry),
+    code=snakemake.params.code,
+    stage="rank_embedder",
+    encoder=settings.fingerprint,
 )
 finish_job()

@@ -12,16 +12,14 @@ import numpy as np
 from rag.filters import ChunkMetadata, allowed_chunks, parse_filter
 from rag.io import (
     finish_job,
-    provenance,
-    rankings_to_table,
     read_columns,
     read_provenance,
     read_yaml,
     start_log,
-    write_parquet,
+    write_ranking,
 )
 from rag.labels import parse_questions
-from rag.provenance import carried, filter_record, retriever_record
+from rag.provenance import filter_record, retriever_record
 from rag.retrievers import load_retriever, search
 from rag.search import chunk_id_order
 
@@ -50,14 +48,15 @@ log.info(
     len(questions),
     sum(len(ranking) == 0 for ranking in rankings),
 )
-write_parquet(
-    rankings_to_table([q.question_id for q in questions], rankings, chunk_ids),
+write_ranking(
     snakemake.output.ranking,
-    provenance(
-        **carried(read_provenance(snakemake.input.chunks)),
-        stage="rank_filtered",
-        **retriever_record(entry),
-        **filter_record(filter_config),
-    ),
+    [q.question_id for q in questions],
+    rankings,
+    chunk_ids,
+    chunk_set=read_provenance(snakemake.input.chunks),
+    retriever=retriever_record(entry),
+    code=snakemake.params.code,
+    stage="rank_filtered",
+    **filter_record(filter_config),
 )
 finish_job()

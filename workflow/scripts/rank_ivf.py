@@ -6,17 +6,16 @@ import numpy as np
 
 from rag.io import (
     finish_job,
-    provenance,
-    rankings_to_table,
     read_columns,
+    read_provenance,
     read_questions,
     save_arrays,
     start_log,
-    write_parquet,
+    write_ranking,
 )
+from rag.provenance import ivf_record
 from rag.retrievers import build_ivf_retriever, chunk_embeddings, load_retriever, search
 from rag.search import chunk_id_order
-from rag.text import analyzer_digest
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
@@ -48,14 +47,14 @@ log.info(
 )
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
-write_parquet(
-    rankings_to_table([q.question_id for q in questions], rankings, chunk_ids),
+write_ranking(
     snakemake.output.ranking,
-    provenance(
-        stage="rank_ivf",
-        retriever=entry,
-        base=base_entry,
-        analyzer=analyzer_digest(bool(base_entry.get("stem", False))),
-    ),
+    [q.question_id for q in questions],
+    rankings,
+    chunk_ids,
+    chunk_set=read_provenance(snakemake.input.chunks),
+    retriever=ivf_record(entry, base_entry),
+    code=snakemake.params.code,
+    stage="rank_ivf",
 )
 finish_job()

@@ -1,0 +1,221 @@
+"""The reproduction check: rebuild every table in a scratch folder and compare it with results/.
+
+    python -m rag.reproduce            # exits 0 when every cell matches, 1 otherwise
+
+The tracked inputs (Snakefile, config.yaml, workflow/, rag/, resources/) are
+copied into a temporary folder and the whole pipeline runs there with
+``snakemake -d``, so nothing in the project is touched. Each regenerated
+``results/*.csv`` is then compared with the committed one, cell by cell, as
+text: the tables are written with fixed formatting, so the same numbers give
+the same bytes. Two kinds of column are treated differently, both declared
+below so that a reader can see the whole contract in one place:
+
+- timing columns (``TIMING_COLUMNS``) measure the machine, not the method, and
+  are skipped;
+- columns with a declared tolerance (``COLUMN_TOLERANCES``) match when the two
+  numbers differ by at most that much.
+
+Every other cell must be identical. Rows are matched by their key: the
+shortest run of leading columns that identifies each row of the committed
+table (corpus, chunker, retriever, metric, k for ``metrics.csv``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+# Columns that time the machine: skipped by the comparison (docs/formats.md).
+TIMING_COLUMNS: Mapping[str, frozenset[str]] = {
+    "ivf_synthetic.csv": frozenset({"ivf_seconds", "exact_seconds", "time_relative_to_exact", "build_seconds"}),
+}
+# Columns compared within an absolute tolerance instead of exactly: (file, column) -> tolerance.
+# Empty: every non-timing cell of the bundled grid reproduces exactly under any BLAS kernel.
+COLUMN_TOLERANCES: Mapping[tuple[str, str], float] = {}
+# What a run reads: copied into the scratch folder, nothing else.
+TRACKED_INPUTS = ("Snakefile", "config.yaml", "workflow", "rag", "resources")
+
+
+@dataclass(frozen=True)
+class CellDifference:
+    """One cell that did not reproduce; ``column`` names a whole-table problem when no cell applies."""
+
+    file: str
+    row: str
+    column: str
+    committed: str
+    regenerated: str
+
+    def describe(self) -> str:
+        return (
+            f"{self.file} [{self.row}] {self.column}: committed {self.committed!r}, "
+            f"regenerated {self.regenerated!r}"
+        )
+
+
+Table = tuple[list[str], list[list[str]]]
+
+
+def _key_width(header: Sequence[str], rows: Sequence[Sequence[str]], excluded: frozenset[str]) -> int:
+    """How many leading columns make every row's key unique (0 when none do: rows go by position)."""
+    for width in range(1, len(header) + 1):
+        if header[width - 1] in excluded:
+            return 0
+        keys = [tuple(row[:width]) for row in rows]
+        if len(set(keys)) == len(keys):
+            return width
+    return 0
+
+
+def _matches(committed: str, regenerated: str, tolerance: float | None) -> bool:
+    if committed == regenerated:
+        return True
+    if tolerance is None:
+        return False
+    try:
+        first, second = float(committed), float(regenerated)
+    except ValueError:
+        return False
+    return math.isclose(first, second, rel_tol=0.0, abs_tol=tolerance)
+
+
+def compare_tables(
+    name: str,
+    committed: Table,
+    regenerated: Table,
+    timing: frozenset[str] = frozenset(),
+    tolerances: Mapping[str, float] | None = None,
+) -> list[CellDifference]:
+    """Every differing cell of two tables given as (header, rows of text cells)."""
+    tolerances = dict(tolerances or {})
+    header, rows = committed
+    new_header, new_rows = regenerated
+    if header != new_header:
+        return [CellDifference(name, "header", "columns", ",".join(header), ",".join(new_header))]
+    width = _key_width(header, rows, timing | set(tolerances))
+
+    def key_of(index: int, row: Sequence[str]) -> str:
+        if width == 0:
+            return f"row {index + 1}"
+        return ", ".join(f"{column}={value}" for column, value in zip(header[:width], row[:width], strict=True))
+
+    committed_rows = {key_of(index, row): row for index, row in enumerate(rows)}
+    regenerated_rows = {key_of(index, row): row for index, row in enumerate(new_rows)}
+    differences = []
+    for key, row in committed_rows.items():
+        other = regenerated_rows.get(key)
+        if other is None:
+            differences.append(CellDifference(name, key, "(row)", "present", "missing"))
+            continue
+        for column, old, new in zip(header, row, other, strict=True):
+            if column not in timing and not _matches(old, new, tolerances.get(column)):
+                differences.append(CellDifference(name, key, column, old, new))
+    for key in regenerated_rows.keys() - committed_rows.keys():
+        differences.append(CellDifference(name, key, "(row)", "missing", "present"))
+    return differences
+
+
+def read_table(path: Path) -> Table:
+    """A CSV file as its header and rows of text cells, exactly as written."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as handle:
+        lines = list(csv.reader(handle))
+    if not lines:
+        return [], []
+    return lines[0], lines[1:]
+
+
+def compare_folders(committed: Path, regenerated: Path) -> list[CellDifference]:
+    """Compare every ``*.csv`` of the committed results folder with its regenerated twin."""
+    differences = []
+    committed_files = {path.name for path in committed.glob("*.csv")}
+    regenerated_files = {path.name for path in regenerated.glob("*.csv")}
+    for name in sorted(committed_files | regenerated_files):
+        if name not in regenerated_files:
+            differences.append(CellDifference(name, "(file)", "(file)", "present", "missing"))
+            continue
+        if name not in committed_files:
+            differences.append(CellDifference(name, "(file)", "(file)", "missing", "present"))
+            continue
+        tolerances = {column: value for (file, column), value in COLUMN_TOLERANCES.items() if file == name}
+        differences.extend(
+            compare_tables(
+                name,
+                read_table(committed / name),
+                read_table(regenerated / name),
+                TIMING_COLUMNS.get(name, frozenset()),
+                tolerances,
+            )
+        )
+    return differences
+
+
+def copy_inputs(project: Path, scratch: Path) -> None:
+    """Copy the tracked inputs of a run (not work/, results/ or caches) into ``scratch``."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in TRACKED_INPUTS:
+        source = project / name
+        if source.is_dir():
+            shutil.copytree(source, scratch / name, ignore=ignore)
+        elif source.is_file():
+            shutil.copy2(source, scratch / name)
+        else:
+            raise FileNotFoundError(f"{source}: a tracked input of the pipeline is missing")
+
+
+def regenerate(project: Path, scratch: Path, cores: int) -> subprocess.CompletedProcess:
+    """Run the whole pipeline on a copy of the tracked inputs in ``scratch``."""
+    copy_inputs(project, scratch)
+    command = [sys.executable, "-m", "snakemake", "-s", str(scratch / "Snakefile"), "-d", str(scratch)]
+    command += ["--cores", str(cores), "--quiet", "rules"]
+    return subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(scratch)})
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m rag.reproduce",
+        description="Rebuild every results/*.csv in a scratch folder and compare it with the committed one.",
+    )
+    parser.add_argument("--project", default=".", help="the project folder (default: the current one)")
+    parser.add_argument("--cores", type=int, default=2, help="cores for snakemake (default 2)")
+    parser.add_argument("--keep", metavar="FOLDER", help="build in FOLDER and keep it, instead of a temporary one")
+    arguments = parser.parse_args(argv)
+    project = Path(arguments.project).resolve()
+    committed = project / "results"
+    if not committed.is_dir():
+        print(f"{committed}: no committed results to compare with", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="rag-reproduce-") as temporary:
+        scratch = Path(arguments.keep).resolve() if arguments.keep else Path(temporary)
+        if arguments.keep and scratch.exists() and any(scratch.iterdir()):
+            print(f"{scratch}: the scratch folder must be new or empty", file=sys.stderr)
+            return 2
+        scratch.mkdir(parents=True, exist_ok=True)
+        print(f"regenerating the tables in {scratch} ...", flush=True)
+        run = regenerate(project, scratch, arguments.cores)
+        if run.returncode != 0:
+            print(run.stdout[-4000:] + run.stderr[-4000:], file=sys.stderr)
+            print(f"the pipeline failed in {scratch} (exit status {run.returncode})", file=sys.stderr)
+            return 2
+        differences = compare_folders(committed, scratch / "results")
+    for difference in differences:
+        print(difference.describe())
+    tables = len(list(committed.glob("*.csv")))
+    if differences:
+        print(f"{len(differences)} cells differ from the committed results ({tables} tables compared)")
+        return 1
+    print(f"all {tables} tables reproduce (timing columns skipped: {dict(TIMING_COLUMNS)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
