@@ -7,7 +7,8 @@ import, and the tables then silently describe old code. Here the list is
 read from the sources themselves with ``ast``, so it cannot drift: every
 ``import rag.x``, ``from rag.x import y``, ``from rag import x`` and relative
 import, at module level or inside a function (the lazy imports of short
-jobs), counts. ``rag/__init__.py`` is always part of the closure, because
+jobs), counts; only imports under ``if TYPE_CHECKING:`` do not, because
+they never run. ``rag/__init__.py`` is always part of the closure, because
 Python runs it before any submodule.
 
 Nothing is imported or executed: reading the sources is enough, and it keeps
@@ -42,6 +43,25 @@ def _below_package(name: str) -> str | None:
     return None
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _executed_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Every node except the bodies of ``if TYPE_CHECKING:`` blocks, which never run."""
+    nodes, pending = [], [tree]
+    while pending:
+        node = pending.pop()
+        nodes.append(node)
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            pending.extend(node.orelse)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return nodes
+
+
 def imported_modules(source: str, package_root: Path, current: str | None = None) -> set[str]:
     """The ``rag`` modules (names below the package, e.g. ``"search"``) that ``source`` imports.
 
@@ -52,7 +72,7 @@ def imported_modules(source: str, package_root: Path, current: str | None = None
     """
     tree = ast.parse(source)
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _executed_nodes(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 below = _below_package(alias.name)
