@@ -18,6 +18,7 @@ the digest a pure function of the files.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 from pathlib import Path
 
@@ -70,6 +71,12 @@ def imported_modules(source: str, package_root: Path, current: str | None = None
     import x`` counts ``x`` only when it is a module file; otherwise it names
     an attribute of ``rag/__init__.py``, which is always in the closure anyway.
     """
+    return set(_imported_modules(source, Path(package_root), current))
+
+
+@functools.lru_cache(maxsize=4096)
+def _imported_modules(source: str, package_root: Path, current: str | None) -> frozenset[str]:
+    """Parsed once per distinct source: a digest walk over every rule reads the same modules often."""
     tree = ast.parse(source)
     found: set[str] = set()
     for node in _executed_nodes(tree):
@@ -94,7 +101,7 @@ def imported_modules(source: str, package_root: Path, current: str | None = None
                 candidate = f"{base}.{alias.name}" if base else alias.name
                 if _module_file(package_root, candidate) is not None:
                     found.add(candidate)
-    return {module for module in found if _module_file(package_root, module) is not None}
+    return frozenset(module for module in found if _module_file(package_root, module) is not None)
 
 
 def import_closure(script: Path, package_root: Path) -> list[str]:

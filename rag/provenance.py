@@ -126,7 +126,11 @@ def ivf_record(entry: Mapping, base_entry: Mapping) -> dict:
     and a change to the base changes the IVF's retriever digest too.
     """
     resolved = {**entry, "base": dict(base_entry)}
-    return {**retriever_record(base_entry), "retriever": resolved, "retriever_digest": record_digest(resolved)}
+    return {
+        **retriever_record(base_entry),
+        "retriever": resolved,
+        "retriever_digest": record_digest(resolved),
+    }
 
 
 def composite_record(entry: Mapping, **parts: object) -> dict:
@@ -134,9 +138,7 @@ def composite_record(entry: Mapping, **parts: object) -> dict:
     return {"retriever": dict(entry), "retriever_digest": record_digest(entry), **parts}
 
 
-def ranking_record(
-    chunk_set: Mapping, retriever: Mapping, code: str, stage: str, **parts: object
-) -> dict:
+def ranking_record(chunk_set: Mapping, retriever: Mapping, code: str, stage: str, **parts: object) -> dict:
     """A ranking's whole record: chunk set, retriever, code digest, library versions.
 
     Every ranking writer goes through here (via ``rag.io.write_ranking``), so
@@ -150,7 +152,13 @@ def ranking_record(
         raise ValueError(f"{stage}: the retriever's record lacks retriever_digest")
     if not code:
         raise ValueError(f"{stage}: no code digest given")
-    packages = sorted({str(part["embedding_package"]).split("==")[0] for part in _walk(retriever) if part.get("embedding_package")})
+    packages = sorted(
+        {
+            str(part["embedding_package"]).split("==")[0]
+            for part in _walk(retriever)
+            if part.get("embedding_package")
+        }
+    )
     return {
         **carried(chunk_set),
         "stage": stage,
@@ -204,6 +212,8 @@ def provenance_row(record: Mapping) -> dict:
         "embedding_model": _distinct(record, "embedding_model"),
         "filter_digest": record.get("filter_digest", "none"),
         "code_digest": _distinct(record, "code"),
-        "libraries": " ".join(f"{name}=={version}" for name, version in sorted(record.get("libraries", {}).items())),
+        "libraries": " ".join(
+            f"{name}=={version}" for name, version in sorted(record.get("libraries", {}).items())
+        ),
         "provenance": record_digest(record),
     }

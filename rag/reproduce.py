@@ -35,7 +35,9 @@ from pathlib import Path
 
 # Columns that time the machine: skipped by the comparison (docs/formats.md).
 TIMING_COLUMNS: Mapping[str, frozenset[str]] = {
-    "ivf_synthetic.csv": frozenset({"ivf_seconds", "exact_seconds", "time_relative_to_exact", "build_seconds"}),
+    "ivf_synthetic.csv": frozenset(
+        {"ivf_seconds", "exact_seconds", "time_relative_to_exact", "build_seconds"}
+    ),
 }
 # Columns compared within an absolute tolerance instead of exactly: (file, column) -> tolerance.
 # Empty: every non-timing cell of the bundled grid reproduces exactly under any BLAS kernel.
@@ -105,7 +107,9 @@ def compare_tables(
     def key_of(index: int, row: Sequence[str]) -> str:
         if width == 0:
             return f"row {index + 1}"
-        return ", ".join(f"{column}={value}" for column, value in zip(header[:width], row[:width], strict=True))
+        return ", ".join(
+            f"{column}={value}" for column, value in zip(header[:width], row[:width], strict=True)
+        )
 
     committed_rows = {key_of(index, row): row for index, row in enumerate(rows)}
     regenerated_rows = {key_of(index, row): row for index, row in enumerate(new_rows)}
@@ -177,7 +181,9 @@ def regenerate(project: Path, scratch: Path, cores: int) -> subprocess.Completed
     copy_inputs(project, scratch)
     command = [sys.executable, "-m", "snakemake", "-s", str(scratch / "Snakefile"), "-d", str(scratch)]
     command += ["--cores", str(cores), "--quiet", "rules"]
-    return subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(scratch)})
+    return subprocess.run(
+        command, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(scratch)}
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -187,7 +193,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--project", default=".", help="the project folder (default: the current one)")
     parser.add_argument("--cores", type=int, default=2, help="cores for snakemake (default 2)")
-    parser.add_argument("--keep", metavar="FOLDER", help="build in FOLDER and keep it, instead of a temporary one")
+    parser.add_argument(
+        "--keep", metavar="FOLDER", help="build in FOLDER and keep it, instead of a temporary one"
+    )
     arguments = parser.parse_args(argv)
     project = Path(arguments.project).resolve()
     committed = project / "results"

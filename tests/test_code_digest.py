@@ -122,7 +122,7 @@ def test_editing_any_module_changes_exactly_the_digests_of_the_rules_that_reach_
         path.write_bytes(original)
         name = module.replace("/", ".")
         assert changed == {script for script in scripts if name in closures[script]}, module
-    # Some modules are reached by no rule at all (the command line's helpers), so the closures are not "everything".
+    # Some modules are reached by no rule (the command line's helpers): closures are not "everything".
     assert any(not any(module in closure for closure in closures.values()) for module in modules)
 
 

@@ -242,6 +242,8 @@ def test_provenance_table_records_what_made_each_ranking(built):
     assert by_name.loc["lsa", "embedding_model"].startswith("lsa(dimensions=4")
     assert by_name.loc["funnel_lsa", "embedding_model"] == by_name.loc["lsa", "embedding_model"]
     assert (table.loc[table["filter"] != "", "filter_digest"] != "").all()
+    digest_columns = [column for column in table.columns if column.endswith("digest")] + ["provenance"]
+    assert (table[digest_columns] != "").all().all()  # every ranking kind records everything
     assert table["provenance"].is_unique  # no two rankings share an id
     metrics = pd.read_csv(workdir / "results/metrics.csv", dtype={"provenance": str})
     joined = metrics.merge(

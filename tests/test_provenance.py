@@ -100,4 +100,4 @@ def test_provenance_row_flattens_a_funnel_record():
     assert row["parser_version"] == "3" and row["chunker_digest"] == "c"
     assert row["filter_digest"] == record_digest({"access": ["public"]})
     assert row["provenance"] == record_digest(funnel)
-    assert provenance_row(lsa)["filter_digest"] == ""
+    assert provenance_row(lsa)["filter_digest"] == "none"

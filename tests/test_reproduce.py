@@ -37,7 +37,11 @@ def test_one_altered_value_is_named_by_file_row_key_and_column():
     changed = edited(METRICS, 0, "value", "0.755595")
     assert compare_tables("metrics.csv", METRICS, changed) == [
         CellDifference(
-            "metrics.csv", "corpus=solar, chunker=sections, retriever=lsa128, metric=mrr", "value", "0.755626", "0.755595"
+            "metrics.csv",
+            "corpus=solar, chunker=sections, retriever=lsa128, metric=mrr",
+            "value",
+            "0.755626",
+            "0.755595",
         )
     ]
 
@@ -53,7 +57,9 @@ def test_the_row_key_is_the_shortest_prefix_unique_over_the_table():
 
 def test_every_differing_cell_is_listed():
     changed = edited(edited(METRICS, 0, "value", "0.1"), 1, "value", "0.2")
-    assert [(d.row.split("metric=")[1], d.regenerated) for d in compare_tables("m.csv", METRICS, changed)] == [
+    assert [
+        (d.row.split("metric=")[1], d.regenerated) for d in compare_tables("m.csv", METRICS, changed)
+    ] == [
         ("mrr", "0.1"),
         ("recall", "0.2"),
     ]
@@ -71,7 +77,10 @@ def test_timing_columns_are_skipped_and_nothing_else():
 
 def test_a_declared_tolerance_admits_small_differences_only():
     table = (["name", "score"], [["a", "0.500000"]])
-    assert compare_tables("t.csv", table, edited(table, 0, "score", "0.500001"), tolerances={"score": 1e-5}) == []
+    assert (
+        compare_tables("t.csv", table, edited(table, 0, "score", "0.500001"), tolerances={"score": 1e-5})
+        == []
+    )
     assert compare_tables("t.csv", table, edited(table, 0, "score", "0.500100"), tolerances={"score": 1e-5})
     assert compare_tables("t.csv", table, edited(table, 0, "score", "0.500001"))
 

@@ -38,7 +38,8 @@ for question_id in question_ids:
         fused.append(score_sum_fusion(lists, depth, tie_order))
 log.info("fused %s for %d questions", entry["components"], len(question_ids))
 components_record = {
-    name: read_provenance(path) for name, path in zip(entry["components"], snakemake.input.components, strict=True)
+    name: read_provenance(path)
+    for name, path in zip(entry["components"], snakemake.input.components, strict=True)
 }
 write_ranking(
     snakemake.output.ranking,
