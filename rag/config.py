@@ -10,11 +10,21 @@ default in ``config.yaml`` never re-runs anything.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import jsonschema
+import yaml
 
+from rag.chunking import ChunkingError, spec_from_config
+from rag.filters import FilterError, parse_filter
+from rag.grounding import swap_values
+from rag.kinds import CHUNKER_KINDS, COMMON_RETRIEVER_KEYS, RETRIEVER_KINDS, kinds_with
+from rag.kinds import defaults as kind_defaults
+from rag.labels import LabelError, parse_questions
 from rag.synthetic import DEFAULT_CENTRES, DEFAULT_SPREAD
 
 
@@ -41,24 +51,9 @@ def schema_errors(config: Mapping, schema: Mapping) -> list[str]:
     return messages
 
 
-CHUNKER_PARAMETERS: dict[str, dict[str, object]] = {
-    "fixed": {"words": None, "overlap": 0, "header": True},
-    "sentences": {"max_words": None, "header": True},
-    "sections": {"header": True},
-}
-
-RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = {
-    "bm25": {"k1": 1.5, "b": 0.75, "idf": "lucene", "stem": False},
-    "tfidf": {"normalize": True, "sublinear": True, "stem": False},
-    "lsa": {"dimensions": 128, "min_df": 2, "stem": False},
-    "rrf": {"components": None, "constant": 60},
-    "score_sum": {"components": None},
-    "ivf": {"base": None, "lists": 16, "probes": 4, "seed": 0},
-    "funnel": {"first": None, "rerank": None, "candidates": 30, "diversity": None},
-    # 256 tokens is the limit all-MiniLM-L6-v2 was trained with; text picks the
-    # chunk with its "title › section" header (indexed) or without (plain).
-    "embedder": {"model": "all-MiniLM-L6-v2", "batch_size": 32, "max_tokens": 256, "text": "indexed"},
-}
+# Kind -> parameter -> default (None for required), read from the table of kinds.
+CHUNKER_PARAMETERS: dict[str, dict[str, object]] = kind_defaults(CHUNKER_KINDS)
+RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = kind_defaults(RETRIEVER_KINDS)
 
 # The two approximate-search experiments. ``None`` marks a required key.
 IVF_TRADEOFF_PARAMETERS: dict[str, object] = {
@@ -84,7 +79,10 @@ IVF_SYNTHETIC_PARAMETERS: dict[str, object] = {
 }
 
 # Parameters whose null is a setting ("no reranking", "no cap"), not a missing value.
-NULLABLE_PARAMETERS: dict[str, frozenset[str]] = {"funnel": frozenset({"rerank", "diversity"})}
+NULLABLE_PARAMETERS: dict[str, frozenset[str]] = {
+    name: frozenset(key for key, parameter in kind.parameters.items() if parameter.nullable)
+    for name, kind in {**CHUNKER_KINDS, **RETRIEVER_KINDS}.items()
+}
 
 
 def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: Mapping, where: str) -> dict:
@@ -97,7 +95,7 @@ def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: 
     allowed = kind_parameters[kind]
     canonical: dict[str, object] = {"kind": kind}
     for key in entry:
-        if key not in allowed and key not in ("kind", "chunkers", "optional"):
+        if key not in allowed and key not in COMMON_RETRIEVER_KEYS:
             raise ConfigError(
                 f"{where}[{key!r}]: not a parameter of kind {kind!r}; allowed: {sorted(allowed)}"
             )
@@ -105,6 +103,10 @@ def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: 
         value = entry.get(key, default)
         if value is None and key not in NULLABLE_PARAMETERS.get(kind, ()):
             raise ConfigError(f"{where}[{key!r}]: required for kind {kind!r}")
+        table = RETRIEVER_KINDS if kind in RETRIEVER_KINDS else CHUNKER_KINDS
+        problem = table[kind].parameters[key].problem(value) if kind in table else None
+        if problem:
+            raise ConfigError(f"{where}[{key!r}]: {problem}")
         canonical[key] = value
     if "chunkers" in entry:
         canonical["chunkers"] = sorted(entry["chunkers"])
@@ -440,3 +442,458 @@ def check_corpus(entry: Mapping, where: str) -> None:
 def corpus_level(entry: Mapping) -> str:
     """``chunk`` or ``document``: what the corpus's labels are evaluated on."""
     return str(entry.get("level", CORPUS_SOURCES[entry["source"]]["levels"][0]))
+
+
+# --------------------------------------------------------------------------
+# The plan: the whole configuration checked and canonicalized in one pass
+# --------------------------------------------------------------------------
+
+# Names become parts of file names and wildcard values.
+MAX_NAME_LENGTH = 100
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A YAML loader that refuses a mapping key given twice (PyYAML keeps the last silently)."""
+
+
+def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[object, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise ConfigError(
+                f"{key_node.start_mark.name}, line {key_node.start_mark.line + 1}: duplicate key {key!r} "
+                f"(first given on line {seen[key] + 1}); YAML would silently keep only the last"
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
+
+
+def check_duplicate_keys(paths: Iterable[str | Path]) -> None:
+    """Re-read config files with a loader that refuses duplicate keys.
+
+    Snakemake loads ``config.yaml`` itself, with a loader that lets a later
+    key override an earlier one, so the duplicate can only be found by
+    reading the file again.
+    """
+    for path in paths:
+        path = Path(path)
+        if path.suffix.lower() not in (".yaml", ".yml") or not path.is_file():
+            continue
+        try:
+            yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{path}: {str(error).splitlines()[0]}") from None
+
+
+def fill_schema_defaults(config: dict, schema: Mapping) -> None:
+    """Fill in the schema's ``default`` values, as Snakemake's ``validate`` does."""
+    base = jsonschema.Draft202012Validator
+    check_properties = base.VALIDATORS["properties"]
+
+    def properties_with_defaults(validator, properties, instance, schema_part):
+        if isinstance(instance, dict):
+            for key, subschema in properties.items():
+                if isinstance(subschema, dict) and "default" in subschema:
+                    instance.setdefault(key, copy.deepcopy(subschema["default"]))
+        yield from check_properties(validator, properties, instance, schema_part)
+
+    filler = jsonschema.validators.extend(base, {"properties": properties_with_defaults})
+    for _ in filler(schema).iter_errors(config):
+        pass
+
+
+def _as_list(value: object) -> list:
+    return [value] if isinstance(value, (int, str)) else list(value)
+
+
+@dataclass
+class Plan:
+    """The configuration as the workflow uses it: canonical entries in name order and what follows from them.
+
+    Built once by :func:`build_plan` before any job runs; every field is
+    already checked, so rules and scripts receive values they need not check
+    again.
+    """
+
+    config: dict
+    chunkers: dict[str, dict]
+    retrievers: dict[str, dict]
+    corpora: dict[str, dict]
+    depth: int
+    ks: list[int]
+    levels: dict[str, str] = field(default_factory=dict)
+    retriever_chunkers: dict[str, list[str]] = field(default_factory=dict)
+    figures: dict = field(default_factory=dict)
+    grounding: dict | None = None
+    ivf_tradeoff: dict | None = None
+    ivf_synthetic: dict | None = None
+    answers: dict | None = None
+    filters: dict[str, dict] = field(default_factory=dict)
+    cohorts: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    # Which corpora are evaluated how.
+    @property
+    def span_corpora(self) -> list[str]:
+        return [name for name, entry in self.corpora.items() if entry["source"] != "beir"]
+
+    @property
+    def chunk_level_corpora(self) -> list[str]:
+        return [name for name in self.corpora if self.levels[name] == "chunk"]
+
+    @property
+    def document_level_corpora(self) -> list[str]:
+        return [name for name in self.corpora if self.levels[name] == "document"]
+
+    @property
+    def document_ks(self) -> list[int]:
+        """BEIR reports nDCG@10 and recall@100; document-level tables add them to evaluation.ks."""
+        return sorted(set(self.ks) | {10, 100})
+
+    def ranking_depth(self, corpus: str) -> int:
+        """Chunks ranked per question: the corpus's own depth, or evaluation.depth."""
+        return int(self.corpora[corpus].get("depth", self.depth))
+
+    def role(self, retriever: str) -> str:
+        return RETRIEVER_KINDS[self.retrievers[retriever]["kind"]].role
+
+    def retrievers_of(self, *roles: str) -> list[str]:
+        """The retrievers whose kind has one of these roles (see :class:`rag.kinds.Kind`)."""
+        return [name for name in self.retrievers if self.role(name) in roles]
+
+    def grid(self, corpora: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
+        """Every (corpus, chunker, retriever) the configuration asks for."""
+        return [
+            (corpus, chunker, retriever)
+            for corpus in (self.corpora if corpora is None else corpora)
+            for retriever in self.retrievers
+            for chunker in self.retriever_chunkers[retriever]
+        ]
+
+    def section(self, name: str) -> dict | None:
+        return self.config.get(name)
+
+
+def _check_name_lengths(config: Mapping) -> None:
+    for section in ("corpora", "chunkers", "retrievers", "filters"):
+        for name in config.get(section) or {}:
+            if isinstance(name, str) and len(name) > MAX_NAME_LENGTH:
+                raise ConfigError(
+                    f"config[{section!r}][{name[:20]!r}...]: a name of {len(name)} characters; "
+                    f"names become file names, so at most {MAX_NAME_LENGTH}"
+                )
+
+
+def _canonical_grid(config: Mapping, pretrained_kinds: tuple[str, ...]) -> tuple[dict, dict]:
+    chunkers, retrievers = {}, {}
+    for name, entry in config["chunkers"].items():
+        where = f"config['chunkers'][{name!r}]"
+        chunkers[name] = canonical_entry(CHUNKER_PARAMETERS, entry, where)
+        try:
+            spec_from_config(chunkers[name])
+        except ChunkingError as error:
+            raise ConfigError(f"{where}: {error}") from None
+    for name, entry in config["retrievers"].items():
+        where = f"config['retrievers'][{name!r}]"
+        retrievers[name] = canonical_entry(RETRIEVER_PARAMETERS, entry, where)
+        check_names(entry.get("chunkers", []), config["chunkers"], f"{where}['chunkers']", "chunker")
+        if name in (entry.get("components") or []):
+            raise ConfigError(f"{where}['components']: a retriever cannot fuse itself")
+        check_optional_packages(name, retrievers[name], pretrained_kinds)
+    check_retriever_graph(retrievers)
+    dense = kinds_with(dense=True)
+    for name, entry in retrievers.items():
+        if RETRIEVER_KINDS[entry["kind"]].role == "approximate":
+            check_ivf_entry(name, entry, retrievers, dense)
+    return dict(sorted(chunkers.items())), dict(sorted(retrievers.items()))
+
+
+def _chunkers_of(retrievers: Mapping[str, Mapping], chunkers: Iterable[str]) -> dict[str, list[str]]:
+    """Per retriever, the chunkers it runs on: its own list, or its dependencies' common ones."""
+    result: dict[str, list[str]] = {}
+
+    def allowed(name: str) -> list[str]:
+        if name not in result:
+            names = set(retrievers[name].get("chunkers") or chunkers)
+            for dependency in retriever_dependencies(retrievers[name]):
+                names &= set(allowed(dependency))
+            result[name] = sorted(names)
+        return result[name]
+
+    for name in retrievers:
+        allowed(name)
+    return result
+
+
+def _check_corpora(plan: Plan, root: Path) -> None:
+    if not plan.corpora:
+        raise ConfigError("config['corpora']: every corpus is disabled")
+    for name, entry in plan.corpora.items():
+        where = f"config['corpora'][{name!r}]"
+        check_corpus(entry, where)
+        plan.levels[name] = corpus_level(entry)
+        folder_key = {"markdown": "documents", "beir": "folder"}.get(entry["source"])
+        if folder_key and not (root / entry[folder_key]).is_dir():
+            raise ConfigError(f"{where}[{folder_key!r}]: no such folder {entry[folder_key]}")
+        if entry["source"] == "markdown" and not any((root / entry["documents"]).glob("*.md")):
+            raise ConfigError(f"{where}['documents']: no *.md files in {entry['documents']}")
+        if "questions" in entry and not (root / entry["questions"]).is_file():
+            raise ConfigError(f"{where}['questions']: no such file {entry['questions']}")
+    for k in plan.ks:
+        if k > plan.depth:
+            raise ConfigError(f"config['evaluation']['ks']: k = {k} is deeper than depth = {plan.depth}")
+    for name in plan.corpora:
+        key = (
+            f"config['corpora'][{name!r}]['depth']"
+            if "depth" in plan.corpora[name]
+            else "config['evaluation']['depth']"
+        )
+        deepest = max(plan.document_ks if plan.levels[name] == "document" else plan.ks)
+        if deepest > plan.ranking_depth(name):
+            raise ConfigError(
+                f"{key}: corpus {name!r} is evaluated at k = {deepest} ({plan.levels[name]} level) "
+                f"but ranks only {plan.ranking_depth(name)} chunks"
+            )
+
+
+def _runs_on(plan: Plan, retriever: str, chunker: str, where: str) -> None:
+    if chunker not in plan.retriever_chunkers[retriever]:
+        raise ConfigError(f"{where}: retriever {retriever!r} does not run on chunker {chunker!r}")
+
+
+def _figures(plan: Plan) -> dict:
+    """What the figures draw; they show chunk-level metrics, so only chunk-level corpora qualify."""
+    figures = dict(plan.config.get("figures", {}))
+    corpora, retrievers = plan.chunk_level_corpora, list(plan.retrievers)
+    if not corpora:
+        return figures
+    figures.setdefault("corpus", corpora[0])
+    figures.setdefault("chunker", next(iter(plan.chunkers)))
+    figures.setdefault("retriever", retrievers[0])
+    figures.setdefault("compare", retrievers[:2] * (2 if len(retrievers) == 1 else 1))
+    check_names([figures["corpus"]], corpora, "config['figures']['corpus']", "chunk-level corpus")
+    check_names([figures["chunker"]], plan.chunkers, "config['figures']['chunker']", "chunker")
+    check_names([figures["retriever"], *figures["compare"]], retrievers, "config['figures']", "retriever")
+    check_names(figures.get("curves", []), retrievers, "config['figures']['curves']", "retriever")
+    return figures
+
+
+def _question_ids(plan: Plan, root: Path, corpus: str, where: str) -> set[str]:
+    path = plan.corpora[corpus]["questions"]
+    try:
+        text = (root / path).read_text(encoding="utf-8")
+        return {question.question_id for question in parse_questions(yaml.safe_load(text), path)}
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(
+            f"{where}: cannot read the questions file {path} of corpus {corpus!r}: {error}"
+        ) from None
+    except (LabelError, ValueError, yaml.YAMLError) as error:
+        raise ConfigError(f"{where}: {str(error).splitlines()[0]}") from None
+
+
+def _grounding(plan: Plan, root: Path) -> dict | None:
+    """The canonical grounding section, its names and question ids checked; None when absent."""
+    if "grounding" not in plan.config:
+        return None
+    where = "config['grounding']"
+    grounding = canonical_grounding(plan.config["grounding"], where)
+    # The cases name labelled questions: only span-labelled corpora have them.
+    grounding["corpus"] = grounding.get("corpus", next(iter(plan.span_corpora), None))
+    check_names(
+        [grounding["corpus"]], plan.span_corpora, f"{where}['corpus']", "enabled span-labelled corpus"
+    )
+    check_names([grounding["chunker"]], plan.chunkers, f"{where}['chunker']", "chunker")
+    ranked = plan.retrievers_of("fitted", "pretrained", "fused")
+    check_names([grounding["retriever"]], ranked, f"{where}['retriever']", "retriever")
+    _runs_on(plan, grounding["retriever"], grounding["chunker"], where)
+    if grounding["k"] > plan.depth:
+        raise ConfigError(
+            f"{where}['k']: k = {grounding['k']} is deeper than evaluation.depth = {plan.depth}"
+        )
+    known = _question_ids(plan, root, grounding["corpus"], f"{where}['corpus']")
+    questions = [
+        (f"{where}['cases'][{case['name']!r}]['question']", case["question"]) for case in grounding["cases"]
+    ]
+    questions.append((f"{where}['swap']['question']", grounding["swap"]["question"]))
+    for key, question_id in questions:
+        if question_id not in known:
+            path = plan.corpora[grounding["corpus"]]["questions"]
+            raise ConfigError(f"{key}: unknown question {question_id!r} in {path}")
+    swap = grounding["swap"]
+    try:
+        swap_values(swap["correct"], *swap["values"])
+    except ValueError as error:
+        raise ConfigError(f"{where}['swap']: {error}") from None
+    return grounding
+
+
+def _ivf_tradeoff(plan: Plan) -> dict | None:
+    """The collection half of the approximate-search experiment, or None when not configured."""
+    if "ivf_tradeoff" not in plan.config:
+        return None
+    where = "config['ivf_tradeoff']"
+    settings = dict(plan.config["ivf_tradeoff"])
+    settings.setdefault("corpus", next(iter(plan.span_corpora), None))
+    settings = canonical_settings(IVF_TRADEOFF_PARAMETERS, settings, where)
+    check_names([settings["corpus"]], plan.span_corpora, f"{where}['corpus']", "enabled span-labelled corpus")
+    check_names([settings["chunker"]], plan.chunkers, f"{where}['chunker']", "chunker")
+    check_dense_retriever(
+        settings["retriever"], plan.retrievers, kinds_with(dense=True), f"{where}['retriever']"
+    )
+    _runs_on(plan, settings["retriever"], settings["chunker"], f"{where}['chunker']")
+    return settings
+
+
+def _ivf_synthetic(plan: Plan) -> dict | None:
+    """The synthetic half of the approximate-search experiment, or None when not configured."""
+    if "ivf_synthetic" not in plan.config:
+        return None
+    where = "config['ivf_synthetic']"
+    settings = canonical_settings(IVF_SYNTHETIC_PARAMETERS, plan.config["ivf_synthetic"], where)
+    if settings["lists"] > settings["vectors"]:
+        raise ConfigError(
+            f"{where}['lists']: {settings['lists']} lists for only {settings['vectors']} vectors"
+        )
+    if settings["probes"][-1] > settings["lists"]:
+        raise ConfigError(
+            f"{where}['probes']: {settings['probes'][-1]} probes but only {settings['lists']} lists"
+        )
+    if settings["k"] > settings["vectors"]:
+        raise ConfigError(f"{where}['k']: k = {settings['k']} exceeds the {settings['vectors']} vectors")
+    return settings
+
+
+def _answers(plan: Plan) -> dict | None:
+    """The answers section in canonical form, or None when the config has none (no answer jobs)."""
+    entry = plan.config.get("answers")
+    if entry is None or not plan.span_corpora:  # answers are judged against evidence spans
+        return None
+    pairs = [(chunker, retriever) for _, chunker, retriever in plan.grid()]
+    kinds = {name: retriever["kind"] for name, retriever in plan.retrievers.items()}
+    return canonical_answers(entry, pairs, kinds, plan.depth)
+
+
+def _check_funnels(plan: Plan) -> None:
+    for name in plan.retrievers_of("funnel"):
+        entry, where = plan.retrievers[name], f"config['retrievers'][{name!r}]"
+        if entry["candidates"] > plan.depth:
+            raise ConfigError(
+                f"{where}['candidates']: {entry['candidates']} candidates, "
+                f"but rankings keep only depth = {plan.depth}"
+            )
+        rerank = entry["rerank"]
+        if rerank is None:
+            continue
+        role = plan.role(rerank)
+        if role == "funnel":
+            raise ConfigError(
+                f"{where}['rerank']: {rerank!r} is a funnel; a reranker scores candidates, "
+                "so name a retriever or a fusion of retrievers"
+            )
+        if role == "fused" and plan.retrievers[rerank]["kind"] != "rrf":
+            raise ConfigError(
+                f"{where}['rerank']: {rerank!r} adds raw scores; rerank with a retriever or an rrf fusion"
+            )
+        for part in plan.retrievers[rerank].get("components", []):
+            if plan.role(part) not in ("fitted", "pretrained"):
+                raise ConfigError(
+                    f"{where}['rerank']: the fusion {rerank!r} reranks with its components, "
+                    f"which must be plain retrievers; {part!r} is not"
+                )
+
+
+def _canonical_filters(config: Mapping) -> dict[str, dict]:
+    filters = {}
+    for name, entry in sorted(config.get("filters", {}).items()):
+        try:
+            filters[name] = parse_filter(entry, f"config['filters'][{name!r}]").to_config()
+        except FilterError as error:
+            raise ConfigError(str(error)) from None
+    return filters
+
+
+def _check_ablations(plan: Plan) -> None:
+    config = plan.config
+    for section in ("filter_ablation", "diversity_ablation"):
+        if section not in config:
+            continue
+        chunker, retrievers = config[section]["chunker"], config[section]["retrievers"]
+        check_names([chunker], plan.chunkers, f"config[{section!r}]['chunker']", "chunker")
+        check_names(retrievers, plan.retrievers, f"config[{section!r}]['retrievers']", "retriever")
+        for retriever in retrievers:
+            _runs_on(plan, retriever, chunker, f"config[{section!r}]['retrievers']")
+    if "filter_ablation" in config:
+        check_names(
+            config["filter_ablation"]["filters"],
+            plan.filters,
+            "config['filter_ablation']['filters']",
+            "filter",
+        )
+    for section, key in (("filter_ablation", "k"), ("diversity_ablation", "ks")):
+        for k in _as_list(config.get(section, {}).get(key, [])):
+            if k > plan.depth:
+                raise ConfigError(
+                    f"config[{section!r}][{key!r}]: k = {k} is deeper than depth = {plan.depth}"
+                )
+    # These tables read results/metrics.csv, so their k must be evaluated there.
+    for section, key in (("funnel_ablation", "ks"), ("cohorts", "k")):
+        for k in _as_list(config.get(section, {}).get(key, [])):
+            if k not in plan.ks:
+                raise ConfigError(
+                    f"config[{section!r}][{key!r}]: k = {k} is not one of evaluation.ks {sorted(plan.ks)}"
+                )
+
+
+def build_plan(
+    config: dict,
+    schema: Mapping,
+    root: str | Path = ".",
+    config_files: Iterable[str | Path] = (),
+) -> Plan:
+    """Check and canonicalize the whole configuration; the first mistake is one ConfigError naming its key.
+
+    ``config`` is changed in place as Snakemake's own validation would: the
+    schema's defaults are filled in and optional retrievers whose extra is
+    missing are pruned (see :func:`prune_unavailable`; the warnings are in
+    ``plan.warnings``). ``root`` is the folder relative paths start from (the
+    working directory of the run) and ``config_files`` the YAML files the
+    config was read from, re-read to catch a key given twice.
+    """
+    root = Path(root)
+    check_duplicate_keys(config_files)
+    if not isinstance(config, dict):
+        raise ConfigError(f"config: the configuration must be a mapping, got {type(config).__name__}")
+    _check_name_lengths(config)
+    problems = schema_errors(config, schema)
+    if problems:
+        raise ConfigError("invalid config.yaml: " + "; ".join(problems))
+    fill_schema_defaults(config, schema)
+    pretrained = kinds_with("pretrained")
+    warnings = prune_unavailable(config, pretrained)
+    chunkers, retrievers = _canonical_grid(config, pretrained)
+    corpora = {name: entry for name, entry in sorted(config["corpora"].items()) if entry.get("enabled", True)}
+    plan = Plan(
+        config=config,
+        chunkers=chunkers,
+        retrievers=retrievers,
+        corpora=corpora,
+        depth=config["evaluation"]["depth"],
+        ks=list(config["evaluation"]["ks"]),
+        warnings=warnings,
+    )
+    plan.retriever_chunkers = _chunkers_of(retrievers, chunkers)
+    _check_corpora(plan, root)
+    plan.figures = _figures(plan)
+    plan.grounding = _grounding(plan, root)
+    plan.ivf_tradeoff = _ivf_tradeoff(plan)
+    plan.ivf_synthetic = _ivf_synthetic(plan)
+    plan.answers = _answers(plan)
+    _check_funnels(plan)
+    plan.filters = _canonical_filters(config)
+    _check_ablations(plan)
+    plan.cohorts = {"k": 5 if 5 in plan.ks else min(plan.ks), "min_questions": 3, **config.get("cohorts", {})}
+    return plan

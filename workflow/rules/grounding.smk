@@ -16,6 +16,8 @@ rule grounding:
         "logs/grounding.log",
     benchmark:
         "benchmarks/logs/grounding.tsv"
+    conda:
+        "../envs/rag.yaml"
     params:
         grounding=canonical_json(GROUNDING),
         code=rag_digest("grounding", "rag_models", "trigram", "verification", "text"),
@@ -31,6 +33,8 @@ rule plot_grounding:
         "results/figures/grounding.png",
     log:
         "logs/plot_grounding.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         setting=canonical_json(
             {key: GROUNDING[key] for key in ("corpus", "chunker", "retriever", "k", "temperature")}

@@ -16,6 +16,8 @@ rule label:
         "logs/label/{corpus}/{chunker}.log",
     wildcard_constraints:
         corpus=alternatives(SPAN_CORPORA),
+    conda:
+        "../envs/rag.yaml"
     params:
         chunker=chunker_params,
         code=rag_digest("labels", "chunking", "documents", "text", "provenance"),
@@ -30,6 +32,8 @@ rule evidence_cuts:
         "results/evidence_cuts.csv",
     log:
         "logs/evidence_cuts.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         pairs=corpus_chunker_pairs(SPAN_CORPORA),
         code=rag_digest("statistics"),
@@ -47,6 +51,8 @@ rule document_qrels:
         "logs/document_qrels/{corpus}.log",
     wildcard_constraints:
         corpus=alternatives([name for name in SPAN_CORPORA if LEVELS[name] == "document"]),
+    conda:
+        "../envs/rag.yaml"
     params:
         code=rag_digest("document_relevance", "labels", "documents", "text", "provenance"),
     script:

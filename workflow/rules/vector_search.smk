@@ -17,6 +17,8 @@ if IVF_TRADEOFF:
             "logs/ivf_tradeoff.log",
         benchmark:
             "benchmarks/logs/ivf_tradeoff.tsv"
+        conda:
+            "../envs/rag.yaml"
         params:
             settings=canonical_json(IVF_TRADEOFF),
             retriever=canonical_json(RETRIEVERS[IVF_TRADEOFF["retriever"]]),
@@ -41,6 +43,8 @@ if IVF_SYNTHETIC:
             "logs/ivf_synthetic.log",
         benchmark:
             "benchmarks/logs/ivf_synthetic.tsv"
+        conda:
+            "../envs/rag.yaml"
         threads: 1
         params:
             settings=canonical_json(IVF_SYNTHETIC),
@@ -59,6 +63,8 @@ if IVF_TRADEOFF and IVF_SYNTHETIC:
             "results/figures/ivf_tradeoff.png",
         log:
             "logs/plot_ivf_tradeoff.log",
+        conda:
+            "../envs/rag.yaml"
         params:
             code=rag_digest("plotting"),
         script:
