@@ -11,7 +11,9 @@ default in ``config.yaml`` never re-runs anything.
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +34,13 @@ class ConfigError(ValueError):
     """A configuration mistake; the message starts with the key path."""
 
 
-def schema_errors(config: Mapping, schema: Mapping) -> list[str]:
-    """Every schema violation as one line that starts with the key path."""
-    validator = jsonschema.Draft202012Validator(schema)
+def schema_errors(config: Mapping, schema: Mapping, fill_defaults: bool = False) -> list[str]:
+    """Every schema violation as one line that starts with the key path.
+
+    With ``fill_defaults`` the same pass fills in the schema's ``default``
+    values, as Snakemake's ``validate`` does.
+    """
+    validator = (_default_filling_validator if fill_defaults else jsonschema.Draft202012Validator)(schema)
     messages = []
     for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
         path = "config" + "".join(
@@ -377,7 +383,10 @@ def retriever_dependencies(entry: Mapping) -> list[str]:
 def check_retriever_graph(retrievers: Mapping[str, Mapping], where: str = "config['retrievers']") -> None:
     """Every named dependency exists and no retriever depends on itself, directly or not."""
     for name, entry in retrievers.items():
-        check_names(retriever_dependencies(entry), retrievers, f"{where}[{name!r}]", "retriever")
+        for key in ("components", "base", "first", "rerank"):
+            value = entry.get(key)
+            if value is not None:
+                check_names(_as_list(value), retrievers, f"{where}[{name!r}][{key!r}]", "retriever")
     state: dict[str, str] = {}
 
     def visit(name: str, path: list[str]) -> None:
@@ -452,17 +461,19 @@ def corpus_level(entry: Mapping) -> str:
 MAX_NAME_LENGTH = 100
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """A YAML loader that refuses a mapping key given twice (PyYAML keeps the last silently)."""
 
+    path = "config.yaml"
 
-def _construct_unique_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+
+def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: dict[object, int] = {}
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise ConfigError(
-                f"{key_node.start_mark.name}, line {key_node.start_mark.line + 1}: duplicate key {key!r} "
+                f"{loader.path}, line {key_node.start_mark.line + 1}: duplicate key {key!r} "
                 f"(first given on line {seen[key] + 1}); YAML would silently keep only the last"
             )
         seen[key] = key_node.start_mark.line
@@ -483,14 +494,17 @@ def check_duplicate_keys(paths: Iterable[str | Path]) -> None:
         path = Path(path)
         if path.suffix.lower() not in (".yaml", ".yml") or not path.is_file():
             continue
+        loader = _UniqueKeyLoader(path.read_text(encoding="utf-8"))
+        loader.path = str(path)
         try:
-            yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+            loader.get_single_data()
         except yaml.YAMLError as error:
-            raise ConfigError(f"{path}: {str(error).splitlines()[0]}") from None
+            raise ConfigError(f"{path}: {' '.join(str(error).split())}") from None
+        finally:
+            loader.dispose()
 
 
-def fill_schema_defaults(config: dict, schema: Mapping) -> None:
-    """Fill in the schema's ``default`` values, as Snakemake's ``validate`` does."""
+def _default_filling_validator(schema: Mapping) -> jsonschema.protocols.Validator:
     base = jsonschema.Draft202012Validator
     check_properties = base.VALIDATORS["properties"]
 
@@ -501,9 +515,7 @@ def fill_schema_defaults(config: dict, schema: Mapping) -> None:
                     instance.setdefault(key, copy.deepcopy(subschema["default"]))
         yield from check_properties(validator, properties, instance, schema_part)
 
-    filler = jsonschema.validators.extend(base, {"properties": properties_with_defaults})
-    for _ in filler(schema).iter_errors(config):
-        pass
+    return jsonschema.validators.extend(base, {"properties": properties_with_defaults})(schema)
 
 
 def _as_list(value: object) -> list:
@@ -578,9 +590,19 @@ class Plan:
         return self.config.get(name)
 
 
+def _check_finite(node: object, path: str = "config") -> None:
+    """NaN and infinity pass a schema's bounds (every comparison with NaN is false), so refuse them first."""
+    if isinstance(node, float) and not math.isfinite(node):
+        raise ConfigError(f"{path}: must be a finite number, got {node!r}")
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        _check_finite(value, f"{path}[{key!r}]")
+
+
 def _check_name_lengths(config: Mapping) -> None:
     for section in ("corpora", "chunkers", "retrievers", "filters"):
-        for name in config.get(section) or {}:
+        names = config.get(section)
+        for name in names if isinstance(names, dict) else ():
             if isinstance(name, str) and len(name) > MAX_NAME_LENGTH:
                 raise ConfigError(
                     f"config[{section!r}][{name[:20]!r}...]: a name of {len(name)} characters; "
@@ -643,6 +665,8 @@ def _check_corpora(plan: Plan, root: Path) -> None:
             raise ConfigError(f"{where}['documents']: no *.md files in {entry['documents']}")
         if "questions" in entry and not (root / entry["questions"]).is_file():
             raise ConfigError(f"{where}['questions']: no such file {entry['questions']}")
+        if entry["source"] == "beir":
+            _check_beir_files(entry, root, where)
     for k in plan.ks:
         if k > plan.depth:
             raise ConfigError(f"config['evaluation']['ks']: k = {k} is deeper than depth = {plan.depth}")
@@ -658,6 +682,16 @@ def _check_corpora(plan: Plan, root: Path) -> None:
                 f"{key}: corpus {name!r} is evaluated at k = {deepest} ({plan.levels[name]} level) "
                 f"but ranks only {plan.ranking_depth(name)} chunks"
             )
+
+
+def _check_beir_files(entry: Mapping, root: Path, where: str) -> None:
+    """corpus.jsonl, queries.jsonl and the split's qrels must exist before any job reads them."""
+    from rag.io import beir_files
+
+    for role, path in beir_files(root / entry["folder"], entry.get("split", BEIR_DEFAULTS["split"])).items():
+        if not path.is_file():
+            key = "split" if role == "qrels" else "folder"
+            raise ConfigError(f"{where}[{key!r}]: no such file {path.relative_to(root)}")
 
 
 def _runs_on(plan: Plan, retriever: str, chunker: str, where: str) -> None:
@@ -682,11 +716,18 @@ def _figures(plan: Plan) -> dict:
     return figures
 
 
-def _question_ids(plan: Plan, root: Path, corpus: str, where: str) -> set[str]:
+@functools.lru_cache(maxsize=8)
+def _cached_question_ids(path: Path, label: str, modified: int, size: int) -> frozenset[str]:
+    from rag.io import read_yaml
+
+    return frozenset(question.question_id for question in parse_questions(read_yaml(path), label))
+
+
+def _question_ids(plan: Plan, root: Path, corpus: str, where: str) -> frozenset[str]:
     path = plan.corpora[corpus]["questions"]
     try:
-        text = (root / path).read_text(encoding="utf-8")
-        return {question.question_id for question in parse_questions(yaml.safe_load(text), path)}
+        status = (root / path).stat()
+        return _cached_question_ids(root / path, path, status.st_mtime_ns, status.st_size)
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(
             f"{where}: cannot read the questions file {path} of corpus {corpus!r}: {error}"
@@ -867,11 +908,11 @@ def build_plan(
     check_duplicate_keys(config_files)
     if not isinstance(config, dict):
         raise ConfigError(f"config: the configuration must be a mapping, got {type(config).__name__}")
+    _check_finite(config)
     _check_name_lengths(config)
-    problems = schema_errors(config, schema)
+    problems = schema_errors(config, schema, fill_defaults=True)
     if problems:
         raise ConfigError("invalid config.yaml: " + "; ".join(problems))
-    fill_schema_defaults(config, schema)
     pretrained = kinds_with("pretrained")
     warnings = prune_unavailable(config, pretrained)
     chunkers, retrievers = _canonical_grid(config, pretrained)

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rag.kinds import RETRIEVER_KINDS, parameter_problem
 from rag.search import Ranking, top_k_among
 
-DEFAULT_CONSTANT = 60.0
+DEFAULT_CONSTANT = float(RETRIEVER_KINDS["rrf"].parameters["constant"].default)
 
 
 def _fuse(
@@ -59,8 +60,9 @@ def reciprocal_rank_fusion(
     from a list simply earns nothing from it. ``depth`` None keeps every fused
     chunk; ties are broken by ``tie_order`` (chunk position when None).
     """
-    if not np.isfinite(constant) or constant < 0:
-        raise ValueError(f"the fusion constant must be a finite number >= 0, got {constant!r}")
+    problem = parameter_problem("rrf", "constant", constant)
+    if problem:
+        raise ValueError(f"the fusion constant {problem}")
     positions, contributions = [], []
     for index, ranking in enumerate(rankings):
         _check_unique(ranking, index)

@@ -12,6 +12,7 @@ module can read it.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 # A parameter without a default must be given in the entry.
@@ -41,7 +42,7 @@ class Parameter:
         if value is None:
             return None if self.nullable else "must not be null"
         if self.type in ("integer", "number"):
-            numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+            numeric = isinstance(value, numbers.Real) and not isinstance(value, bool)
             if not numeric or (self.type == "integer" and not float(value).is_integer()):
                 return f"must be {'an integer' if self.type == 'integer' else 'a number'}, got {value!r}"
             if not math.isfinite(value):
@@ -160,7 +161,7 @@ RETRIEVER_KINDS: dict[str, Kind] = {
             "fused",
             {
                 "components": Parameter("names"),
-                "constant": Parameter("number", 60, minimum=0, maximum=_COUNT, exclusive_minimum=True),
+                "constant": Parameter("number", 60, minimum=0, maximum=_COUNT),
             },
         ),
         Kind("score_sum", "fused", {"components": Parameter("names")}),
