@@ -8,7 +8,7 @@ score sum is kept as the ablation that shows the scale problem.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -82,3 +82,21 @@ def score_sum_fusion(
         positions.append(ranking.positions)
         contributions.append(ranking.scores)
     return _fuse(positions, contributions, depth, tie_order)
+
+
+def fuse(
+    entry: Mapping, rankings: Sequence[Ranking], depth: int | None, tie_order: np.ndarray | None
+) -> Ranking:
+    """Fuse one question's rankings as a fused kind's entry says (see :data:`FUSERS`)."""
+    if entry["kind"] not in FUSERS:
+        raise ValueError(f"kind {entry['kind']!r} is not a fusion; fused kinds: {sorted(FUSERS)}")
+    return FUSERS[entry["kind"]](entry, rankings, depth, tie_order)
+
+
+# One fuser per fused kind of the table of kinds (rag/kinds.py); a test checks they match.
+FUSERS = {
+    "rrf": lambda entry, rankings, depth, tie_order: reciprocal_rank_fusion(
+        rankings, entry["constant"], depth, tie_order
+    ),
+    "score_sum": lambda entry, rankings, depth, tie_order: score_sum_fusion(rankings, depth, tie_order),
+}

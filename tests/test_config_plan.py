@@ -439,7 +439,8 @@ def test_a_duplicate_yaml_key_names_file_and_line(tmp_path):
     with pytest.raises(ConfigError) as caught:
         build_plan(config, SCHEMA, TINY, config_files=[path])
     assert str(caught.value) == (
-        f"{path}, line 18: duplicate key 'k1' (first given on line 17); YAML would silently keep only the last"
+        f"{path}, line 18: duplicate key 'k1' (first given on line 17); "
+        "YAML would silently keep only the last"
     )
 
 
@@ -499,8 +500,9 @@ def enumerated_mutations():
                 yield f"number {path}={bad}", True, path, bad
         elif isinstance(value, str):
             yield f"type {path}", True, path, {"a": 1}
-            if value in NAMES and path[0] not in ("corpora", "chunkers", "retrievers", "filters") or path[-1] in (
-                "first", "rerank", "base") or (len(path) > 3 and path[-2] in ("components", "chunkers")):  # fmt: skip
+            referenced = value in NAMES and path[0] not in ("corpora", "chunkers", "retrievers", "filters")
+            depends = path[-1] in ("first", "rerank", "base") or path[-2] in ("components", "chunkers")
+            if referenced or depends:
                 yield f"unknown name {path}", True, path, "nope"
         elif isinstance(value, (list, dict)):
             yield f"type {path}", True, path, 7
