@@ -551,7 +551,7 @@ MUTATION_VALUES = st.sampled_from(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_random_mutations_give_a_plan_or_one_line_naming_a_key(data):
     paths = [path for path, _ in _paths(BUNDLED)]
