@@ -586,8 +586,78 @@ class Plan:
             for chunker in self.retriever_chunkers[retriever]
         ]
 
-    def section(self, name: str) -> dict | None:
-        return self.config.get(name)
+    def rerank_entries(self, funnel: str) -> dict[str, dict]:
+        """The entries a funnel's reranker is built from: itself, or a fusion and its components."""
+        rerank = self.retrievers[funnel]["rerank"]
+        if rerank is None:
+            return {}
+        return {
+            name: self.retrievers[name] for name in [rerank, *self.retrievers[rerank].get("components", [])]
+        }
+
+    def answer_pairs(self) -> list[tuple[str, str, str]]:
+        """Every (corpus, chunker, retriever) whose questions are answered."""
+        if self.answers is None:
+            return []
+        return [
+            (corpus, chunker, retriever)
+            for corpus in self.span_corpora
+            for chunker, retriever in self.answers["pairs"]
+        ]
+
+    def filter_ablation_grid(self) -> list[tuple[str, str, str]]:
+        """(corpus, retriever, filter) of the filter ablation, on its one chunker."""
+        section = self.config.get("filter_ablation")
+        if not section:
+            return []
+        return [
+            (corpus, retriever, filter_name)
+            for corpus in self.span_corpora
+            for retriever in sorted(section["retrievers"])
+            for filter_name in sorted(section["filters"])
+        ]
+
+    def results(self) -> list[str]:
+        """Every table and figure the configuration asks for: the input of the default target."""
+        config, chunk_level, span = self.config, self.chunk_level_corpora, self.span_corpora
+        results = [
+            "results/corpus_statistics.csv",
+            "results/questions_by_type.csv",
+            "results/chunk_statistics.csv",
+        ]
+        results += ["results/evidence_cuts.csv"] if span else []
+        if chunk_level:
+            results += [
+                "results/metrics.csv",
+                "results/figures/recall_at_k.png",
+                "results/metrics_by_document.csv",
+            ]
+            results += ["results/weakest_cohorts.csv", "results/figures/cohorts.png"]
+        if self.document_level_corpora:
+            results += ["results/document_metrics.csv", "results/beir_metrics.csv"]
+        if self.grounding:
+            results += [f"results/{name}.csv" for name in ("grounding", "grounding_cases", "grounding_swap")]
+            results.append("results/figures/grounding.png")
+        results += ["results/ivf_tradeoff.csv"] if self.ivf_tradeoff else []
+        results += ["results/ivf_synthetic.csv"] if self.ivf_synthetic else []
+        results += ["results/figures/ivf_tradeoff.png"] if self.ivf_tradeoff and self.ivf_synthetic else []
+        results.append("results/provenance.csv")
+        # The filter and diversity ablations read chunk qrels from evidence spans;
+        # the funnel ablation reads the chunk-level metrics.
+        results += ["results/filter_ablation.csv"] if config.get("filter_ablation") and span else []
+        results += ["results/diversity_ablation.csv"] if config.get("diversity_ablation") and span else []
+        if self.retrievers_of("funnel") and "funnel_ablation" in config and chunk_level:
+            results.append("results/funnel_ablation.csv")
+        if self.answers is not None:
+            results += [
+                f"results/{name}.csv" for name in ("answers", "answers_summary", "abstention", "summaries")
+            ]
+            results += [
+                "results/figures/abstention.png",
+                "results/routing.csv",
+                "results/routing_metrics.csv",
+            ]
+        return results
 
 
 def _check_finite(node: object, path: str = "config") -> None:

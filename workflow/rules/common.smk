@@ -3,9 +3,8 @@ import os
 import sys
 from pathlib import Path
 
-# The rag package sits next to the Snakefile; make it importable even when the
-# project has not been pip-installed. Jobs find it through PYTHONPATH, declared
-# below so that Snakemake passes it on to jobs that run on other machines.
+# The rag package sits next to the Snakefile; jobs import it through PYTHONPATH,
+# declared so that Snakemake passes it on to jobs on other machines.
 PROJECT_ROOT = Path(workflow.basedir)
 sys.path.insert(0, str(PROJECT_ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
@@ -27,9 +26,8 @@ for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
 from rag.config import BEIR_DEFAULTS, ConfigError, build_plan, canonical_json
 from rag.io import beir_files, read_yaml
 
-# The whole configuration, checked before any job runs: every mistake is one
-# line naming its key (rag/config.py). Grid entries are in name order, so
-# reordering config.yaml changes nothing.
+# The whole configuration, checked before any job runs: every mistake is one line
+# naming its key (docs/configuration.md). Grid entries are in name order.
 PLAN = build_plan(
     config,
     read_yaml(PROJECT_ROOT / "workflow/schemas/config.schema.yaml"),
@@ -39,22 +37,18 @@ for _warning in PLAN.warnings:
     print(f"WARNING: {_warning}", file=sys.stderr)
 CORPORA, CHUNKERS, RETRIEVERS = PLAN.corpora, PLAN.chunkers, PLAN.retrievers
 LEVELS, DOCUMENT_KS = PLAN.levels, PLAN.document_ks
-SPAN_CORPORA = PLAN.span_corpora
-CHUNK_LEVEL_CORPORA = PLAN.chunk_level_corpora
+SPAN_CORPORA, CHUNK_LEVEL_CORPORA = PLAN.span_corpora, PLAN.chunk_level_corpora
 DOCUMENT_LEVEL_CORPORA = PLAN.document_level_corpora
 # Retrievers grouped by the role of their kind (rag/kinds.py), which decides
 # what makes their rankings: rank (fitted), rank_embedder (pretrained), fuse,
 # rank_ivf and funnel.
-FITTED_RETRIEVERS = PLAN.retrievers_of("fitted")
-EMBEDDER_RETRIEVERS = PLAN.retrievers_of("pretrained")
+FITTED_RETRIEVERS, EMBEDDER_RETRIEVERS = PLAN.retrievers_of("fitted"), PLAN.retrievers_of("pretrained")
 BASE_RETRIEVERS = PLAN.retrievers_of("fitted", "pretrained")
-FUSED_RETRIEVERS = PLAN.retrievers_of("fused")
-IVF_RETRIEVERS = PLAN.retrievers_of("approximate")
+FUSED_RETRIEVERS, IVF_RETRIEVERS = PLAN.retrievers_of("fused"), PLAN.retrievers_of("approximate")
 FUNNEL_RETRIEVERS = PLAN.retrievers_of("funnel")
 FIGURES, GROUNDING, ANSWERS, FILTERS = PLAN.figures, PLAN.grounding, PLAN.answers, PLAN.filters
 IVF_TRADEOFF, IVF_SYNTHETIC = PLAN.ivf_tradeoff, PLAN.ivf_synthetic
-FILTER_ABLATION = config.get("filter_ablation")
-DIVERSITY_ABLATION = config.get("diversity_ablation")
+FILTER_ABLATION, DIVERSITY_ABLATION = config.get("filter_ablation"), config.get("diversity_ablation")
 COHORTS = PLAN.cohorts
 # Embeddings by text digest, shared by every embedder job and kept across runs
 # (see docs/embedder.md). It lies outside the DAG: a job reads it and adds to
@@ -104,16 +98,8 @@ RANKING = "work/rankings/{corpus}/{chunker}/{retriever}.parquet"
 FILTERED = "work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet"
 
 
-def ranking_depth(corpus):
-    return PLAN.ranking_depth(corpus)
-
-
 def ranking_depth_of(wildcards):
     return PLAN.ranking_depth(wildcards.corpus)
-
-
-def retriever_chunkers(retriever):
-    return PLAN.retriever_chunkers[retriever]
 
 
 def grid(corpora=None):
@@ -198,23 +184,15 @@ def fusion_inputs(wildcards):
     ]
 
 
-def funnel_rerank_entries(retriever):
-    """The entries a funnel's reranker is built from: itself, or a fusion and its components."""
-    rerank = RETRIEVERS[retriever]["rerank"]
-    if rerank is None:
-        return {}
-    return {name: RETRIEVERS[name] for name in [rerank, *RETRIEVERS[rerank].get("components", [])]}
-
-
 def funnel_rerank_params(wildcards):
-    return canonical_json(funnel_rerank_entries(wildcards.retriever))
+    return canonical_json(PLAN.rerank_entries(wildcards.retriever))
 
 
 def funnel_rerank_indexes(wildcards):
     """The fitted indexes of the plain retrievers a funnel reranks with."""
     return [
         INDEX.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=name)
-        for name in funnel_rerank_entries(wildcards.retriever)
+        for name in PLAN.rerank_entries(wildcards.retriever)
         if name in BASE_RETRIEVERS
     ]
 
@@ -224,38 +202,20 @@ def filtered_ranking(corpus, chunker, filter_name, retriever):
 
 
 def filter_ablation_grid():
-    """(corpus, retriever, filter) of the filter ablation, on its one chunker."""
-    if not FILTER_ABLATION:
-        return []
-    return [
-        (corpus, retriever, filter_name)
-        for corpus in SPAN_CORPORA
-        for retriever in sorted(FILTER_ABLATION["retrievers"])
-        for filter_name in sorted(FILTER_ABLATION["filters"])
-    ]
+    return PLAN.filter_ablation_grid()
 
 
 def grounding_inputs(wildcards):
     """The parsed corpus (memory), the chunk set and the ranking the grounding cases read."""
     if GROUNDING is None:
-        raise ConfigError(
-            "config['grounding']: the grounding results need a grounding section in config.yaml"
-        )
-    names = dict(corpus=GROUNDING["corpus"], chunker=GROUNDING["chunker"], retriever=GROUNDING["retriever"])
-    return {
-        "parsed": PARSED.format(**names),
-        "chunks": CHUNKS.format(**names),
-        "ranking": RANKING.format(**names),
-    }
+        raise ConfigError("config['grounding']: these results need a grounding section in config.yaml")
+    names = {key: GROUNDING[key] for key in ("corpus", "chunker", "retriever")}
+    templates = {"parsed": PARSED, "chunks": CHUNKS, "ranking": RANKING}
+    return {role: template.format(**names) for role, template in templates.items()}
 
 
 def answer_pairs():
-    """Every (corpus, chunker, retriever) whose questions are answered."""
-    if ANSWERS is None:
-        return []
-    return [
-        (corpus, chunker, retriever) for corpus in SPAN_CORPORA for chunker, retriever in ANSWERS["pairs"]
-    ]
+    return PLAN.answer_pairs()
 
 
 def answers_section(name, *keys):
@@ -286,39 +246,4 @@ def routing_inputs(kind):
 
 
 def all_results():
-    """Every table and figure the configuration asks for: the input of the default target."""
-    results = [
-        "results/corpus_statistics.csv",
-        "results/questions_by_type.csv",
-        "results/chunk_statistics.csv",
-    ]
-    if SPAN_CORPORA:
-        results.append("results/evidence_cuts.csv")
-    if CHUNK_LEVEL_CORPORA:
-        results += ["results/metrics.csv", "results/figures/recall_at_k.png"]
-        results += [
-            "results/metrics_by_document.csv",
-            "results/weakest_cohorts.csv",
-            "results/figures/cohorts.png",
-        ]
-    if DOCUMENT_LEVEL_CORPORA:
-        results += ["results/document_metrics.csv", "results/beir_metrics.csv"]
-    if GROUNDING:
-        results += [f"results/{name}.csv" for name in ("grounding", "grounding_cases", "grounding_swap")]
-        results.append("results/figures/grounding.png")
-    results += ["results/ivf_tradeoff.csv"] if IVF_TRADEOFF else []
-    results += ["results/ivf_synthetic.csv"] if IVF_SYNTHETIC else []
-    results += ["results/figures/ivf_tradeoff.png"] if IVF_TRADEOFF and IVF_SYNTHETIC else []
-    results.append("results/provenance.csv")
-    # The filter and diversity ablations read chunk qrels from evidence spans;
-    # the funnel ablation reads the chunk-level metrics.
-    results += ["results/filter_ablation.csv"] if FILTER_ABLATION and SPAN_CORPORA else []
-    results += ["results/diversity_ablation.csv"] if DIVERSITY_ABLATION and SPAN_CORPORA else []
-    if FUNNEL_RETRIEVERS and "funnel_ablation" in config and CHUNK_LEVEL_CORPORA:
-        results.append("results/funnel_ablation.csv")
-    if ANSWERS is not None:
-        results += [
-            f"results/{name}.csv" for name in ("answers", "answers_summary", "abstention", "summaries")
-        ]
-        results += ["results/figures/abstention.png", "results/routing.csv", "results/routing_metrics.csv"]
-    return results
+    return PLAN.results()
