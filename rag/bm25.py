@@ -22,6 +22,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
+from rag.kinds import RETRIEVER_KINDS, parameter_problem
 from rag.search import (
     Ranking,
     TermCounts,
@@ -32,9 +33,11 @@ from rag.search import (
     vocabulary_lookup,
 )
 
-IDF_VARIANTS: tuple[str, ...] = ("lucene", "classic")
-DEFAULT_K1 = 1.5
-DEFAULT_B = 0.75
+# Defaults, bounds and idf variants come from the table of kinds, the one place
+# the config plan checks them too.
+IDF_VARIANTS: tuple[str, ...] = RETRIEVER_KINDS["bm25"].parameters["idf"].choices
+DEFAULT_K1 = float(RETRIEVER_KINDS["bm25"].parameters["k1"].default)
+DEFAULT_B = float(RETRIEVER_KINDS["bm25"].parameters["b"].default)
 
 
 def bm25_idf(document_frequency: np.ndarray, n_chunks: int, variant: str = "lucene") -> np.ndarray:
@@ -61,12 +64,10 @@ def saturation(counts: np.ndarray, length_factors: np.ndarray, k1: float) -> np.
 
 
 def _check_parameters(k1: float, b: float, idf: str) -> None:
-    if not np.isfinite(k1) or k1 < 0:
-        raise ValueError(f"BM25 k1 must be a finite number >= 0, got {k1!r}")
-    if not 0.0 <= b <= 1.0:
-        raise ValueError(f"BM25 b must lie in [0, 1], got {b!r}")
-    if idf not in IDF_VARIANTS:
-        raise ValueError(f"unknown BM25 idf variant {idf!r}; choose one of {IDF_VARIANTS}")
+    for key, value in (("k1", k1), ("b", b), ("idf", idf)):
+        problem = parameter_problem("bm25", key, value)
+        if problem:
+            raise ValueError(f"BM25 {key} {problem}")
 
 
 @dataclass(frozen=True, eq=False)

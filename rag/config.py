@@ -10,11 +10,23 @@ default in ``config.yaml`` never re-runs anything.
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
+import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import jsonschema
+import yaml
 
+from rag.chunking import ChunkingError, spec_from_config
+from rag.filters import FilterError, parse_filter
+from rag.grounding import swap_values
+from rag.kinds import CHUNKER_KINDS, COMMON_RETRIEVER_KEYS, RETRIEVER_KINDS, kinds_with
+from rag.kinds import defaults as kind_defaults
+from rag.labels import LabelError, parse_questions
 from rag.synthetic import DEFAULT_CENTRES, DEFAULT_SPREAD
 
 
@@ -22,9 +34,13 @@ class ConfigError(ValueError):
     """A configuration mistake; the message starts with the key path."""
 
 
-def schema_errors(config: Mapping, schema: Mapping) -> list[str]:
-    """Every schema violation as one line that starts with the key path."""
-    validator = jsonschema.Draft202012Validator(schema)
+def schema_errors(config: Mapping, schema: Mapping, fill_defaults: bool = False) -> list[str]:
+    """Every schema violation as one line that starts with the key path.
+
+    With ``fill_defaults`` the same pass fills in the schema's ``default``
+    values, as Snakemake's ``validate`` does.
+    """
+    validator = (_default_filling_validator if fill_defaults else jsonschema.Draft202012Validator)(schema)
     messages = []
     for error in sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path))):
         path = "config" + "".join(
@@ -41,24 +57,9 @@ def schema_errors(config: Mapping, schema: Mapping) -> list[str]:
     return messages
 
 
-CHUNKER_PARAMETERS: dict[str, dict[str, object]] = {
-    "fixed": {"words": None, "overlap": 0, "header": True},
-    "sentences": {"max_words": None, "header": True},
-    "sections": {"header": True},
-}
-
-RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = {
-    "bm25": {"k1": 1.5, "b": 0.75, "idf": "lucene", "stem": False},
-    "tfidf": {"normalize": True, "sublinear": True, "stem": False},
-    "lsa": {"dimensions": 128, "min_df": 2, "stem": False},
-    "rrf": {"components": None, "constant": 60},
-    "score_sum": {"components": None},
-    "ivf": {"base": None, "lists": 16, "probes": 4, "seed": 0},
-    "funnel": {"first": None, "rerank": None, "candidates": 30, "diversity": None},
-    # 256 tokens is the limit all-MiniLM-L6-v2 was trained with; text picks the
-    # chunk with its "title › section" header (indexed) or without (plain).
-    "embedder": {"model": "all-MiniLM-L6-v2", "batch_size": 32, "max_tokens": 256, "text": "indexed"},
-}
+# Kind -> parameter -> default (None for required), read from the table of kinds.
+CHUNKER_PARAMETERS: dict[str, dict[str, object]] = kind_defaults(CHUNKER_KINDS)
+RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = kind_defaults(RETRIEVER_KINDS)
 
 # The two approximate-search experiments. ``None`` marks a required key.
 IVF_TRADEOFF_PARAMETERS: dict[str, object] = {
@@ -84,7 +85,10 @@ IVF_SYNTHETIC_PARAMETERS: dict[str, object] = {
 }
 
 # Parameters whose null is a setting ("no reranking", "no cap"), not a missing value.
-NULLABLE_PARAMETERS: dict[str, frozenset[str]] = {"funnel": frozenset({"rerank", "diversity"})}
+NULLABLE_PARAMETERS: dict[str, frozenset[str]] = {
+    name: frozenset(key for key, parameter in kind.parameters.items() if parameter.nullable)
+    for name, kind in {**CHUNKER_KINDS, **RETRIEVER_KINDS}.items()
+}
 
 
 def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: Mapping, where: str) -> dict:
@@ -97,7 +101,7 @@ def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: 
     allowed = kind_parameters[kind]
     canonical: dict[str, object] = {"kind": kind}
     for key in entry:
-        if key not in allowed and key not in ("kind", "chunkers", "optional"):
+        if key not in allowed and key not in COMMON_RETRIEVER_KEYS:
             raise ConfigError(
                 f"{where}[{key!r}]: not a parameter of kind {kind!r}; allowed: {sorted(allowed)}"
             )
@@ -105,6 +109,10 @@ def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: 
         value = entry.get(key, default)
         if value is None and key not in NULLABLE_PARAMETERS.get(kind, ()):
             raise ConfigError(f"{where}[{key!r}]: required for kind {kind!r}")
+        table = RETRIEVER_KINDS if kind in RETRIEVER_KINDS else CHUNKER_KINDS
+        problem = table[kind].parameters[key].problem(value) if kind in table else None
+        if problem:
+            raise ConfigError(f"{where}[{key!r}]: {problem}")
         canonical[key] = value
     if "chunkers" in entry:
         canonical["chunkers"] = sorted(entry["chunkers"])
@@ -375,7 +383,10 @@ def retriever_dependencies(entry: Mapping) -> list[str]:
 def check_retriever_graph(retrievers: Mapping[str, Mapping], where: str = "config['retrievers']") -> None:
     """Every named dependency exists and no retriever depends on itself, directly or not."""
     for name, entry in retrievers.items():
-        check_names(retriever_dependencies(entry), retrievers, f"{where}[{name!r}]", "retriever")
+        for key in ("components", "base", "first", "rerank"):
+            value = entry.get(key)
+            if value is not None:
+                check_names(_as_list(value), retrievers, f"{where}[{name!r}][{key!r}]", "retriever")
     state: dict[str, str] = {}
 
     def visit(name: str, path: list[str]) -> None:
@@ -440,3 +451,560 @@ def check_corpus(entry: Mapping, where: str) -> None:
 def corpus_level(entry: Mapping) -> str:
     """``chunk`` or ``document``: what the corpus's labels are evaluated on."""
     return str(entry.get("level", CORPUS_SOURCES[entry["source"]]["levels"][0]))
+
+
+# --------------------------------------------------------------------------
+# The plan: the whole configuration checked and canonicalized in one pass
+# --------------------------------------------------------------------------
+
+# Names become parts of file names and wildcard values.
+MAX_NAME_LENGTH = 100
+
+
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """A YAML loader that refuses a mapping key given twice (PyYAML keeps the last silently)."""
+
+    path = "config.yaml"
+
+
+def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[object, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise ConfigError(
+                f"{loader.path}, line {key_node.start_mark.line + 1}: duplicate key {key!r} "
+                f"(first given on line {seen[key] + 1}); YAML would silently keep only the last"
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
+
+
+def check_duplicate_keys(paths: Iterable[str | Path]) -> None:
+    """Re-read config files with a loader that refuses duplicate keys.
+
+    Snakemake loads ``config.yaml`` itself, with a loader that lets a later
+    key override an earlier one, so the duplicate can only be found by
+    reading the file again.
+    """
+    for path in paths:
+        path = Path(path)
+        if path.suffix.lower() not in (".yaml", ".yml") or not path.is_file():
+            continue
+        loader = _UniqueKeyLoader(path.read_text(encoding="utf-8"))
+        loader.path = str(path)
+        try:
+            loader.get_single_data()
+        except yaml.YAMLError as error:
+            raise ConfigError(f"{path}: {' '.join(str(error).split())}") from None
+        finally:
+            loader.dispose()
+
+
+def _default_filling_validator(schema: Mapping) -> jsonschema.protocols.Validator:
+    base = jsonschema.Draft202012Validator
+    check_properties = base.VALIDATORS["properties"]
+
+    def properties_with_defaults(validator, properties, instance, schema_part):
+        if isinstance(instance, dict):
+            for key, subschema in properties.items():
+                if isinstance(subschema, dict) and "default" in subschema:
+                    instance.setdefault(key, copy.deepcopy(subschema["default"]))
+        yield from check_properties(validator, properties, instance, schema_part)
+
+    return jsonschema.validators.extend(base, {"properties": properties_with_defaults})(schema)
+
+
+def _as_list(value: object) -> list:
+    return [value] if isinstance(value, (int, str)) else list(value)
+
+
+@dataclass
+class Plan:
+    """The configuration as the workflow uses it: canonical entries in name order and what follows from them.
+
+    Built once by :func:`build_plan` before any job runs; every field is
+    already checked, so rules and scripts receive values they need not check
+    again.
+    """
+
+    config: dict
+    chunkers: dict[str, dict]
+    retrievers: dict[str, dict]
+    corpora: dict[str, dict]
+    depth: int
+    ks: list[int]
+    levels: dict[str, str] = field(default_factory=dict)
+    retriever_chunkers: dict[str, list[str]] = field(default_factory=dict)
+    figures: dict = field(default_factory=dict)
+    grounding: dict | None = None
+    ivf_tradeoff: dict | None = None
+    ivf_synthetic: dict | None = None
+    answers: dict | None = None
+    filters: dict[str, dict] = field(default_factory=dict)
+    cohorts: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    # Which corpora are evaluated how.
+    @property
+    def span_corpora(self) -> list[str]:
+        return [name for name, entry in self.corpora.items() if entry["source"] != "beir"]
+
+    @property
+    def chunk_level_corpora(self) -> list[str]:
+        return [name for name in self.corpora if self.levels[name] == "chunk"]
+
+    @property
+    def document_level_corpora(self) -> list[str]:
+        return [name for name in self.corpora if self.levels[name] == "document"]
+
+    @property
+    def document_ks(self) -> list[int]:
+        """BEIR reports nDCG@10 and recall@100; document-level tables add them to evaluation.ks."""
+        return sorted(set(self.ks) | {10, 100})
+
+    def ranking_depth(self, corpus: str) -> int:
+        """Chunks ranked per question: the corpus's own depth, or evaluation.depth."""
+        return int(self.corpora[corpus].get("depth", self.depth))
+
+    def role(self, retriever: str) -> str:
+        return RETRIEVER_KINDS[self.retrievers[retriever]["kind"]].role
+
+    def retrievers_of(self, *roles: str) -> list[str]:
+        """The retrievers whose kind has one of these roles (see :class:`rag.kinds.Kind`)."""
+        return [name for name in self.retrievers if self.role(name) in roles]
+
+    def grid(self, corpora: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
+        """Every (corpus, chunker, retriever) the configuration asks for."""
+        return [
+            (corpus, chunker, retriever)
+            for corpus in (self.corpora if corpora is None else corpora)
+            for retriever in self.retrievers
+            for chunker in self.retriever_chunkers[retriever]
+        ]
+
+    def rerank_entries(self, funnel: str) -> dict[str, dict]:
+        """The entries a funnel's reranker is built from: itself, or a fusion and its components."""
+        rerank = self.retrievers[funnel]["rerank"]
+        if rerank is None:
+            return {}
+        return {
+            name: self.retrievers[name] for name in [rerank, *self.retrievers[rerank].get("components", [])]
+        }
+
+    def answer_pairs(self) -> list[tuple[str, str, str]]:
+        """Every (corpus, chunker, retriever) whose questions are answered."""
+        if self.answers is None:
+            return []
+        return [
+            (corpus, chunker, retriever)
+            for corpus in self.span_corpora
+            for chunker, retriever in self.answers["pairs"]
+        ]
+
+    def filter_ablation_grid(self) -> list[tuple[str, str, str]]:
+        """(corpus, retriever, filter) of the filter ablation, on its one chunker."""
+        section = self.config.get("filter_ablation")
+        if not section:
+            return []
+        return [
+            (corpus, retriever, filter_name)
+            for corpus in self.span_corpora
+            for retriever in sorted(section["retrievers"])
+            for filter_name in sorted(section["filters"])
+        ]
+
+    def results(self) -> list[str]:
+        """Every table and figure the configuration asks for: the input of the default target."""
+        config, chunk_level, span = self.config, self.chunk_level_corpora, self.span_corpora
+        results = [
+            "results/corpus_statistics.csv",
+            "results/questions_by_type.csv",
+            "results/chunk_statistics.csv",
+        ]
+        results += ["results/evidence_cuts.csv"] if span else []
+        if chunk_level:
+            results += [
+                "results/metrics.csv",
+                "results/figures/recall_at_k.png",
+                "results/metrics_by_document.csv",
+            ]
+            results += ["results/weakest_cohorts.csv", "results/figures/cohorts.png"]
+        if self.document_level_corpora:
+            results += ["results/document_metrics.csv", "results/beir_metrics.csv"]
+        if self.grounding:
+            results += [f"results/{name}.csv" for name in ("grounding", "grounding_cases", "grounding_swap")]
+            results.append("results/figures/grounding.png")
+        results += ["results/ivf_tradeoff.csv"] if self.ivf_tradeoff else []
+        results += ["results/ivf_synthetic.csv"] if self.ivf_synthetic else []
+        results += ["results/figures/ivf_tradeoff.png"] if self.ivf_tradeoff and self.ivf_synthetic else []
+        results.append("results/provenance.csv")
+        # The filter and diversity ablations read chunk qrels from evidence spans;
+        # the funnel ablation reads the chunk-level metrics.
+        results += ["results/filter_ablation.csv"] if config.get("filter_ablation") and span else []
+        results += ["results/diversity_ablation.csv"] if config.get("diversity_ablation") and span else []
+        if self.retrievers_of("funnel") and "funnel_ablation" in config and chunk_level:
+            results.append("results/funnel_ablation.csv")
+        if self.answers is not None:
+            results += [
+                f"results/{name}.csv" for name in ("answers", "answers_summary", "abstention", "summaries")
+            ]
+            results += [
+                "results/figures/abstention.png",
+                "results/routing.csv",
+                "results/routing_metrics.csv",
+            ]
+        return results
+
+
+def _check_finite(node: object, path: str = "config") -> None:
+    """NaN and infinity pass a schema's bounds (every comparison with NaN is false), so refuse them first."""
+    if isinstance(node, float) and not math.isfinite(node):
+        raise ConfigError(f"{path}: must be a finite number, got {node!r}")
+    items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+    for key, value in items:
+        _check_finite(value, f"{path}[{key!r}]")
+
+
+def _check_name_lengths(config: Mapping) -> None:
+    for section in ("corpora", "chunkers", "retrievers", "filters"):
+        names = config.get(section)
+        for name in names if isinstance(names, dict) else ():
+            if isinstance(name, str) and len(name) > MAX_NAME_LENGTH:
+                raise ConfigError(
+                    f"config[{section!r}][{name[:20]!r}...]: a name of {len(name)} characters; "
+                    f"names become file names, so at most {MAX_NAME_LENGTH}"
+                )
+
+
+def _canonical_grid(config: Mapping, pretrained_kinds: tuple[str, ...]) -> tuple[dict, dict]:
+    chunkers, retrievers = {}, {}
+    for name, entry in config["chunkers"].items():
+        where = f"config['chunkers'][{name!r}]"
+        chunkers[name] = canonical_entry(CHUNKER_PARAMETERS, entry, where)
+        try:
+            spec_from_config(chunkers[name])
+        except ChunkingError as error:
+            raise ConfigError(f"{where}: {error}") from None
+    for name, entry in config["retrievers"].items():
+        where = f"config['retrievers'][{name!r}]"
+        retrievers[name] = canonical_entry(RETRIEVER_PARAMETERS, entry, where)
+        check_names(entry.get("chunkers", []), config["chunkers"], f"{where}['chunkers']", "chunker")
+        if name in (entry.get("components") or []):
+            raise ConfigError(f"{where}['components']: a retriever cannot fuse itself")
+        check_optional_packages(name, retrievers[name], pretrained_kinds)
+    check_retriever_graph(retrievers)
+    dense = kinds_with(dense=True)
+    for name, entry in retrievers.items():
+        if RETRIEVER_KINDS[entry["kind"]].role == "approximate":
+            check_ivf_entry(name, entry, retrievers, dense)
+    return dict(sorted(chunkers.items())), dict(sorted(retrievers.items()))
+
+
+def _chunkers_of(retrievers: Mapping[str, Mapping], chunkers: Iterable[str]) -> dict[str, list[str]]:
+    """Per retriever, the chunkers it runs on: its own list, or its dependencies' common ones."""
+    result: dict[str, list[str]] = {}
+
+    def allowed(name: str) -> list[str]:
+        if name not in result:
+            names = set(retrievers[name].get("chunkers") or chunkers)
+            for dependency in retriever_dependencies(retrievers[name]):
+                names &= set(allowed(dependency))
+            result[name] = sorted(names)
+        return result[name]
+
+    for name in retrievers:
+        allowed(name)
+    return result
+
+
+def _check_corpora(plan: Plan, root: Path) -> None:
+    if not plan.corpora:
+        raise ConfigError("config['corpora']: every corpus is disabled")
+    for name, entry in plan.corpora.items():
+        where = f"config['corpora'][{name!r}]"
+        check_corpus(entry, where)
+        plan.levels[name] = corpus_level(entry)
+        folder_key = {"markdown": "documents", "beir": "folder"}.get(entry["source"])
+        if folder_key and not (root / entry[folder_key]).is_dir():
+            raise ConfigError(f"{where}[{folder_key!r}]: no such folder {entry[folder_key]}")
+        if entry["source"] == "markdown" and not any((root / entry["documents"]).glob("*.md")):
+            raise ConfigError(f"{where}['documents']: no *.md files in {entry['documents']}")
+        if "questions" in entry and not (root / entry["questions"]).is_file():
+            raise ConfigError(f"{where}['questions']: no such file {entry['questions']}")
+        if entry["source"] == "beir":
+            _check_beir_files(entry, root, where)
+    for k in plan.ks:
+        if k > plan.depth:
+            raise ConfigError(f"config['evaluation']['ks']: k = {k} is deeper than depth = {plan.depth}")
+    for name in plan.corpora:
+        key = (
+            f"config['corpora'][{name!r}]['depth']"
+            if "depth" in plan.corpora[name]
+            else "config['evaluation']['depth']"
+        )
+        deepest = max(plan.document_ks if plan.levels[name] == "document" else plan.ks)
+        if deepest > plan.ranking_depth(name):
+            raise ConfigError(
+                f"{key}: corpus {name!r} is evaluated at k = {deepest} ({plan.levels[name]} level) "
+                f"but ranks only {plan.ranking_depth(name)} chunks"
+            )
+
+
+def _check_beir_files(entry: Mapping, root: Path, where: str) -> None:
+    """corpus.jsonl, queries.jsonl and the split's qrels must exist before any job reads them."""
+    from rag.io import beir_files
+
+    for role, path in beir_files(root / entry["folder"], entry.get("split", BEIR_DEFAULTS["split"])).items():
+        if not path.is_file():
+            key = "split" if role == "qrels" else "folder"
+            raise ConfigError(f"{where}[{key!r}]: no such file {path.relative_to(root)}")
+
+
+def _runs_on(plan: Plan, retriever: str, chunker: str, where: str) -> None:
+    if chunker not in plan.retriever_chunkers[retriever]:
+        raise ConfigError(f"{where}: retriever {retriever!r} does not run on chunker {chunker!r}")
+
+
+def _figures(plan: Plan) -> dict:
+    """What the figures draw; they show chunk-level metrics, so only chunk-level corpora qualify."""
+    figures = dict(plan.config.get("figures", {}))
+    corpora, retrievers = plan.chunk_level_corpora, list(plan.retrievers)
+    if not corpora:
+        return figures
+    figures.setdefault("corpus", corpora[0])
+    figures.setdefault("chunker", next(iter(plan.chunkers)))
+    figures.setdefault("retriever", retrievers[0])
+    figures.setdefault("compare", retrievers[:2] * (2 if len(retrievers) == 1 else 1))
+    check_names([figures["corpus"]], corpora, "config['figures']['corpus']", "chunk-level corpus")
+    check_names([figures["chunker"]], plan.chunkers, "config['figures']['chunker']", "chunker")
+    check_names([figures["retriever"], *figures["compare"]], retrievers, "config['figures']", "retriever")
+    check_names(figures.get("curves", []), retrievers, "config['figures']['curves']", "retriever")
+    return figures
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_question_ids(path: Path, label: str, modified: int, size: int) -> frozenset[str]:
+    from rag.io import read_yaml
+
+    return frozenset(question.question_id for question in parse_questions(read_yaml(path), label))
+
+
+def _question_ids(plan: Plan, root: Path, corpus: str, where: str) -> frozenset[str]:
+    path = plan.corpora[corpus]["questions"]
+    try:
+        status = (root / path).stat()
+        return _cached_question_ids(root / path, path, status.st_mtime_ns, status.st_size)
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(
+            f"{where}: cannot read the questions file {path} of corpus {corpus!r}: {error}"
+        ) from None
+    except (LabelError, ValueError, yaml.YAMLError) as error:
+        raise ConfigError(f"{where}: {str(error).splitlines()[0]}") from None
+
+
+def _grounding(plan: Plan, root: Path) -> dict | None:
+    """The canonical grounding section, its names and question ids checked; None when absent."""
+    if "grounding" not in plan.config:
+        return None
+    where = "config['grounding']"
+    grounding = canonical_grounding(plan.config["grounding"], where)
+    # The cases name labelled questions: only span-labelled corpora have them.
+    grounding["corpus"] = grounding.get("corpus", next(iter(plan.span_corpora), None))
+    check_names(
+        [grounding["corpus"]], plan.span_corpora, f"{where}['corpus']", "enabled span-labelled corpus"
+    )
+    check_names([grounding["chunker"]], plan.chunkers, f"{where}['chunker']", "chunker")
+    ranked = plan.retrievers_of("fitted", "pretrained", "fused")
+    check_names([grounding["retriever"]], ranked, f"{where}['retriever']", "retriever")
+    _runs_on(plan, grounding["retriever"], grounding["chunker"], where)
+    if grounding["k"] > plan.depth:
+        raise ConfigError(
+            f"{where}['k']: k = {grounding['k']} is deeper than evaluation.depth = {plan.depth}"
+        )
+    known = _question_ids(plan, root, grounding["corpus"], f"{where}['corpus']")
+    questions = [
+        (f"{where}['cases'][{case['name']!r}]['question']", case["question"]) for case in grounding["cases"]
+    ]
+    questions.append((f"{where}['swap']['question']", grounding["swap"]["question"]))
+    for key, question_id in questions:
+        if question_id not in known:
+            path = plan.corpora[grounding["corpus"]]["questions"]
+            raise ConfigError(f"{key}: unknown question {question_id!r} in {path}")
+    swap = grounding["swap"]
+    try:
+        swap_values(swap["correct"], *swap["values"])
+    except ValueError as error:
+        raise ConfigError(f"{where}['swap']: {error}") from None
+    return grounding
+
+
+def _ivf_tradeoff(plan: Plan) -> dict | None:
+    """The collection half of the approximate-search experiment, or None when not configured."""
+    if "ivf_tradeoff" not in plan.config:
+        return None
+    where = "config['ivf_tradeoff']"
+    settings = dict(plan.config["ivf_tradeoff"])
+    settings.setdefault("corpus", next(iter(plan.span_corpora), None))
+    settings = canonical_settings(IVF_TRADEOFF_PARAMETERS, settings, where)
+    check_names([settings["corpus"]], plan.span_corpora, f"{where}['corpus']", "enabled span-labelled corpus")
+    check_names([settings["chunker"]], plan.chunkers, f"{where}['chunker']", "chunker")
+    check_dense_retriever(
+        settings["retriever"], plan.retrievers, kinds_with(dense=True), f"{where}['retriever']"
+    )
+    _runs_on(plan, settings["retriever"], settings["chunker"], f"{where}['chunker']")
+    return settings
+
+
+def _ivf_synthetic(plan: Plan) -> dict | None:
+    """The synthetic half of the approximate-search experiment, or None when not configured."""
+    if "ivf_synthetic" not in plan.config:
+        return None
+    where = "config['ivf_synthetic']"
+    settings = canonical_settings(IVF_SYNTHETIC_PARAMETERS, plan.config["ivf_synthetic"], where)
+    if settings["lists"] > settings["vectors"]:
+        raise ConfigError(
+            f"{where}['lists']: {settings['lists']} lists for only {settings['vectors']} vectors"
+        )
+    if settings["probes"][-1] > settings["lists"]:
+        raise ConfigError(
+            f"{where}['probes']: {settings['probes'][-1]} probes but only {settings['lists']} lists"
+        )
+    if settings["k"] > settings["vectors"]:
+        raise ConfigError(f"{where}['k']: k = {settings['k']} exceeds the {settings['vectors']} vectors")
+    return settings
+
+
+def _answers(plan: Plan) -> dict | None:
+    """The answers section in canonical form, or None when the config has none (no answer jobs)."""
+    entry = plan.config.get("answers")
+    if entry is None or not plan.span_corpora:  # answers are judged against evidence spans
+        return None
+    pairs = [(chunker, retriever) for _, chunker, retriever in plan.grid()]
+    kinds = {name: retriever["kind"] for name, retriever in plan.retrievers.items()}
+    return canonical_answers(entry, pairs, kinds, plan.depth)
+
+
+def _check_funnels(plan: Plan) -> None:
+    for name in plan.retrievers_of("funnel"):
+        entry, where = plan.retrievers[name], f"config['retrievers'][{name!r}]"
+        if entry["candidates"] > plan.depth:
+            raise ConfigError(
+                f"{where}['candidates']: {entry['candidates']} candidates, "
+                f"but rankings keep only depth = {plan.depth}"
+            )
+        rerank = entry["rerank"]
+        if rerank is None:
+            continue
+        role = plan.role(rerank)
+        if role == "funnel":
+            raise ConfigError(
+                f"{where}['rerank']: {rerank!r} is a funnel; a reranker scores candidates, "
+                "so name a retriever or a fusion of retrievers"
+            )
+        if role == "fused" and plan.retrievers[rerank]["kind"] != "rrf":
+            raise ConfigError(
+                f"{where}['rerank']: {rerank!r} adds raw scores; rerank with a retriever or an rrf fusion"
+            )
+        for part in plan.retrievers[rerank].get("components", []):
+            if plan.role(part) not in ("fitted", "pretrained"):
+                raise ConfigError(
+                    f"{where}['rerank']: the fusion {rerank!r} reranks with its components, "
+                    f"which must be plain retrievers; {part!r} is not"
+                )
+
+
+def _canonical_filters(config: Mapping) -> dict[str, dict]:
+    filters = {}
+    for name, entry in sorted(config.get("filters", {}).items()):
+        try:
+            filters[name] = parse_filter(entry, f"config['filters'][{name!r}]").to_config()
+        except FilterError as error:
+            raise ConfigError(str(error)) from None
+    return filters
+
+
+def _check_ablations(plan: Plan) -> None:
+    config = plan.config
+    for section in ("filter_ablation", "diversity_ablation"):
+        if section not in config:
+            continue
+        chunker, retrievers = config[section]["chunker"], config[section]["retrievers"]
+        check_names([chunker], plan.chunkers, f"config[{section!r}]['chunker']", "chunker")
+        check_names(retrievers, plan.retrievers, f"config[{section!r}]['retrievers']", "retriever")
+        for retriever in retrievers:
+            _runs_on(plan, retriever, chunker, f"config[{section!r}]['retrievers']")
+    if "filter_ablation" in config:
+        check_names(
+            config["filter_ablation"]["filters"],
+            plan.filters,
+            "config['filter_ablation']['filters']",
+            "filter",
+        )
+    for section, key in (("filter_ablation", "k"), ("diversity_ablation", "ks")):
+        for k in _as_list(config.get(section, {}).get(key, [])):
+            if k > plan.depth:
+                raise ConfigError(
+                    f"config[{section!r}][{key!r}]: k = {k} is deeper than depth = {plan.depth}"
+                )
+    # These tables read results/metrics.csv, so their k must be evaluated there.
+    for section, key in (("funnel_ablation", "ks"), ("cohorts", "k")):
+        for k in _as_list(config.get(section, {}).get(key, [])):
+            if k not in plan.ks:
+                raise ConfigError(
+                    f"config[{section!r}][{key!r}]: k = {k} is not one of evaluation.ks {sorted(plan.ks)}"
+                )
+
+
+def build_plan(
+    config: dict,
+    schema: Mapping,
+    root: str | Path = ".",
+    config_files: Iterable[str | Path] = (),
+) -> Plan:
+    """Check and canonicalize the whole configuration; the first mistake is one ConfigError naming its key.
+
+    ``config`` is changed in place as Snakemake's own validation would: the
+    schema's defaults are filled in and optional retrievers whose extra is
+    missing are pruned (see :func:`prune_unavailable`; the warnings are in
+    ``plan.warnings``). ``root`` is the folder relative paths start from (the
+    working directory of the run) and ``config_files`` the YAML files the
+    config was read from, re-read to catch a key given twice.
+    """
+    root = Path(root)
+    check_duplicate_keys(config_files)
+    if not isinstance(config, dict):
+        raise ConfigError(f"config: the configuration must be a mapping, got {type(config).__name__}")
+    _check_finite(config)
+    _check_name_lengths(config)
+    problems = schema_errors(config, schema, fill_defaults=True)
+    if problems:
+        raise ConfigError("invalid config.yaml: " + "; ".join(problems))
+    pretrained = kinds_with("pretrained")
+    warnings = prune_unavailable(config, pretrained)
+    chunkers, retrievers = _canonical_grid(config, pretrained)
+    corpora = {name: entry for name, entry in sorted(config["corpora"].items()) if entry.get("enabled", True)}
+    plan = Plan(
+        config=config,
+        chunkers=chunkers,
+        retrievers=retrievers,
+        corpora=corpora,
+        depth=config["evaluation"]["depth"],
+        ks=list(config["evaluation"]["ks"]),
+        warnings=warnings,
+    )
+    plan.retriever_chunkers = _chunkers_of(retrievers, chunkers)
+    _check_corpora(plan, root)
+    plan.figures = _figures(plan)
+    plan.grounding = _grounding(plan, root)
+    plan.ivf_tradeoff = _ivf_tradeoff(plan)
+    plan.ivf_synthetic = _ivf_synthetic(plan)
+    plan.answers = _answers(plan)
+    _check_funnels(plan)
+    plan.filters = _canonical_filters(config)
+    _check_ablations(plan)
+    plan.cohorts = {"k": 5 if 5 in plan.ks else min(plan.ks), "min_questions": 3, **config.get("cohorts", {})}
+    return plan

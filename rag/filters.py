@@ -265,3 +265,40 @@ def compare_filtering(
         "postfilter_recall": post_recall,
         "recall_lost": pre_recall - post_recall,
     }
+
+
+# The chunk table's columns a filter reads.
+METADATA_COLUMNS = ("doc_id", "access", "tags", "updated")
+
+
+def allowed_by_config(columns: Mapping[str, Sequence], filter_config: Mapping, name: str) -> np.ndarray:
+    """The mask of chunks a configured filter allows, from the chunk table's metadata columns."""
+    metadata = ChunkMetadata.from_columns(*(columns[column] for column in METADATA_COLUMNS))
+    return allowed_chunks(parse_filter(filter_config, f"filter {name!r}"), metadata)
+
+
+class FilterLeak(RuntimeError):
+    """A prefiltered ranking holds a chunk its filter forbids: the contract is broken."""
+
+
+def filter_ablation_row(
+    names: Mapping[str, object],
+    allowed: np.ndarray,
+    chunk_ids: Sequence[str],
+    global_rankings: Mapping[str, Sequence[str]],
+    prefiltered: Mapping[str, Sequence[str]],
+    relevance: Mapping[str, Relevance],
+    k: int,
+) -> dict:
+    """One row of the filter ablation: ``names`` (corpus, chunker, retriever, filter, k), counts and
+    :func:`compare_filtering`'s figures.
+
+    Raises :class:`FilterLeak` when the prefiltered ranking holds a forbidden
+    chunk, so a broken prefilter fails the run instead of being reported.
+    """
+    allowed_ids = {chunk_id for chunk_id, keep in zip(chunk_ids, allowed, strict=True) if keep}
+    comparison = compare_filtering(global_rankings, prefiltered, allowed_ids, relevance, k)
+    if comparison["prefilter_leaks"]:
+        where = "/".join(str(names[key]) for key in ("corpus", "retriever", "filter"))
+        raise FilterLeak(f"{where}: the prefiltered ranking holds disallowed chunks")
+    return {**names, "chunks": len(chunk_ids), "allowed_chunks": int(allowed.sum()), **comparison}

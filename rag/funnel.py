@@ -192,3 +192,81 @@ def funnel_summary(metrics: pd.DataFrame, funnels: Mapping[str, Mapping], ks: Se
     if len(table):
         table["max_per_document"] = table["max_per_document"].astype("Int64")
     return table
+
+
+def configured_reranker(
+    entry: Mapping,
+    rerank_entries: Mapping[str, Mapping],
+    indexes: Mapping[str, Mapping[str, np.ndarray]],
+    n_chunks: int,
+    tie_order: np.ndarray | None = None,
+) -> tuple[Reranker | None, dict | None]:
+    """A funnel entry's reranker and its provenance record, dispatched by the kind's role.
+
+    ``rerank_entries`` holds the reranker's entry (and a fusion's components)
+    by name, ``indexes`` the saved arrays of each plain retriever among them.
+    A fused reranker (the plan admits only rrf) fuses its components'
+    rerankers; any other kind reranks with its own loaded index.
+    """
+    from rag.kinds import RETRIEVER_KINDS
+    from rag.provenance import record_digest, retriever_record
+    from rag.retrievers import load_retriever
+
+    name = entry["rerank"]
+    if name is None:
+        return None, None
+    rerank_entry = rerank_entries[name]
+
+    def plain(part: str) -> Reranker:
+        return retriever_reranker(load_retriever(rerank_entries[part], indexes[part]), n_chunks, tie_order)
+
+    if RETRIEVER_KINDS[rerank_entry["kind"]].role != "fused":
+        return plain(name), retriever_record(rerank_entry)
+    parts = rerank_entry["components"]
+    record = {
+        "retriever": rerank_entry,
+        "retriever_digest": record_digest(rerank_entry),
+        "components": {part: retriever_record(rerank_entries[part]) for part in parts},
+    }
+    return fused_reranker([plain(part) for part in parts], rerank_entry["constant"], tie_order), record
+
+
+def funnel_rankings(
+    first: Mapping[str, Ranking],
+    questions: Sequence[tuple[str, str]],
+    reranker: Reranker | None,
+    entry: Mapping,
+    depth: int,
+    tie_order: np.ndarray | None,
+    chunk_documents: Sequence[Hashable],
+    allowed: np.ndarray | None = None,
+) -> tuple[list[Ranking], int]:
+    """Every question's final list, and how many first-stage candidates a filter removed.
+
+    ``questions`` are (question id, text) pairs. With ``allowed`` (the rule
+    funnel_filtered) the first stage is already prefiltered, and its
+    candidates are checked against the filter once more before the reranker
+    sees any of them; the count removed must be 0.
+    """
+    from rag.filters import restrict_ranking
+
+    rankings, removed = [], 0
+    for question_id, text in questions:
+        candidates = first[question_id]
+        if allowed is not None:
+            kept = restrict_ranking(candidates, allowed)
+            removed += len(candidates) - len(kept)
+            candidates = kept
+        rankings.append(
+            funnel_ranking(
+                candidates,
+                text,
+                reranker,
+                entry["candidates"],
+                depth,
+                tie_order,
+                chunk_documents,
+                entry["diversity"],
+            )
+        )
+    return rankings, removed

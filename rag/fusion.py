@@ -8,13 +8,14 @@ score sum is kept as the ablation that shows the scale problem.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from rag.kinds import RETRIEVER_KINDS, parameter_problem
 from rag.search import Ranking, top_k_among
 
-DEFAULT_CONSTANT = 60.0
+DEFAULT_CONSTANT = float(RETRIEVER_KINDS["rrf"].parameters["constant"].default)
 
 
 def _fuse(
@@ -59,8 +60,9 @@ def reciprocal_rank_fusion(
     from a list simply earns nothing from it. ``depth`` None keeps every fused
     chunk; ties are broken by ``tie_order`` (chunk position when None).
     """
-    if not np.isfinite(constant) or constant < 0:
-        raise ValueError(f"the fusion constant must be a finite number >= 0, got {constant!r}")
+    problem = parameter_problem("rrf", "constant", constant)
+    if problem:
+        raise ValueError(f"the fusion constant {problem}")
     positions, contributions = [], []
     for index, ranking in enumerate(rankings):
         _check_unique(ranking, index)
@@ -80,3 +82,21 @@ def score_sum_fusion(
         positions.append(ranking.positions)
         contributions.append(ranking.scores)
     return _fuse(positions, contributions, depth, tie_order)
+
+
+def fuse(
+    entry: Mapping, rankings: Sequence[Ranking], depth: int | None, tie_order: np.ndarray | None
+) -> Ranking:
+    """Fuse one question's rankings as a fused kind's entry says (see :data:`FUSERS`)."""
+    if entry["kind"] not in FUSERS:
+        raise ValueError(f"kind {entry['kind']!r} is not a fusion; fused kinds: {sorted(FUSERS)}")
+    return FUSERS[entry["kind"]](entry, rankings, depth, tie_order)
+
+
+# One fuser per fused kind of the table of kinds (rag/kinds.py); a test checks they match.
+FUSERS = {
+    "rrf": lambda entry, rankings, depth, tie_order: reciprocal_rank_fusion(
+        rankings, entry["constant"], depth, tie_order
+    ),
+    "score_sum": lambda entry, rankings, depth, tie_order: score_sum_fusion(rankings, depth, tie_order),
+}

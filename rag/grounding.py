@@ -407,3 +407,47 @@ def swap_rows(result: SwapResult) -> list[dict]:
                 }
             )
     return rows
+
+
+# --------------------------------------------------------------------------
+# From the workflow's tables and the canonical grounding section
+# --------------------------------------------------------------------------
+
+
+def document_texts(doc_ids: Sequence[str], block_texts: Sequence[str]) -> dict[str, str]:
+    """Each document's text: its parsed blocks in order, joined as the parser joins them."""
+    from rag.documents import BLOCK_SEPARATOR
+
+    blocks: dict[str, list[str]] = {}
+    for doc_id, text in zip(doc_ids, block_texts, strict=True):
+        blocks.setdefault(doc_id, []).append(text)
+    return {doc_id: BLOCK_SEPARATOR.join(blocks[doc_id]) for doc_id in sorted(blocks)}
+
+
+def configured_cases(settings: Mapping, texts: Mapping[str, str]) -> list[GroundingCase]:
+    """The section's cases, each checked against the document its wrong answer is taken from.
+
+    The config plan checks names and question ids; which document states the
+    wrong answer needs the parsed corpus, so it is checked here, naming the key.
+    """
+    cases = []
+    for entry in settings["cases"]:
+        case = case_from_config(entry)
+        if case.wrong_from not in texts:
+            raise ValueError(
+                f"config['grounding']['cases'][{case.name!r}]['wrong_from']: no document "
+                f"{case.wrong_from!r} in corpus {settings['corpus']!r}; known: {sorted(texts)}"
+            )
+        check_wrong_answer_source(case, texts[case.wrong_from])
+        cases.append(case)
+    return cases
+
+
+def ranked_rows(
+    question_ids: Sequence[str], ranks: Sequence[int], chunk_ids: Sequence[str], scores: Sequence[float]
+) -> dict[str, list[tuple[int, str, float]]]:
+    """(rank, chunk id, score) rows by question, the input of :func:`top_chunks`."""
+    rows: dict[str, list[tuple[int, str, float]]] = {}
+    for question_id, rank, chunk_id, score in zip(question_ids, ranks, chunk_ids, scores, strict=True):
+        rows.setdefault(question_id, []).append((rank, chunk_id, score))
+    return rows

@@ -438,6 +438,11 @@ def load_arrays(path: str | os.PathLike) -> dict:
         return {name: archive[name] for name in archive.files}
 
 
+def load_indexes(paths: Sequence[str | os.PathLike]) -> dict[str, dict]:
+    """Saved retriever indexes by retriever name: the workflow names each file after its retriever."""
+    return {Path(path).stem: load_arrays(path) for path in paths}
+
+
 # --------------------------------------------------------------------------
 # A folder of Markdown documents, and the index cache of the `rag ask` command
 # --------------------------------------------------------------------------

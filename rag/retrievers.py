@@ -22,22 +22,22 @@ import numpy as np
 
 from rag.bm25 import BM25Index, bm25_search, build_bm25_index
 from rag.ivf import IVFIndex, build_ivf, rank_probed_lists
+from rag.kinds import kinds_with
 from rag.lsa import LSAModel, embed_queries, fit_lsa, lsa_search
 from rag.search import Ranking
 from rag.sentence_embeddings import TEXT_COLUMNS, EmbeddingIndex, embedding_search, encode_texts
 from rag.text import analyze
 from rag.tfidf import TfidfIndex, build_tfidf_index, tfidf_search
 
-SPARSE_AND_DENSE_KINDS = ("bm25", "tfidf", "lsa", "embedder")
-
-# Kinds whose chunks and queries are vectors in one space: what an IVF index can hold.
-DENSE_KINDS = ("lsa", "embedder")
-
-# Kinds that encode texts with a pretrained model (the optional dense extra).
-PRETRAINED_KINDS = ("embedder",)
-
-# Kinds built from another retriever's index instead of the chunk texts.
-APPROXIMATE_KINDS = ("ivf",)
+# Kind tuples read from the table of kinds (rag/kinds.py): kinds that rank the
+# chunk texts themselves, kinds whose chunks and queries are vectors in one
+# space (what an IVF index can hold), kinds that encode texts with a pretrained
+# model (the optional dense extra), and kinds built from another retriever's
+# index instead of the chunk texts.
+SPARSE_AND_DENSE_KINDS = kinds_with("fitted") + kinds_with("pretrained")
+DENSE_KINDS = kinds_with(dense=True)
+PRETRAINED_KINDS = kinds_with("pretrained")
+APPROXIMATE_KINDS = kinds_with("approximate")
 
 INDEX_TYPES = {"bm25": BM25Index, "tfidf": TfidfIndex, "lsa": LSAModel, "embedder": EmbeddingIndex}
 

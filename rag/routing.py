@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.retrievers import build_retriever, search
+from rag.retrievers import Retriever, build_retriever, search
 from rag.search import Ranking, chunk_id_order
 from rag.summaries import LeadSummary
 
@@ -98,3 +98,47 @@ def routing_accuracy(routes: Sequence[Route], evidence: Sequence[Collection[str]
     verdicts = [routed_right(route, documents) for route, documents in zip(routes, evidence, strict=True)]
     judged = [verdict for verdict in verdicts if verdict is not None]
     return sum(judged), len(judged)
+
+
+def route_and_rank(
+    question_texts: Sequence[str],
+    summaries: Sequence[LeadSummary],
+    entry: Mapping,
+    retriever: Retriever,
+    chunk_documents: Sequence[str],
+    depth: int,
+    tie_order: np.ndarray,
+) -> tuple[list[Route], list[Ranking]]:
+    """Route every question by the summaries, then rank the chunks of its routed document only.
+
+    ``retriever`` is the collection's fitted retriever (``entry``'s kind):
+    the whole collection is ranked and then restricted, so the collection's
+    statistics stay and only the other documents go.
+    """
+    routes = route_questions(question_texts, summaries, entry)
+    full = search(retriever, list(question_texts), len(chunk_documents), tie_order)
+    routed = [
+        within_document(ranking, chunk_documents, route.document, depth)
+        for route, ranking in zip(routes, full, strict=True)
+    ]
+    return routes, routed
+
+
+def accuracy_row(routes: Sequence[Route], evidence: Sequence[Collection[str]], **names: object) -> dict:
+    """The routing_accuracy row of the routing metrics table: ``names`` (corpus, chunker,
+    retriever), then the share routed to an evidence document over the questions with evidence."""
+    right, judged = routing_accuracy(routes, evidence)
+    value = right / judged if judged else math.nan
+    return {**names, "metric": "routing_accuracy", "k": None, "value": value, "questions": judged}
+
+
+def route_row(route: Route, evidence_documents: Collection[str], routed: Ranking) -> dict:
+    """A question's route as a row of the routing table (after its corpus and question columns)."""
+    return {
+        "routed_document": route.document,
+        "score": route.score,
+        "runner_up": route.runner_up,
+        "runner_up_score": route.runner_up_score,
+        "routed_right": routed_right(route, evidence_documents),
+        "routed_chunks": len(routed),
+    }

@@ -252,46 +252,7 @@ def test_provenance_table_records_what_made_each_ranking(built):
     assert (joined["provenance"] == joined["provenance_table"]).all()
 
 
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        (
-            {"retrievers": {"f": {"kind": "funnel", "first": "nope"}}},
-            "config['retrievers']['f']: unknown retriever 'nope'",
-        ),
-        ({"retrievers": {"f": {"kind": "funnel", "first": "f"}}}, "cycle: f -> f"),
-        (
-            {"retrievers": {"f": {"kind": "funnel", "first": "bm25", "candidates": 11}}},
-            "['candidates']: 11 candidates",
-        ),
-        ({"filters": {"odd": {"acces": ["public"]}}}, "config['filters']['odd']['acces']: unknown key"),
-        ({"filters": {"odd": {"as_of": "June"}}}, "config['filters']['odd']['as_of']"),
-        (
-            {
-                "filter_ablation": {
-                    "chunker": "sentences20",
-                    "retrievers": ["bm25"],
-                    "filters": ["nope"],
-                    "k": 3,
-                }
-            },
-            "config['filter_ablation']['filters']: unknown filter 'nope'",
-        ),
-        ({"cohorts": {"k": 4}}, "config['cohorts']['k']: k = 4 is not one of evaluation.ks"),
-    ],
-)
-def test_contract_config_errors_name_the_key(built, tmp_path, change, message):
-    project, _, _ = built
-    broken = make_workdir(tmp_path / "broken")
-    config = read_config(broken)
-    for section, value in change.items():
-        config[section] = (
-            {**config.get(section, {}), **value} if section in ("retrievers", "filters") else value
-        )
-    write_config(broken, config)
-    result = snakemake(broken, "-n", snakefile=project / "Snakefile", check=False)
-    assert result.returncode != 0
-    assert message in result.stdout + result.stderr
+# Configuration mistakes are checked by the plan alone: tests/test_config_plan.py.
 
 
 # --------------------------------------------------------------------------

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import re
 
 import pandas as pd
 import pytest
@@ -124,37 +123,6 @@ def test_rerun_and_reordered_cases_schedule_nothing(built) -> None:
         assert planned_jobs(workdir, snakefile, TARGETS) == {"grounding": 1, "plot_grounding": 1}
     finally:
         (workdir / "config.yaml").write_text(original)
-
-
-@pytest.mark.parametrize(
-    ("change", "message"),
-    [
-        (
-            lambda section: section["cases"][0].update(promt="x"),
-            r"config\['grounding'\]\['cases'\]\[0\]\['promt'\]: unknown key",
-        ),
-        (
-            lambda section: section["cases"][1].update(question="nope"),
-            r"config\['grounding'\]\['cases'\]\['beta-moons'\]\['question'\]: unknown question 'nope'",
-        ),
-        (
-            lambda section: section["swap"].update(values=["58.6 days", "42"]),
-            r"config\['grounding'\]\['swap'\]: '42' occurs 0 times",
-        ),
-    ],
-    ids=["misspelled-key", "unknown-question", "swap-value-missing"],
-)
-def test_configuration_mistakes_name_their_key(built, change, message) -> None:
-    project, workdir = built
-    original = _with_grounding(workdir, change)
-    try:
-        result = snakemake(
-            workdir, "-n", "--cores", "1", *TARGETS, snakefile=project / "Snakefile", check=False
-        )
-    finally:
-        (workdir / "config.yaml").write_text(original)
-    assert result.returncode != 0
-    assert re.search(message, result.stdout + result.stderr), result.stderr
 
 
 def test_a_wrong_answer_its_document_does_not_state_fails_the_job(built) -> None:

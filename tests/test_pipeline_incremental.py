@@ -111,29 +111,3 @@ def test_misspelled_key_fails_before_any_job(built, tmp_path):
     assert "config['chunkers']['fixed10']['overlpa']" in output
     assert "unknown key" in output
     assert not (broken / "work").exists()
-
-
-@pytest.mark.parametrize(
-    ("section", "name", "entry", "message"),
-    [
-        (
-            "chunkers",
-            "fixed10",
-            {"kind": "fixed", "words": 10, "overlap": 10},
-            "overlap (10) must be smaller",
-        ),
-        ("chunkers", "odd", {"kind": "spiral"}, "'kind'"),
-        ("retrievers", "fused", {"kind": "rrf", "components": ["bm25", "nope"]}, "unknown retriever 'nope'"),
-        ("retrievers", "bm25", {"kind": "bm25", "dimensions": 3}, "not a parameter of kind 'bm25'"),
-    ],
-)
-def test_semantic_config_errors_name_the_key(built, tmp_path, section, name, entry, message):
-    project, _ = built
-    broken = make_workdir(tmp_path / "broken")
-    config = read_config(broken)
-    config[section][name] = entry
-    write_config(broken, config)
-    result = snakemake(broken, "-n", snakefile=project / "Snakefile", check=False)
-    assert result.returncode != 0
-    assert message in result.stdout + result.stderr
-    assert f"config['{section}']['{name}']" in result.stdout + result.stderr

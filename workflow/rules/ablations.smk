@@ -28,6 +28,8 @@ rule diversity_ablation:
         "results/diversity_ablation.csv",
     log:
         "logs/diversity_ablation.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         ablation=canonical_json(DIVERSITY_ABLATION),
         corpora=SPAN_CORPORA,
@@ -43,6 +45,8 @@ rule funnel_ablation:
         "results/funnel_ablation.csv",
     log:
         "logs/funnel_ablation.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         funnels=canonical_json({name: RETRIEVERS[name] for name in FUNNEL_RETRIEVERS}),
         ks=sorted(config.get("funnel_ablation", {}).get("ks", [])),

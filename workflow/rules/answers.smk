@@ -17,6 +17,8 @@ rule answer:
         "logs/answer/{corpus}/{chunker}/{retriever}.log",
     benchmark:
         "benchmarks/logs/answer/{corpus}/{chunker}/{retriever}.tsv"
+    conda:
+        "../envs/rag.yaml"
     params:
         generation=answers_section("generation"),
         code=script_digest("answer.py"),
@@ -34,6 +36,8 @@ rule answer_from_summaries:
         "logs/answer_from_summaries/{corpus}.log",
     benchmark:
         "benchmarks/logs/answer_from_summaries/{corpus}.tsv"
+    conda:
+        "../envs/rag.yaml"
     params:
         generation=answers_section("generation", "threshold", "token_counter", "budget"),
         code=script_digest("answer_from_summaries.py"),
@@ -50,6 +54,8 @@ rule answer_tables:
         summary="results/answers_summary.csv",
     log:
         "logs/answer_tables.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         code=script_digest("answer_tables.py"),
     script:
@@ -64,6 +70,8 @@ rule abstention:
         figure="results/figures/abstention.png",
     log:
         "logs/abstention.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         thresholds=answers_section("abstention", "thresholds"),
         threshold=lambda wildcards: ANSWERS["generation"]["threshold"],
@@ -81,6 +89,8 @@ rule summaries:
         "results/summaries.csv",
     log:
         "logs/summaries.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         corpora=SPAN_CORPORA,
         window=answers_section("summaries", "window"),
@@ -103,6 +113,8 @@ rule route:
         "logs/route.log",
     benchmark:
         "benchmarks/logs/route.tsv"
+    conda:
+        "../envs/rag.yaml"
     params:
         corpora=SPAN_CORPORA,
         routing=answers_section("summaries", "chunker", "retriever"),

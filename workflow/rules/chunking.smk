@@ -8,6 +8,8 @@ rule chunk:
         "work/chunks/{corpus}/{chunker}.parquet",
     log:
         "logs/chunk/{corpus}/{chunker}.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         chunker=chunker_params,
         code=script_digest("chunk.py"),
@@ -22,6 +24,8 @@ rule chunk_statistics:
         "results/chunk_statistics.csv",
     log:
         "logs/chunk_statistics.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         pairs=corpus_chunker_pairs(),
         code=script_digest("chunk_statistics.py"),

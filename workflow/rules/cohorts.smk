@@ -12,6 +12,8 @@ rule cohorts:
         figure="results/figures/cohorts.png",
     log:
         "logs/cohorts.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         cohorts=canonical_json(COHORTS),
         figures=canonical_json({key: FIGURES.get(key) for key in ("corpus", "chunker")}),

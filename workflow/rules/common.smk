@@ -2,13 +2,17 @@ import os
 import sys
 from pathlib import Path
 
-from snakemake.utils import validate
-
-# The rag package sits next to the Snakefile; make it importable even when the
-# project has not been pip-installed.
+# The rag package sits next to the Snakefile; jobs import it through PYTHONPATH,
+# declared so that Snakemake passes it on to jobs on other machines.
 PROJECT_ROOT = Path(workflow.basedir)
 sys.path.insert(0, str(PROJECT_ROOT))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
+
+
+envvars:
+    "PYTHONPATH",
+
+
 # Jobs run in parallel already; a multi-threaded BLAS inside each of them
 # oversubscribes the cores (a small SVD took seconds instead of milliseconds).
 for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -18,133 +22,52 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ[_variable] = "1"
 
-from rag import code_digest  # noqa: E402
-from rag.config import (  # noqa: E402
-    BEIR_DEFAULTS,
-    CHUNKER_PARAMETERS,
-    IVF_SYNTHETIC_PARAMETERS,
-    IVF_TRADEOFF_PARAMETERS,
-    RETRIEVER_PARAMETERS,
-    ConfigError,
-    canonical_answers,
-    canonical_entry,
-    canonical_grounding,
-    canonical_json,
-    canonical_settings,
-    check_corpus,
-    check_dense_retriever,
-    check_ivf_entry,
-    check_names,
-    check_retriever_graph,
-    corpus_level,
-    retriever_dependencies,
-    check_optional_packages,
-    prune_unavailable,
-    schema_errors,
+from rag import code_digest
+from rag.config import BEIR_DEFAULTS, ConfigError, build_plan, canonical_json
+from rag.io import beir_files, read_yaml
+
+# The whole configuration, checked before any job runs: every mistake is one line
+# naming its key (docs/configuration.md). Grid entries are in name order.
+PLAN = build_plan(
+    config,
+    read_yaml(PROJECT_ROOT / "workflow/schemas/config.schema.yaml"),
+    config_files=workflow.configfiles,
 )
-from rag.retrievers import APPROXIMATE_KINDS, DENSE_KINDS, PRETRAINED_KINDS  # noqa: E402
-from rag.chunking import ChunkingError, spec_from_config  # noqa: E402
-from rag.grounding import swap_values  # noqa: E402
-from rag.io import beir_files, read_yaml  # noqa: E402
-from rag.labels import LabelError, parse_questions  # noqa: E402
-
-SCHEMA = "../schemas/config.schema.yaml"
-
-# A precise, one-line-per-problem check before Snakemake's own validation, so a
-# misspelled key is reported with its path before any job runs.
-_problems = schema_errors(config, read_yaml(PROJECT_ROOT / "workflow/schemas/config.schema.yaml"))
-if _problems:
-    raise ConfigError("invalid config.yaml:\n  " + "\n  ".join(_problems))
-validate(config, schema=SCHEMA)
-for _warning in prune_unavailable(config, PRETRAINED_KINDS):
+for _warning in PLAN.warnings:
     print(f"WARNING: {_warning}", file=sys.stderr)
+CORPORA, CHUNKERS, RETRIEVERS = PLAN.corpora, PLAN.chunkers, PLAN.retrievers
+LEVELS, DOCUMENT_KS = PLAN.levels, PLAN.document_ks
+SPAN_CORPORA, CHUNK_LEVEL_CORPORA = PLAN.span_corpora, PLAN.chunk_level_corpora
+DOCUMENT_LEVEL_CORPORA = PLAN.document_level_corpora
+# Retrievers grouped by the role of their kind (rag/kinds.py), which decides
+# what makes their rankings: rank (fitted), rank_embedder (pretrained), fuse,
+# rank_ivf and funnel.
+FITTED_RETRIEVERS, EMBEDDER_RETRIEVERS = PLAN.retrievers_of("fitted"), PLAN.retrievers_of("pretrained")
+BASE_RETRIEVERS = PLAN.retrievers_of("fitted", "pretrained")
+FUSED_RETRIEVERS, IVF_RETRIEVERS = PLAN.retrievers_of("fused"), PLAN.retrievers_of("approximate")
+FUNNEL_RETRIEVERS = PLAN.retrievers_of("funnel")
+FIGURES, GROUNDING, ANSWERS, FILTERS = PLAN.figures, PLAN.grounding, PLAN.answers, PLAN.filters
+IVF_TRADEOFF, IVF_SYNTHETIC = PLAN.ivf_tradeoff, PLAN.ivf_synthetic
+FILTER_ABLATION, DIVERSITY_ABLATION = config.get("filter_ablation"), config.get("diversity_ablation")
+COHORTS = PLAN.cohorts
+# Embeddings by text digest, shared by every embedder job and kept across runs
+# (see docs/embedder.md). It lies outside the DAG: a job reads it and adds to
+# it, so no rule could declare it as both input and output.
+EMBEDDING_CACHE = "cache/embeddings"
+# Corpus keys that only steer evaluation: changing them must not re-parse.
+EVALUATION_KEYS = ("level", "depth")
 
 
-def _canonical_grid():
-    chunkers, retrievers = {}, {}
-    for name, entry in config["chunkers"].items():
-        chunkers[name] = canonical_entry(CHUNKER_PARAMETERS, entry, f"config['chunkers'][{name!r}]")
-        try:
-            spec_from_config(chunkers[name])
-        except ChunkingError as error:
-            raise ConfigError(f"config['chunkers'][{name!r}]: {error}") from None
-    for name, entry in config["retrievers"].items():
-        where = f"config['retrievers'][{name!r}]"
-        retrievers[name] = canonical_entry(RETRIEVER_PARAMETERS, entry, where)
-        check_names(
-            entry.get("chunkers", []),
-            config["chunkers"],
-            f"{where}['chunkers']",
-            "chunker",
-        )
-        components = entry.get("components", [])
-        check_names(components, config["retrievers"], f"{where}['components']", "retriever")
-        if name in components:
-            raise ConfigError(f"{where}['components']: a retriever cannot fuse itself")
-        check_optional_packages(name, retrievers[name], PRETRAINED_KINDS)
-    for name, entry in retrievers.items():
-        if entry["kind"] in APPROXIMATE_KINDS:
-            check_ivf_entry(name, entry, retrievers, DENSE_KINDS)
-    for k in config["evaluation"]["ks"]:
-        if k > config["evaluation"]["depth"]:
-            raise ConfigError(
-                f"config['evaluation']['ks']: k = {k} is deeper than depth = {config['evaluation']['depth']}"
-            )
-    return chunkers, retrievers
-
-
-# Grid entries in name order, so that reordering config.yaml changes nothing.
-CHUNKERS, RETRIEVERS = (dict(sorted(grid.items())) for grid in _canonical_grid())
-CORPORA = {name: entry for name, entry in sorted(config["corpora"].items()) if entry.get("enabled", True)}
-if not CORPORA:
-    raise ConfigError("config['corpora']: every corpus is disabled")
-for _name, _entry in CORPORA.items():
-    check_corpus(_entry, f"config['corpora'][{_name!r}]")
-
-
-def ranking_depth(corpus):
-    """Chunks ranked per question: the corpus's own depth, or evaluation.depth."""
-    return CORPORA[corpus].get("depth", config["evaluation"]["depth"])
-
-
-# Evidence spans label chunks; BEIR qrels (or spans mapped to their documents)
-# label documents. Each corpus is evaluated at one level.
-LEVELS = {name: corpus_level(entry) for name, entry in CORPORA.items()}
-SPAN_CORPORA = [name for name, entry in CORPORA.items() if entry["source"] != "beir"]
-CHUNK_LEVEL_CORPORA = [name for name in CORPORA if LEVELS[name] == "chunk"]
-DOCUMENT_LEVEL_CORPORA = [name for name in CORPORA if LEVELS[name] == "document"]
-# BEIR reports nDCG@10 and recall@100; document-level tables add them to evaluation.ks.
-DOCUMENT_KS = sorted(set(config["evaluation"]["ks"]) | {10, 100})
-for _name in CORPORA:
-    _where = (
-        f"config['corpora'][{_name!r}]['depth']"
-        if "depth" in CORPORA[_name]
-        else "config['evaluation']['depth']"
-    )
-    _deepest = max(DOCUMENT_KS if LEVELS[_name] == "document" else config["evaluation"]["ks"])
-    if _deepest > ranking_depth(_name):
-        raise ConfigError(
-            f"{_where}: corpus {_name!r} is evaluated at k = {_deepest} ({LEVELS[_name]} level) "
-            f"but ranks only {ranking_depth(_name)} chunks"
-        )
-
-
-def beir_inputs(wildcards):
-    """corpus.jsonl, queries.jsonl and the split's qrels; a missing one is a config error."""
-    entry = CORPORA[wildcards.corpus]
-    split = entry.get("split", BEIR_DEFAULTS["split"])
-    files = beir_files(entry["folder"], split)
-    for role, path in files.items():
-        if not path.is_file():
-            key = "split" if role == "qrels" and Path(entry["folder"]).is_dir() else "folder"
-            raise ConfigError(f"config['corpora'][{wildcards.corpus!r}][{key!r}]: no such file {path}")
-    return {role: str(path) for role, path in files.items()}
+def alternatives(names):
+    """A wildcard regex matching exactly these names (and nothing when empty)."""
+    return "|".join(names) if names else "(?!x)x"
 
 
 wildcard_constraints:
-    corpus="|".join(CORPORA),
-    chunker="|".join(CHUNKERS),
-    retriever="|".join(RETRIEVERS) if RETRIEVERS else "[a-z][a-z0-9_]*",
+    corpus=alternatives(CORPORA),
+    chunker=alternatives(CHUNKERS),
+    retriever=alternatives(RETRIEVERS),
+    filter_name=alternatives(FILTERS),
 
 
 def script_digest(script):
@@ -152,12 +75,41 @@ def script_digest(script):
     return code_digest.script_digest(PROJECT_ROOT / "workflow" / "scripts" / script, PROJECT_ROOT / "rag")
 
 
+# Paths written once; rules and input functions fill them in.
+PARSED = "work/parsed/{corpus}.parquet"
+CHUNKS = "work/chunks/{corpus}/{chunker}.parquet"
+QRELS = "work/qrels/{corpus}/{chunker}.parquet"
+INDEX = "work/indexes/{corpus}/{chunker}/{retriever}.npz"
+RANKING = "work/rankings/{corpus}/{chunker}/{retriever}.parquet"
+FILTERED = "work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet"
+
+
+def ranking_depth_of(wildcards):
+    return PLAN.ranking_depth(wildcards.corpus)
+
+
+def grid(corpora=None):
+    return PLAN.grid(corpora)
+
+
+def corpus_chunker_pairs(corpora=None):
+    return [(corpus, chunker) for corpus in (CORPORA if corpora is None else corpora) for chunker in CHUNKERS]
+
+
+def corpora_of_source(source):
+    return [name for name, entry in CORPORA.items() if entry["source"] == source]
+
+
 def chunker_params(wildcards):
     return canonical_json(CHUNKERS[wildcards.chunker])
 
 
-# Corpus keys that only steer evaluation: changing them must not re-parse.
-EVALUATION_KEYS = ("level", "depth")
+def retriever_params(wildcards):
+    return canonical_json(RETRIEVERS[wildcards.retriever])
+
+
+def filter_params(wildcards):
+    return canonical_json(FILTERS[wildcards.filter_name])
 
 
 def corpus_params(wildcards):
@@ -171,13 +123,7 @@ def corpus_documents(wildcards):
     """The input files of a corpus: removing a document changes this list."""
     entry = CORPORA[wildcards.corpus]
     if entry["source"] == "markdown":
-        folder = Path(entry["documents"])
-        files = sorted(str(path) for path in folder.glob("*.md"))
-        if not files:
-            raise ConfigError(
-                f"config['corpora'][{wildcards.corpus!r}]['documents']: no *.md files in {folder}"
-            )
-        return files
+        return sorted(str(path) for path in Path(entry["documents"]).glob("*.md"))
     return [wikipedia_lock(wildcards.corpus)]
 
 
@@ -186,8 +132,11 @@ def wikipedia_lock(corpus):
     return f"resources/{corpus}/wikipedia.lock.yaml"
 
 
-def corpora_of_source(source):
-    return [name for name, entry in CORPORA.items() if entry["source"] == source]
+def beir_inputs(wildcards):
+    """corpus.jsonl, queries.jsonl and the split's qrels (the plan checked that they exist)."""
+    entry = CORPORA[wildcards.corpus]
+    files = beir_files(entry["folder"], entry.get("split", BEIR_DEFAULTS["split"]))
+    return {role: str(path) for role, path in files.items()}
 
 
 def questions_path(corpus):
@@ -201,105 +150,13 @@ def questions_file(wildcards):
     return questions_path(wildcards.corpus)
 
 
-def corpus_chunker_pairs(corpora=None):
-    return [(corpus, chunker) for corpus in (CORPORA if corpora is None else corpora) for chunker in CHUNKERS]
-
-
-def all_results():
-    results = [
-        "results/corpus_statistics.csv",
-        "results/questions_by_type.csv",
-        "results/chunk_statistics.csv",
-    ]
-    if SPAN_CORPORA:
-        results.append("results/evidence_cuts.csv")
-    if CHUNK_LEVEL_CORPORA:
-        results += ["results/metrics.csv", "results/figures/recall_at_k.png"]
-    if DOCUMENT_LEVEL_CORPORA:
-        results += ["results/document_metrics.csv", "results/beir_metrics.csv"]
-    results += [*GROUNDING_RESULTS, *vector_search_results(), *contract_results()]
-    if ANSWERS is not None:
-        results += [
-            "results/answers.csv",
-            "results/answers_summary.csv",
-            "results/abstention.csv",
-            "results/figures/abstention.png",
-            "results/summaries.csv",
-            "results/routing.csv",
-            "results/routing_metrics.csv",
-        ]
-    return results
-
-
-FUSION_KINDS = ("rrf", "score_sum")
-FUNNEL_KINDS = ("funnel",)
-
-
-def is_fusion(retriever):
-    return RETRIEVERS[retriever]["kind"] in FUSION_KINDS
-
-
-def is_funnel(retriever):
-    return RETRIEVERS[retriever]["kind"] in FUNNEL_KINDS
-
-
-def retriever_chunkers(retriever):
-    """The chunkers a retriever runs on: its own list, or its components' common ones."""
-    entry = RETRIEVERS[retriever]
-    allowed = set(entry.get("chunkers") or CHUNKERS)
-    for dependency in retriever_dependencies(entry):
-        allowed &= set(retriever_chunkers(dependency))
-    return sorted(allowed)
-
-
-def grid(corpora=None):
-    """Every (corpus, chunker, retriever) the configuration asks for."""
-    return [
-        (corpus, chunker, retriever)
-        for corpus in (CORPORA if corpora is None else corpora)
-        for retriever in RETRIEVERS
-        for chunker in retriever_chunkers(retriever)
-    ]
-
-
-def is_approximate(retriever):
-    return RETRIEVERS[retriever]["kind"] in APPROXIMATE_KINDS
-
-
-# Retrievers ranking the chunks themselves: fitted on their texts (rule rank)
-# or encoding them with a pretrained model (rule rank_embedder); fusions (rule
-# fuse), IVF indexes over another retriever's embeddings (rule rank_ivf) and
-# funnels (rule funnel).
-BASE_RETRIEVERS = [
-    name for name in RETRIEVERS if not (is_fusion(name) or is_funnel(name) or is_approximate(name))
-]
-EMBEDDER_RETRIEVERS = [name for name in BASE_RETRIEVERS if RETRIEVERS[name]["kind"] in PRETRAINED_KINDS]
-FITTED_RETRIEVERS = [name for name in BASE_RETRIEVERS if name not in EMBEDDER_RETRIEVERS]
-FUSED_RETRIEVERS = [name for name in RETRIEVERS if is_fusion(name)]
-IVF_RETRIEVERS = [name for name in RETRIEVERS if is_approximate(name)]
-FUNNEL_RETRIEVERS = [name for name in RETRIEVERS if is_funnel(name)]
-
-# Embeddings by text digest, shared by every embedder job and kept across runs
-# (see docs/embedder.md). It lies outside the DAG: a job reads it and adds to
-# it, so no rule could declare it as both input and output.
-EMBEDDING_CACHE = "cache/embeddings"
-
-
-def retriever_params(wildcards):
-    return canonical_json(RETRIEVERS[wildcards.retriever])
-
-
-def ranking_depth_of(wildcards):
-    return ranking_depth(wildcards.corpus)
-
-
 def ivf_base(wildcards):
     return RETRIEVERS[wildcards.retriever]["base"]
 
 
 def ivf_base_index(wildcards):
     """The saved index of an ivf entry's base: its embeddings are reused, not refitted."""
-    return f"work/indexes/{wildcards.corpus}/{wildcards.chunker}/{ivf_base(wildcards)}.npz"
+    return INDEX.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=ivf_base(wildcards))
 
 
 def ivf_base_params(wildcards):
@@ -308,201 +165,43 @@ def ivf_base_params(wildcards):
 
 def fusion_inputs(wildcards):
     return [
-        f"work/rankings/{wildcards.corpus}/{wildcards.chunker}/{component}.parquet"
+        RANKING.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=component)
         for component in RETRIEVERS[wildcards.retriever]["components"]
     ]
 
 
-def alternatives(names):
-    """A wildcard regex matching exactly these names (and nothing when empty)."""
-    return "|".join(names) if names else "(?!x)x"
+def funnel_rerank_params(wildcards):
+    return canonical_json(PLAN.rerank_entries(wildcards.retriever))
 
 
-def _figures():
-    """What the figures draw; they show chunk-level metrics, so only chunk-level corpora qualify."""
-    figures = dict(config.get("figures", {}))
-    if not CHUNK_LEVEL_CORPORA:
-        return figures
-    figures.setdefault("corpus", CHUNK_LEVEL_CORPORA[0])
-    figures.setdefault("chunker", next(iter(CHUNKERS)))
-    figures.setdefault("retriever", next(iter(RETRIEVERS)))
-    figures.setdefault("compare", list(RETRIEVERS)[:2] * (2 if len(RETRIEVERS) == 1 else 1))
-    check_names(
-        [figures["corpus"]],
-        CHUNK_LEVEL_CORPORA,
-        "config['figures']['corpus']",
-        "chunk-level corpus",
-    )
-    check_names([figures["chunker"]], CHUNKERS, "config['figures']['chunker']", "chunker")
-    check_names(
-        [figures["retriever"], *figures["compare"]],
-        RETRIEVERS,
-        "config['figures']",
-        "retriever",
-    )
-    check_names(
-        figures.get("curves", []),
-        RETRIEVERS,
-        "config['figures']['curves']",
-        "retriever",
-    )
-    return figures
-
-
-FIGURES = _figures()
-
-
-def _question_ids(corpus, where):
-    path = CORPORA[corpus]["questions"]
-    try:
-        return {question.question_id for question in parse_questions(read_yaml(path), path)}
-    except FileNotFoundError:
-        raise ConfigError(f"{where}: the questions file {path} of corpus {corpus!r} does not exist") from None
-    except (LabelError, ValueError) as error:
-        raise ConfigError(f"{where}: {error}") from None
-
-
-def _grounding():
-    """The canonical grounding section, its names and question ids checked; None when absent."""
-    if "grounding" not in config:
-        return None
-    where = "config['grounding']"
-    grounding = canonical_grounding(config["grounding"], where)
-    # The cases name labelled questions: only span-labelled corpora have them.
-    grounding["corpus"] = grounding.get("corpus", next(iter(SPAN_CORPORA), None))
-    check_names([grounding["corpus"]], SPAN_CORPORA, f"{where}['corpus']", "enabled span-labelled corpus")
-    check_names([grounding["chunker"]], CHUNKERS, f"{where}['chunker']", "chunker")
-    check_names(
-        [grounding["retriever"]],
-        BASE_RETRIEVERS + FUSED_RETRIEVERS,
-        f"{where}['retriever']",
-        "retriever",
-    )
-    if grounding["chunker"] not in retriever_chunkers(grounding["retriever"]):
-        raise ConfigError(
-            f"{where}: retriever {grounding['retriever']!r} does not run on chunker {grounding['chunker']!r}"
-        )
-    depth = config["evaluation"]["depth"]
-    if grounding["k"] > depth:
-        raise ConfigError(f"{where}['k']: k = {grounding['k']} is deeper than evaluation.depth = {depth}")
-    known = _question_ids(grounding["corpus"], f"{where}['corpus']")
-    questions = [
-        (f"{where}['cases'][{case['name']!r}]['question']", case["question"]) for case in grounding["cases"]
+def funnel_rerank_indexes(wildcards):
+    """The fitted indexes of the plain retrievers a funnel reranks with."""
+    return [
+        INDEX.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=name)
+        for name in PLAN.rerank_entries(wildcards.retriever)
+        if name in BASE_RETRIEVERS
     ]
-    questions.append((f"{where}['swap']['question']", grounding["swap"]["question"]))
-    for key, question_id in questions:
-        if question_id not in known:
-            raise ConfigError(
-                f"{key}: unknown question {question_id!r} in {CORPORA[grounding['corpus']]['questions']}"
-            )
-    swap = grounding["swap"]
-    try:
-        swap_values(swap["correct"], *swap["values"])
-    except ValueError as error:
-        raise ConfigError(f"{where}['swap']: {error}") from None
-    return grounding
 
 
-GROUNDING = _grounding()
-GROUNDING_RESULTS = (
-    [
-        "results/grounding.csv",
-        "results/grounding_cases.csv",
-        "results/grounding_swap.csv",
-        "results/figures/grounding.png",
-    ]
-    if GROUNDING
-    else []
-)
+def filtered_ranking(corpus, chunker, filter_name, retriever):
+    return FILTERED.format(corpus=corpus, chunker=chunker, filter_name=filter_name, retriever=retriever)
+
+
+def filter_ablation_grid():
+    return PLAN.filter_ablation_grid()
 
 
 def grounding_inputs(wildcards):
     """The parsed corpus (memory), the chunk set and the ranking the grounding cases read."""
     if GROUNDING is None:
-        raise ConfigError(
-            "config['grounding']: the grounding results need a grounding section in config.yaml"
-        )
-    corpus, chunker, retriever = (GROUNDING[key] for key in ("corpus", "chunker", "retriever"))
-    return {
-        "parsed": f"work/parsed/{corpus}.parquet",
-        "chunks": f"work/chunks/{corpus}/{chunker}.parquet",
-        "ranking": f"work/rankings/{corpus}/{chunker}/{retriever}.parquet",
-    }
-
-
-def _ivf_tradeoff():
-    """The collection half of the approximate-search experiment, or None when not configured."""
-    if "ivf_tradeoff" not in config:
-        return None
-    where = "config['ivf_tradeoff']"
-    settings = dict(config["ivf_tradeoff"])
-    settings.setdefault("corpus", next(iter(SPAN_CORPORA), None))
-    settings = canonical_settings(IVF_TRADEOFF_PARAMETERS, settings, where)
-    check_names([settings["corpus"]], SPAN_CORPORA, f"{where}['corpus']", "enabled span-labelled corpus")
-    check_names([settings["chunker"]], CHUNKERS, f"{where}['chunker']", "chunker")
-    check_dense_retriever(settings["retriever"], RETRIEVERS, DENSE_KINDS, f"{where}['retriever']")
-    if settings["chunker"] not in retriever_chunkers(settings["retriever"]):
-        raise ConfigError(
-            f"{where}['chunker']: retriever {settings['retriever']!r} does not run on chunker {settings['chunker']!r}"
-        )
-    return settings
-
-
-def _ivf_synthetic():
-    """The synthetic half of the approximate-search experiment, or None when not configured."""
-    if "ivf_synthetic" not in config:
-        return None
-    where = "config['ivf_synthetic']"
-    settings = canonical_settings(IVF_SYNTHETIC_PARAMETERS, config["ivf_synthetic"], where)
-    if settings["lists"] > settings["vectors"]:
-        raise ConfigError(
-            f"{where}['lists']: {settings['lists']} lists for only {settings['vectors']} vectors"
-        )
-    if settings["probes"][-1] > settings["lists"]:
-        raise ConfigError(
-            f"{where}['probes']: {settings['probes'][-1]} probes but only {settings['lists']} lists"
-        )
-    if settings["k"] > settings["vectors"]:
-        raise ConfigError(f"{where}['k']: k = {settings['k']} exceeds the {settings['vectors']} vectors")
-    return settings
-
-
-IVF_TRADEOFF = _ivf_tradeoff()
-IVF_SYNTHETIC = _ivf_synthetic()
-
-
-def vector_search_results():
-    """What the approximate-search experiments add to rule all (only the configured halves)."""
-    results = []
-    if IVF_TRADEOFF:
-        results.append("results/ivf_tradeoff.csv")
-    if IVF_SYNTHETIC:
-        results.append("results/ivf_synthetic.csv")
-    if IVF_TRADEOFF and IVF_SYNTHETIC:
-        results.append("results/figures/ivf_tradeoff.png")
-    return results
-
-
-def _answers():
-    """The answers section in canonical form, or None when the config has none (no answer jobs)."""
-    entry = config.get("answers")
-    if entry is None or not SPAN_CORPORA:  # answers are judged against evidence spans
-        return None
-    pairs = [(chunker, retriever) for _, chunker, retriever in grid()]
-    kinds = {name: retriever["kind"] for name, retriever in RETRIEVERS.items()}
-    return canonical_answers(entry, pairs, kinds, config["evaluation"]["depth"])
-
-
-ANSWERS = _answers()
+        raise ConfigError("config['grounding']: these results need a grounding section in config.yaml")
+    names = {key: GROUNDING[key] for key in ("corpus", "chunker", "retriever")}
+    templates = {"parsed": PARSED, "chunks": CHUNKS, "ranking": RANKING}
+    return {role: template.format(**names) for role, template in templates.items()}
 
 
 def answer_pairs():
-    """Every (corpus, chunker, retriever) whose questions are answered."""
-    if ANSWERS is None:
-        return []
-    return [
-        (corpus, chunker, retriever) for corpus in SPAN_CORPORA for chunker, retriever in ANSWERS["pairs"]
-    ]
+    return PLAN.answer_pairs()
 
 
 def answers_section(name, *keys):
@@ -519,10 +218,7 @@ def abstention_inputs():
     """The answers of the abstention sweep's (chunker, retriever), one file per corpus."""
     if ANSWERS is None:
         return []
-    chunker, retriever = (
-        ANSWERS["abstention"]["chunker"],
-        ANSWERS["abstention"]["retriever"],
-    )
+    chunker, retriever = ANSWERS["abstention"]["chunker"], ANSWERS["abstention"]["retriever"]
     return [f"work/answers/{corpus}/{chunker}/{retriever}.parquet" for corpus in SPAN_CORPORA]
 
 
@@ -530,177 +226,10 @@ def routing_inputs(kind):
     """Per corpus, the chunk set, its qrels or its saved index that routing searches within."""
     if ANSWERS is None:
         return []
-    chunker, retriever = (
-        ANSWERS["summaries"]["chunker"],
-        ANSWERS["summaries"]["retriever"],
-    )
-    pattern = {
-        "chunks": "work/chunks/{corpus}/{chunker}.parquet",
-        "qrels": "work/qrels/{corpus}/{chunker}.parquet",
-        "index": "work/indexes/{corpus}/{chunker}/{retriever}.npz",
-    }[kind]
-    return [pattern.format(corpus=corpus, chunker=chunker, retriever=retriever) for corpus in SPAN_CORPORA]
+    names = dict(chunker=ANSWERS["summaries"]["chunker"], retriever=ANSWERS["summaries"]["retriever"])
+    pattern = {"chunks": CHUNKS, "qrels": QRELS, "index": INDEX}[kind]
+    return [pattern.format(corpus=corpus, **names) for corpus in SPAN_CORPORA]
 
 
-# --------------------------------------------------------------------------
-# Production contracts: funnels, filters, diversity, cohorts, provenance.
-# Each ablation section is optional; its results are scheduled only when
-# config.yaml has it.
-# --------------------------------------------------------------------------
-
-from rag.filters import FilterError, parse_filter  # noqa: E402
-
-check_retriever_graph(config["retrievers"])
-
-
-def _check_funnels():
-    depth = config["evaluation"]["depth"]
-    for name in FUNNEL_RETRIEVERS:
-        entry, where = RETRIEVERS[name], f"config['retrievers'][{name!r}]"
-        if entry["candidates"] > depth:
-            raise ConfigError(
-                f"{where}['candidates']: {entry['candidates']} candidates, but rankings keep only depth = {depth}"
-            )
-        rerank = entry["rerank"]
-        if rerank is None:
-            continue
-        if is_funnel(rerank):
-            raise ConfigError(
-                f"{where}['rerank']: {rerank!r} is a funnel; a reranker scores candidates, so name a retriever or a fusion of retrievers"
-            )
-        if RETRIEVERS[rerank]["kind"] == "score_sum":
-            raise ConfigError(
-                f"{where}['rerank']: {rerank!r} adds raw scores; rerank with a retriever or an rrf fusion"
-            )
-        for part in RETRIEVERS[rerank].get("components", []):
-            if part not in BASE_RETRIEVERS:
-                raise ConfigError(
-                    f"{where}['rerank']: the fusion {rerank!r} reranks with its components, which must be plain retrievers; {part!r} is not"
-                )
-
-
-def _canonical_filters():
-    filters = {}
-    for name, entry in sorted(config.get("filters", {}).items()):
-        try:
-            filters[name] = parse_filter(entry, f"config['filters'][{name!r}]").to_config()
-        except FilterError as error:
-            raise ConfigError(str(error)) from None
-    return filters
-
-
-def _check_section_names(section, key, known, what):
-    if section in config:
-        names = config[section][key]
-        check_names(
-            [names] if isinstance(names, str) else names,
-            known,
-            f"config[{section!r}][{key!r}]",
-            what,
-        )
-
-
-def _check_ablations():
-    depth, ks = config["evaluation"]["depth"], config["evaluation"]["ks"]
-    for section in ("filter_ablation", "diversity_ablation"):
-        if section not in config:
-            continue
-        _check_section_names(section, "chunker", CHUNKERS, "chunker")
-        _check_section_names(section, "retrievers", RETRIEVERS, "retriever")
-        chunker = config[section]["chunker"]
-        for retriever in config[section]["retrievers"]:
-            if chunker not in retriever_chunkers(retriever):
-                raise ConfigError(
-                    f"config[{section!r}]['retrievers']: {retriever!r} does not run on chunker {chunker!r}"
-                )
-    _check_section_names("filter_ablation", "filters", FILTERS, "filter")
-    for section, key in (("filter_ablation", "k"), ("diversity_ablation", "ks")):
-        values = config.get(section, {}).get(key, [])
-        for k in [values] if isinstance(values, int) else values:
-            if k > depth:
-                raise ConfigError(f"config[{section!r}][{key!r}]: k = {k} is deeper than depth = {depth}")
-    # These tables read results/metrics.csv, so their k must be evaluated there.
-    for section, key in (("funnel_ablation", "ks"), ("cohorts", "k")):
-        values = config.get(section, {}).get(key, [])
-        for k in [values] if isinstance(values, int) else values:
-            if k not in ks:
-                raise ConfigError(
-                    f"config[{section!r}][{key!r}]: k = {k} is not one of evaluation.ks {sorted(ks)}"
-                )
-
-
-_check_funnels()
-FILTERS = _canonical_filters()
-_check_ablations()
-FILTER_ABLATION = config.get("filter_ablation")
-DIVERSITY_ABLATION = config.get("diversity_ablation")
-COHORTS = {
-    "k": 5 if 5 in config["evaluation"]["ks"] else min(config["evaluation"]["ks"]),
-    "min_questions": 3,
-    **config.get("cohorts", {}),
-}
-
-
-wildcard_constraints:
-    filter_name=alternatives(FILTERS),
-
-
-def contract_results():
-    results = ["results/provenance.csv"]
-    # The cohorts and the funnel ablation read the chunk-level metrics; the
-    # filter and diversity ablations read chunk qrels from evidence spans.
-    if CHUNK_LEVEL_CORPORA:
-        results += [
-            "results/metrics_by_document.csv",
-            "results/weakest_cohorts.csv",
-            "results/figures/cohorts.png",
-        ]
-    if FILTER_ABLATION and SPAN_CORPORA:
-        results.append("results/filter_ablation.csv")
-    if DIVERSITY_ABLATION and SPAN_CORPORA:
-        results.append("results/diversity_ablation.csv")
-    if FUNNEL_RETRIEVERS and "funnel_ablation" in config and CHUNK_LEVEL_CORPORA:
-        results.append("results/funnel_ablation.csv")
-    return results
-
-
-def funnel_rerank_entries(retriever):
-    """The entries a funnel's reranker is built from: itself, or a fusion and its components."""
-    rerank = RETRIEVERS[retriever]["rerank"]
-    if rerank is None:
-        return {}
-    names = [rerank, *RETRIEVERS[rerank].get("components", [])]
-    return {name: RETRIEVERS[name] for name in names}
-
-
-def funnel_rerank_params(wildcards):
-    return canonical_json(funnel_rerank_entries(wildcards.retriever))
-
-
-def funnel_rerank_indexes(wildcards):
-    """The fitted indexes of the plain retrievers a funnel reranks with."""
-    return [
-        f"work/indexes/{wildcards.corpus}/{wildcards.chunker}/{name}.npz"
-        for name in funnel_rerank_entries(wildcards.retriever)
-        if name in BASE_RETRIEVERS
-    ]
-
-
-def filter_params(wildcards):
-    return canonical_json(FILTERS[wildcards.filter_name])
-
-
-def filtered_ranking(corpus, chunker, filter_name, retriever):
-    return f"work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet"
-
-
-def filter_ablation_grid():
-    """(corpus, retriever, filter) of the filter ablation, on its one chunker."""
-    if not FILTER_ABLATION:
-        return []
-    return [
-        (corpus, retriever, filter_name)
-        for corpus in SPAN_CORPORA
-        for retriever in sorted(FILTER_ABLATION["retrievers"])
-        for filter_name in sorted(FILTER_ABLATION["filters"])
-    ]
+def all_results():
+    return PLAN.results()

@@ -12,6 +12,8 @@ rule parse_markdown:
         "logs/parse/{corpus}.log",
     wildcard_constraints:
         corpus=alternatives(corpora_of_source("markdown")),
+    conda:
+        "../envs/rag.yaml"
     params:
         corpus=corpus_params,
         code=script_digest("parse_markdown.py"),
@@ -26,6 +28,8 @@ rule lock_wikipedia:
         "logs/lock_wikipedia/{corpus}.log",
     wildcard_constraints:
         corpus=alternatives(corpora_of_source("wikipedia")),
+    conda:
+        "../envs/rag.yaml"
     resources:
         wikipedia=1,
     params:
@@ -46,6 +50,8 @@ rule parse_wikipedia:
         "logs/parse/{corpus}.log",
     wildcard_constraints:
         corpus=alternatives(corpora_of_source("wikipedia")),
+    conda:
+        "../envs/rag.yaml"
     resources:
         wikipedia=1,
     params:
@@ -68,6 +74,8 @@ rule parse_beir:
         "benchmarks/logs/parse/{corpus}.tsv"
     wildcard_constraints:
         corpus=alternatives(corpora_of_source("beir")),
+    conda:
+        "../envs/rag.yaml"
     resources:
         mem_mb=2000,
     params:
@@ -86,6 +94,8 @@ rule corpus_statistics:
         questions="results/questions_by_type.csv",
     log:
         "logs/corpus_statistics.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         corpora=list(CORPORA),
         code=script_digest("corpus_statistics.py"),

@@ -21,6 +21,8 @@ rule evaluate:
         "logs/evaluate.log",
     benchmark:
         "benchmarks/logs/evaluate.tsv"
+    conda:
+        "../envs/rag.yaml"
     resources:
         mem_mb=lambda wildcards, input: 1000 + 10 * int(input.size_mb),
     params:
@@ -46,6 +48,8 @@ rule evaluate_documents:
         "logs/evaluate_documents.log",
     benchmark:
         "benchmarks/logs/evaluate_documents.tsv"
+    conda:
+        "../envs/rag.yaml"
     resources:
         mem_mb=lambda wildcards, input: 1000 + 10 * int(input.size_mb),
     params:
@@ -68,6 +72,8 @@ rule plot_retrieval:
         scatter="results/figures/rank_scatter.png",
     log:
         "logs/plot_retrieval.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         figures=canonical_json(FIGURES),
         depth=config["evaluation"]["depth"],

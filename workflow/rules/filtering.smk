@@ -16,6 +16,8 @@ rule rank_filtered:
         "logs/rank_filtered/{corpus}/{chunker}/{filter_name}/{retriever}.log",
     wildcard_constraints:
         retriever=alternatives(BASE_RETRIEVERS),
+    conda:
+        "../envs/rag.yaml"
     params:
         retriever=retriever_params,
         filter=filter_params,
@@ -38,6 +40,8 @@ rule fuse_filtered:
         "logs/fuse_filtered/{corpus}/{chunker}/{filter_name}/{retriever}.log",
     wildcard_constraints:
         retriever=alternatives(FUSED_RETRIEVERS),
+    conda:
+        "../envs/rag.yaml"
     params:
         retriever=retriever_params,
         filter=filter_params,
@@ -64,6 +68,8 @@ rule funnel_filtered:
         "logs/funnel_filtered/{corpus}/{chunker}/{filter_name}/{retriever}.log",
     wildcard_constraints:
         retriever=alternatives(FUNNEL_RETRIEVERS),
+    conda:
+        "../envs/rag.yaml"
     params:
         retriever=retriever_params,
         rerank=funnel_rerank_params,
@@ -99,6 +105,8 @@ rule filter_ablation:
         "results/filter_ablation.csv",
     log:
         "logs/filter_ablation.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         grid=filter_ablation_grid(),
         corpora=SPAN_CORPORA,

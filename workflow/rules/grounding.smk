@@ -16,6 +16,8 @@ rule grounding:
         "logs/grounding.log",
     benchmark:
         "benchmarks/logs/grounding.tsv"
+    conda:
+        "../envs/rag.yaml"
     params:
         grounding=canonical_json(GROUNDING),
         code=script_digest("grounding.py"),
@@ -31,6 +33,8 @@ rule plot_grounding:
         "results/figures/grounding.png",
     log:
         "logs/plot_grounding.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         setting=canonical_json(
             {key: GROUNDING[key] for key in ("corpus", "chunker", "retriever", "k", "temperature")}

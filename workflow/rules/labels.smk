@@ -16,6 +16,8 @@ rule label:
         "logs/label/{corpus}/{chunker}.log",
     wildcard_constraints:
         corpus=alternatives(SPAN_CORPORA),
+    conda:
+        "../envs/rag.yaml"
     params:
         chunker=chunker_params,
         code=script_digest("label.py"),
@@ -30,6 +32,8 @@ rule evidence_cuts:
         "results/evidence_cuts.csv",
     log:
         "logs/evidence_cuts.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         pairs=corpus_chunker_pairs(SPAN_CORPORA),
         code=script_digest("evidence_cuts.py"),
@@ -47,6 +51,8 @@ rule document_qrels:
         "logs/document_qrels/{corpus}.log",
     wildcard_constraints:
         corpus=alternatives([name for name in SPAN_CORPORA if LEVELS[name] == "document"]),
+    conda:
+        "../envs/rag.yaml"
     params:
         code=script_digest("document_qrels.py"),
     script:

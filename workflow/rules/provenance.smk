@@ -13,6 +13,8 @@ rule provenance:
         "results/provenance.csv",
     log:
         "logs/provenance.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         grid=grid(),
         filtered=filter_ablation_grid(),

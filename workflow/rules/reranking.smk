@@ -17,6 +17,8 @@ rule funnel:
         "benchmarks/logs/funnel/{corpus}/{chunker}/{retriever}.tsv"
     wildcard_constraints:
         retriever=alternatives(FUNNEL_RETRIEVERS),
+    conda:
+        "../envs/rag.yaml"
     params:
         retriever=retriever_params,
         rerank=funnel_rerank_params,

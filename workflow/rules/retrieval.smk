@@ -18,6 +18,8 @@ rule rank:
         "benchmarks/logs/rank/{corpus}/{chunker}/{retriever}.tsv"
     wildcard_constraints:
         retriever=alternatives(FITTED_RETRIEVERS),
+    conda:
+        "../envs/rag.yaml"
     threads: 1
     resources:
         mem_mb=lambda wildcards, input: 1000 + 40 * int(input.size_mb),
@@ -50,6 +52,8 @@ rule rank_embedder:
     # The longest jobs of a build with a cold embedding cache: started first,
     # they overlap the many short ranking jobs instead of trailing them.
     priority: 1
+    conda:
+        "../envs/rag.yaml"
     # Whole batches run in parallel, one per thread (rag.embedder.encode).
     threads: 2
     params:
@@ -71,6 +75,8 @@ rule fuse:
         "logs/fuse/{corpus}/{chunker}/{retriever}.log",
     wildcard_constraints:
         retriever=alternatives(FUSED_RETRIEVERS),
+    conda:
+        "../envs/rag.yaml"
     threads: 1
     resources:
         mem_mb=lambda wildcards, input: 500 + 10 * int(input.size_mb),
@@ -99,6 +105,8 @@ rule rank_ivf:
         "benchmarks/logs/rank_ivf/{corpus}/{chunker}/{retriever}.tsv"
     wildcard_constraints:
         retriever=alternatives(IVF_RETRIEVERS),
+    conda:
+        "../envs/rag.yaml"
     threads: 1
     resources:
         mem_mb=lambda wildcards, input: 1000 + 40 * int(input.size_mb),

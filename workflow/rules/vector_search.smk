@@ -17,6 +17,8 @@ if IVF_TRADEOFF:
             "logs/ivf_tradeoff.log",
         benchmark:
             "benchmarks/logs/ivf_tradeoff.tsv"
+        conda:
+            "../envs/rag.yaml"
         params:
             settings=canonical_json(IVF_TRADEOFF),
             retriever=canonical_json(RETRIEVERS[IVF_TRADEOFF["retriever"]]),
@@ -39,6 +41,8 @@ if IVF_SYNTHETIC:
             "logs/ivf_synthetic.log",
         benchmark:
             "benchmarks/logs/ivf_synthetic.tsv"
+        conda:
+            "../envs/rag.yaml"
         threads: 1
         params:
             settings=canonical_json(IVF_SYNTHETIC),
@@ -57,6 +61,8 @@ if IVF_TRADEOFF and IVF_SYNTHETIC:
             "results/figures/ivf_tradeoff.png",
         log:
             "logs/plot_ivf_tradeoff.log",
+        conda:
+            "../envs/rag.yaml"
         params:
             code=script_digest("plot_ivf_tradeoff.py"),
         script:

@@ -6,7 +6,7 @@ prefiltered components keeps the result inside the filter.
 
 import json
 
-from rag.fusion import reciprocal_rank_fusion, score_sum_fusion
+from rag.fusion import fuse
 from rag.io import (
     RANKING_COLUMNS,
     finish_job,
@@ -29,13 +29,7 @@ question_ids = sorted(set().union(*(table["question_id"] for table in tables)))
 components = [rankings_from_columns(table, chunk_ids, question_ids) for table in tables]
 depth = snakemake.params.depth
 
-fused = []
-for question_id in question_ids:
-    lists = [component[question_id] for component in components]
-    if entry["kind"] == "rrf":
-        fused.append(reciprocal_rank_fusion(lists, entry["constant"], depth, tie_order))
-    else:
-        fused.append(score_sum_fusion(lists, depth, tie_order))
+fused = [fuse(entry, [component[q] for component in components], depth, tie_order) for q in question_ids]
 log.info("fused %s for %d questions", entry["components"], len(question_ids))
 components_record = {
     name: read_provenance(path)

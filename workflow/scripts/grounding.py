@@ -9,39 +9,33 @@ from rag.grounding import (
     CASE_COLUMNS,
     SWAP_COLUMNS,
     answer_rows,
-    case_from_config,
     case_row,
-    check_wrong_answer_source,
+    configured_cases,
+    document_texts,
+    ranked_rows,
     run_case,
     run_swap,
     swap_from_config,
     swap_rows,
     top_chunks,
 )
-from rag.io import finish_job, start_log, write_csv
+from rag.io import RANKING_COLUMNS, finish_job, read_columns, start_log, write_csv
 from rag.trigram import train
 
 log = start_log(snakemake.log[0])
 settings = json.loads(snakemake.params.grounding)
 k, temperature = settings["k"], settings["temperature"]
+parsed = read_columns(snakemake.input.parsed, ["doc_id", "text"])
+chunks = read_columns(snakemake.input.chunks, ["chunk_id", "text"])
+ranking = read_columns(snakemake.input.ranking, RANKING_COLUMNS)
 
-parsed = pd.read_parquet(snakemake.input.parsed, columns=["doc_id", "text"])
-chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", "text"])
-ranking = pd.read_parquet(snakemake.input.ranking)
-
-memory = train(parsed["text"].tolist())
+memory = train(parsed["text"])
 log.info(
     "memory: %d sentences, %d tokens, vocabulary %d",
-    memory.sentence_count,
-    memory.token_count,
-    len(memory.vocabulary),
+    *(memory.sentence_count, memory.token_count, len(memory.vocabulary)),
 )
-document_texts = parsed.groupby("doc_id", sort=True)["text"].agg("\n\n".join).to_dict()
 chunk_texts = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
-ranked = {
-    question_id: list(zip(rows["rank"], rows["chunk_id"], rows["score"], strict=True))
-    for question_id, rows in ranking.groupby("question_id", sort=False)
-}
+ranked = ranked_rows(ranking["question_id"], ranking["rank"], ranking["chunk_id"], ranking["score"])
 
 
 def retrieved(question_id):
@@ -49,19 +43,11 @@ def retrieved(question_id):
 
 
 answers, cases = [], []
-for entry in settings["cases"]:
-    case = case_from_config(entry)
-    if case.wrong_from not in document_texts:
-        raise ValueError(
-            f"config['grounding']['cases'][{case.name!r}]['wrong_from']: no document {case.wrong_from!r} "
-            f"in corpus {settings['corpus']!r}; known: {sorted(document_texts)}"
-        )
-    check_wrong_answer_source(case, document_texts[case.wrong_from])
+for case in configured_cases(settings, document_texts(parsed["doc_id"], parsed["text"])):
     result = run_case(memory, case, retrieved(case.question_id), temperature, settings["max_tokens"])
     log.info(
         "%s: memory says %r (geometric mean %.3f); log10 odds true:wrong %s; completion supported: %s",
-        case.name,
-        result.comparison.memory_completion.text,
+        *(case.name, result.comparison.memory_completion.text),
         result.comparison.memory_completion.geometric_mean,
         {model: round(value, 2) for model, value in result.log10_odds.items()},
         result.completion_check.supported,
@@ -72,7 +58,6 @@ for entry in settings["cases"]:
 swap = swap_from_config(settings["swap"])
 swap_result = run_swap(memory, swap, retrieved(swap.question_id), temperature)
 log.info("swap %r -> %r", swap.correct, swap.swapped)
-
 write_csv(pd.DataFrame(answers, columns=ANSWER_COLUMNS), snakemake.output.answers)
 write_csv(pd.DataFrame(cases, columns=CASE_COLUMNS), snakemake.output.cases)
 write_csv(pd.DataFrame(swap_rows(swap_result), columns=SWAP_COLUMNS), snakemake.output.swap)

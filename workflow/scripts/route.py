@@ -2,16 +2,23 @@
 
 import json
 
-import numpy as np
 import pandas as pd
 
 from rag.answers import evidence_documents, question_group
-from rag.io import documents_from_frame, finish_job, read_provenance, read_yaml, start_log, write_csv
+from rag.io import (
+    documents_from_frame,
+    finish_job,
+    load_arrays,
+    read_provenance,
+    read_yaml,
+    start_log,
+    write_csv,
+)
 from rag.labels import locate_spans, parse_questions
 from rag.metrics import evaluate_rankings, relevance_by_question
 from rag.provenance import record_digest
-from rag.retrievers import load_retriever, search
-from rag.routing import route_questions, routed_right, within_document
+from rag.retrievers import load_retriever
+from rag.routing import accuracy_row, route_and_rank, route_row
 from rag.search import chunk_id_order, ranked_ids
 from rag.statistics import aggregate_metrics
 from rag.summaries import lead_summaries
@@ -19,88 +26,49 @@ from rag.summaries import lead_summaries
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
 routing = json.loads(snakemake.params.routing)
-chunker, retriever_name = routing["chunker"], routing["retriever"]
-routed_name = f"{retriever_name}_routed"
-ks, depth = snakemake.params.ks, snakemake.params.depth
-inputs = snakemake.input
+names = {"chunker": routing["chunker"], "retriever": f"{routing['retriever']}_routed"}
+inputs, ks = snakemake.input, snakemake.params.ks
 
-routes_table, parts, accuracy = [], [], []
+routes_table, parts, accuracy, made_by = [], [], [], {}
 for position, corpus in enumerate(snakemake.params.corpora):
     questions = parse_questions(read_yaml(inputs.questions[position]), inputs.questions[position])
     documents = documents_from_frame(pd.read_parquet(inputs.parsed[position]))
     holding = evidence_documents(questions, locate_spans(questions, documents))
-    routes = route_questions([q.text for q in questions], lead_summaries(documents), entry)
-
     chunks = pd.read_parquet(inputs.chunks[position], columns=["chunk_id", "doc_id", "n_words"])
     chunk_ids = chunks["chunk_id"].tolist()
-    with np.load(inputs.index[position], allow_pickle=False) as arrays:
-        retriever = load_retriever(entry, dict(arrays))
-    # Rank the whole collection, then keep the routed document's chunks: the
-    # collection's statistics stay, only the other documents go.
-    full = search(retriever, [q.text for q in questions], len(chunk_ids), chunk_id_order(chunk_ids))
-    chunk_documents = chunks["doc_id"].tolist()
-    ranked = {}
-    for question, route, ranking in zip(questions, routes, full, strict=True):
-        routed = within_document(ranking, chunk_documents, route.document, depth)
-        ranked[question.question_id] = ranked_ids(routed, chunk_ids)
-        verdict = routed_right(route, holding[question.question_id])
+    retriever = load_retriever(entry, load_arrays(inputs.index[position]))
+    routes, routed = route_and_rank(
+        [q.text for q in questions],
+        lead_summaries(documents),
+        entry,
+        retriever,
+        chunks["doc_id"].tolist(),
+        snakemake.params.depth,
+        chunk_id_order(chunk_ids),
+    )
+    ranked = {q.question_id: ranked_ids(r, chunk_ids) for q, r in zip(questions, routed, strict=True)}
+    for question, route, ranking in zip(questions, routes, routed, strict=True):
+        evidence = holding[question.question_id]
         routes_table.append(
-            {
-                "corpus": corpus,
-                "question_id": question.question_id,
-                "type": question.type,
-                "group": question_group(question, holding[question.question_id]),
-                "evidence_documents": ";".join(holding[question.question_id]),
-                "routed_document": route.document,
-                "score": route.score,
-                "runner_up": route.runner_up,
-                "runner_up_score": route.runner_up_score,
-                "routed_right": verdict,
-                "routed_chunks": len(routed),
-            }
+            {"corpus": corpus, "question_id": question.question_id, "type": question.type}
+            | {"group": question_group(question, evidence), "evidence_documents": ";".join(evidence)}
+            | route_row(route, evidence, ranking)
         )
-
     answerable = [q for q in questions if q.answerable]
     relevance = relevance_by_question(answerable, pd.read_parquet(inputs.qrels[position]))
     words = dict(zip(chunks["chunk_id"], chunks["n_words"], strict=True))
-    frame = evaluate_rankings(
-        {q.question_id: ranked[q.question_id] for q in answerable}, relevance, ks, words
-    )
-    parts.append(frame.assign(corpus=corpus, chunker=chunker, retriever=routed_name))
-    verdicts = [
-        row["routed_right"]
-        for row in routes_table
-        if row["corpus"] == corpus and row["routed_right"] is not None
-    ]
-    accuracy.append(
-        {
-            "corpus": corpus,
-            "chunker": chunker,
-            "retriever": routed_name,
-            "metric": "routing_accuracy",
-            "k": pd.NA,
-            "value": sum(verdicts) / len(verdicts) if verdicts else float("nan"),
-            "questions": len(verdicts),
-        }
-    )
-    log.info(
-        "%s: %d of %d answerable questions routed to an evidence document",
-        corpus,
-        sum(verdicts),
-        len(verdicts),
-    )
+    answered = {q.question_id: ranked[q.question_id] for q in answerable}
+    frame = evaluate_rankings(answered, relevance, ks, words)
+    parts.append(frame.assign(corpus=corpus, **names))
+    row = accuracy_row(routes, [holding[q.question_id] for q in questions], corpus=corpus, **names)
+    accuracy.append(row)
+    log.info("%s: routing accuracy %.3f over %d questions", corpus, row["value"], row["questions"])
+    # Like results/metrics.csv, each row names what made it: the chunk set and the routing settings.
+    chunk_set = read_provenance(inputs.chunks[position])
+    made_by[corpus] = record_digest({"chunks": chunk_set, "routing": routing, "retriever": entry})
 
-keys = ["corpus", "chunker", "retriever"]
-metrics = aggregate_metrics(pd.concat(parts, ignore_index=True), keys)
+metrics = aggregate_metrics(pd.concat(parts, ignore_index=True), ["corpus", "chunker", "retriever"])
 metrics = pd.concat([metrics, pd.DataFrame(accuracy)], ignore_index=True)
-# Like results/metrics.csv, each row names what made it: here the chunk set and
-# the routing settings.
-made_by = {
-    corpus: record_digest(
-        {"chunks": read_provenance(inputs.chunks[position]), "routing": routing, "retriever": entry}
-    )
-    for position, corpus in enumerate(snakemake.params.corpora)
-}
 metrics["provenance"] = metrics["corpus"].map(made_by)
 write_csv(pd.DataFrame(routes_table).astype({"routed_right": "boolean"}), snakemake.output.routing)
 write_csv(metrics, snakemake.output.metrics)
