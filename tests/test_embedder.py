@@ -67,6 +67,9 @@ def varied_texts(seed: int = 7) -> list[str]:
 
 TEXTS = varied_texts()
 
+# Spinning OpenBLAS threads doubled this module's CPU time on a loaded two-core machine.
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
+
 
 @pytest.fixture(scope="module")
 def encoder() -> embedder.Encoder:

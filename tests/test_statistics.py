@@ -23,7 +23,7 @@ DOCUMENTS = [
             Block((), "Venus is hot."),  # 3 words
             Block(("Orbit",), "A day outlasts\na year."),  # 5: a line break separates words too
             Block(("Orbit",), "Retrograde."),  # 1
-            Block(("Orbit", "Rotation"), "Slow  and backwards."),  # 3, across a double space
+            Block(("Orbit", "Rotation"), "Slow and\tbackwards."),  # 3: and a tab
             Block(("Atmosphere",), "Carbon dioxide, mostly."),  # 3
         ),
     ),
