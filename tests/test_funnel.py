@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from threadpoolctl import threadpool_limits
 
 from rag.bm25 import bm25_scores, build_bm25_index
 from rag.funnel import funnel_ranking, funnel_summary, fused_reranker, retriever_reranker
@@ -18,10 +17,7 @@ BM25 = {"kind": "bm25", "k1": 1.5, "b": 0.75, "idf": "lucene", "stem": False}
 LSA = {"kind": "lsa", "dimensions": 8, "min_df": 2, "stem": False}
 
 
-@pytest.fixture(autouse=True, scope="module")
-def single_threaded_blas():
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
 # Rankings store scores rounded to 9 decimals (rag.search.SCORE_DECIMALS), so they

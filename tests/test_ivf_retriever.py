@@ -13,7 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from threadpoolctl import threadpool_limits
 
 from rag import ivf, synthetic
 from rag.config import (
@@ -40,15 +39,11 @@ from rag.retrievers import (
 )
 from rag.search import chunk_id_order
 
-pytestmark = pytest.mark.float_heavy
 
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def single_threaded_blas():
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = [pytest.mark.float_heavy, pytest.mark.usefixtures("single_threaded_blas")]
 
 
 def grid_vectors(seed: int, count: int, dimensions: int) -> np.ndarray:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 
 from rag.filters import FilterLeak, allowed_by_config, filter_ablation_row
 from rag.funnel import (
@@ -34,10 +33,7 @@ TEXTS = [
 ]
 
 
-@pytest.fixture(autouse=True, scope="module")
-def single_threaded_blas():
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
 def test_the_retriever_tuples_and_fusers_come_from_the_table():

@@ -6,7 +6,6 @@ import pandas as pd
 import pytest
 
 from tests.pipeline import (
-    copy_project,
     make_workdir,
     planned_jobs,
     planned_outputs,
@@ -36,17 +35,16 @@ TARGETS = [*RESULTS, "results/metrics.csv"]
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("answers")
-    project = copy_project(root / "project")
-    workdir = make_workdir(root / "work")
-    config = read_config(workdir)
-    config["answers"] = ANSWERS
-    write_config(workdir, config)
+def built(build_pipeline):
+    def prepare(workdir):
+        config = read_config(workdir)
+        config["answers"] = ANSWERS
+        write_config(workdir, config)
+
     # Only what the answers need (and metrics.csv to compare formats): the rest of the DAG is
     # covered by test_pipeline_incremental.py.
-    snakemake(workdir, "--cores", "2", *TARGETS, snakefile=project / "Snakefile")
-    return project, workdir
+    build = build_pipeline("answers", prepare=prepare, targets=TARGETS)
+    return build.project, build.workdir
 
 
 def read(workdir, name: str) -> pd.DataFrame:

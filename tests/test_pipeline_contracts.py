@@ -16,7 +16,7 @@ import yaml
 
 from rag.documents import PARSER_VERSION
 from rag.text import analyzer_digest, stopwords_digest
-from tests.pipeline import copy_project, make_workdir, planned_jobs, read_config, snakemake, write_config
+from tests.pipeline import make_workdir, planned_jobs, read_config, snakemake, write_config
 
 GAMMA = """---
 id: gamma
@@ -85,14 +85,13 @@ def add_gamma(workdir: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("contracts")
-    project = copy_project(root / "project")
-    workdir = make_workdir(root / "work")
-    write_config(workdir, contracts_config(read_config(workdir)))
-    add_gamma(workdir)
-    result = snakemake(workdir, "--cores", "2", snakefile=project / "Snakefile")
-    return project, workdir, result.stdout + result.stderr
+def built(build_pipeline):
+    def prepare(workdir: Path) -> None:
+        write_config(workdir, contracts_config(read_config(workdir)))
+        add_gamma(workdir)
+
+    build = build_pipeline("contracts", prepare=prepare)
+    return build.project, build.workdir, build.log
 
 
 def chunks_of(workdir: Path) -> pd.DataFrame:

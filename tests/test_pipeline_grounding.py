@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from rag.grounding import ANSWER_COLUMNS, CASE_COLUMNS, MODELS, SWAP_COLUMNS
-from tests.pipeline import copy_project, make_workdir, planned_jobs, read_config, snakemake, write_config
+from tests.pipeline import planned_jobs, read_config, snakemake, write_config
 
 TARGETS = (
     "results/grounding.csv",
@@ -49,15 +49,14 @@ GROUNDING = {
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("grounding")
-    project = copy_project(root / "project")
-    workdir = make_workdir(root / "work")
-    config = read_config(workdir)
-    config["grounding"] = copy.deepcopy(GROUNDING)
-    write_config(workdir, config)
-    snakemake(workdir, "--cores", "2", *TARGETS, snakefile=project / "Snakefile")
-    return project, workdir
+def built(build_pipeline):
+    def prepare(workdir):
+        config = read_config(workdir)
+        config["grounding"] = copy.deepcopy(GROUNDING)
+        write_config(workdir, config)
+
+    build = build_pipeline("grounding", prepare=prepare, targets=TARGETS)
+    return build.project, build.workdir
 
 
 def _with_grounding(workdir, change):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from tests.pipeline import (
-    copy_project,
     make_workdir,
     planned_jobs,
     planned_outputs,
@@ -16,13 +15,10 @@ from tests.pipeline import (
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def built(build_pipeline):
     """A private copy of the project and a tiny corpus, fully built once."""
-    root = tmp_path_factory.mktemp("project")
-    project = copy_project(root / "project")
-    workdir = make_workdir(root / "work")
-    snakemake(workdir, "--cores", "2", snakefile=project / "Snakefile")
-    return project, workdir
+    build = build_pipeline("project")
+    return build.project, build.workdir
 
 
 def test_second_run_has_nothing_to_do(built):

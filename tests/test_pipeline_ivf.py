@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from rag.ivf import IVFIndex
-from tests.pipeline import copy_project, make_workdir, planned_jobs, read_config, snakemake, write_config
+from tests.pipeline import make_workdir, planned_jobs, read_config, snakemake, write_config
 
 IVF_RETRIEVERS = {
     "lsa": {"kind": "lsa", "dimensions": 8},
@@ -39,13 +39,9 @@ def ivf_config(workdir):
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ivf")
-    project = copy_project(root / "project")
-    workdir = make_workdir(root / "work")
-    write_config(workdir, ivf_config(workdir))
-    snakemake(workdir, "--cores", "2", snakefile=project / "Snakefile")
-    return project, workdir
+def built(build_pipeline):
+    build = build_pipeline("ivf", prepare=lambda workdir: write_config(workdir, ivf_config(workdir)))
+    return build.project, build.workdir
 
 
 def rankings(workdir, retriever):

@@ -7,7 +7,6 @@ import warnings
 
 import numpy as np
 import pytest
-from threadpoolctl import threadpool_limits
 
 from rag.bm25 import (
     BM25Index,
@@ -24,15 +23,7 @@ from rag.search import Ranking, chunk_id_order, exact_search, ranked_ids, top_k,
 from rag.text import analyze
 from rag.tfidf import TfidfIndex, build_tfidf_index, tfidf_scores, tfidf_search
 
-pytestmark = pytest.mark.float_heavy
-
-
-@pytest.fixture(autouse=True, scope="module")
-def single_threaded_blas():
-    # On a loaded two-core machine OpenBLAS threads spin against each other and
-    # a 300 x 800 SVD can take seconds instead of milliseconds.
-    with threadpool_limits(limits=1):
-        yield
+pytestmark = [pytest.mark.float_heavy, pytest.mark.usefixtures("single_threaded_blas")]
 
 
 def reference_ranking(scores: np.ndarray, depth: int, tie_order: np.ndarray) -> np.ndarray:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -164,6 +165,9 @@ def test_report_prints_values_in_order(example):
     text = report(example)
     expected_in_order = ["0.6931", "1.4135", "1.4648", "0.7180", "1.0875", "1.2231", "4.3913", "0.3505"]
     expected_in_order += ["0.9839", "0.1742", "2.6309", "0.9502", "0.8597", "91 word", "0.3397", "0.3333"]
+    # RAG-Sequence and RAG-Token come after the citation check and before the pitfalls.
+    expected_in_order += ["RAG-Sequence and RAG-Token", "1.1300", "0.7558", "0.2442", "= 0.2353"]
+    expected_in_order += ["0.5488 x 0.4657 = 0.2556", "0.6886", "0.3114", "0.5488 x 0.4287 = 0.2353"]
     expected_in_order += ["-0.8473", "0.3066"]
     positions = [text.index(value) for value in expected_in_order]
     assert positions == sorted(positions)
@@ -179,3 +183,32 @@ def test_runs_as_a_module():
     )
     assert "ranking: d1, d3, d2, d4" in completed.stdout
     assert "0.3066" in completed.stdout
+    assert "0.5488 x 0.4657 = 0.2556" in completed.stdout
+
+
+def test_rag_sequence_and_rag_token(example):
+    rag = example.rag
+    # The prior is a softmax of the two prompt sources' BM25 scores at temperature 0.5.
+    assert list(rag.prior) == list(example.prompt_sources) == ["d1", "d2"]
+    assert rag.logit_difference == close(1.1300)
+    assert rag.prior == {"d1": close(0.7558), "d2": close(0.2442)}
+    assert rag.answer_products == {"d1": close(0.30), "d2": close(0.035)}
+    assert rag.sequence_likelihood == close(0.2353)
+    assert rag.token_factors == (close(0.5488), close(0.4657))
+    assert rag.token_likelihood == close(0.2556)
+    # RAG-Sequence token by token: the same first factor, then the posterior's mixture.
+    assert rag.sequence_posterior == {"d1": close(0.6886), "d2": close(0.3114)}
+    assert rag.sequence_factors == (close(0.5488), close(0.4287))
+    assert rag.sequence_factors[0] * rag.sequence_factors[1] == pytest.approx(
+        rag.sequence_likelihood, rel=1e-12
+    )
+    # RAG-Token keeps the prior weights, and d1, which supports the second token, weighs more there.
+    assert rag.token_likelihood > rag.sequence_likelihood
+
+
+def test_rag_prior_follows_the_bm25_scores(example):
+    # An independent softmax of the printed BM25 scores, not the rag function.
+    d1, d2 = example.bm25_scores["d1"], example.bm25_scores["d2"]
+    first = 1 / (1 + math.exp(-(d1 - d2) / 0.5))
+    assert example.rag.prior["d1"] == pytest.approx(first, abs=1e-12)
+    assert example.rag.prior["d2"] == pytest.approx(1 - first, abs=1e-12)
