@@ -425,6 +425,19 @@ class MarkdownFile:
     text: str
 
 
+def read_markdown_file(path: str | os.PathLike) -> str:
+    """The text of one Markdown file; an unreadable or non-UTF-8 file is an error naming it."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise FolderError(f"{path}: cannot be read ({error.strerror or error})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise FolderError(f"{path}, line {line}: not UTF-8 text (byte {error.start})") from None
+
+
 def read_markdown_folder(folder: str | os.PathLike) -> list[MarkdownFile]:
     """Every ``*.md`` file directly in ``folder``, in name order.
 
