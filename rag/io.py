@@ -9,10 +9,12 @@ that the same inputs give byte-identical outputs.
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import logging
 import os
-import tempfile
+import secrets
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,15 +67,53 @@ CHUNK_COLUMNS = [
 ]
 
 
+# A ``.partial`` file this old has no writer left (a job was killed mid-write).
+PARTIAL_GRACE_SECONDS = 15 * 60
+
+
+def _partials(target: Path) -> list[Path]:
+    return list(target.parent.glob(f".{glob.escape(target.name)}.*.partial"))
+
+
+def remove_stale_partials(
+    target: str | os.PathLike, older_than_seconds: float = PARTIAL_GRACE_SECONDS
+) -> int:
+    """Remove the ``.partial`` files a killed writer of ``target`` left behind; returns how many.
+
+    Only files older than ``older_than_seconds`` go: a younger one may belong to a
+    writer still at work (two ``rag ask`` runs may write the same cache entry).
+    """
+    removed = 0
+    now = time.time()
+    for partial in _partials(Path(target)):
+        with contextlib.suppress(OSError):
+            if now - partial.stat().st_mtime >= older_than_seconds:
+                partial.unlink()
+                removed += 1
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it into place on success."""
+    """Yield a temporary path beside ``path``; rename it into place on success.
+
+    The temporary file is created with mode 0666 less the umask, as ``open``
+    would, so outputs get the permissions the user asked for (``mkstemp``
+    would make every output private). Stale partials of the same target left
+    by a killed writer are removed first.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-    os.close(handle)
+    remove_stale_partials(target)
+    while True:
+        temporary = target.parent / f".{target.name}.{secrets.token_hex(6)}.partial"
+        try:
+            os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            break
+        except FileExistsError:
+            continue
     try:
-        yield Path(temporary)
+        yield temporary
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -93,11 +133,27 @@ class FolderCache:
     folder: str | os.PathLike
 
     def read(self, key: str) -> str | None:
+        """The cached text, or None; a miss also removes the partial files of an interrupted write.
+
+        The download jobs of one corpus run one at a time, so a partial file of
+        a missing entry is always a leftover, whatever its age.
+        """
         path = Path(self.folder) / key
-        return path.read_text(encoding="utf-8") if path.exists() else None
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            remove_stale_partials(path, older_than_seconds=0)
+            return None
+        except (OSError, UnicodeDecodeError):
+            self.remove(key)
+            return None
 
     def write(self, key: str, text: str) -> None:
         write_text(Path(self.folder) / key, text)
+
+    def remove(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (Path(self.folder) / key).unlink()
 
 
 def write_yaml(path: str | os.PathLike, data: object) -> None:
