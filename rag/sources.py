@@ -20,6 +20,7 @@ from rag.wikipedia import (
     WikipediaFetchError,
     article_doc_id,
     check_digest,
+    looks_like_article,
     revision_url,
 )
 
@@ -80,6 +81,8 @@ def article_html(client: WikipediaClient, cache: HtmlCache, title: str, revision
 
 
 def _check_article(html: str, title: str, revision: int) -> None:
+    if not looks_like_article(html):
+        raise DocumentError("not rendered article HTML (an error or maintenance page?)")
     document_from_html(html, article_doc_id(title), title, revision)
 
 

@@ -464,11 +464,16 @@ def _check_revision(revision: Any, title: str) -> None:
         raise ValueError(f"revision of {title!r} must be a positive integer, got {revision!r}")
 
 
+def looks_like_article(text: str) -> bool:
+    """Whether HTML carries the markers of a rendered article (not an error or maintenance page)."""
+    return any(marker in text for marker in _ARTICLE_MARKERS)
+
+
 def _html_body(text: str) -> str:
     """Rendered article HTML, or a retry: an error or maintenance page served with status 200 is not one."""
     if "<" not in text:
         raise _TryAgain("empty or non-HTML body")
-    if not any(marker in text for marker in _ARTICLE_MARKERS):
+    if not looks_like_article(text):
         raise _TryAgain("the body is not rendered article HTML (an error or maintenance page?)")
     return text
 
