@@ -159,10 +159,11 @@ def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
         )
     try:
         meta = yaml.safe_load("\n".join(lines[opening + 1 : closing]))
-    except yaml.YAMLError as error:
+    except (yaml.YAMLError, ValueError) as error:
+        # PyYAML raises ValueError (no mark) for a timestamp such as 2026-13-45.
         mark = getattr(error, "problem_mark", None)
         line = opening + 2 + mark.line if mark is not None else opening + 1
-        problem = getattr(error, "problem", None) or "not valid YAML"
+        problem = getattr(error, "problem", None) or str(error) or "not valid YAML"
         raise DocumentError(f"{name}, line {line}: front matter is not valid YAML ({problem})") from None
     if meta is None:
         meta = {}

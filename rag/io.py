@@ -170,7 +170,11 @@ def read_yaml(path: str | os.PathLike) -> object:
         with open(path, encoding="utf-8") as handle:
             return yaml.load(handle, Loader=SAFE_LOADER)
     except yaml.YAMLError as error:
-        raise ValueError(f"{path}: not valid YAML: {error}") from error
+        raise ValueError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    except ValueError as error:  # PyYAML's own, for a date such as 2026-13-45
+        raise ValueError(f"{path}: not valid YAML: {error}") from None
 
 
 def write_parquet(
@@ -506,7 +510,12 @@ def read_markdown_folder(folder: str | os.PathLike) -> list[MarkdownFile]:
         raise FolderError(f"{folder}: no such folder")
     if not path.is_dir():
         raise FolderError(f"{folder}: not a folder")
-    files = sorted(entry for entry in path.glob("*.md") if entry.is_file())
+    try:
+        # Listed first: glob would take an unreadable folder for an empty one.
+        names = [entry for entry in path.iterdir() if entry.suffix == ".md"]
+    except OSError as error:
+        raise FolderError(f"{folder}: cannot be read ({error.strerror or error})") from None
+    files = sorted(entry for entry in names if entry.is_file())
     if not files:
         raise FolderError(f"{folder}: no Markdown documents (*.md) in this folder")
     documents = []
@@ -563,6 +572,58 @@ def write_bundle(
         write_text(folder / f"{name}.json", json.dumps(value, ensure_ascii=False))
     content = {**manifest, "arrays": sorted(arrays), "values": sorted(values)}
     write_text(folder / BUNDLE_MANIFEST, json.dumps(content, sort_keys=True, indent=1))
+
+
+def touch_bundle(folder: str | os.PathLike) -> None:
+    """Mark a bundle as just used, so :func:`prune_bundles` keeps the recently used ones."""
+    with contextlib.suppress(OSError):
+        os.utime(folder)  # the folder, not its files: a hit leaves the files as they were
+
+
+def prune_bundles(
+    cache: str | os.PathLike, keep: int, max_age_seconds: float, spare: str | os.PathLike | None = None
+) -> list[Path]:
+    """Remove the bundles of ``cache`` beyond the ``keep`` most recently used, and any unused for
+    ``max_age_seconds``; ``spare`` (the entry just used) always stays. Returns the removed folders.
+
+    A cache keyed by content digests only grows: every edit of a document adds
+    an entry and none is ever read again. Use is the manifest's modification
+    time of the entry's folder (set when written, touched on a hit); folders without a manifest are
+    half-written entries and go once they are older than the partial-file grace.
+    """
+    import shutil
+
+    root = Path(cache)
+    if not root.is_dir():
+        return []
+    now = time.time()
+    spared = Path(spare).resolve() if spare is not None else None
+    entries: list[tuple[float, Path]] = []
+    removed: list[Path] = []
+    for folder in root.iterdir():
+        if not folder.is_dir() or folder.is_symlink() or folder.resolve() == spared:
+            continue
+        try:
+            (folder / BUNDLE_MANIFEST).stat()
+            used = folder.stat().st_mtime
+        except FileNotFoundError:
+            try:
+                if now - folder.stat().st_mtime >= PARTIAL_GRACE_SECONDS:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    removed.append(folder)
+            except OSError:
+                pass
+            continue
+        except OSError:
+            continue
+        entries.append((used, folder))
+    entries.sort(key=lambda entry: (-entry[0], entry[1].name))
+    budget = max(0, keep - (1 if spared is not None else 0))
+    for position, (used, folder) in enumerate(entries):
+        if position >= budget or now - used > max_age_seconds:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 @dataclass(frozen=True)
