@@ -199,6 +199,33 @@ def write_parquet(
         pq.write_table(table, temporary)
 
 
+class DamagedFileError(ValueError):
+    """An intermediate file that exists but cannot be read back; the message names it."""
+
+
+@contextlib.contextmanager
+def _reading_table(path: str | os.PathLike) -> Iterator[None]:
+    """Name the file in any failure to read it (pyarrow says "magic bytes not found" and no more).
+
+    A missing file stays a FileNotFoundError; a damaged one (a truncated parquet
+    or npz left by a crash outside :func:`atomic_path`) becomes one line that
+    names it and says how to recover.
+    """
+    import zipfile
+
+    try:
+        yield
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    except KeyError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+        reason = " ".join(str(error).split())[:200] or type(error).__name__
+        raise DamagedFileError(
+            f"{path}: damaged or truncated file ({type(error).__name__}: {reason}); delete it and rerun"
+        ) from None
+
+
 def read_columns(path: str | os.PathLike, columns: Sequence[str]) -> dict[str, list]:
     """Some columns of a parquet table as Python lists, without pandas.
 
@@ -207,14 +234,15 @@ def read_columns(path: str | os.PathLike, columns: Sequence[str]) -> dict[str, l
     """
     import pyarrow.parquet as pq
 
-    with pq.ParquetFile(path) as parquet:
+    with _reading_table(path), pq.ParquetFile(path) as parquet:
         return parquet.read(columns=list(columns)).to_pydict()
 
 
 def read_provenance(path: str | os.PathLike) -> dict:
     import pyarrow.parquet as pq
 
-    metadata = pq.read_schema(path).metadata or {}
+    with _reading_table(path):
+        metadata = pq.read_schema(path).metadata or {}
     raw = metadata.get(PROVENANCE_KEY)
     return json.loads(raw) if raw else {}
 
@@ -464,7 +492,7 @@ def load_arrays(path: str | os.PathLike) -> dict:
     """The arrays of an ``.npz`` written by :func:`save_arrays`; pickled objects are refused."""
     import numpy as np
 
-    with np.load(path, allow_pickle=False) as archive:
+    with _reading_table(path), np.load(path, allow_pickle=False) as archive:
         return {name: archive[name] for name in archive.files}
 
 
@@ -685,7 +713,8 @@ def read_questions(path: str | os.PathLike) -> list:
     if str(path).endswith(".parquet"):
         import pandas as pd
 
-        frame = pd.read_parquet(path, columns=QUESTION_COLUMNS)
+        with _reading_table(path):
+            frame = pd.read_parquet(path, columns=QUESTION_COLUMNS)
         return [
             Question(str(row.question_id), str(row.text), str(row.type), bool(row.answerable))
             for row in frame.itertuples(index=False)

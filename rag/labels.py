@@ -69,6 +69,8 @@ class SpanLocation:
     words: int
 
 
+# An evidence gain this large is a typo; it would make nDCG overflow or lose all precision.
+MAX_GAIN = 1e6
 _QUESTION_KEYS = {"id", "question", "type", "answerable", "evidence", "answer"}
 
 
@@ -135,7 +137,11 @@ def _parse_evidence(pieces: object, where: str) -> list[Evidence]:
             spans.append(Span(span["text"], span.get("document")))
         _require(bool(spans), here, "needs at least one span")
         gain = piece.get("gain", 1)
-        _require(isinstance(gain, int | float) and gain > 0, here, "'gain' must be a positive number")
+        _require(
+            isinstance(gain, int | float) and not isinstance(gain, bool) and 0 < gain < MAX_GAIN,
+            here,
+            f"'gain' must be a positive number below {MAX_GAIN:g}",
+        )
         parsed.append(Evidence(tuple(spans), float(gain)))
     return parsed
 

@@ -258,3 +258,52 @@ def test_rag_ask_prunes_its_cache(tmp_path, monkeypatch, capsys):
         )
     capsys.readouterr()
     assert len(list((tmp_path / "c").iterdir())) == 2
+
+
+# --------------------------------------------------------------------------
+# Damaged intermediate files and out-of-range grades
+# --------------------------------------------------------------------------
+
+
+def test_a_truncated_parquet_names_the_file(tmp_path):
+    import pyarrow as pa
+
+    from rag.io import DamagedFileError, read_columns, read_provenance, write_parquet
+
+    path = tmp_path / "ranking.parquet"
+    write_parquet(pa.table({"question_id": ["q"] * 100, "rank": list(range(100))}), path, {"stage": "x"})
+    path.write_bytes(path.read_bytes()[:-40])
+    for read in (lambda: read_columns(path, ["rank"]), lambda: read_provenance(path)):
+        with pytest.raises(DamagedFileError) as caught:
+            read()
+        assert str(caught.value).startswith(f"{path}: damaged or truncated file")
+        assert "delete it and rerun" in str(caught.value)
+
+
+@pytest.mark.parametrize("score", [str(10**30), "1000001"])
+def test_an_enormous_beir_score_names_file_and_line(score):
+    from rag.beir import BeirFormatError, parse_qrels
+
+    lines = ["query-id\tcorpus-id\tscore", "q1\td1\t1", f"q1\td2\t{score}"]
+    with pytest.raises(BeirFormatError, match=r"^qrels/test\.tsv:3: score \d+ is above 1000000"):
+        parse_qrels(lines, "qrels/test.tsv", {"d1", "d2"}, {"q1"})
+
+
+@pytest.mark.parametrize("gain", [".inf", "1e300", "true", "-1", ".nan"])
+def test_an_impossible_gain_is_named(gain, tmp_path):
+    from rag.labels import LabelError, parse_questions
+
+    raw = [
+        {
+            "id": "q1",
+            "question": "How long?",
+            "type": "fact",
+            "answerable": True,
+            "evidence": [{"spans": [{"document": "alpha", "text": "88 days"}], "gain": None}],
+        }
+    ]
+    import yaml
+
+    raw[0]["evidence"][0]["gain"] = yaml.safe_load(gain)
+    with pytest.raises(LabelError, match=r"questions\.yaml.*gain"):
+        parse_questions(raw, "questions.yaml")
