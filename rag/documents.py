@@ -108,6 +108,10 @@ _UNCLOSED = re.compile(rf"(?:<!--|<(?:{_ACTIVE})\b).*", re.IGNORECASE | re.DOTAL
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1")
 _SPACES = re.compile(r"\s+")
+# Characters around a front matter fence that do not make it another line: spaces,
+# a stray byte-order mark, zero-width characters.
+_INVISIBLE_EDGES = " \t\ufeff\u200b\u200c\u200d\u2060"
+_STRAY_ACCESS = re.compile(r"^[\s\ufeff\u200b]*access\s*:", re.IGNORECASE)
 _ALLOWED_FRONT_MATTER = {"id", "title", "version", "url", "updated", "tags", "access"}
 
 
@@ -146,11 +150,23 @@ def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
     front matter would otherwise be indexed, ``access`` and all, as prose).
     """
     lines = text.split("\n")
-    opening = next((index for index, line in enumerate(lines) if line.strip()), None)
-    if opening is None or lines[opening].rstrip() != "---":
+    opening = next((index for index, line in enumerate(lines) if line.strip(_INVISIBLE_EDGES)), None)
+    if opening is None or lines[opening].strip(_INVISIBLE_EDGES) != "---":
+        for number, line in enumerate(lines, start=1):
+            if _HEADING.match(line):
+                break
+            if _STRAY_ACCESS.match(line):
+                raise DocumentError(
+                    f"{name}, line {number}: an 'access' key outside front matter (is the opening "
+                    "'---' line missing?)"
+                )
         return {}, text, 1
     closing = next(
-        (index for index in range(opening + 1, len(lines)) if lines[index].rstrip() in ("---", "...")),
+        (
+            index
+            for index in range(opening + 1, len(lines))
+            if lines[index].strip(_INVISIBLE_EDGES) in ("---", "...")
+        ),
         None,
     )
     if closing is None:

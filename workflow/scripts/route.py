@@ -28,7 +28,9 @@ routes_table, parts, accuracy = [], [], []
 for position, corpus in enumerate(snakemake.params.corpora):
     questions = parse_questions(read_yaml(inputs.questions[position]), inputs.questions[position])
     documents = documents_from_frame(pd.read_parquet(inputs.parsed[position]))
-    holding = evidence_documents(questions, locate_spans(questions, documents))
+    holding = evidence_documents(
+        questions, locate_spans(questions, documents, str(inputs.questions[position]))
+    )
     routes = route_questions([q.text for q in questions], lead_summaries(documents), entry)
 
     chunks = pd.read_parquet(inputs.chunks[position], columns=["chunk_id", "doc_id", "n_words"])
