@@ -179,7 +179,7 @@ def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
         # PyYAML raises ValueError (no mark) for a timestamp such as 2026-13-45.
         mark = getattr(error, "problem_mark", None)
         line = opening + 2 + mark.line if mark is not None else opening + 1
-        problem = getattr(error, "problem", None) or str(error) or "not valid YAML"
+        problem = " ".join(str(getattr(error, "problem", None) or error or "not valid YAML").split())
         raise DocumentError(f"{name}, line {line}: front matter is not valid YAML ({problem})") from None
     if meta is None:
         meta = {}

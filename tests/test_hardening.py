@@ -67,6 +67,7 @@ def test_front_matter_is_recognised_in_every_form(text):
         ("---\ntags: [1, 2]\n---\n" + BODY, "'tags' must be a list of texts"),
         ("---\nid: {a: 1}\n---\n" + BODY, "'id' must be a non-empty text or number"),
         ("---\ntitle: [x]\n---\n" + BODY, "'title' must be a non-empty text or number"),
+        ("---\nid: a\x00b\n---\n" + BODY, "front matter is not valid YAML (unacceptable character #x0000"),
     ],
 )
 def test_bad_front_matter_is_an_error_naming_the_file(text, message):
