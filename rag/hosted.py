@@ -219,6 +219,13 @@ class HostedConfig:
         ):
             raise ValueError(f"max_reply_bytes must be a positive integer, got {self.max_reply_bytes!r}")
 
+    def __repr__(self) -> str:
+        # The base URL may carry a credential in its query; the key never appears.
+        return (
+            f"HostedConfig(base_url={shown_url(self.base_url)!r}, model={self.model!r}, "
+            f"timeout_seconds={self.timeout_seconds!r}, max_retries={self.max_retries!r})"
+        )
+
     @property
     def endpoint(self) -> str:
         parsed = urllib.parse.urlsplit(self.base_url)

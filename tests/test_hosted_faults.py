@@ -154,6 +154,7 @@ def test_credentials_in_the_base_url_never_show():
 
 def test_query_credentials_are_redacted_from_failures(server):
     config = HostedConfig(f"{server.url}/v1?api_key={KEY}", "m", "other-key-0000", max_retries=0)
+    assert pieces_in(repr(config)) == [] and "other-key" not in repr(config)
     server.script[:] = [reply(f"no such key {KEY}".encode(), status=401)]
     with pytest.raises(HostedModelError) as caught:
         complete("prompt", config)
