@@ -193,12 +193,20 @@ def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
     return meta, "\n".join(lines[closing + 1 :]), closing + 2
 
 
+def _shown(value: object, characters: int = 60) -> str:
+    """A front matter value as quoted in an error: its repr, cut so the message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= characters else text[: characters - 3] + "..."
+
+
 def _metadata_text(meta: dict, key: str, name: str) -> str | None:
     value = meta.get(key)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, str | int | float) or not str(value).strip():
-        raise DocumentError(f"{name}: front matter {key!r} must be a non-empty text or number, got {value!r}")
+        raise DocumentError(
+            f"{name}: front matter {key!r} must be a non-empty text or number, got {_shown(value)}"
+        )
     return str(value).strip()
 
 
@@ -215,7 +223,7 @@ def _metadata_date(meta: dict, name: str) -> str | None:
             return datetime.date.fromisoformat(value.strip()).isoformat()
         except ValueError:
             pass
-    raise DocumentError(f"{name}: front matter 'updated' must be a date (YYYY-MM-DD), got {value!r}")
+    raise DocumentError(f"{name}: front matter 'updated' must be a date (YYYY-MM-DD), got {_shown(value)}")
 
 
 def _metadata_tags(meta: dict, name: str) -> tuple[str, ...]:
@@ -223,7 +231,7 @@ def _metadata_tags(meta: dict, name: str) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(tag, str) and tag.strip() for tag in value):
-        raise DocumentError(f"{name}: front matter 'tags' must be a list of texts, got {value!r}")
+        raise DocumentError(f"{name}: front matter 'tags' must be a list of texts, got {_shown(value)}")
     return tuple(tag.strip() for tag in value)
 
 
@@ -233,7 +241,7 @@ def _metadata_access(meta: dict, name: str, default_access: str) -> str:
         return default_access
     if not isinstance(value, str) or value not in ACCESS_LEVELS:
         raise DocumentError(
-            f"{name}: front matter 'access' must be one of {', '.join(ACCESS_LEVELS)}, got {value!r}"
+            f"{name}: front matter 'access' must be one of {', '.join(ACCESS_LEVELS)}, got {_shown(value)}"
         )
     return value
 
@@ -241,7 +249,7 @@ def _metadata_access(meta: dict, name: str, default_access: str) -> str:
 def check_access_level(value: object, what: str) -> str:
     """A default access level from a corpus setting, checked against :data:`ACCESS_LEVELS`."""
     if not isinstance(value, str) or value not in ACCESS_LEVELS:
-        raise DocumentError(f"{what} must be one of {', '.join(ACCESS_LEVELS)}, got {value!r}")
+        raise DocumentError(f"{what} must be one of {', '.join(ACCESS_LEVELS)}, got {_shown(value)}")
     return value
 
 
