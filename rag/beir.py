@@ -31,6 +31,9 @@ QUERIES_FILE = "queries.jsonl"
 QRELS_FOLDER = "qrels"
 DEFAULT_SPLIT = "test"
 QRELS_HEADER = ("query-id", "corpus-id", "score")
+# Relevance grades are small integers (BEIR's are 0 to 2 or 3); a larger one is a
+# damaged file, and would overflow the 64-bit tables or the gains of nDCG.
+MAX_SCORE = 1_000_000
 
 _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 _SPACES = re.compile(r"\s+")
@@ -204,7 +207,11 @@ def parse_qrels(
             )
         query_id, doc_id, score = fields
         if not _is_integer(score) or int(score) < 0:
-            raise BeirFormatError(f"{where}: score {score!r} is not a non-negative integer")
+            raise BeirFormatError(f"{where}: score {score[:40]!r} is not a non-negative integer")
+        if int(score) > MAX_SCORE:
+            raise BeirFormatError(
+                f"{where}: score {score[:40]} is above {MAX_SCORE}, the largest relevance grade accepted"
+            )
         if query_id not in query_ids:
             raise BeirFormatError(f"{where}: unknown query id {query_id!r} (not in the queries file)")
         if doc_id not in document_ids:

@@ -31,7 +31,11 @@ directory by default), under a digest of the documents, the index options
 first call builds it, later calls with the same documents and options load it
 ("index: cache hit") and answer in a fraction of the time. ``--probes``,
 ``--sources``, ``--threshold``, ``--budget`` and ``--generator`` act at query
-time and reuse the cached index. Deleting the cache folder is always safe.
+time and reuse the cached index. The cache keeps the 8 most recently used
+indexes, none unused for 30 days, and removes the rest when it adds one;
+deleting the cache folder (``rm -r .rag-cache``) is always safe and is the way
+to clear it. Document text is printed with control characters made visible
+(``\x1b``, ``\u202e``), so a document cannot drive the terminal.
 
 Exit status: 0 when a question was answered or the generator abstained, 2 for
 a usage error (bad or inconsistent options), 1 for any other error (missing or
@@ -47,6 +51,7 @@ import argparse
 import os
 import sys
 import time
+import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -75,6 +80,10 @@ DEFAULTS = {
     "threshold": 0.5,
 }
 TEXT_PREVIEW_CHARACTERS = 110
+# The index cache keeps the most recently used indexes only: every edit of a
+# document folder adds an entry that nothing will read again.
+CACHE_ENTRIES = 8
+CACHE_MAX_AGE_SECONDS = 30 * 24 * 3600.0
 
 
 class AskError(Exception):
@@ -249,9 +258,11 @@ def load_or_build_index(folder: Path, cache: Path, options: IndexOptions) -> tup
     from rag.io import (
         BundleError,
         FolderError,
+        prune_bundles,
         read_bundle,
         read_markdown_folder,
         source_digest,
+        touch_bundle,
         write_bundle,
     )
     from rag.question_answering import (
@@ -274,6 +285,7 @@ def load_or_build_index(folder: Path, cache: Path, options: IndexOptions) -> tup
         bundle = read_bundle(entry)
         if bundle is not None:
             index = index_from_bundle(bundle.arrays, bundle.values, bundle.manifest)
+            touch_bundle(entry)
             seconds = time.perf_counter() - started
             lines.append(f"index: cache hit, loaded in {seconds:.2f} s from {_shown(entry)}")
             return index, lines
@@ -289,6 +301,11 @@ def load_or_build_index(folder: Path, cache: Path, options: IndexOptions) -> tup
     try:
         write_bundle(entry, *index_to_bundle(index))
         lines.append(f"index: cache miss, built in {seconds:.2f} s and cached in {_shown(entry)}")
+        removed = prune_bundles(cache, CACHE_ENTRIES, CACHE_MAX_AGE_SECONDS, spare=entry)
+        if removed:
+            lines.append(
+                f"index: removed {len(removed)} older cached index(es) (the cache keeps {CACHE_ENTRIES})"
+            )
     except OSError as error:
         lines.append(
             f"index: cache miss, built in {seconds:.2f} s; could not cache it in {_shown(entry)} "
@@ -480,8 +497,25 @@ def ask(arguments: argparse.Namespace) -> int:
         "",
         f"Done in {time.perf_counter() - _STARTED:.2f} s (imports included, interpreter start-up not).",
     ]
-    print("\n".join(lines))
+    print(visible("\n".join(lines)))
     return 0
+
+
+def visible(text: str) -> str:
+    """Text safe to print on a terminal: control and format characters shown as escapes.
+
+    Document text is untrusted; printed raw, ESC and OSC sequences would
+    drive the terminal (colours, titles, hyperlinks, cursor moves), BEL rings
+    and a bidi override (U+202E) reorders what is shown. Line breaks stay.
+    """
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(
+        character
+        if character == "\n" or unicodedata.category(character) not in ("Cc", "Cf", "Co", "Cs", "Cn")
+        else (f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}")
+        for character in text
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -490,7 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return ask(arguments)
     except AskError as error:
-        message = " ".join(str(error).split())
+        message = visible(" ".join(str(error).split()))
         print(f"{PROGRAM} {arguments.command}: error: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

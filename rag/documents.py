@@ -8,6 +8,7 @@ never have to be found again by searching.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import html
 import re
@@ -25,6 +26,15 @@ PARSER_VERSION = "3"
 SKIPPED_SECTIONS: frozenset[str] = frozenset(
     {"references", "further reading", "see also", "notes", "external links", "bibliography", "sources"}
 )
+
+
+# The access levels a document may declare. Filters select among them; a value
+# outside this set is a typo that would make a restricted document match nothing
+# (or everything), so it is an error at parsing.
+ACCESS_LEVELS: tuple[str, ...] = ("public", "internal", "restricted")
+# Access of a document that declares none, unless its corpus says otherwise
+# (``default_access``). Restricted, so a forgotten key never publishes a document.
+DEFAULT_ACCESS = "restricted"
 
 
 class DocumentError(ValueError):
@@ -84,7 +94,6 @@ def text_digest(document: Document) -> str:
 # Markdown
 # --------------------------------------------------------------------------
 
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.DOTALL)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _TABLE_ROW = re.compile(r"^\s*\|")
@@ -99,6 +108,10 @@ _UNCLOSED = re.compile(rf"(?:<!--|<(?:{_ACTIVE})\b).*", re.IGNORECASE | re.DOTAL
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1")
 _SPACES = re.compile(r"\s+")
+# Characters around a front matter fence that do not make it another line: spaces,
+# a stray byte-order mark, zero-width characters.
+_INVISIBLE_EDGES = " \t\ufeff\u200b\u200c\u200d\u2060"
+_STRAY_ACCESS = re.compile(r"^[\s\ufeff\u200b]*access\s*:", re.IGNORECASE)
 _ALLOWED_FRONT_MATTER = {"id", "title", "version", "url", "updated", "tags", "access"}
 
 
@@ -128,25 +141,128 @@ def _inline_text(text: str) -> str:
     return _SPACES.sub(" ", html.unescape(text)).strip()
 
 
-def _front_matter(text: str, name: str) -> tuple[dict, str]:
-    match = _FRONT_MATTER.match(text)
-    if not match:
-        return {}, text
+def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
+    """The front matter mapping, the body after it, and the body's first line number.
+
+    Fails closed: a file whose first non-blank line is ``---`` declares front
+    matter, and if that front matter is never closed or does not parse, the
+    document is an error naming the file and line, never public text (the
+    front matter would otherwise be indexed, ``access`` and all, as prose).
+    """
+    lines = text.split("\n")
+    opening = next((index for index, line in enumerate(lines) if line.strip(_INVISIBLE_EDGES)), None)
+    if opening is None or lines[opening].strip(_INVISIBLE_EDGES) != "---":
+        for number, line in enumerate(lines, start=1):
+            if _HEADING.match(line):
+                break
+            if _STRAY_ACCESS.match(line):
+                raise DocumentError(
+                    f"{name}, line {number}: an 'access' key outside front matter (is the opening "
+                    "'---' line missing?)"
+                )
+        return {}, text, 1
+    closing = next(
+        (
+            index
+            for index in range(opening + 1, len(lines))
+            if lines[index].strip(_INVISIBLE_EDGES) in ("---", "...")
+        ),
+        None,
+    )
+    if closing is None:
+        raise DocumentError(
+            f"{name}, line {opening + 1}: front matter opened by '---' is never closed by a '---' line"
+        )
     try:
-        meta = yaml.safe_load(match.group(1)) or {}
-    except yaml.YAMLError as error:
-        raise DocumentError(f"{name}: front matter is not valid YAML: {error}") from error
+        meta = yaml.safe_load("\n".join(lines[opening + 1 : closing]))
+    except (yaml.YAMLError, ValueError) as error:
+        # PyYAML raises ValueError (no mark) for a timestamp such as 2026-13-45.
+        mark = getattr(error, "problem_mark", None)
+        line = opening + 2 + mark.line if mark is not None else opening + 1
+        problem = " ".join(str(getattr(error, "problem", None) or error or "not valid YAML").split())
+        raise DocumentError(f"{name}, line {line}: front matter is not valid YAML ({problem})") from None
+    if meta is None:
+        meta = {}
     if not isinstance(meta, dict):
-        raise DocumentError(f"{name}: front matter must be a mapping")
-    unknown = sorted(set(meta) - _ALLOWED_FRONT_MATTER)
+        raise DocumentError(f"{name}, line {opening + 2}: front matter must be a mapping of keys to values")
+    unknown = sorted(str(key) for key in set(meta) - _ALLOWED_FRONT_MATTER)
     if unknown:
         raise DocumentError(
             f"{name}: unknown front matter key {unknown[0]!r}; allowed: {sorted(_ALLOWED_FRONT_MATTER)}"
         )
-    return meta, text[match.end() :]
+    return meta, "\n".join(lines[closing + 1 :]), closing + 2
 
 
-def parse_markdown(text: str, name: str) -> Document:
+def _shown(value: object, characters: int = 60) -> str:
+    """A front matter value as quoted in an error: its repr, cut so the message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= characters else text[: characters - 3] + "..."
+
+
+def _metadata_text(meta: dict, key: str, name: str) -> str | None:
+    value = meta.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float) or not str(value).strip():
+        raise DocumentError(
+            f"{name}: front matter {key!r} must be a non-empty text or number, got {_shown(value)}"
+        )
+    return str(value).strip()
+
+
+def _metadata_date(meta: dict, name: str) -> str | None:
+    value = meta.get("updated")
+    if value is None:
+        return None
+    if isinstance(value, datetime.datetime):
+        value = value.date()
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return datetime.date.fromisoformat(value.strip()).isoformat()
+        except ValueError:
+            pass
+    raise DocumentError(f"{name}: front matter 'updated' must be a date (YYYY-MM-DD), got {_shown(value)}")
+
+
+def _metadata_tags(meta: dict, name: str) -> tuple[str, ...]:
+    value = meta.get("tags")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(tag, str) and tag.strip() for tag in value):
+        raise DocumentError(f"{name}: front matter 'tags' must be a list of texts, got {_shown(value)}")
+    return tuple(tag.strip() for tag in value)
+
+
+def _metadata_access(meta: dict, name: str, default_access: str) -> str:
+    value = meta.get("access", None)
+    if "access" not in meta:
+        return default_access
+    if not isinstance(value, str) or value not in ACCESS_LEVELS:
+        raise DocumentError(
+            f"{name}: front matter 'access' must be one of {', '.join(ACCESS_LEVELS)}, got {_shown(value)}"
+        )
+    return value
+
+
+def check_access_level(value: object, what: str) -> str:
+    """A default access level from a corpus setting, checked against :data:`ACCESS_LEVELS`."""
+    if not isinstance(value, str) or value not in ACCESS_LEVELS:
+        raise DocumentError(f"{what} must be one of {', '.join(ACCESS_LEVELS)}, got {_shown(value)}")
+    return value
+
+
+def normalise_line_breaks(text: str) -> str:
+    """The text without a leading byte-order mark, with every line break as ``\\n``.
+
+    Front matter is found by its ``---`` lines; a BOM or ``\\r\\n`` endings must
+    not hide it, or its ``access`` would silently fall back to the default.
+    """
+    return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def parse_markdown(text: str, name: str, default_access: str = DEFAULT_ACCESS) -> Document:
     """Parse one Markdown document: H1 title, H2/H3 sections, paragraphs.
 
     Tables, lists, code fences and reference-like sections are left out: they
@@ -154,11 +270,20 @@ def parse_markdown(text: str, name: str) -> Document:
     HTML comments, scripts and other active elements are removed with their
     content and every other tag is stripped (:func:`strip_markup`).
     ``name`` (usually the file name) identifies the document in errors and is
-    its id when the front matter has none.
+    its id when the front matter has none. ``default_access`` is the access
+    level of a document whose front matter has no ``access`` (a per-corpus
+    setting); a declared one must be one of :data:`ACCESS_LEVELS`.
     """
-    meta, body = _front_matter(text, name)
+    meta, body, _ = _front_matter(normalise_line_breaks(text), name)
+    default_access = check_access_level(default_access, "default access level")
+    title = _metadata_text(meta, "title", name)
+    doc_id = _metadata_text(meta, "id", name)
+    version = _metadata_text(meta, "version", name)
+    url = _metadata_text(meta, "url", name)
+    updated = _metadata_date(meta, name)
+    tags = _metadata_tags(meta, name)
+    access = _metadata_access(meta, name, default_access)
     body = strip_markup(body)
-    title: str | None = meta.get("title")
     path: list[str] = []
     skipping = False
     in_fence = False
@@ -204,18 +329,13 @@ def parse_markdown(text: str, name: str) -> Document:
         raise DocumentError(f"{name}: no title (an H1 heading or a 'title' in the front matter)")
     if not blocks:
         raise DocumentError(f"{name}: no paragraphs to index")
-    doc_id = str(meta.get("id") or re.sub(r"\.md$", "", name))
-    tags = meta.get("tags") or ()
-    if isinstance(tags, str):
-        tags = (tags,)
-    version = meta.get("version")
     return Document(
-        doc_id=doc_id,
+        doc_id=doc_id or re.sub(r"\.md$", "", name),
         title=title,
-        version=str(version) if version is not None else content_version(blocks),
+        version=version if version is not None else content_version(blocks),
         blocks=tuple(blocks),
-        url=str(meta["url"]) if meta.get("url") else None,
-        updated=str(meta["updated"]) if meta.get("updated") else None,
-        tags=tuple(str(tag) for tag in tags),
-        access=str(meta.get("access") or "public"),
+        url=url,
+        updated=updated,
+        tags=tags,
+        access=access,
     )

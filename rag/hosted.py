@@ -12,31 +12,38 @@ configuration files or notebooks:
 * ``RAG_LLM_BASE_URL``: e.g. ``https://api.openai.com/v1`` or ``http://127.0.0.1:8000/v1``
 * ``RAG_LLM_API_KEY``: sent as ``Authorization: Bearer ...`` (local servers accept any value)
 * ``RAG_LLM_MODEL``: the model name the endpoint expects
-* ``RAG_LLM_TIMEOUT`` (optional): seconds per request, default 60
+* ``RAG_LLM_TIMEOUT`` (optional): seconds per request, default 60; a total
+  deadline for the whole request, reply included, not a socket timeout
 
 The key is kept out of reprs, exception messages (including any chained
-exception) and log records; server replies quoted in errors are scrubbed of
-it, since some servers echo request headers. Plain ``http`` is refused for
-hosts other than the loopback interface, so the key is not sent in clear text,
-and redirects are not followed, so it is not forwarded to another host.
-Only the standard library is used.
+exception) and log records. Every message this module emits passes through one
+:class:`Redactor`, which removes the key, any piece of it of 8 or more
+characters, its base64 and URL-encoded forms, and credentials in the base URL
+(user-info and query values): some servers echo request headers or quote the
+key in a 401 body, and a quote cut short must not leave a prefix behind, so
+redaction runs before any cut. Plain ``http`` is refused for hosts other than
+the loopback interface, so the key is not sent in clear text, and redirects are
+not followed, so it is not forwarded to another host. A reply larger than
+``max_reply_bytes`` is refused after reading at most that much, in pieces.
+Only the standard library is used (:mod:`rag.bounded_http`).
 """
 
 from __future__ import annotations
 
+import base64
 import email.utils
-import http.client
 import json
 import logging
+import math
 import os
+import re
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from rag import bounded_http
 from rag.prompts import Prompt
 
 BASE_URL_VARIABLE = "RAG_LLM_BASE_URL"
@@ -48,12 +55,103 @@ RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _QUOTED_REPLY_CHARACTERS = 300
 _REDACTED = "[redacted]"
+# A piece of a secret this long is treated as the secret itself.
+SECRET_PIECE_CHARACTERS = 8
+DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024
+_MAX_TIMEOUT_SECONDS = 24 * 3600.0
+_MAX_ENVIRONMENT_CHARACTERS = 4096
 
 logger = logging.getLogger(__name__)
 
 
 class HostedModelError(RuntimeError):
     """The endpoint failed or replied with something that is not a chat completion."""
+
+
+class Redactor:
+    """Removes every form of the given secrets from a text.
+
+    For each secret it knows the secret itself, its base64 (standard and URL-safe,
+    at the three byte alignments, so a piece from the middle of an encoded key is
+    caught too) and its URL-encoded form, and within each form every run of
+    :data:`SECRET_PIECE_CHARACTERS` characters: a text keeps no 8-character piece
+    of any of them. Shorter secrets are removed where they occur whole.
+    """
+
+    def __init__(self, secrets: Iterable[str]) -> None:
+        self._pieces: set[str] = set()
+        self._whole: list[str] = []
+        for secret in secrets:
+            if not secret:
+                continue
+            for form in _secret_forms(secret):
+                if len(form) < SECRET_PIECE_CHARACTERS:
+                    self._whole.append(form)
+                    continue
+                for start in range(len(form) - SECRET_PIECE_CHARACTERS + 1):
+                    self._pieces.add(form[start : start + SECRET_PIECE_CHARACTERS])
+        self._whole.sort(key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        if not isinstance(text, str):
+            text = str(text)
+        covered = bytearray(len(text))
+        width = SECRET_PIECE_CHARACTERS
+        if self._pieces:
+            for start in range(len(text) - width + 1):
+                if text[start : start + width] in self._pieces:
+                    covered[start : start + width] = b"\1" * width
+        for whole in self._whole:
+            for match in re.finditer(re.escape(whole), text):
+                covered[match.start() : match.end()] = b"\1" * (match.end() - match.start())
+        if not any(covered):
+            return text
+        parts, position = [], 0
+        while position < len(text):
+            if covered[position]:
+                end = position
+                while end < len(text) and covered[end]:
+                    end += 1
+                parts.append(_REDACTED)
+                position = end
+            else:
+                end = position
+                while end < len(text) and not covered[end]:
+                    end += 1
+                parts.append(text[position:end])
+                position = end
+        return "".join(parts)
+
+
+def _secret_forms(secret: str) -> set[str]:
+    forms = {secret, urllib.parse.quote(secret, safe=""), urllib.parse.quote_plus(secret, safe="")}
+    raw = secret.encode("utf-8", errors="replace")
+    for shift in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            encoded = encode(raw[shift:]).decode("ascii").rstrip("=")
+            # The last characters of an encoding depend on the bytes that follow; drop them.
+            forms.add(encoded[: max(0, len(encoded) - 2)] if shift or len(raw) % 3 else encoded)
+    return {form for form in forms if form}
+
+
+def url_secrets(url: str) -> list[str]:
+    """Credentials a URL may carry: user-info and every query value."""
+    parsed = urllib.parse.urlsplit(url)
+    found = [value for value in (parsed.username, parsed.password) if value]
+    found += [value for _, value in urllib.parse.parse_qsl(parsed.query, keep_blank_values=False)]
+    return found
+
+
+def shown_url(url: str) -> str:
+    """The URL as messages show it: no user-info, query values replaced by a marker."""
+    parsed = urllib.parse.urlsplit(url)
+    host = parsed.hostname or ""
+    if parsed.port:
+        host = f"{host}:{parsed.port}"
+    query = "&".join(
+        f"{name}={_REDACTED}" for name, _ in urllib.parse.parse_qsl(parsed.query, keep_blank_values=True)
+    )
+    return urllib.parse.urlunsplit((parsed.scheme, host, parsed.path, query, ""))
 
 
 @dataclass(frozen=True)
@@ -68,11 +166,13 @@ class HostedConfig:
     backoff_seconds: float = 1.0
     max_wait_seconds: float = 60.0
     allow_insecure_http: bool = False
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
 
     def __post_init__(self) -> None:
+        shown = shown_url(self.base_url) if isinstance(self.base_url, str) else repr(self.base_url)
         parsed = urllib.parse.urlsplit(self.base_url)
         if parsed.scheme not in {"http", "https"} or not parsed.hostname:
-            raise ValueError(f"base URL {_redact(self.base_url, self.api_key)!r} is not an http(s) URL")
+            raise ValueError(f"base URL {shown!r} is not an http(s) URL")
         if parsed.username or parsed.password:
             raise ValueError("base URL must not carry credentials; put the key in " + API_KEY_VARIABLE)
         if (
@@ -81,25 +181,81 @@ class HostedConfig:
             and not self.allow_insecure_http
         ):
             raise ValueError(
-                f"base URL {self.base_url!r} uses plain http to a non-loopback host, which would send "
+                f"base URL {shown!r} uses plain http to a non-loopback host, which would send "
                 "the key unencrypted; use https (or allow_insecure_http=True on a trusted network)"
             )
-        if not self.model.strip():
+        if not isinstance(self.model, str) or not self.model.strip():
             raise ValueError("model name is empty")
-        if not self.api_key:
+        if not isinstance(self.api_key, str) or not self.api_key:
             raise ValueError(f"API key is empty; set {API_KEY_VARIABLE}")
-        if any(character in self.api_key for character in "\r\n"):
-            raise ValueError("API key contains a line break")
-        if not self.timeout_seconds > 0:
-            raise ValueError(f"timeout_seconds must be positive, got {self.timeout_seconds!r}")
-        if self.max_retries < 0:
-            raise ValueError(f"max_retries must be at least 0, got {self.max_retries!r}")
+        if not self.api_key.isascii() or not self.api_key.isprintable() or " " in self.api_key.strip():
+            raise ValueError(
+                f"API key ({API_KEY_VARIABLE}) holds a character that cannot go in an HTTP header "
+                "(non-ASCII, a control character or a space)"
+            )
+        if not self.model.isprintable():
+            raise ValueError("model name holds a control character")
+        for name in ("timeout_seconds", "backoff_seconds", "max_wait_seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
+        if not 0 < self.timeout_seconds <= _MAX_TIMEOUT_SECONDS:
+            raise ValueError(
+                f"timeout_seconds must be positive and at most {_MAX_TIMEOUT_SECONDS:g}, "
+                f"got {self.timeout_seconds!r}"
+            )
+        if (
+            isinstance(self.max_retries, bool)
+            or not isinstance(self.max_retries, int)
+            or self.max_retries < 0
+        ):
+            raise ValueError(f"max_retries must be an integer of at least 0, got {self.max_retries!r}")
         if self.backoff_seconds < 0 or self.max_wait_seconds < 0:
             raise ValueError("backoff_seconds and max_wait_seconds must not be negative")
+        if (
+            isinstance(self.max_reply_bytes, bool)
+            or not isinstance(self.max_reply_bytes, int)
+            or self.max_reply_bytes <= 0
+        ):
+            raise ValueError(f"max_reply_bytes must be a positive integer, got {self.max_reply_bytes!r}")
+
+    def __repr__(self) -> str:
+        # The base URL may carry a credential in its query; the key never appears.
+        return (
+            f"HostedConfig(base_url={shown_url(self.base_url)!r}, model={self.model!r}, "
+            f"timeout_seconds={self.timeout_seconds!r}, max_retries={self.max_retries!r})"
+        )
 
     @property
     def endpoint(self) -> str:
-        return self.base_url.rstrip("/") + "/chat/completions"
+        parsed = urllib.parse.urlsplit(self.base_url)
+        path = parsed.path.rstrip("/") + "/chat/completions"
+        return urllib.parse.urlunsplit((parsed.scheme, parsed.netloc, path, parsed.query, ""))
+
+    @property
+    def shown_endpoint(self) -> str:
+        return shown_url(self.endpoint)
+
+    @property
+    def redact(self) -> Redactor:
+        """The one redaction step every message of this configuration passes through."""
+        return Redactor([self.api_key, *url_secrets(self.base_url)])
+
+
+def _environment_value(environment: Mapping[str, str], variable: str) -> str:
+    value = environment.get(variable, "").strip()
+    if not value:
+        raise ValueError(f"environment variable {variable} is not set")
+    if len(value) > _MAX_ENVIRONMENT_CHARACTERS:
+        raise ValueError(
+            f"environment variable {variable} is longer than {_MAX_ENVIRONMENT_CHARACTERS} characters"
+        )
+    if not value.isascii() or not value.isprintable():
+        raise ValueError(
+            f"environment variable {variable} holds a non-ASCII or control character; "
+            "an HTTP header or URL cannot carry it"
+        )
+    return value
 
 
 def config_from_environment(
@@ -108,36 +264,44 @@ def config_from_environment(
     """Read the endpoint, key and model from the environment variables above.
 
     ``overrides`` set the remaining :class:`HostedConfig` fields (retries,
-    backoff); a missing variable raises ValueError naming it.
+    backoff). Every bad value raises ValueError naming its variable, in one
+    line and without the value when it may be a secret.
     """
     environment = os.environ if environment is None else environment
-    values: dict[str, str] = {}
-    for variable in (BASE_URL_VARIABLE, API_KEY_VARIABLE, MODEL_VARIABLE):
-        value = environment.get(variable, "").strip()
-        if not value:
-            raise ValueError(f"environment variable {variable} is not set")
-        values[variable] = value
+    values = {
+        variable: _environment_value(environment, variable)
+        for variable in (BASE_URL_VARIABLE, API_KEY_VARIABLE, MODEL_VARIABLE)
+    }
     timeout = environment.get(TIMEOUT_VARIABLE)
     if timeout is not None and "timeout_seconds" not in overrides:
         try:
-            overrides["timeout_seconds"] = float(timeout)
+            seconds = float(timeout)
         except ValueError:
-            raise ValueError(f"{TIMEOUT_VARIABLE}={timeout!r} is not a number of seconds") from None
-    return HostedConfig(
-        base_url=values[BASE_URL_VARIABLE],
-        api_key=values[API_KEY_VARIABLE],
-        model=values[MODEL_VARIABLE],
-        **overrides,
-    )
+            seconds = math.nan
+        if not math.isfinite(seconds) or not 0 < seconds <= _MAX_TIMEOUT_SECONDS:
+            raise ValueError(
+                f"{TIMEOUT_VARIABLE}={timeout[:40]!r} is not a number of seconds above 0 and at most "
+                f"{_MAX_TIMEOUT_SECONDS:g}"
+            )
+        overrides["timeout_seconds"] = seconds
+    redact = Redactor([values[API_KEY_VARIABLE], *url_secrets(values[BASE_URL_VARIABLE])])
+    try:
+        return HostedConfig(
+            base_url=values[BASE_URL_VARIABLE],
+            api_key=values[API_KEY_VARIABLE],
+            model=values[MODEL_VARIABLE],
+            **overrides,
+        )
+    except ValueError as error:
+        variable = MODEL_VARIABLE if "model" in str(error) else BASE_URL_VARIABLE
+        if "API key" in str(error):
+            variable = API_KEY_VARIABLE
+        raise ValueError(redact(f"{variable}: {error}")) from None
 
 
 def request_body(prompt_text: str, model: str) -> dict:
     """The chat-completions request: the whole prompt as one user message, temperature 0."""
     return {"model": model, "messages": [{"role": "user", "content": prompt_text}], "temperature": 0}
-
-
-def _redact(text: str, secret: str) -> str:
-    return text.replace(secret, _REDACTED) if secret else text
 
 
 def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
@@ -158,24 +322,6 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
-class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
-    """urllib would repeat the request, Authorization header included, at the new location."""
-
-    def redirect_request(
-        self,
-        req: urllib.request.Request,
-        fp: object,
-        code: int,
-        msg: str,
-        headers: Mapping[str, str],
-        newurl: str,
-    ) -> None:
-        return None  # urllib then raises the 3xx as an HTTPError
-
-
-_OPENER = urllib.request.build_opener(_RefuseRedirects)
-
-
 @dataclass(frozen=True)
 class _Attempt:
     reply: str | None = None
@@ -186,39 +332,43 @@ class _Attempt:
 
 
 def _post(config: HostedConfig, payload: bytes) -> _Attempt:
-    request = urllib.request.Request(
-        config.endpoint,
-        data=payload,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "Authorization": f"Bearer {config.api_key}",
-        },
-    )
+    """One request, bounded in time and size; redirects are reported, never followed.
+
+    Texts in the outcome are not yet redacted; :func:`complete` redacts every
+    message before it is logged or raised (the reply quote too, before it is cut).
+    """
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "Authorization": f"Bearer {config.api_key}",
+    }
     try:
-        with _OPENER.open(request, timeout=config.timeout_seconds) as response:
-            return _Attempt(reply=response.read().decode("utf-8", errors="replace"), status=response.status)
-    except urllib.error.HTTPError as error:
-        try:
-            body = error.read().decode("utf-8", errors="replace")[:_QUOTED_REPLY_CHARACTERS]
-        except (OSError, http.client.HTTPException):
-            body = "(unreadable body)"
-        return _Attempt(
-            failure=f"HTTP {error.code} {error.reason}: {body}",
-            status=error.code,
-            retry_after=retry_after_seconds(error.headers.get("Retry-After") if error.headers else None),
-            retryable=error.code in RETRYABLE_STATUS,
+        reply = bounded_http.request(
+            "POST",
+            config.endpoint,
+            headers,
+            payload,
+            deadline_seconds=config.timeout_seconds,
+            max_body_bytes=config.max_reply_bytes,
         )
-    except TimeoutError:
-        return _Attempt(failure=f"no reply within {config.timeout_seconds} s", retryable=True)
-    except urllib.error.URLError as error:
-        reason = error.reason
-        if isinstance(reason, TimeoutError):
-            return _Attempt(failure=f"no reply within {config.timeout_seconds} s", retryable=True)
-        return _Attempt(failure=f"connection failed: {reason}", retryable=True)
-    except (OSError, http.client.HTTPException) as error:
-        return _Attempt(failure=f"connection failed: {type(error).__name__}: {error}", retryable=True)
+    except bounded_http.DeadlineExceeded:
+        return _Attempt(failure=f"no reply within {config.timeout_seconds:g} s", retryable=True)
+    except bounded_http.BodyTooLarge as error:
+        return _Attempt(failure=f"reply refused: {error} (max_reply_bytes)")
+    except bounded_http.TruncatedBody as error:
+        return _Attempt(failure=f"reply cut short: {error}", retryable=True)
+    except bounded_http.HttpFault as error:
+        return _Attempt(failure=f"connection failed: {error}", retryable=True)
+    text = reply.body.decode("utf-8", errors="replace")
+    if 200 <= reply.status < 300:
+        return _Attempt(reply=text, status=reply.status)
+    quoted = config.redact(text)[:_QUOTED_REPLY_CHARACTERS]
+    return _Attempt(
+        failure=f"HTTP {reply.status} {reply.reason}: {quoted}",
+        status=reply.status,
+        retry_after=retry_after_seconds(reply.header("Retry-After")),
+        retryable=reply.status in RETRYABLE_STATUS,
+    )
 
 
 def parse_completion(reply: str) -> str:
@@ -256,11 +406,12 @@ def complete(
         outcome = _post(config, payload)
         if outcome.reply is not None:
             try:
-                return parse_completion(outcome.reply)
+                # A model (or a proxy) may echo the key back: the answer is redacted like any message.
+                return config.redact(parse_completion(outcome.reply))
             except ValueError as error:
-                failure = f"{config.endpoint} sent an unusable reply: {error}"
+                failure = f"{config.shown_endpoint} sent an unusable reply: {error}"
                 break
-        failure = f"{config.endpoint} failed: {outcome.failure}"
+        failure = f"{config.shown_endpoint} failed: {outcome.failure}"
         if not outcome.retryable or attempt == config.max_retries:
             break
         wait = min(
@@ -268,14 +419,14 @@ def complete(
         )
         logger.warning(
             "%s; retry %d of %d in %.1f s",
-            _redact(failure, config.api_key),
+            config.redact(failure),
             attempt + 1,
             config.max_retries,
             wait,
         )
         sleep(wait)
     # Raised outside any except block, so no chained exception can carry the request.
-    raise HostedModelError(f"{_redact(failure, config.api_key)} (after {attempt + 1} attempt(s))")
+    raise HostedModelError(config.redact(f"{failure} (after {attempt + 1} attempt(s))"))
 
 
 def hosted_generator(

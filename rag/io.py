@@ -9,10 +9,12 @@ that the same inputs give byte-identical outputs.
 from __future__ import annotations
 
 import contextlib
+import glob
 import json
 import logging
 import os
-import tempfile
+import secrets
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,15 +67,53 @@ CHUNK_COLUMNS = [
 ]
 
 
+# A ``.partial`` file this old has no writer left (a job was killed mid-write).
+PARTIAL_GRACE_SECONDS = 15 * 60
+
+
+def _partials(target: Path) -> list[Path]:
+    return list(target.parent.glob(f".{glob.escape(target.name)}.*.partial"))
+
+
+def remove_stale_partials(
+    target: str | os.PathLike, older_than_seconds: float = PARTIAL_GRACE_SECONDS
+) -> int:
+    """Remove the ``.partial`` files a killed writer of ``target`` left behind; returns how many.
+
+    Only files older than ``older_than_seconds`` go: a younger one may belong to a
+    writer still at work (two ``rag ask`` runs may write the same cache entry).
+    """
+    removed = 0
+    now = time.time()
+    for partial in _partials(Path(target)):
+        with contextlib.suppress(OSError):
+            if now - partial.stat().st_mtime >= older_than_seconds:
+                partial.unlink()
+                removed += 1
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it into place on success."""
+    """Yield a temporary path beside ``path``; rename it into place on success.
+
+    The temporary file is created with mode 0666 less the umask, as ``open``
+    would, so outputs get the permissions the user asked for (``mkstemp``
+    would make every output private). Stale partials of the same target left
+    by a killed writer are removed first.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
-    os.close(handle)
+    remove_stale_partials(target)
+    while True:
+        temporary = target.parent / f".{target.name}.{secrets.token_hex(6)}.partial"
+        try:
+            os.close(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            break
+        except FileExistsError:
+            continue
     try:
-        yield Path(temporary)
+        yield temporary
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -93,11 +133,27 @@ class FolderCache:
     folder: str | os.PathLike
 
     def read(self, key: str) -> str | None:
+        """The cached text, or None; a miss also removes the partial files of an interrupted write.
+
+        The download jobs of one corpus run one at a time, so a partial file of
+        a missing entry is always a leftover, whatever its age.
+        """
         path = Path(self.folder) / key
-        return path.read_text(encoding="utf-8") if path.exists() else None
+        try:
+            return path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            remove_stale_partials(path, older_than_seconds=0)
+            return None
+        except (OSError, UnicodeDecodeError):
+            self.remove(key)
+            return None
 
     def write(self, key: str, text: str) -> None:
         write_text(Path(self.folder) / key, text)
+
+    def remove(self, key: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (Path(self.folder) / key).unlink()
 
 
 def write_yaml(path: str | os.PathLike, data: object) -> None:
@@ -114,7 +170,11 @@ def read_yaml(path: str | os.PathLike) -> object:
         with open(path, encoding="utf-8") as handle:
             return yaml.load(handle, Loader=SAFE_LOADER)
     except yaml.YAMLError as error:
-        raise ValueError(f"{path}: not valid YAML: {error}") from error
+        raise ValueError(f"{path}: not valid YAML: {' '.join(str(error).split())}") from None
+    except UnicodeDecodeError as error:
+        raise ValueError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    except ValueError as error:  # PyYAML's own, for a date such as 2026-13-45
+        raise ValueError(f"{path}: not valid YAML: {error}") from None
 
 
 def write_parquet(
@@ -139,6 +199,33 @@ def write_parquet(
         pq.write_table(table, temporary)
 
 
+class DamagedFileError(ValueError):
+    """An intermediate file that exists but cannot be read back; the message names it."""
+
+
+@contextlib.contextmanager
+def _reading_table(path: str | os.PathLike) -> Iterator[None]:
+    """Name the file in any failure to read it (pyarrow says "magic bytes not found" and no more).
+
+    A missing file stays a FileNotFoundError; a damaged one (a truncated parquet
+    or npz left by a crash outside :func:`atomic_path`) becomes one line that
+    names it and says how to recover.
+    """
+    import zipfile
+
+    try:
+        yield
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    except KeyError:
+        raise
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
+        reason = " ".join(str(error).split())[:200] or type(error).__name__
+        raise DamagedFileError(
+            f"{path}: damaged or truncated file ({type(error).__name__}: {reason}); delete it and rerun"
+        ) from None
+
+
 def read_columns(path: str | os.PathLike, columns: Sequence[str]) -> dict[str, list]:
     """Some columns of a parquet table as Python lists, without pandas.
 
@@ -147,14 +234,15 @@ def read_columns(path: str | os.PathLike, columns: Sequence[str]) -> dict[str, l
     """
     import pyarrow.parquet as pq
 
-    with pq.ParquetFile(path) as parquet:
+    with _reading_table(path), pq.ParquetFile(path) as parquet:
         return parquet.read(columns=list(columns)).to_pydict()
 
 
 def read_provenance(path: str | os.PathLike) -> dict:
     import pyarrow.parquet as pq
 
-    metadata = pq.read_schema(path).metadata or {}
+    with _reading_table(path):
+        metadata = pq.read_schema(path).metadata or {}
     raw = metadata.get(PROVENANCE_KEY)
     return json.loads(raw) if raw else {}
 
@@ -434,7 +522,7 @@ def load_arrays(path: str | os.PathLike) -> dict:
     """The arrays of an ``.npz`` written by :func:`save_arrays`; pickled objects are refused."""
     import numpy as np
 
-    with np.load(path, allow_pickle=False) as archive:
+    with _reading_table(path), np.load(path, allow_pickle=False) as archive:
         return {name: archive[name] for name in archive.files}
 
 
@@ -460,6 +548,19 @@ class MarkdownFile:
     text: str
 
 
+def read_markdown_file(path: str | os.PathLike) -> str:
+    """The text of one Markdown file; an unreadable or non-UTF-8 file is an error naming it."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as error:
+        raise FolderError(f"{path}: cannot be read ({error.strerror or error})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[: error.start].count(b"\n") + 1
+        raise FolderError(f"{path}, line {line}: not UTF-8 text (byte {error.start})") from None
+
+
 def read_markdown_folder(folder: str | os.PathLike) -> list[MarkdownFile]:
     """Every ``*.md`` file directly in ``folder``, in name order.
 
@@ -472,7 +573,12 @@ def read_markdown_folder(folder: str | os.PathLike) -> list[MarkdownFile]:
         raise FolderError(f"{folder}: no such folder")
     if not path.is_dir():
         raise FolderError(f"{folder}: not a folder")
-    files = sorted(entry for entry in path.glob("*.md") if entry.is_file())
+    try:
+        # Listed first: glob would take an unreadable folder for an empty one.
+        names = [entry for entry in path.iterdir() if entry.suffix == ".md"]
+    except OSError as error:
+        raise FolderError(f"{folder}: cannot be read ({error.strerror or error})") from None
+    files = sorted(entry for entry in names if entry.is_file())
     if not files:
         raise FolderError(f"{folder}: no Markdown documents (*.md) in this folder")
     documents = []
@@ -529,6 +635,58 @@ def write_bundle(
         write_text(folder / f"{name}.json", json.dumps(value, ensure_ascii=False))
     content = {**manifest, "arrays": sorted(arrays), "values": sorted(values)}
     write_text(folder / BUNDLE_MANIFEST, json.dumps(content, sort_keys=True, indent=1))
+
+
+def touch_bundle(folder: str | os.PathLike) -> None:
+    """Mark a bundle as just used, so :func:`prune_bundles` keeps the recently used ones."""
+    with contextlib.suppress(OSError):
+        os.utime(folder)  # the folder, not its files: a hit leaves the files as they were
+
+
+def prune_bundles(
+    cache: str | os.PathLike, keep: int, max_age_seconds: float, spare: str | os.PathLike | None = None
+) -> list[Path]:
+    """Remove the bundles of ``cache`` beyond the ``keep`` most recently used, and any unused for
+    ``max_age_seconds``; ``spare`` (the entry just used) always stays. Returns the removed folders.
+
+    A cache keyed by content digests only grows: every edit of a document adds
+    an entry and none is ever read again. Use is the manifest's modification
+    time of the entry's folder (set when written, touched on a hit); folders without a manifest are
+    half-written entries and go once they are older than the partial-file grace.
+    """
+    import shutil
+
+    root = Path(cache)
+    if not root.is_dir():
+        return []
+    now = time.time()
+    spared = Path(spare).resolve() if spare is not None else None
+    entries: list[tuple[float, Path]] = []
+    removed: list[Path] = []
+    for folder in root.iterdir():
+        if not folder.is_dir() or folder.is_symlink() or folder.resolve() == spared:
+            continue
+        try:
+            (folder / BUNDLE_MANIFEST).stat()
+            used = folder.stat().st_mtime
+        except FileNotFoundError:
+            try:
+                if now - folder.stat().st_mtime >= PARTIAL_GRACE_SECONDS:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    removed.append(folder)
+            except OSError:
+                pass
+            continue
+        except OSError:
+            continue
+        entries.append((used, folder))
+    entries.sort(key=lambda entry: (-entry[0], entry[1].name))
+    budget = max(0, keep - (1 if spared is not None else 0))
+    for position, (used, folder) in enumerate(entries):
+        if position >= budget or now - used > max_age_seconds:
+            shutil.rmtree(folder, ignore_errors=True)
+            removed.append(folder)
+    return removed
 
 
 @dataclass(frozen=True)
@@ -590,7 +748,8 @@ def read_questions(path: str | os.PathLike) -> list:
     if str(path).endswith(".parquet"):
         import pandas as pd
 
-        frame = pd.read_parquet(path, columns=QUESTION_COLUMNS)
+        with _reading_table(path):
+            frame = pd.read_parquet(path, columns=QUESTION_COLUMNS)
         return [
             Question(str(row.question_id), str(row.text), str(row.type), bool(row.answerable))
             for row in frame.itertuples(index=False)

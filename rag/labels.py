@@ -69,7 +69,14 @@ class SpanLocation:
     words: int
 
 
+# An evidence gain this large is a typo; it would make nDCG overflow or lose all precision.
+MAX_GAIN = 1e6
 _QUESTION_KEYS = {"id", "question", "type", "answerable", "evidence", "answer"}
+
+
+def _short(text: str, characters: int = 80) -> str:
+    """A span as quoted in an error: long ones are cut, so the message stays one readable line."""
+    return text if len(text) <= characters else text[: characters - 3] + "..."
 
 
 def _require(condition: bool, where: str, message: str) -> None:
@@ -132,20 +139,34 @@ def _parse_evidence(pieces: object, where: str) -> list[Evidence]:
                 isinstance(span, Mapping) and isinstance(span.get("text"), str), here, "a span needs 'text'"
             )
             _require(span["text"].strip() != "", here, "a span's text is empty")
+            document = span.get("document")
+            _require(
+                document is None or (isinstance(document, str) and document.strip() != ""),
+                here,
+                "a span's 'document' must be a document id",
+            )
             spans.append(Span(span["text"], span.get("document")))
         _require(bool(spans), here, "needs at least one span")
         gain = piece.get("gain", 1)
-        _require(isinstance(gain, int | float) and gain > 0, here, "'gain' must be a positive number")
+        _require(
+            isinstance(gain, int | float) and not isinstance(gain, bool) and 0 < gain < MAX_GAIN,
+            here,
+            f"'gain' must be a positive number below {MAX_GAIN:g}",
+        )
         parsed.append(Evidence(tuple(spans), float(gain)))
     return parsed
 
 
-def locate_spans(questions: Sequence[Question], documents: Sequence[Document]) -> list[SpanLocation]:
+def locate_spans(
+    questions: Sequence[Question], documents: Sequence[Document], source: str = ""
+) -> list[SpanLocation]:
     """Every occurrence of every evidence span in the documents.
 
-    A span that occurs nowhere is an error naming the question and the span:
-    silently dropping it would make a question look unanswerable.
+    A span that occurs nowhere is an error naming the question and the span
+    (and ``source``, the questions file, when given): silently dropping it
+    would make a question look unanswerable.
     """
+    prefix = f"{source}: " if source else ""
     texts = {document.doc_id: document.full_text for document in documents}
     locations: list[SpanLocation] = []
     for question in questions:
@@ -153,7 +174,7 @@ def locate_spans(questions: Sequence[Question], documents: Sequence[Document]) -
             for alternative, span in enumerate(evidence.spans):
                 if span.document is not None and span.document not in texts:
                     raise LabelError(
-                        f"question {question.question_id!r}: span {span.text!r} names "
+                        f"{prefix}question {question.question_id!r}: span {_short(span.text)!r} names "
                         f"unknown document {span.document!r}"
                     )
                 doc_ids = [span.document] if span.document is not None else list(texts)
@@ -172,7 +193,8 @@ def locate_spans(questions: Sequence[Question], documents: Sequence[Document]) -
                 if not found:
                     where = f"document {span.document!r}" if span.document else "any document"
                     raise LabelError(
-                        f"question {question.question_id!r}: evidence span {span.text!r} not found in {where}"
+                        f"{prefix}question {question.question_id!r}: evidence span {_short(span.text)!r} "
+                        f"not found in {where}"
                     )
     return locations
 

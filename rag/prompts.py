@@ -6,8 +6,11 @@ page can say "ignore previous instructions". So the evidence sits between
 no source can write structure of its own: angle brackets and ampersands in
 source text are HTML-escaped (a chunk cannot close the block early or open a
 fake one) and each source is collapsed onto one line (a chunk cannot start a
-line that looks like another numbered source). Wording alone is not a
-security boundary; the escaping is what keeps the layout intact.
+line that looks like another numbered source). Before escaping, text is
+normalised (NFKC) and stripped of zero-width, bidi-control and other invisible
+characters, so a fullwidth "＜/sources＞", an angle-quote "‹/sources›" or a
+zero-width space before a fake "[3]" is caught like the plain form. Wording
+alone is not a security boundary; the escaping is what keeps the layout intact.
 
 Sources are numbered [1], [2], ... in ranking order and the numbers are
 stable: citation checking maps them back to the chunks of this prompt.
@@ -20,6 +23,8 @@ length, not relevance, decide what the generator reads.
 from __future__ import annotations
 
 import html
+import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -64,14 +69,53 @@ class Prompt:
         return {number: chunk.text for number, chunk in self.sources.items()}
 
 
+# Brackets a model may read as the angle brackets of the delimiters. NFKC already
+# folds the fullwidth and small forms (＜, ﹤) into "<" and ">"; these it leaves alone.
+_OPENING_LOOKALIKES = "\u2039\u3008\u27e8\u00ab\u276e\u02c2\u2329\u29fc\u276c\u2770"
+_CLOSING_LOOKALIKES = "\u203a\u3009\u27e9\u00bb\u276f\u02c3\u232a\u29fd\u276d\u2771"
+_SLASHES = "/\u2215\u2044\u29f8"
+_DELIMITER_LOOKALIKE = re.compile(
+    rf"[<{_OPENING_LOOKALIKES}]\s*[{_SLASHES}]?\s*sources?\s*[>{_CLOSING_LOOKALIKES}]", re.IGNORECASE
+)
+# Brackets that can open a fake source label ("[3]", "【3】", "⟦3⟧") at the start of a text.
+_LABEL_OPENERS = "[\u3010\u3014\u27e6\u3016\u3018\u301a"
+
+
+def _visible_only(text: str) -> str:
+    """The text in NFKC form without format and control characters (whitespace kept).
+
+    Zero-width characters, bidi overrides (U+202E) and tag characters are
+    invisible to a reader but not to a model, and can hide a fake "[3]" or
+    delimiter from the checks below; NFKC folds fullwidth lookalikes (＜／ｓｏｕｒｃｅｓ＞)
+    into the ASCII they imitate, so escaping then catches them.
+    """
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(
+        character
+        for character in text
+        if character.isspace() or unicodedata.category(character) not in ("Cf", "Cc", "Co", "Cs", "Cn")
+    )
+
+
+def _numeric_reference(match: re.Match) -> str:
+    return "".join(
+        f"&#{ord(character)};" if not character.isalnum() and not character.isspace() else character
+        for character in match.group(0)
+    )
+
+
 def neutralize(text: str) -> str:
     """Source or question text made safe to place inside the prompt layout.
 
-    Escaping ``<``, ``>`` and ``&`` leaves the text readable to a model while
-    no string in it can be mistaken for a delimiter; collapsing whitespace
-    keeps every source on one line.
+    Unicode is normalised and invisible characters dropped first
+    (:func:`_visible_only`); then ``<``, ``>`` and ``&`` are escaped, and
+    bracket lookalikes forming a delimiter ("‹/sources›") are written as
+    character references, so no string can be mistaken for a delimiter while
+    the text stays readable; collapsing whitespace keeps every source on one line.
     """
-    return html.escape(" ".join(text.split()), quote=False)
+    flat = " ".join(_visible_only(text).split())
+    escaped = html.escape(flat, quote=False)
+    return _DELIMITER_LOOKALIKE.sub(_numeric_reference, escaped)
 
 
 def render_source(number: int, chunk: Chunk) -> str:
@@ -84,8 +128,8 @@ def render_source(number: int, chunk: Chunk) -> str:
     label = neutralize(chunk.label)
     header = f"[{number}] {label}" if label else f"[{number}]"
     text = neutralize(chunk.text)
-    if text.startswith("["):
-        text = "&#91;" + text[1:]
+    if text[:1] and text[0] in _LABEL_OPENERS:
+        text = f"&#{ord(text[0])};" + text[1:]
     return f"{header}\n{text}"
 
 

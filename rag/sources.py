@@ -11,14 +11,16 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from rag.articles import document_from_html
-from rag.documents import Document, text_digest
+from rag.documents import Document, DocumentError, text_digest
 from rag.wikipedia import (
     DEFAULT_BASE_URL,
     LockedArticle,
     WikipediaClient,
     WikipediaConfig,
+    WikipediaFetchError,
     article_doc_id,
     check_digest,
+    looks_like_article,
     revision_url,
 )
 
@@ -29,6 +31,8 @@ class HtmlCache(Protocol):
     def read(self, key: str) -> str | None: ...
 
     def write(self, key: str, text: str) -> None: ...
+
+    def remove(self, key: str) -> None: ...
 
 
 def wikipedia_client(entry: Mapping) -> WikipediaClient:
@@ -49,12 +53,37 @@ def cache_key(title: str, revision: int) -> str:
 
 
 def article_html(client: WikipediaClient, cache: HtmlCache, title: str, revision: int) -> str:
+    """The HTML of a revision, from the cache or downloaded; only HTML that parses is ever cached.
+
+    A download is parsed before it is written, so a page that is not the
+    article (an error page served with status 200, say) never enters the cache
+    or the lock. A cached file that no longer parses (written by an older
+    version, or damaged) is removed and downloaded again.
+    """
     key = cache_key(title, revision)
     html = cache.read(key)
-    if html is None:
-        html = client.fetch_revision_html(title, revision)
-        cache.write(key, html)
+    if html is not None:
+        try:
+            _check_article(html, title, revision)
+            return html
+        except DocumentError:
+            cache.remove(key)
+    html = client.fetch_revision_html(title, revision)
+    try:
+        _check_article(html, title, revision)
+    except DocumentError as error:
+        raise WikipediaFetchError(
+            f"Wikipedia article {title!r} at revision {revision}: the downloaded page is not a readable "
+            f"article ({error}); nothing was cached"
+        ) from None
+    cache.write(key, html)
     return html
+
+
+def _check_article(html: str, title: str, revision: int) -> None:
+    if not looks_like_article(html):
+        raise DocumentError("not rendered article HTML (an error or maintenance page?)")
+    document_from_html(html, article_doc_id(title), title, revision)
 
 
 def article_document(entry: Mapping, title: str, revision: int, timestamp: str | None, html: str) -> Document:

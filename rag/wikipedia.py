@@ -11,31 +11,32 @@ The client follows Wikimedia's API etiquette: a descriptive User-Agent with a
 contact, one request at a time with a pause between requests, gzip, and
 exponential backoff that honours ``Retry-After``. A body shorter than announced
 is an error, never a result, so a caller that writes only what this module
-returns can never cache a truncated article.
+returns can never cache a truncated article. Every request has a total
+deadline (``timeout_seconds``, dripping bodies included), a body cap before and
+after gzip (``max_body_bytes``) and a redirect limit with its own message; a body
+must decode as the UTF-8 it declares and look like rendered article HTML, or it
+is refused (an error or maintenance page served with status 200 is retried,
+then reported, never returned for caching).
 """
 
 from __future__ import annotations
 
 import email.utils
-import gzip
-import http.client
 import json
+import math
 import re
 import sys
 import time
 import unicodedata
-import urllib.error
 import urllib.parse
-import urllib.request
 import warnings
-import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from datetime import time as time_of_day
 from typing import Any, TypeVar
 
-from rag import __version__
+from rag import __version__, bounded_http
 from rag.documents import Document, text_digest
 
 DEFAULT_BASE_URL = "https://en.wikipedia.org"
@@ -55,6 +56,10 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 _MEDIAWIKI_TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
 _LOCK_KEYS = ("title", "revision", "timestamp", "sha256")
 _NOT_FOUND_API_CODES = frozenset({"nosuchrevid", "missingtitle", "nosuchpageid", "invalidtitle"})
+_UTF8_CHARSETS = frozenset({"utf-8", "utf8", "us-ascii", "ascii"})
+# Rendered article HTML carries one of these: the parser's wrapper (action API and
+# legacy pages) or Parsoid's revision link. Error and maintenance pages carry neither.
+_ARTICLE_MARKERS = ("mw-parser-output", "Special:Redirect/revision/", 'property="mw:')
 
 T = TypeVar("T")
 
@@ -103,6 +108,8 @@ class WikipediaConfig:
     max_retries: int = 4
     backoff_base_seconds: float = 1.0
     max_wait_seconds: float = 60.0
+    max_redirects: int = 5
+    max_body_bytes: int = 32 * 1024 * 1024
 
     def __post_init__(self) -> None:
         parsed = urllib.parse.urlsplit(self.base_url)
@@ -116,8 +123,12 @@ class WikipediaConfig:
             )
         for name in ("timeout_seconds", "backoff_base_seconds", "max_wait_seconds"):
             value = getattr(self, name)
-            if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-                raise ValueError(f"wikipedia {name} must be a positive number, got {value!r}")
+            if not isinstance(value, int | float) or isinstance(value, bool) or not 0 < value < math.inf:
+                raise ValueError(f"wikipedia {name} must be a positive finite number, got {value!r}")
+        for name in ("max_redirects", "max_body_bytes"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < (name == "max_body_bytes"):
+                raise ValueError(f"wikipedia {name} must be a non-negative integer, got {value!r}")
         if not isinstance(self.pause_seconds, int | float) or self.pause_seconds < 0:
             raise ValueError(f"wikipedia pause_seconds must be zero or more, got {self.pause_seconds!r}")
         if (
@@ -250,7 +261,6 @@ class WikipediaClient:
         self._sleep = sleep
         self._clock = clock
         self._now = now
-        self._opener = urllib.request.build_opener()
         self._last_request_end: float | None = None
 
     # -- public ----------------------------------------------------------------
@@ -354,57 +364,94 @@ class WikipediaClient:
             self._sleep(remaining)
 
     def _request(self, url: str, what: str, accept: str, not_found: Callable[[int], Exception]) -> str:
-        request = urllib.request.Request(
-            url,
-            headers={"User-Agent": self.config.user_agent, "Accept": accept, "Accept-Encoding": "gzip"},
+        """One download, redirects included, bounded in time and size, decoded by its declared charset."""
+        config = self.config
+        headers = {"User-Agent": config.user_agent, "Accept": accept, "Accept-Encoding": "gzip"}
+        location = url
+        for _ in range(config.max_redirects + 1):
+            try:
+                reply = bounded_http.request(
+                    "GET",
+                    location,
+                    headers,
+                    deadline_seconds=config.timeout_seconds,
+                    max_body_bytes=config.max_body_bytes,
+                )
+            except bounded_http.DeadlineExceeded:
+                raise _TryAgain(
+                    f"timed out (no whole reply within {config.timeout_seconds:g} s)", network=True
+                ) from None
+            except bounded_http.BodyTooLarge as error:
+                raise WikipediaFetchError(
+                    f"could not download the {what}: {error} (max_body_bytes) at {location}"
+                ) from None
+            except bounded_http.TruncatedBody as error:
+                raise _TryAgain(str(error)) from None
+            except bounded_http.HttpFault as error:
+                raise _TryAgain(str(error), network=True) from None
+            if reply.status in (301, 302, 303, 307, 308):
+                target = reply.header("Location")
+                if not target:
+                    raise WikipediaFetchError(
+                        f"could not download the {what}: HTTP {reply.status} without a Location"
+                    )
+                location = urllib.parse.urljoin(location, target)
+                if urllib.parse.urlsplit(location).scheme not in ("http", "https"):
+                    raise WikipediaFetchError(f"could not download the {what}: redirected to a non-http URL")
+                continue
+            return self._body(reply, location, what, not_found)
+        raise WikipediaFetchError(
+            f"could not download the {what}: more than {config.max_redirects} redirects starting at {url} "
+            "(a redirect loop?); check the corpus 'api' URL"
         )
-        try:
-            with self._opener.open(request, timeout=self.config.timeout_seconds) as response:
-                announced = response.headers.get("Content-Length")
-                encoding = (response.headers.get("Content-Encoding") or "identity").strip().lower()
-                charset = response.headers.get_content_charset() or "utf-8"
-                body = response.read()
-        except urllib.error.HTTPError as error:
-            status = error.code
-            retry_after = parse_retry_after(error.headers.get("Retry-After"), self._now())
-            error.close()
-            if status == 429 or status >= 500:
-                raise _TryAgain(f"HTTP {status}", retry_after=retry_after) from None
-            if status in (404, 410):
-                raise not_found(status) from None
-            raise WikipediaFetchError(
-                f"could not download the {what}: HTTP {status} at {url} (a 403 usually means the "
-                f"User-Agent was refused; set a real contact). {OFFLINE_HINT}"
-            ) from None
-        except http.client.IncompleteRead as error:
-            raise _TryAgain(f"truncated body ({len(error.partial)} bytes received, more announced)") from None
-        except (TimeoutError, urllib.error.URLError, http.client.HTTPException, OSError) as error:
-            raise _TryAgain(_network_reason(error), network=True) from None
 
-        if announced is not None and announced.strip().isdigit() and len(body) != int(announced):
-            raise _TryAgain(f"truncated body ({len(body)} of {int(announced)} announced bytes)")
+    def _body(
+        self, reply: bounded_http.HttpReply, url: str, what: str, not_found: Callable[[int], Exception]
+    ) -> str:
+        status = reply.status
+        if status == 429 or status >= 500:
+            retry_after = parse_retry_after(reply.header("Retry-After"), self._now())
+            raise _TryAgain(f"HTTP {status}", retry_after=retry_after)
+        if status in (404, 410):
+            raise not_found(status)
+        if status == 403:
+            raise WikipediaFetchError(
+                f"could not download the {what}: HTTP 403 at {url} (the User-Agent may have been refused; "
+                f"set a real contact). {OFFLINE_HINT}"
+            )
+        if status != 200:
+            raise WikipediaFetchError(
+                f"could not download the {what}: HTTP {status} at {url}. {OFFLINE_HINT}"
+            )
+        body = reply.body
+        encoding = (reply.header("Content-Encoding") or "identity").strip().lower()
         if encoding == "gzip":
             try:
-                body = gzip.decompress(body)
-            except (EOFError, OSError, zlib.error):
+                body = bounded_http.gunzip(body, self.config.max_body_bytes)
+            except bounded_http.BodyTooLarge as error:
+                raise WikipediaFetchError(
+                    f"could not download the {what}: {error} (max_body_bytes)"
+                ) from None
+            except bounded_http.TruncatedBody:
                 raise _TryAgain("truncated or corrupt gzip body") from None
         elif encoding != "identity":
             raise WikipediaFetchError(
                 f"could not download the {what}: unsupported Content-Encoding {encoding!r}"
             )
-        try:
-            return body.decode(charset)
-        except (UnicodeDecodeError, LookupError) as error:
+        charset = (reply.headers.get_content_charset() or "utf-8").lower()
+        if charset.replace("_", "-") not in _UTF8_CHARSETS:
+            # MediaWiki serves UTF-8 only; another charset is a proxy or error page, and decoding
+            # UTF-8 bytes by it would index mojibake under the article's name.
             raise WikipediaFetchError(
-                f"could not download the {what}: body is not valid {charset}: {error}"
+                f"could not download the {what}: the reply declares charset {charset!r}, but the wiki "
+                f"serves UTF-8; refusing it rather than indexing misdecoded text (at {url})"
+            )
+        try:
+            return body.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise WikipediaFetchError(
+                f"could not download the {what}: body is not valid UTF-8 (byte {error.start}) at {url}"
             ) from None
-
-
-def _network_reason(error: BaseException) -> str:
-    reason = getattr(error, "reason", None) or error
-    if isinstance(reason, TimeoutError):
-        return "timed out"
-    return f"{type(reason).__name__}: {reason}"
 
 
 def _check_title(title: str) -> None:
@@ -417,9 +464,17 @@ def _check_revision(revision: Any, title: str) -> None:
         raise ValueError(f"revision of {title!r} must be a positive integer, got {revision!r}")
 
 
+def looks_like_article(text: str) -> bool:
+    """Whether HTML carries the markers of a rendered article (not an error or maintenance page)."""
+    return any(marker in text for marker in _ARTICLE_MARKERS)
+
+
 def _html_body(text: str) -> str:
+    """Rendered article HTML, or a retry: an error or maintenance page served with status 200 is not one."""
     if "<" not in text:
         raise _TryAgain("empty or non-HTML body")
+    if not looks_like_article(text):
+        raise _TryAgain("the body is not rendered article HTML (an error or maintenance page?)")
     return text
 
 

@@ -12,7 +12,7 @@ version: 7
 url: https://example.org/venus
 updated: 2026-02-03
 tags: [planet, inner]
-access: staff
+access: internal
 ---
 
 # Venus
@@ -53,7 +53,7 @@ def test_front_matter_blocks_and_paths():
     assert document.url == "https://example.org/venus"
     assert document.updated == "2026-02-03"
     assert document.tags == ("planet", "inner")
-    assert document.access == "staff"
+    assert document.access == "internal"
     assert [(block.section, block.text) for block in document.blocks] == [
         ((), "The second planet, see the notes and this. It continues on a second line."),
         (("Orbit",), "Venus orbits every 224.7 days."),

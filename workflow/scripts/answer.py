@@ -45,7 +45,7 @@ chunk_frame = pd.read_parquet(snakemake.input.chunks)
 chunks = {chunk.chunk_id: chunk for chunk in chunks_from_frame(chunk_frame)}
 # Terms weigh what they weigh for the retrievers: the idf of the indexed texts, headers included.
 idf = collection_idf(chunk_frame["indexed_text"].tolist())
-locations = locate_spans(questions, documents)
+locations = locate_spans(questions, documents, snakemake.input.questions)
 holding = evidence_documents(questions, locations)
 pieces = evidence_chunks(judge_chunks(questions, locations, list(chunks.values())))
 

@@ -35,7 +35,7 @@ settings = GenerationSettings(
 )
 # The summaries are the collection the generator reads, so their idf weighs the question.
 idf = collection_idf([chunk.indexed_text for chunk in sources])
-locations = locate_spans(questions, documents)
+locations = locate_spans(questions, documents, snakemake.input.questions)
 holding = evidence_documents(questions, locations)
 pieces = evidence_chunks(judge_chunks(questions, locations, sources))
 count_cl100k = optional_token_counter(CL100K_BASE)

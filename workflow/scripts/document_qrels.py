@@ -17,7 +17,7 @@ from rag.labels import locate_spans
 log = start_log(snakemake.log[0])
 questions = [question for question in read_questions(snakemake.input.questions) if question.answerable]
 documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
-judgements = evidence_judgements(questions, locate_spans(questions, documents))
+judgements = evidence_judgements(questions, locate_spans(questions, documents, snakemake.input.questions))
 log.info("%d answerable questions, %d relevant (question, document) pairs", len(questions), len(judgements))
 write_parquet(judgements_to_frame(judgements), snakemake.output[0], provenance(stage="document_qrels"))
 finish_job()

@@ -25,7 +25,7 @@ documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
 chunks = chunks_from_frame(pd.read_parquet(snakemake.input.chunks))
 spec = spec_from_config(json.loads(snakemake.params.chunker))
 
-locations = locate_spans(questions, documents)
+locations = locate_spans(questions, documents, snakemake.input.questions)
 judgements = judge_chunks(questions, locations, chunks)
 window = (spec.size, spec.overlap) if spec.kind == "fixed" else None
 cuts = evidence_cuts(questions, locations, judgements, window)

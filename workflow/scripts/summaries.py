@@ -19,7 +19,7 @@ for corpus, parsed, path in zip(
     questions = parse_questions(read_yaml(path), path)
     documents = documents_from_frame(pd.read_parquet(parsed))
     summaries = lead_summaries(documents)
-    locations = locate_spans(questions, documents)
+    locations = locate_spans(questions, documents, path)
     table = summary_statistics(summaries, questions, locations, window, count_cl100k)
     table.insert(0, "corpus", corpus)
     tables.append(table)
