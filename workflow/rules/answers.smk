@@ -1,8 +1,10 @@
-# Rankings to answers: the extractive generator reads the top k chunks of a
-# ranking, its answer is checked against the sources it cites and judged
-# against the labelled evidence. Beside the chunk rankings, the lead sections
-# of the documents serve as context (all in one prompt) and as a router to a
-# single document. Nothing here runs unless config.yaml has an answers section.
+# Rankings to answers: the spec's extractive generator and the stronger
+# reader (rag.reader) read the top k chunks of a ranking; each answer is
+# checked against the sources it cites (faithful), against the question's
+# expected type (responsive) and judged against the labelled evidence. Beside
+# the chunk rankings, the lead sections of the documents serve as context (all
+# in one prompt) and as a router to a single document. Nothing here runs
+# unless config.yaml has an answers section.
 
 
 rule answer:
@@ -19,7 +21,30 @@ rule answer:
         "benchmarks/logs/answer/{corpus}/{chunker}/{retriever}.tsv"
     params:
         generation=answers_section("generation"),
+        reader=EXTRACTIVE_READER,
+        cache=EMBEDDING_CACHE,
         code=rag_digest(*ANSWER_CODE, "chunking", "documents"),
+    script:
+        "../scripts/answer.py"
+
+
+rule read_answers:
+    input:
+        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+        parsed="work/parsed/{corpus}.parquet",
+        questions=questions_file,
+    output:
+        "work/answers/{corpus}/{chunker}/{retriever}.reader.parquet",
+    log:
+        "logs/read_answers/{corpus}/{chunker}/{retriever}.log",
+    benchmark:
+        "benchmarks/logs/read_answers/{corpus}/{chunker}/{retriever}.tsv"
+    params:
+        generation=answers_section("generation"),
+        reader=answers_section("reader"),
+        cache=EMBEDDING_CACHE,
+        code=rag_digest(*ANSWER_CODE, *READER_CODE, "chunking", "documents"),
     script:
         "../scripts/answer.py"
 
@@ -36,21 +61,52 @@ rule answer_from_summaries:
         "benchmarks/logs/answer_from_summaries/{corpus}.tsv"
     params:
         generation=answers_section("generation", "threshold", "token_counter", "budget"),
+        reader=EXTRACTIVE_READER,
+        cache=EMBEDDING_CACHE,
         code=rag_digest(*ANSWER_CODE, "summaries", "chunking", "documents"),
+    script:
+        "../scripts/answer_from_summaries.py"
+
+
+rule read_answers_from_summaries:
+    input:
+        parsed="work/parsed/{corpus}.parquet",
+        questions=questions_file,
+    output:
+        "work/answers/{corpus}/lead_summaries.reader.parquet",
+    log:
+        "logs/read_answers_from_summaries/{corpus}.log",
+    benchmark:
+        "benchmarks/logs/read_answers_from_summaries/{corpus}.tsv"
+    params:
+        generation=answers_section("generation", "threshold", "token_counter", "budget"),
+        reader=answers_section("reader"),
+        cache=EMBEDDING_CACHE,
+        code=rag_digest(*ANSWER_CODE, *READER_CODE, "summaries", "chunking", "documents"),
     script:
         "../scripts/answer_from_summaries.py"
 
 
 rule answer_tables:
     input:
-        ranked=[f"work/answers/{c}/{ch}/{r}.parquet" for c, ch, r in answer_pairs()],
-        summaries=[f"work/answers/{corpus}/lead_summaries.parquet" for corpus in SPAN_CORPORA],
+        ranked=[
+            f"work/answers/{c}/{ch}/{r}{suffix}.parquet"
+            for c, ch, r in answer_pairs()
+            for suffix in ("", ".reader")
+        ],
+        summaries=[
+            f"work/answers/{corpus}/lead_summaries{suffix}.parquet"
+            for corpus in SPAN_CORPORA
+            for suffix in ("", ".reader")
+        ],
     output:
         answers="results/answers.csv",
         summary="results/answers_summary.csv",
+        thresholds="results/reader_thresholds.csv",
     log:
         "logs/answer_tables.log",
     params:
+        reader=answers_section("reader"),
         code=rag_digest("answers"),
     script:
         "../scripts/answer_tables.py"

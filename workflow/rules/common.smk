@@ -230,6 +230,7 @@ def all_results():
             "results/summaries.csv",
             "results/routing.csv",
             "results/routing_metrics.csv",
+            *answer_results(),
         ]
     return results
 
@@ -549,6 +550,8 @@ ANSWER_CODE = (
     "answers",
     "prompts",
     "extractive",
+    "reader",
+    "answer_types",
     "verification",
     "tokens",
     "text",
@@ -556,6 +559,20 @@ ANSWER_CODE = (
     "search",
     "labels",
 )
+# The reader's MiniLM similarity reads the embedding cache; the extractive
+# generator ignores all of this, so it gets a fixed reader entry.
+READER_CODE = ("embedding_cache", "embedder", "sentence_embeddings")
+EXTRACTIVE_READER = canonical_json({"name": "extractive"})
+
+
+def answer_results():
+    """The reader's tables beyond the spec's: its cross-validated thresholds and the held-out check."""
+    if ANSWERS is None:
+        return []
+    results = ["results/reader_thresholds.csv"]
+    if ANSWERS["heldout"] is not None:
+        results.append("results/answers_heldout.csv")
+    return results
 
 
 # --------------------------------------------------------------------------
