@@ -691,3 +691,86 @@ def settings_from_config(
         similarity=similarity,
     )
     return settings, embedder
+
+
+def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
+    """Rows of results/answers_heldout.csv: per question group, what ``rag ask`` got right.
+
+    ``judgements`` are :class:`rag.question_answering.AskJudgement` records;
+    shares come with the same bootstrap intervals as the answer summary.
+    """
+    frame = pd.DataFrame([dataclasses.asdict(judgement) for judgement in judgements])
+    frame["answerable"] = frame["group"] != UNANSWERABLE
+    rows = []
+    for group in GROUPS:
+        members = _members(frame, group)
+        if members.empty:
+            continue
+        answered = members["answered"].astype(bool)
+        correct = members["correct"].astype(bool)
+        responsive = members.loc[answered, "responsive"].astype(bool)
+        rows.append(
+            {
+                **keys,
+                "group": group,
+                "questions": len(members),
+                "answered": int(answered.sum()),
+                "correct": int(correct.sum()),
+                "wrong": int((answered & ~correct).sum()),
+                "abstained": int((~answered).sum()),
+                **_share_with_interval("correct_share", correct),
+                **_share_with_interval("wrong_share", answered & ~correct),
+                **_share_with_interval("abstained_share", ~answered),
+                "faithful": int(members["faithful"].fillna(False).astype(bool).sum()),
+                "responsive": int(responsive.sum()),
+                **_share_with_interval("responsive_rate", responsive),
+            }
+        )
+    return rows
+
+
+def describe_answers(frame: pd.DataFrame, what: str) -> str:
+    """The log line of an answer job: best sentences quoting evidence, evidence in the prompt."""
+    answerable = frame["answerable"].astype(bool)
+    return (
+        f"{what}: {len(frame)} questions, the best sentence quotes the evidence for "
+        f"{int(frame['best_quoted_piece'].notna().sum())}; some evidence in the prompt for "
+        f"{int((answerable & (frame['pieces_in_prompt'] > 0)).sum())}, all of it for "
+        f"{int((answerable & (frame['pieces_in_prompt'] == frame['evidence_pieces'])).sum())}"
+    )
+
+
+def measure_ask(
+    documents: Sequence[Document], question_sets: Mapping[str, Sequence[Question]], embedder=None
+) -> list[dict]:
+    """Rows of results/answers_heldout.csv: each question set through ``rag ask``'s path.
+
+    Every retriever ``rag ask`` offers here (the spec's BM25 + LSA + IVF, and
+    BM25 + MiniLM when ``embedder``, a :class:`rag.reader.CachedSentenceEmbedder`,
+    is given) with both offline generators at their defaults: the extractive
+    generator at coverage 0.5, the reader at its frozen threshold.
+    """
+    from rag.extractive import DEFAULT_COVERAGE_THRESHOLD
+    from rag.question_answering import IndexOptions, build_question_index, judge_ask_answers
+    from rag.reader import DEFAULT_MODEL, DEFAULT_THRESHOLD, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
+
+    setups = [("bm25_lsa_ivf", None)] + ([("bm25_minilm", embedder)] if embedder is not None else [])
+    rows = []
+    for retriever, dense in setups:
+        embed = dense.embed if dense is not None else None
+        index = build_question_index(
+            documents, IndexOptions(dense_model=DEFAULT_MODEL if dense else None), embed
+        )
+        for generator in ("extractive", "reader"):
+            similarity = dense.similarity if dense is not None and generator == "reader" else None
+            if generator == "extractive":
+                threshold = DEFAULT_COVERAGE_THRESHOLD
+            else:
+                threshold = DEFAULT_THRESHOLD if dense is not None else DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
+            for name, questions in question_sets.items():
+                judged = judge_ask_answers(
+                    index, questions, documents, generator, threshold, embed, similarity
+                )
+                keys = {"questions_file": name, "retriever": retriever, "generator": generator}
+                rows += ask_summary(judged, **keys, threshold=f"{threshold:g}")
+    return rows

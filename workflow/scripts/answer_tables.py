@@ -20,7 +20,7 @@ def gathered(paths):
 # The summary prompts come after the rankings they are compared with.
 parts = [gathered(snakemake.input.ranked), gathered(snakemake.input.summaries)]
 choices = []
-for position, part in enumerate(parts):
+for part in parts:
     chosen = part["reader"] != "extractive"  # the spec's generator keeps its configured threshold
     if chosen.any():
         thresholds, table = cross_validated_thresholds(part[chosen], keys, reader["folds"], reader["seed"])
