@@ -194,8 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=_score,
         default=None,
         metavar="X",
-        help="score the quoted sentence must reach, else the generator abstains (default: the "
-        "reader's cross-validated threshold, 0.5 of the idf weight for the extractive generator)",
+        help="score the quoted sentence must reach, else the generator abstains (default: 0.5 for the "
+        "extractive generator, a share of the question's idf weight; for the reader, the threshold its "
+        "cross validation chose on the labelled questions)",
     )
     ask.add_argument(
         "--retriever",

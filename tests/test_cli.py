@@ -101,7 +101,7 @@ def prompt_sources(output: str) -> dict[int, tuple[str, str]]:
 
 def quoted_answer(output: str) -> tuple[str, int]:
     """The answer sentence without its citation, and the source number it cites."""
-    answer = section(output, "Answer").splitlines()[1].strip()
+    answer = section(output, "Answer").splitlines()[-1].strip()
     match = re.fullmatch(r"(.*) \[(\d+)\]([.!?]?)", answer)
     assert match, f"the answer carries no citation: {answer!r}"
     return match.group(1) + match.group(3), int(match.group(2))
@@ -373,7 +373,7 @@ def test_help_lists_every_option_with_its_default(capsys):
         "--lists N": "(default: 8)",
         "--probes N": "(default: 3)",
         "--sources N": "(default: 5)",
-        "--threshold X": "(default: the reader's cross-validated threshold, 0.5",
+        "--threshold X": "(default: 0.5 for the extractive generator",
         "--retriever {auto,bm25_minilm,bm25_lsa_ivf}": "(default: auto)",
         "--budget N": "(default: no limit)",
         "--generator {reader,extractive,hosted}": "(default: reader)",
@@ -473,3 +473,57 @@ def test_hosted_without_configuration_names_the_variable(notes, tmp_path, monkey
     assert capsys.readouterr().err == (
         "rag ask: error: --generator hosted: environment variable RAG_LLM_BASE_URL is not set\n"
     )
+
+
+# --------------------------------------------------------------------------
+# The reader and the two verdicts, on the bundled corpus
+# --------------------------------------------------------------------------
+
+VENUS_YEAR_SPANS = (
+    "completes one circuit around the Sun every 224.7 Earth days",
+    "needs roughly 225 Earth days to go once around it",
+)
+
+
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory):
+    """One index cache for the bundled corpus, so the MiniLM index is encoded once per session."""
+    return tmp_path_factory.mktemp("ask-cache")
+
+
+@pytest.mark.parametrize("retriever", ["bm25_lsa_ivf", "auto"])
+def test_the_reader_answers_the_year_on_venus_with_the_labelled_evidence(retriever, shared_cache, capsys):
+    arguments = [
+        "ask",
+        "How long is a year on Venus?",
+        "--cache",
+        str(shared_cache),
+        "--retriever",
+        retriever,
+    ]
+    assert cli.main(arguments) == 0
+    output = capsys.readouterr().out
+    sentence, number = quoted_answer(output)
+    assert any(span in sentence for span in VENUS_YEAR_SPANS), sentence
+    assert "Earth days" in sentence
+    assert prompt_sources(output)[number][0].startswith("Venus")
+    assert "the question asks for a duration" in output
+    verdicts = section(output, "Verdicts")
+    assert "Faithful: yes" in verdicts and "Responsive: yes" in verdicts
+
+
+def test_the_titan_question_is_faithful_and_not_responsive_with_the_spec_generator(shared_cache, capsys):
+    arguments = ["ask", "What is the surface temperature of Titan?", "--cache", str(shared_cache), *SPEC]
+    assert cli.main(arguments) == 0
+    output = capsys.readouterr().out
+    sentence, _ = quoted_answer(output)
+    assert "Titan" in sentence and "temperature" in sentence
+    verdicts = section(output, "Verdicts")
+    assert "Faithful: yes" in verdicts
+    assert "Responsive: NO, the question asks for a temperature and the answer gives none" in verdicts
+    # The reader sees the missing temperature and refuses, and says why.
+    reader = ["ask", "What is the surface temperature of Titan?", "--cache", str(shared_cache)]
+    assert cli.main([*reader, "--retriever", "bm25_lsa_ivf"]) == 0
+    output = capsys.readouterr().out
+    assert "Answer (reader): abstained" in output
+    assert "the reader abstained" in section(output, "Verdicts")
