@@ -23,7 +23,8 @@ rankings are fused by reciprocal rank fusion, and the command prints
   tokens (words and punctuation marks) when a budget is given;
 * the answer: one quoted sentence of the sources with its citation, chosen by
   the reader (``--generator reader``, rag.reader: idf coverage, term proximity,
-  the expected answer type and, with the dense extra, MiniLM similarity) or by
+  the expected answer type, the subject, and with ``--similarity`` the MiniLM
+  similarity, which measured worse on the labelled questions) or by
   the spec's extractive generator (``--generator extractive``, idf coverage
   alone), or an abstention when the best score is below ``--threshold``
   (``--generator hosted`` asks the model configured by RAG_LLM_BASE_URL,
@@ -197,6 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="score the quoted sentence must reach, else the generator abstains (default: 0.5 for the "
         "extractive generator, a share of the question's idf weight; for the reader, the threshold its "
         "cross validation chose on the labelled questions)",
+    )
+    ask.add_argument(
+        "--similarity",
+        action="store_true",
+        help="add the MiniLM similarity of question and sentence to the reader's score (with "
+        "--retriever bm25_minilm; it measured worse on the labelled questions)",
     )
     ask.add_argument(
         "--retriever",
@@ -549,13 +556,16 @@ def ask(arguments: argparse.Namespace) -> int:
 
         embedder = CachedSentenceEmbedder(arguments.cache / "embeddings", DENSE_MODEL)
     embed = embedder.embed if embedder is not None else None
-    similarity = embedder.similarity if embedder is not None else None
+    # The MiniLM similarity made the reader worse on the labelled questions
+    # (docs/answers.md), so it is used only when asked for.
+    use_similarity = arguments.similarity and embedder is not None
+    similarity = embedder.similarity if use_similarity else None
     threshold = arguments.threshold
     if threshold is None:
         if arguments.generator == "extractive":
             threshold = DEFAULT_THRESHOLDS["extractive"]
         else:
-            threshold = DEFAULT_THRESHOLD if dense else DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
+            threshold = DEFAULT_THRESHOLD if use_similarity else DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
     index, index_lines = load_or_build_index(folder, arguments.cache, options, embed)
     try:
         report = answer_question(
