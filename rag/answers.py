@@ -683,8 +683,8 @@ def settings_from_config(
         embedder = CachedSentenceEmbedder(embedding_cache or "cache/embeddings")
         similarity = embedder.similarity
     settings = GenerationSettings(
-        k=generation["k"],
-        threshold=generation["threshold"] if name == "extractive" else -math.inf,
+        k=generation.get("k", 1),
+        threshold=generation["threshold"] if name == "extractive" else -math.inf,  # the reader's: later
         budget=generation["budget"],
         count_tokens=get_token_counter(generation["token_counter"]),
         reader="extractive" if name == "extractive" else "reader",

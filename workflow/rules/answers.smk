@@ -43,7 +43,7 @@ rule read_answers:
     wildcard_constraints:
         reader="reader|reader_minilm",
     params:
-        generation=answers_section("generation"),
+        generation=answers_section("generation", "k", "token_counter", "budget"),
         reader=reader_params,
         cache=EMBEDDING_CACHE,
         code=rag_digest(*ANSWER_CODE, *READER_CODE, "chunking", "documents"),
@@ -83,7 +83,7 @@ rule read_answers_from_summaries:
     wildcard_constraints:
         reader="reader|reader_minilm",
     params:
-        generation=answers_section("generation", "threshold", "token_counter", "budget"),
+        generation=answers_section("generation", "token_counter", "budget"),
         reader=reader_params,
         cache=EMBEDDING_CACHE,
         code=rag_digest(*ANSWER_CODE, *READER_CODE, "summaries", "chunking", "documents"),
