@@ -20,11 +20,12 @@ def gathered(paths):
 # The summary prompts come after the rankings they are compared with.
 parts = [gathered(snakemake.input.ranked), gathered(snakemake.input.summaries)]
 choices = []
-for part in parts:
+for position, part in enumerate(parts):
     chosen = part["reader"] != "extractive"  # the spec's generator keeps its configured threshold
     if chosen.any():
         thresholds, table = cross_validated_thresholds(part[chosen], keys, reader["folds"], reader["seed"])
-        part.loc[chosen] = apply_thresholds(part[chosen], thresholds)
+        applied = apply_thresholds(part[chosen], thresholds)
+        parts[position] = pd.concat([part[~chosen], applied]).sort_index()
         choices.append(table)
 answers = pd.concat(parts, ignore_index=True)
 summary = pd.concat([summarize_answers(part, keys) for part in parts], ignore_index=True)
