@@ -98,3 +98,17 @@ def test_judged_ask_answers_count_quotes_of_the_labels(documents, dense_index):
     for judgement in judged:
         assert judgement.correct <= judgement.answered
         assert (judgement.faithful is None) == (not judgement.answered)
+
+
+def test_the_heldout_questions_are_new_and_their_spans_occur_once(documents):
+    path, development = BUNDLED / "heldout_questions.yaml", BUNDLED / "questions.yaml"
+    heldout = parse_questions(io.read_yaml(path), path)
+    known = parse_questions(io.read_yaml(development), development)
+    assert len(heldout) == 20 and sum(question.answerable for question in heldout) == 17
+    assert not {q.question_id for q in heldout} & {q.question_id for q in known}
+    assert not {q.text for q in heldout} & {q.text for q in known}
+    texts = {document.doc_id: document.full_text for document in documents}
+    for question in heldout:
+        for evidence in question.evidence:
+            for span in evidence.spans:
+                assert texts[span.document].count(span.text) == 1, (question.question_id, span.text)
