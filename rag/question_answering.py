@@ -1,11 +1,17 @@
 """Answering one question over a folder of documents: the path behind ``rag ask``.
 
 The batch pipeline measures every stage over a grid; an interactive question
-needs one fixed setup that is fast to query. It is the sample project's setup:
+needs one fixed setup that is fast to query. The spec's sample project uses
 sentence chunks of at most 60 words with a title and section header, BM25
 next to 32-dimensional LSA searched through an IVF index with 8 lists (3
 probed), the two rankings fused by reciprocal rank fusion, the five best
-chunks as numbered sources, an extractive answer and a citation check.
+chunks as numbered sources, an extractive answer and a citation check. That
+setup stays available (retriever ``bm25_lsa_ivf``, generator
+``extractive``); by default the stronger reader of :mod:`rag.reader`
+answers, and with the ``dense`` extra BM25 is fused with exact MiniLM search
+instead (retriever ``bm25_minilm``). Every answer gets two verdicts:
+faithful (the citation check) and responsive (it holds what the question
+asks for).
 
 Fitting is the slow part (the SVD and k-means), and it depends only on the
 documents and a few index options, so the fitted index converts to plain
@@ -23,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,12 +45,20 @@ from rag.fusion import DEFAULT_CONSTANT, reciprocal_rank_fusion
 from rag.ivf import IVFIndex, build_ivf
 from rag.lsa import LSAModel, embed_queries, fit_lsa_from_counts
 from rag.prompts import Prompt, build_prompt
-from rag.search import Ranking, chunk_id_order, count_terms, top_k_among
+from rag.reader import Reading, Similarity, read, read_candidates
+from rag.search import Ranking, chunk_id_order, count_terms, top_k, top_k_among
 from rag.text import analyze
-from rag.verification import AnswerCheck, check_answer
+from rag.verification import AnswerCheck, Verdicts, check_answer, verdicts
 
 # Bumped whenever the bundle layout changes, so old cache entries are never misread.
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
+# The retrievers of ``rag ask``: the spec's BM25 + LSA through IVF, and BM25 +
+# exact MiniLM search (the dense extra). The index holds what its retriever needs.
+SPEC_RETRIEVER = "bm25_lsa_ivf"
+MINILM_RETRIEVER = "bm25_minilm"
+RETRIEVERS = (SPEC_RETRIEVER, MINILM_RETRIEVER)
+# Embeds texts as unit rows (the MiniLM encoder through the embedding cache).
+Embed = Callable[[list[str]], np.ndarray]
 
 DEFAULT_MAX_WORDS = 60
 DEFAULT_DIMENSIONS = 32
@@ -63,21 +78,27 @@ class IndexOptions:
     """What shapes the fitted index, and hence the cache key.
 
     ``lists`` is the number of IVF lists asked for; an index over fewer
-    chunks uses one list per chunk and says so in its notes.
+    chunks uses one list per chunk and says so in its notes. ``dense_model``
+    names the sentence embedder of the ``bm25_minilm`` retriever (None: the
+    spec's LSA through IVF); it is part of the cache key, so an index built
+    for one model is never served for another.
     """
 
     max_words: int = DEFAULT_MAX_WORDS
     dimensions: int = DEFAULT_DIMENSIONS
     lists: int = DEFAULT_LISTS
     seed: int = 0
+    dense_model: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_words", "dimensions", "lists"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.dense_model is not None and not isinstance(self.dense_model, str):
+            raise ValueError(f"dense_model must be a model name or None, got {self.dense_model!r}")
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict[str, int | str | None]:
         return dataclasses.asdict(self)
 
 
@@ -137,10 +158,12 @@ def cache_key(files: Sequence[tuple[str, str]], options: IndexOptions, code_dige
 
 @dataclass(frozen=True, eq=False)
 class QuestionIndex:
-    """Chunks, their BM25 index and their LSA embeddings filed in an IVF index.
+    """Chunks, their BM25 index, and their LSA embeddings filed in an IVF index or their
+    MiniLM embeddings (``chunk_embeddings``, when ``options.dense_model`` is set).
 
-    ``lsa`` and ``ivf`` are None when no term occurs in two chunks: LSA then
-    has nothing to learn from and retrieval falls back to BM25 alone.
+    ``lsa`` and ``ivf`` are None with MiniLM embeddings, and when no term
+    occurs in two chunks: LSA then has nothing to learn from and retrieval
+    falls back to BM25 alone.
     ``notes`` say where the index differs from what the options asked for.
     """
 
@@ -150,6 +173,7 @@ class QuestionIndex:
     ivf: IVFIndex | None
     options: IndexOptions
     notes: tuple[str, ...] = ()
+    chunk_embeddings: np.ndarray | None = None
 
     @property
     def list_count(self) -> int:
@@ -169,8 +193,11 @@ class QuestionIndex:
         return sum(len(chunk.text.split()) for chunk in self.chunks)
 
 
-def build_question_index(documents: Sequence[Document], options: IndexOptions) -> QuestionIndex:
-    """Chunk the documents and fit BM25, LSA and the IVF index over the chunks.
+def build_question_index(
+    documents: Sequence[Document], options: IndexOptions, embed: Embed | None = None
+) -> QuestionIndex:
+    """Chunk the documents and fit BM25 and either LSA with the IVF index or, when
+    ``options.dense_model`` is set, embed the chunks with ``embed``.
 
     Dimensions and lists that the collection is too small for are reduced to
     what it allows, with a note, rather than refused: a folder of two short
@@ -185,6 +212,13 @@ def build_question_index(documents: Sequence[Document], options: IndexOptions) -
     import scipy.sparse.linalg  # noqa: F401
     from threadpoolctl import threadpool_limits
 
+    if options.dense_model is not None:
+        if embed is None:
+            raise ValueError(f"an index with {options.dense_model} embeddings needs an embed function")
+        chunks = chunk_corpus(sorted(documents, key=lambda document: document.doc_id), chunker_spec(options))
+        bm25 = bm25_index_from_counts(count_terms([analyze(chunk.indexed_text) for chunk in chunks]))
+        embeddings = np.asarray(embed([chunk.indexed_text for chunk in chunks]), dtype=np.float32)
+        return QuestionIndex(tuple(chunks), bm25, None, None, options, (), embeddings)
     with threadpool_limits(1, user_api="blas"):
         return _build_question_index(documents, options)
 
@@ -225,6 +259,8 @@ def index_to_bundle(index: QuestionIndex) -> tuple[dict[str, dict], dict[str, ob
     if index.lsa is not None and index.ivf is not None:
         arrays["lsa"] = index.lsa.to_arrays()
         arrays["ivf"] = index.ivf.to_arrays()
+    if index.chunk_embeddings is not None:
+        arrays["dense"] = {"chunk_embeddings": index.chunk_embeddings}
     values = {"chunks": [dataclasses.asdict(chunk) for chunk in index.chunks]}
     manifest = {
         "format": INDEX_FORMAT,
@@ -250,12 +286,17 @@ def index_from_bundle(
         raise ValueError(f"incomplete index: {error}") from None
     lsa = LSAModel.from_arrays(arrays["lsa"]) if "lsa" in arrays else None
     ivf = IVFIndex.from_arrays(arrays["ivf"]) if "ivf" in arrays else None
+    dense = np.asarray(arrays["dense"]["chunk_embeddings"], dtype=np.float32) if "dense" in arrays else None
+    if (dense is None) != (options.dense_model is None):
+        raise ValueError("the stored index and its options disagree on the dense model")
     sizes = {len(chunks), manifest.get("chunk_count"), bm25.n_chunks}
     if lsa is not None and ivf is not None:
         sizes |= {lsa.chunk_embeddings.shape[0], ivf.size}
+    if dense is not None:
+        sizes.add(dense.shape[0])
     if len(sizes) != 1:
         raise ValueError(f"the stored pieces disagree on the number of chunks: {sorted(map(str, sizes))}")
-    return QuestionIndex(chunks, bm25, lsa, ivf, options, notes)
+    return QuestionIndex(chunks, bm25, lsa, ivf, options, notes, dense)
 
 
 # --------------------------------------------------------------------------
@@ -314,6 +355,13 @@ def _ranks(ranking: Ranking) -> dict[int, int]:
     return {int(position): rank for rank, position in enumerate(ranking.positions, start=1)}
 
 
+def _minilm_ranking(index: QuestionIndex, question: str, embed: Embed, depth: int) -> Ranking:
+    """Exact cosine search of the chunk embeddings; scores rounded so ties fall to chunk id."""
+    query = np.asarray(embed([question]), dtype=np.float64)[0]
+    scores = np.round(index.chunk_embeddings.astype(np.float64) @ query, 6)
+    return top_k(scores, depth, index.tie_order)
+
+
 def retrieve(
     index: QuestionIndex,
     question: str,
@@ -321,10 +369,13 @@ def retrieve(
     probes: int = DEFAULT_PROBES,
     constant: float = DEFAULT_CONSTANT,
     depth: int = FUSION_DEPTH,
+    embed: Embed | None = None,
 ) -> Retrieval:
-    """Fuse the BM25 and IVF rankings by reciprocal rank fusion and keep the ``sources`` best.
+    """Fuse the BM25 ranking with the dense one by reciprocal rank fusion and keep the ``sources`` best.
 
-    More probes than the index has lists scan every list (with a note).
+    The dense ranking is exact MiniLM search when the index holds MiniLM
+    embeddings (``embed`` then embeds the question), else LSA through IVF,
+    where more probes than the index has lists scan every list (with a note).
     """
     if sources < 1 or probes < 1:
         raise ValueError(f"sources and probes must be positive, got {sources} and {probes}")
@@ -332,7 +383,13 @@ def retrieve(
     terms = analyze(question)
     bm25_ranking = bm25_search(index.bm25, [terms], depth, index.tie_order)[0]
     dense_ranking, share, used_probes = Ranking.empty(), 0.0, 0
-    if index.ivf is not None:
+    if index.chunk_embeddings is not None:
+        if embed is None:
+            raise ValueError(
+                f"the index holds {index.options.dense_model} embeddings: give an embed function"
+            )
+        dense_ranking, share = _minilm_ranking(index, question, embed, depth), 1.0
+    elif index.ivf is not None:
         used_probes = min(probes, index.list_count)
         if used_probes < probes:
             notes.append(
@@ -373,11 +430,13 @@ def retrieve(
 
 @dataclass(frozen=True)
 class AnswerReport:
-    """Everything ``rag ask`` shows: retrieval, prompt, answer and its check.
+    """Everything ``rag ask`` shows: retrieval, prompt, answer, its check and both verdicts.
 
-    ``extractive`` is the extractive generator's result (None for another
-    generator); ``check`` is None when the generator abstained, since an
-    abstention makes no claim to check.
+    ``extractive`` is the extractive generator's result and ``reading`` the
+    reader's (each None for the other generators); ``check`` and
+    ``verdicts`` are None when the generator abstained, since an abstention
+    makes no claim to check; ``withheld`` then judges the reader's best
+    sentence, to show why it was not given.
     """
 
     retrieval: Retrieval
@@ -385,10 +444,49 @@ class AnswerReport:
     answer: str
     extractive: ExtractiveAnswer | Abstention | None
     check: AnswerCheck | None
+    reading: Reading | None = None
+    verdicts: Verdicts | None = None
+    withheld: Verdicts | None = None
 
     @property
     def abstained(self) -> bool:
+        if self.reading is not None:
+            return not self.reading.answered
         return isinstance(self.extractive, Abstention)
+
+
+GENERATORS = ("reader", "extractive")
+# How many fused chunks the reader reads before choosing the prompt's sources.
+DEFAULT_POOL = 30
+
+
+def rerank_by_reader(
+    retrieval: Retrieval, idf: Mapping[str, float], sources: int, similarity: Similarity | None = None
+) -> Retrieval:
+    """The ``sources`` chunks of the fused list whose best sentence the reader scores highest.
+
+    Fusion ranks chunks by their words and embeddings as a whole; the reader
+    scores single sentences for the question, type included, so reading a
+    deeper pool and keeping the chunks with the best sentences brings up the
+    one sentence that answers even when the chunk around it is about
+    something else. Ties keep the fused order.
+    """
+    if not retrieval.chosen:
+        return retrieval
+    pool_prompt = build_prompt(retrieval.question, [retrieved.chunk for retrieved in retrieval.chosen])
+    best: dict[int, float] = {}
+    for candidate in read_candidates(pool_prompt, idf, similarity):
+        number = candidate.source_number
+        best[number] = max(best.get(number, -math.inf), candidate.score)
+    order = sorted(
+        range(len(retrieval.chosen)), key=lambda position: (-best.get(position + 1, -math.inf), position)
+    )
+    chosen = tuple(retrieval.chosen[position] for position in order[:sources])
+    notes = (
+        *retrieval.notes,
+        f"the reader read the {len(retrieval.chosen)} best fused chunks and kept {len(chosen)}",
+    )
+    return dataclasses.replace(retrieval, chosen=chosen, notes=notes)
 
 
 def answer_question(
@@ -399,20 +497,106 @@ def answer_question(
     threshold: float = DEFAULT_THRESHOLD,
     budget: int | None = None,
     generate: Callable[[Prompt], str] | None = None,
+    reader: str = "extractive",
+    embed: Embed | None = None,
+    similarity: Similarity | None = None,
+    pool: int = DEFAULT_POOL,
 ) -> AnswerReport:
-    """Retrieve, assemble the prompt within ``budget``, answer and check the answer's citations.
+    """Retrieve, assemble the prompt within ``budget``, answer, check the citations and judge.
 
-    ``generate`` None answers extractively with the collection's BM25 idf and
-    the coverage ``threshold``; any other prompt-to-text function (the hosted
-    model) is checked the same way.
+    ``generate`` None answers offline with ``reader``: ``extractive`` (the
+    spec's generator at coverage ``threshold``) or ``reader`` (:mod:`rag.reader`
+    at score ``threshold``, with the MiniLM ``similarity`` when given). Any
+    other prompt-to-text function (the hosted model) is checked the same way.
+    ``embed`` embeds the question for an index with MiniLM embeddings. The
+    reader first reads the ``pool`` best fused chunks and keeps the
+    ``sources`` whose best sentence scores highest (:func:`rerank_by_reader`).
     """
-    retrieval = retrieve(index, question, sources, probes)
+    if reader not in GENERATORS:
+        raise ValueError(f"unknown reader {reader!r}; choose one of {list(GENERATORS)}")
+    if generate is None and reader == "reader":
+        retrieval = retrieve(index, question, max(sources, pool), probes, embed=embed)
+        retrieval = rerank_by_reader(retrieval, index.idf, sources, similarity)
+    else:
+        retrieval = retrieve(index, question, sources, probes, embed=embed)
     prompt = build_prompt(question, [retrieved.chunk for retrieved in retrieval.chosen], budget=budget)
     extractive: ExtractiveAnswer | Abstention | None = None
-    if generate is None:
-        extractive = extract_answer(prompt, index.idf, threshold=threshold)
-        answer = extractive.text
-    else:
+    reading: Reading | None = None
+    if generate is not None:
         answer = generate(prompt)
-    check = None if isinstance(extractive, Abstention) else check_answer(answer, prompt.source_texts)
-    return AnswerReport(retrieval, prompt, answer, extractive, check)
+        abstained = False
+    elif reader == "reader":
+        reading = read(prompt, index.idf, threshold, similarity)
+        answer, abstained = reading.text, not reading.answered
+    else:
+        extractive = extract_answer(prompt, index.idf, threshold=threshold)
+        answer, abstained = extractive.text, isinstance(extractive, Abstention)
+    check = None if abstained else check_answer(answer, prompt.source_texts)
+    labels = {number: chunk.label for number, chunk in prompt.sources.items()}
+    judged = None if check is None else verdicts(check, answer, question, labels)
+    withheld = None
+    if reading is not None and reading.best is not None and not reading.answered:
+        quoted = reading.best.text
+        withheld = verdicts(check_answer(quoted, prompt.source_texts), quoted, question, labels)
+    return AnswerReport(retrieval, prompt, answer, extractive, check, reading, judged, withheld)
+
+
+# --------------------------------------------------------------------------
+# Judging rag ask's answers on labelled questions
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AskJudgement:
+    """One labelled question answered through ``rag ask``'s path, and what the labels say of it."""
+
+    question_id: str
+    group: str
+    answered: bool
+    correct: bool
+    faithful: bool | None
+    responsive: bool | None
+    answer: str
+
+
+def judge_ask_answers(
+    index: QuestionIndex,
+    questions: Sequence,
+    documents: Sequence[Document],
+    reader: str,
+    threshold: float,
+    embed: Embed | None = None,
+    similarity: Similarity | None = None,
+) -> list[AskJudgement]:
+    """Answer every question as ``rag ask`` would (its defaults) and judge the answers by the labels.
+
+    Correct means the quoted sentence quotes labelled evidence, exactly as
+    in the answer experiments (:func:`rag.answers.quoted_piece`).
+    """
+    from rag.answers import evidence_documents, question_group, quoted_piece
+    from rag.labels import locate_spans
+
+    holding = evidence_documents(questions, locate_spans(questions, documents))
+    judged = []
+    for question in questions:
+        report = answer_question(
+            index, question.text, threshold=threshold, reader=reader, embed=embed, similarity=similarity
+        )
+        answered = not report.abstained
+        correct = False
+        if answered:
+            best = report.reading.best if report.reading is not None else report.extractive
+            source = report.prompt.sources[best.source_number]
+            correct = quoted_piece(best.sentence, source.doc_id, question) is not None
+        judged.append(
+            AskJudgement(
+                question_id=question.question_id,
+                group=question_group(question, holding[question.question_id]),
+                answered=answered,
+                correct=correct,
+                faithful=report.verdicts.faithful if report.verdicts else None,
+                responsive=report.verdicts.responsive if report.verdicts else None,
+                answer=report.answer,
+            )
+        )
+    return judged

@@ -186,3 +186,101 @@ def check_answer(
             dict.fromkeys(number for claim in claims for number in claim.unsupported_numbers)
         ),
     )
+
+
+# --------------------------------------------------------------------------
+# Responsiveness: does the answer give what the question asks for?
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """The two separate verdicts on an answer.
+
+    ``faithful`` is the citation check above: every claim cites an existing
+    source that holds its words and numbers. ``responsive`` asks whether the
+    answer holds a value of the kind the question asks for (``expected``,
+    e.g. "temperature" or "name"). An answer can be faithful and still not
+    answer the question; "supported" alone would hide that.
+    """
+
+    faithful: bool
+    responsive: bool
+    expected: tuple[str, ...]
+
+
+def check_responsive(answer: str, question: str, labels: Mapping[int, str] | None = None) -> bool:
+    """Whether ``answer`` (citation markers removed) holds a value of the question's expected type.
+
+    ``labels`` are the title and section of the sources the answer may cite;
+    words of the cited ones, like the question's own words, do not count as
+    a new name or noun phrase.
+    """
+    from rag.answer_types import expected_type, has_expected_value
+
+    labels = labels or {}
+    cited: list[int] = []
+    plain: list[str] = []
+    for claim in split_claims(answer):
+        numbers, text = parse_citations(claim)
+        cited.extend(numbers)
+        plain.append(text)
+    label = " ".join(labels[number] for number in dict.fromkeys(cited) if number in labels)
+    return has_expected_value(" ".join(plain), expected_type(question), question, label)
+
+
+def verdicts(
+    check: AnswerCheck, answer: str, question: str, labels: Mapping[int, str] | None = None
+) -> Verdicts:
+    """Both verdicts on an answer whose citation check is ``check``."""
+    from rag.answer_types import expected_type
+
+    return Verdicts(
+        faithful=check.supported,
+        responsive=check_responsive(answer, question, labels),
+        expected=expected_type(question).kinds,
+    )
+
+
+_KIND_WORDS = {
+    "name": "a name",
+    "date": "a date or a year",
+    "count": "a count",
+    "number": "a number",
+    "noun_phrase": "a thing or a place",
+    "description": "an explanation",
+    "time": "a duration",
+    "length": "a length or distance",
+    "temperature": "a temperature",
+    "mass": "a mass",
+    "speed": "a speed",
+    "angle": "an angle",
+    "percent": "a percentage",
+    "density": "a density",
+    "acceleration": "an acceleration",
+    "area": "an area",
+    "money": "an amount of money",
+    "ratio": "a ratio",
+}
+
+
+def expected_in_words(kinds: tuple[str, ...]) -> str:
+    """The expected answer type in words: "a duration or a length or distance"."""
+    return " or ".join(_KIND_WORDS.get(kind, kind) for kind in kinds)
+
+
+def describe_verdicts(result: Verdicts) -> list[str]:
+    """The two verdicts in plain words, one line each, for people rather than tables."""
+    wanted = expected_in_words(result.expected)
+    faithful = (
+        "Faithful: yes, the cited source contains the answer's words and numbers."
+        if result.faithful
+        else "Faithful: NO, the answer says something its cited source does not contain."
+    )
+    responsive = (
+        f"Responsive: yes, the question asks for {wanted} and the answer gives one."
+        if result.responsive
+        else f"Responsive: NO, the question asks for {wanted} and the answer gives none: "
+        "it does not answer the question."
+    )
+    return [faithful, responsive]

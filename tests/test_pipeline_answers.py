@@ -21,10 +21,12 @@ ANSWERS = {
     "threshold": 0.5,
     "abstention": {"thresholds": [0.0, 0.5, 1.0]},
     "summaries": {"window": 1000},
+    "reader": {"similarity": "none"},
 }
 RESULTS = [
     "results/answers.csv",
     "results/answers_summary.csv",
+    "results/reader_thresholds.csv",
     "results/abstention.csv",
     "results/figures/abstention.png",
     "results/summaries.csv",
@@ -47,8 +49,12 @@ def built(build_pipeline):
     return build.project, build.workdir
 
 
-def read(workdir, name: str) -> pd.DataFrame:
-    return pd.read_csv(workdir / "results" / name)
+def read(workdir, name: str, reader: str | None = "extractive") -> pd.DataFrame:
+    """One results table, by default only the spec generator's rows of the answer tables."""
+    table = pd.read_csv(workdir / "results" / name)
+    if reader is not None and "reader" in table.columns:
+        table = table[table["reader"] == reader].reset_index(drop=True)
+    return table
 
 
 def test_every_table_is_written_and_nothing_is_left_to_do(built):
@@ -173,10 +179,12 @@ def test_changing_the_threshold_reruns_only_the_answers(built):
     try:
         write_config(workdir, config)
         jobs = planned_jobs(workdir, project / "Snakefile")
+        # The reader's jobs do not take the extractive threshold: its own is cross-validated.
         answer_jobs = {"answer": 1, "answer_from_summaries": 1, "answer_tables": 1, "abstention": 1}
         assert {rule: count for rule, count in jobs.items() if rule in answer_jobs} == answer_jobs
         # Nothing upstream of the answers, and none of the other answer experiments.
         assert not {"parse_markdown", "chunk", "label", "rank", "route", "summaries"} & set(jobs)
+        assert not {"read_answers", "read_answers_from_summaries"} & set(jobs)
     finally:
         (workdir / "config.yaml").write_text(original)
 
@@ -186,3 +194,21 @@ def test_without_an_answers_section_nothing_is_answered(built, tmp_path):
     plain = make_workdir(tmp_path / "plain")
     outputs = planned_outputs(plain, project / "Snakefile")
     assert outputs and not any("answers" in path or "routing" in path for path in outputs)
+
+
+def test_the_reader_rows_and_their_cross_validated_thresholds(built):
+    _, workdir = built
+    answers = read(workdir, "answers.csv", reader=None)
+    assert sorted(answers["reader"].unique()) == ["extractive", "reader"]
+    reader = answers[answers["reader"] == "reader"]
+    assert len(reader) == 10
+    # Each answer's threshold is its fold's; answered exactly when the score reaches it.
+    assert ((reader["score"] >= reader["threshold"]) == reader["answered"]).all()
+    assert (reader.loc[reader["answered"], "faithful"]).all()  # verbatim quotes are faithful
+    thresholds = pd.read_csv(workdir / "results" / "reader_thresholds.csv")
+    assert set(thresholds["reader"]) == {"reader"}
+    assert (thresholds["fold"] == "all").sum() == 2  # sentences20/bm25 and the lead summaries
+    summary = read(workdir, "answers_summary.csv", reader="reader").set_index(["chunker", "group"])
+    for column in ("correct_share", "wrong_share", "abstained_share"):
+        row = summary.loc[("sentences20", "all")]
+        assert row[f"{column}_low"] <= row[column] <= row[f"{column}_high"]

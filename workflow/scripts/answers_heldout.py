@@ -1,0 +1,35 @@
+"""Answer the development and the held-out questions through rag ask's path, the reader frozen."""
+
+import pandas as pd
+
+from rag.answers import measure_ask
+from rag.io import finish_job, read_markdown_folder, read_yaml, start_log, write_csv
+from rag.labels import parse_questions
+from rag.question_answering import parse_documents
+from rag.reader import CachedSentenceEmbedder, dense_available
+
+log = start_log(snakemake.log[0])
+files = [(file.name, file.text) for file in read_markdown_folder(snakemake.input.documents)]
+documents = parse_documents(files, location=f"{snakemake.input.documents}/")
+question_sets = {
+    name: parse_questions(read_yaml(path), path)
+    for name, path in (("development", snakemake.input.development), ("heldout", snakemake.input.heldout))
+}
+embedder = CachedSentenceEmbedder(snakemake.params.cache) if dense_available() else None
+if embedder is None:
+    log.warning("the dense extra is not installed: only the spec's BM25 + LSA + IVF retriever is measured")
+table = pd.DataFrame(measure_ask(documents, question_sets, embedder))
+if embedder is not None:
+    embedder.save()
+for row in table[table["group"] == "answerable"].itertuples():
+    log.info(
+        "%s, %s, %s: %d of %d answerable correct, %d wrong",
+        row.questions_file,
+        row.retriever,
+        row.generator,
+        row.correct,
+        row.questions,
+        row.wrong,
+    )
+write_csv(table, snakemake.output[0])
+finish_job()
