@@ -425,7 +425,8 @@ def sparse_search(
         if allowed is not None:
             kept = allowed[matched_chunks]
             matched_chunks, contributions = matched_chunks[kept], contributions[kept]
-        scores = np.bincount(matched_chunks, weights=contributions, minlength=n_chunks)
+        # float64 even when the prefilter left no posting (bincount then counts in integers).
+        scores = np.bincount(matched_chunks, weights=contributions, minlength=n_chunks).astype(np.float64)
         if chunk_scale is not None:
             scores /= chunk_scale
         if query_scale is not None:

@@ -144,18 +144,6 @@ def outputs_by_rule(workdir: Path, snakefile: Path) -> dict[str, str]:
     return found
 
 
-def rules_with_changed_code(workdir: Path, snakefile: Path) -> set[str]:
-    """The rules whose own params (the code digest) changed: ``--list-changes params``, not propagation.
-
-    A dry run would also schedule every rule downstream of a changed one, for
-    its updated inputs; this lists only the outputs whose recorded params differ.
-    """
-    made_by = outputs_by_rule(workdir, snakefile)
-    result = snakemake(workdir, "--list-changes", "params", snakefile=snakefile)
-    changed = {line.strip() for line in result.stdout.splitlines() if line.strip() in made_by}
-    return {made_by[output] for output in changed}
-
-
 @pytest.fixture(scope="module")
 def built_with_funnel(tmp_path_factory):
     root = tmp_path_factory.mktemp("digest")
@@ -171,27 +159,31 @@ def built_with_funnel(tmp_path_factory):
     return project, workdir, snakefile
 
 
-def edited(project: Path, workdir: Path, snakefile: Path, module: str) -> tuple[set[str], dict[str, int]]:
-    """Append a comment to a rag module: (rules whose code digest changed, the dry run's job counts)."""
+def edited(project: Path, workdir: Path, snakefile: Path, module: str) -> dict[str, int]:
+    """Append a comment to a rag module: the dry run's job counts per rule."""
     path = project / "rag" / module
     original = path.read_text()
     try:
         path.write_text(original + "\n# a comment added by hand\n")
-        return rules_with_changed_code(workdir, snakefile), planned_jobs(workdir, snakefile)
+        return planned_jobs(workdir, snakefile)
     finally:
         path.write_text(original)
 
 
+# A dry run also schedules every rule downstream of a changed one (its inputs
+# will be updated), so these checks show what a user sees; which rules' own
+# digests change is checked module by module without Snakemake above.
+
+
 def test_editing_funnel_schedules_funnel_ablation(built_with_funnel):
-    changed, jobs = edited(*built_with_funnel, "funnel.py")
-    assert {"funnel", "funnel_ablation"} <= changed
+    jobs = edited(*built_with_funnel, "funnel.py")
     assert "funnel_ablation" in jobs and "funnel" in jobs
     assert "chunk" not in jobs and "rank" not in jobs
 
 
 def test_editing_filters_schedules_funnel(built_with_funnel):
-    changed, jobs = edited(*built_with_funnel, "filters.py")
-    assert "funnel" in changed and "funnel" in jobs
+    jobs = edited(*built_with_funnel, "filters.py")
+    assert "funnel" in jobs
     assert "rank" not in jobs and "chunk" not in jobs
 
 
@@ -204,11 +196,9 @@ def test_editing_text_schedules_exactly_the_rules_whose_scripts_reach_it(built_w
         if rule in RULE_SCRIPTS and "text" in import_closure(SCRIPTS / RULE_SCRIPTS[rule][0], PACKAGE)
     }
     assert expected
-    changed, jobs = edited(project, workdir, snakefile, "text.py")
-    assert changed == expected
-    assert expected <= set(jobs)
+    assert set(edited(project, workdir, snakefile, "text.py")) - {"all"} == expected
     closures = [set(import_closure(SCRIPTS / script, PACKAGE)) for script, _ in RULE_SCRIPTS.values()]
     unreached = next(
         path.name for path in sorted(PACKAGE.glob("*.py")) if not any(path.stem in c for c in closures)
     )
-    assert edited(project, workdir, snakefile, unreached) == (set(), {})
+    assert edited(project, workdir, snakefile, unreached) == {}

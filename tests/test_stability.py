@@ -128,3 +128,12 @@ def test_probed_lists_break_near_ties_by_list_number():
     assert query[0, 1] > query[0, 0]
     (ranking,) = ivf.rank_probed_lists(index, vectors, query, 1, 4)
     assert sorted(ranking.positions) == [0, 1]
+
+
+def test_a_prefilter_that_removes_every_match_gives_an_empty_ranking():
+    from rag.bm25 import bm25_search, build_bm25_index
+
+    index = build_bm25_index([["alpha", "beta"], ["gamma"], ["alpha"]])
+    allowed = np.array([False, True, False])
+    (ranking,) = bm25_search(index, [["alpha"]], 5, allowed=allowed)
+    assert len(ranking) == 0
