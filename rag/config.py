@@ -53,6 +53,18 @@ RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = {
     "lsa": {"dimensions": 128, "min_df": 2, "stem": False},
     "rrf": {"components": None, "constant": 60},
     "score_sum": {"components": None},
+    # Weighted fusion whose weights are chosen by cross-validation on the
+    # labelled questions (rag.learned_fusion): fusion is rrf, minmax or zscore.
+    "learned": {
+        "components": None,
+        "fusion": "minmax",
+        "constant": 60,
+        "folds": 5,
+        "seed": 0,
+        "steps": 10,
+        "objective": "ndcg",
+        "objective_k": 10,
+    },
     "ivf": {"base": None, "lists": 16, "probes": 4, "seed": 0},
     "funnel": {"first": None, "rerank": None, "candidates": 30, "diversity": None},
     # 256 tokens is the limit all-MiniLM-L6-v2 was trained with; text picks the

@@ -61,7 +61,12 @@ rule abstention:
         abstention_inputs(),
     output:
         table="results/abstention.csv",
-        figure="results/figures/abstention.png",
+        figure=report(
+            "results/figures/abstention.png",
+            caption="../report/abstention.rst",
+            category="5. Answers",
+            subcategory="Figures",
+        ),
     log:
         "logs/abstention.log",
     params:

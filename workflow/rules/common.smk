@@ -218,6 +218,7 @@ def all_results():
         results.append("results/evidence_cuts.csv")
     if CHUNK_LEVEL_CORPORA:
         results += ["results/metrics.csv", "results/figures/recall_at_k.png"]
+    results += comparison_results()  # workflow/rules/comparisons.smk
     if DOCUMENT_LEVEL_CORPORA:
         results += ["results/document_metrics.csv", "results/beir_metrics.csv"]
     results += [*GROUNDING_RESULTS, *vector_search_results(), *contract_results()]
@@ -236,6 +237,7 @@ def all_results():
 
 FUSION_KINDS = ("rrf", "score_sum")
 FUNNEL_KINDS = ("funnel",)
+LEARNED_KINDS = ("learned",)  # fused with weights chosen on the labels (learned_fusion.smk)
 
 
 def is_fusion(retriever):
@@ -274,13 +276,17 @@ def is_approximate(retriever):
 # fuse), IVF indexes over another retriever's embeddings (rule rank_ivf) and
 # funnels (rule funnel).
 BASE_RETRIEVERS = [
-    name for name in RETRIEVERS if not (is_fusion(name) or is_funnel(name) or is_approximate(name))
+    name
+    for name in RETRIEVERS
+    if not (is_fusion(name) or is_funnel(name) or is_approximate(name))
+    and RETRIEVERS[name]["kind"] not in LEARNED_KINDS
 ]
 EMBEDDER_RETRIEVERS = [name for name in BASE_RETRIEVERS if RETRIEVERS[name]["kind"] in PRETRAINED_KINDS]
 FITTED_RETRIEVERS = [name for name in BASE_RETRIEVERS if name not in EMBEDDER_RETRIEVERS]
 FUSED_RETRIEVERS = [name for name in RETRIEVERS if is_fusion(name)]
 IVF_RETRIEVERS = [name for name in RETRIEVERS if is_approximate(name)]
 FUNNEL_RETRIEVERS = [name for name in RETRIEVERS if is_funnel(name)]
+LEARNED_RETRIEVERS = [name for name in RETRIEVERS if RETRIEVERS[name]["kind"] in LEARNED_KINDS]
 
 # Embeddings by text digest, shared by every embedder job and kept across runs
 # (see docs/embedder.md). It lies outside the DAG: a job reads it and adds to
