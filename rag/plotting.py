@@ -34,13 +34,13 @@ def _style(axes, title: str, xlabel: str, ylabel: str) -> None:
     axes.grid(True, alpha=0.3)
 
 
-def legible_ticks(ks, span_fraction: float = 0.05) -> list[int]:
+def legible_ticks(ks, span_fraction: float = 0.04) -> list[int]:
     """The ks to label on a log axis so that no two labels overlap.
 
     A label is kept only when it lies at least ``span_fraction`` of the axis
     (in log units) right of the last kept one; the largest k is always kept,
     replacing its neighbour if they would collide. Any list of ks then reads
-    cleanly: 1 to 10 with 15 and 50 labels 1..8, 10, 15, 20, 50.
+    cleanly: 1 to 10 with 15, 20 and 50 labels 1..6, 8, 10, 15, 20, 50.
     """
     ks = sorted({int(k) for k in ks})
     if len(ks) < 2:

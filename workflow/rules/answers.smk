@@ -64,7 +64,7 @@ rule abstention:
         figure=report(
             "results/figures/abstention.png",
             caption="../report/abstention.rst",
-            category="5. Answers",
+            category="3. Answers",
             subcategory="Figures",
         ),
     log:

@@ -12,7 +12,7 @@ rule cohorts:
         figure=report(
             "results/figures/cohorts.png",
             caption="../report/cohorts.rst",
-            category="3. Retrieval",
+            category="1. Retrieval",
             subcategory="Figures",
         ),
     log:

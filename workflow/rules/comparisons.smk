@@ -39,13 +39,13 @@ rule significance:
         intervals=report(
             "results/metrics_ci.csv",
             caption="../report/metrics_ci.rst",
-            category="4. Comparisons",
+            category="2. Comparisons",
             subcategory="Tables",
         ),
         significance=report(
             "results/significance.csv",
             caption="../report/significance.rst",
-            category="4. Comparisons",
+            category="2. Comparisons",
             subcategory="Tables",
         ),
     log:
@@ -67,7 +67,7 @@ rule summary:
         report(
             "results/summary.csv",
             caption="../report/summary.rst",
-            category="4. Comparisons",
+            category="2. Comparisons",
             subcategory="Tables",
         ),
     log:

@@ -68,19 +68,19 @@ rule plot_retrieval:
         recall=report(
             "results/figures/recall_at_k.png",
             caption="../report/recall_at_k.rst",
-            category="3. Retrieval",
+            category="1. Retrieval",
             subcategory="Figures",
         ),
         prompt_words=report(
             "results/figures/recall_vs_prompt_words.png",
             caption="../report/recall_vs_prompt_words.rst",
-            category="3. Retrieval",
+            category="1. Retrieval",
             subcategory="Figures",
         ),
         scatter=report(
             "results/figures/rank_scatter.png",
             caption="../report/rank_scatter.rst",
-            category="3. Retrieval",
+            category="1. Retrieval",
             subcategory="Figures",
         ),
     log:

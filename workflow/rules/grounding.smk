@@ -31,7 +31,7 @@ rule plot_grounding:
         report(
             "results/figures/grounding.png",
             caption="../report/grounding.rst",
-            category="6. Grounding",
+            category="4. Grounding",
             subcategory="Figures",
         ),
     log:

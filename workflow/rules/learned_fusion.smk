@@ -64,7 +64,7 @@ rule learned_fusion_table:
         report(
             "results/learned_fusion.csv",
             caption="../report/learned_fusion.rst",
-            category="4. Comparisons",
+            category="2. Comparisons",
             subcategory="Tables",
         ),
     log:

@@ -59,7 +59,7 @@ if IVF_TRADEOFF and IVF_SYNTHETIC:
             report(
                 "results/figures/ivf_tradeoff.png",
                 caption="../report/ivf_tradeoff.rst",
-                category="7. Approximate search",
+                category="5. Approximate search",
                 subcategory="Figures",
             ),
         log:
