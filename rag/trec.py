@@ -76,6 +76,22 @@ def ranked_lists(columns: Mapping[str, Sequence]) -> dict[str, list[tuple[str, f
     return lists
 
 
+def document_list(
+    ranked: Sequence[tuple[str, float]], document_of: Mapping[str, str]
+) -> list[tuple[str, float]]:
+    """A chunk list as a document list: each document at the rank, and with the score, of its best chunk.
+
+    The same order as ``rag.document_relevance.collapse_to_documents``, which
+    the document-level metrics evaluate.
+    """
+    documents: dict[str, float] = {}
+    for chunk_id, score in ranked:
+        if chunk_id not in document_of:
+            raise ValueError(f"chunk {chunk_id!r} belongs to no known document")
+        documents.setdefault(document_of[chunk_id], score)
+    return list(documents.items())
+
+
 def gain_scale(gains: Iterable[float]) -> int:
     """The smallest power of ten (up to 10**6) that makes every gain a whole number."""
     gains = list(gains)

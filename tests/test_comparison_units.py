@@ -20,6 +20,7 @@ from rag.search import Ranking
 from rag.summary import results_readme, summary_table
 from rag.trec import (
     chunk_judgements,
+    document_list,
     gain_scale,
     gzip_bytes,
     piece_judgements,
@@ -56,6 +57,19 @@ def test_qrels_scale_gains_to_integers_and_take_a_chunks_best_piece():
     assert gain_scale([1.0, 0.5, 1.5]) == 10
     assert qrels_lines(chunk_judgements(relevance)) == "q1 0 a 10\nq1 0 b 15\n"
     assert qrels_lines(piece_judgements(relevance)) == "q1#0 0 a 1\nq1#0 0 b 1\nq1#1 0 b 1\n"
+
+
+def test_document_runs_follow_the_document_metrics_order():
+    from rag.document_relevance import collapse_to_documents
+
+    ranked = [("c1", 9.0), ("c2", 8.0), ("c3", 7.5), ("c4", 7.0)]
+    document_of = {"c1": "d2", "c2": "d1", "c3": "d2", "c4": "d3"}
+    assert document_list(ranked, document_of) == [("d2", 9.0), ("d1", 8.0), ("d3", 7.0)]
+    assert [doc for doc, _ in document_list(ranked, document_of)] == collapse_to_documents(
+        [chunk for chunk, _ in ranked], document_of
+    )
+    with pytest.raises(ValueError, match="no known document"):
+        document_list([("c9", 1.0)], document_of)
 
 
 def test_gzip_is_byte_stable_and_round_trips():

@@ -2,7 +2,6 @@
 
 import pandas as pd
 
-from rag.document_relevance import collapse_to_documents
 from rag.io import (
     RANKING_COLUMNS,
     atomic_path,
@@ -13,7 +12,7 @@ from rag.io import (
     start_log,
     write_text,
 )
-from rag.trec import gzip_bytes, qrels_lines, ranked_lists, run_lines
+from rag.trec import document_list, gzip_bytes, qrels_lines, ranked_lists, run_lines
 
 log = start_log(snakemake.log[0])
 for questions_path, qrels_path, qrels_out in zip(
@@ -37,14 +36,10 @@ for (corpus, chunker, retriever), path, run_path in zip(
     snakemake.params.grid, snakemake.input.rankings, snakemake.output.runs, strict=True
 ):
     chunks = ranked_lists(read_columns(path, RANKING_COLUMNS))
-    rankings = {}
-    for question_id, ranked in chunks.items():
-        # A document ranks where its best chunk does, with that chunk's score.
-        score_of = {}
-        for chunk_id, score in ranked:
-            score_of.setdefault(document_of[corpus, chunker][chunk_id], score)
-        documents = collapse_to_documents([chunk_id for chunk_id, _ in ranked], document_of[corpus, chunker])
-        rankings[question_id] = [(document, score_of[document]) for document in documents]
+    rankings = {
+        question_id: document_list(ranked, document_of[corpus, chunker])
+        for question_id, ranked in chunks.items()
+    }
     with atomic_path(run_path) as temporary:
         temporary.write_bytes(gzip_bytes(run_lines(rankings, f"{corpus}.{chunker}.{retriever}")))
     log.info("%s/%s/%s: %d questions", corpus, chunker, retriever, len(rankings))
