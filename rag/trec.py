@@ -3,9 +3,9 @@
 A run line is ``query_id Q0 doc_id rank score run_name``; a qrels line is
 ``query_id 0 doc_id relevance``. Those tools order a run by score, not by the
 rank column, and each breaks ties its own way; so the written scores strictly
-decrease down every list: a score equal to the one above it after rounding
-(to ``SCORE_DECIMALS``) is written one step below it. Every tool then reads
-exactly the pipeline's order.
+decrease down every list, even when read in single precision: a score that is
+not clearly below the one above it (see :func:`strictly_decreasing`) is
+written just below it. Every tool then reads exactly the pipeline's order.
 
 Relevance must be an integer in qrels. The pipeline's gains are positive
 numbers; they are scaled by the smallest power of ten that makes them all
@@ -37,15 +37,22 @@ def _check_id(value: str, what: str) -> str:
 
 
 def strictly_decreasing(scores: Sequence[float]) -> list[float]:
-    """Scores rounded to SCORE_DECIMALS, each nudged below the one above it where they would tie."""
-    step = 10.0**-SCORE_DECIMALS
+    """Scores rounded to SCORE_DECIMALS, each kept clearly below the one above it.
+
+    "Clearly" means by at least 1e-6 and by 2**-20 of the score: some readers
+    (trec_eval's and pytrec_eval's) hold scores in single precision, whose
+    resolution near 20 is 2e-6, so a nudge of 1e-6 alone would still tie.
+    """
     written: list[float] = []
     for score in scores:
         if not math.isfinite(score):
             raise ValueError(f"score {score!r} is not a finite number")
         value = round(float(score), SCORE_DECIMALS)
-        if written and value >= written[-1]:
-            value = round(written[-1] - step, SCORE_DECIMALS)
+        if written:
+            previous = written[-1]
+            step = max(10.0**-SCORE_DECIMALS, abs(previous) * 2.0**-20)
+            if value > previous - step:
+                value = round(previous - step, SCORE_DECIMALS)
         written.append(value)
     return written
 
