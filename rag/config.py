@@ -628,6 +628,34 @@ class Plan:
             for chunker in self.retriever_chunkers[retriever]
         ]
 
+    @property
+    def baseline(self) -> str:
+        """evaluation.baseline, default bm25 (else the first retriever by name): what significance tests against."""
+        name = self.config["evaluation"].get("baseline")
+        if name is not None:
+            return name
+        return "bm25" if "bm25" in self.retrievers else next(iter(self.retrievers))
+
+    def trec_run_files(self, corpora: Iterable[str]) -> list[str]:
+        """Every ranking of these corpora as a TREC run file (rag.trec)."""
+        return [f"results/runs/{c}/{ch}/{r}.run.gz" for c, ch, r in self.grid(corpora)]
+
+    def learned_weight_files(self) -> list[str]:
+        """The weights each learned fusion chose per fold, one file per ranking."""
+        learned = set(self.retrievers_of("learned"))
+        return [
+            f"work/learned/{c}/{ch}/{r}.csv" for c, ch, r in self.grid(self.chunk_level_corpora) if r in learned
+        ]
+
+    def comparison_results(self) -> list[str]:
+        """Intervals, significance, summary and TREC runs: only chunk-level corpora have per-question values."""
+        results = self.trec_run_files(self.document_level_corpora)
+        if self.chunk_level_corpora:
+            results += ["results/metrics_ci.csv", "results/significance.csv", "results/summary.csv"]
+            results += ["results/README.md", *self.trec_run_files(self.chunk_level_corpora)]
+            results += ["results/learned_fusion.csv"] if self.retrievers_of("learned") else []
+        return results
+
     def rerank_entries(self, funnel: str) -> dict[str, dict]:
         """The entries a funnel's reranker is built from: itself, or a fusion and its components."""
         rerank = self.retrievers[funnel]["rerank"]
@@ -940,6 +968,29 @@ def _answers(plan: Plan) -> dict | None:
     return answers
 
 
+def _check_learned(plan: Plan) -> None:
+    """A learned fusion chooses weights on evidence spans, within the ranked depth, and reranks nothing."""
+    check_names([plan.baseline], plan.retrievers, "config['evaluation']['baseline']", "retriever")
+    for name in plan.retrievers_of("learned"):
+        where, entry = f"config['retrievers'][{name!r}]", plan.retrievers[name]
+        unlabelled = [corpus for corpus in plan.corpora if corpus not in plan.span_corpora]
+        if unlabelled:
+            raise ConfigError(
+                f"{where}: learned fusion chooses weights on evidence spans; "
+                f"corpus {unlabelled[0]!r} has none (disable it or the entry)"
+            )
+        if entry["objective_k"] > plan.depth:
+            raise ConfigError(
+                f"{where}['objective_k']: {entry['objective_k']} is deeper than evaluation.depth = {plan.depth}"
+            )
+    for name in plan.retrievers_of("funnel"):
+        if plan.retrievers[name]["rerank"] is not None and plan.role(plan.retrievers[name]["rerank"]) == "learned":
+            raise ConfigError(
+                f"config['retrievers'][{name!r}]['rerank']: a learned fusion cannot rescore candidates; "
+                "use it as 'first' or rerank with an rrf fusion"
+            )
+
+
 def _check_funnels(plan: Plan) -> None:
     for name in plan.retrievers_of("funnel"):
         entry, where = plan.retrievers[name], f"config['retrievers'][{name!r}]"
@@ -1056,6 +1107,7 @@ def build_plan(
     plan.ivf_synthetic = _ivf_synthetic(plan)
     plan.answers = _answers(plan)
     _check_funnels(plan)
+    _check_learned(plan)
     plan.filters = _canonical_filters(config)
     _check_ablations(plan)
     plan.cohorts = {"k": 5 if 5 in plan.ks else min(plan.ks), "min_questions": 3, **config.get("cohorts", {})}

@@ -165,6 +165,22 @@ RETRIEVER_KINDS: dict[str, Kind] = {
             },
         ),
         Kind("score_sum", "fused", {"components": Parameter("names")}),
+        # Weighted fusion whose weights are chosen by cross-validation on the
+        # labelled questions (rag.learned_fusion; rule fuse_learned).
+        Kind(
+            "learned",
+            "learned",
+            {
+                "components": Parameter("names"),
+                "fusion": Parameter("string", "minmax", choices=("rrf", "minmax", "zscore")),
+                "constant": Parameter("number", 60, minimum=0, maximum=_COUNT),
+                "folds": Parameter("integer", 5, minimum=2, maximum=100),
+                "seed": Parameter("integer", 0, minimum=0, maximum=2**32 - 1),
+                "steps": Parameter("integer", 10, minimum=1, maximum=100),
+                "objective": Parameter("string", "ndcg", choices=("ndcg", "recall", "mrr")),
+                "objective_k": Parameter("integer", 10, minimum=1, maximum=_COUNT),
+            },
+        ),
         Kind(
             "ivf",
             "approximate",

@@ -8,6 +8,7 @@ to run.
 from __future__ import annotations
 
 import matplotlib
+import matplotlib.ticker
 
 matplotlib.use("Agg")
 
@@ -33,29 +34,81 @@ def _style(axes, title: str, xlabel: str, ylabel: str) -> None:
     axes.grid(True, alpha=0.3)
 
 
-def recall_curves(metrics: pd.DataFrame, corpus: str, chunker: str) -> Figure:
-    """Recall@k against k, one line per retriever, on one chunk set."""
-    rows = metrics[(metrics.corpus == corpus) & (metrics.chunker == chunker) & (metrics.metric == "recall")]
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for index, (retriever, group) in enumerate(rows.groupby("retriever", sort=True)):
-        group = group.sort_values("k")
+def legible_ticks(ks, span_fraction: float = 0.04) -> list[int]:
+    """The ks to label on a log axis so that no two labels overlap.
+
+    A label is kept only when it lies at least ``span_fraction`` of the axis
+    (in log units) right of the last kept one; the largest k is always kept,
+    replacing its neighbour if they would collide. Any list of ks then reads
+    cleanly: 1 to 10 with 15, 20 and 50 labels 1..6, 8, 10, 15, 20, 50.
+    """
+    ks = sorted({int(k) for k in ks})
+    if len(ks) < 2:
+        return ks
+    gap = (np.log10(ks[-1]) - np.log10(ks[0])) * span_fraction
+    kept = [ks[0]]
+    for k in ks[1:]:
+        if np.log10(k) - np.log10(kept[-1]) >= gap:
+            kept.append(k)
+    if kept[-1] != ks[-1]:
+        if len(kept) > 1 and np.log10(ks[-1]) - np.log10(kept[-1]) < gap:
+            kept.pop()
+        kept.append(ks[-1])
+    return kept
+
+
+def recall_curves(
+    intervals: pd.DataFrame,
+    corpus: str,
+    chunker: str,
+    retrievers=None,
+    best: int | None = None,
+) -> Figure:
+    """Recall@k against k with its bootstrap interval as a band, one line per retriever of one chunk set.
+
+    ``intervals`` has the columns of results/metrics_ci.csv. Every retriever
+    of the chunk set is drawn unless ``retrievers`` names some; ``best`` keeps
+    the N with the highest mean recall over the ks. The legend sits right of
+    the axes, so any number of lines leaves the curves uncovered.
+    """
+    rows = intervals[
+        (intervals.corpus == corpus) & (intervals.chunker == chunker) & (intervals.metric == "recall")
+    ]
+    if retrievers:
+        rows = rows[rows.retriever.isin(list(retrievers))]
+    if best:
+        means = rows.groupby("retriever", sort=True)["value"].mean()
+        # Highest mean first; equal means in name order.
+        chosen = sorted(means.index, key=lambda name: (-round(means[name], 6), name))[:best]
+        rows = rows[rows.retriever.isin(chosen)]
+    names = sorted(rows.retriever.unique())
+    figure, axes = plt.subplots(figsize=(9, 4.8))
+    for index, retriever in enumerate(names):
+        group = rows[rows.retriever == retriever].sort_values("k")
         # Past the palette's nine colours, lines repeat them dashed, then dotted.
         color, style = PALETTE[index % len(PALETTE)], LINE_STYLES[index // len(PALETTE) % len(LINE_STYLES)]
-        axes.plot(
-            group["k"],
-            group["value"],
-            marker="o",
-            markersize=3,
-            color=color,
-            linestyle=style,
-            label=retriever,
-        )
+        ks = group["k"].astype(float).to_numpy()
+        axes.fill_between(ks, group["ci_low"], group["ci_high"], color=color, alpha=0.08, linewidth=0)
+        axes.plot(ks, group["value"], marker="o", markersize=3, color=color, linestyle=style, label=retriever)
     axes.set_xscale("log")
-    ks = sorted(rows["k"].unique())
-    axes.set_xticks(ks, [str(int(k)) for k in ks])
+    axes.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ticks = legible_ticks(rows["k"].dropna().unique()) if len(rows) else []
+    axes.set_xticks(ticks, [str(k) for k in ticks])
     axes.set_ylim(0, 1.02)
-    _style(axes, f"Recall@k by retriever ({corpus}, {chunker})", "k (chunks in the prompt)", "recall@k")
-    axes.legend(fontsize=8, loc="lower right")
+    _style(
+        axes,
+        f"Recall@k by retriever, 95 % intervals ({corpus}, {chunker})",
+        "k (chunks in the prompt)",
+        "recall@k",
+    )
+    if names:
+        axes.legend(
+            fontsize=7,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            ncol=1 if len(names) <= 24 else 2,
+            frameon=False,
+        )
     figure.tight_layout()
     return figure
 

@@ -125,7 +125,12 @@ rule abstention:
         abstention_inputs(),
     output:
         table="results/abstention.csv",
-        figure="results/figures/abstention.png",
+        figure=report(
+            "results/figures/abstention.png",
+            caption="../report/abstention.rst",
+            category="3. Answers",
+            subcategory="Figures",
+        ),
     log:
         "logs/abstention.log",
     conda:

@@ -9,7 +9,12 @@ rule cohorts:
         by_document="results/metrics_by_document.csv",
     output:
         table="results/weakest_cohorts.csv",
-        figure="results/figures/cohorts.png",
+        figure=report(
+            "results/figures/cohorts.png",
+            caption="../report/cohorts.rst",
+            category="1. Retrieval",
+            subcategory="Figures",
+        ),
     log:
         "logs/cohorts.log",
     conda:

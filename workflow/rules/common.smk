@@ -46,6 +46,8 @@ FITTED_RETRIEVERS, EMBEDDER_RETRIEVERS = PLAN.retrievers_of("fitted"), PLAN.retr
 BASE_RETRIEVERS = PLAN.retrievers_of("fitted", "pretrained")
 FUSED_RETRIEVERS, IVF_RETRIEVERS = PLAN.retrievers_of("fused"), PLAN.retrievers_of("approximate")
 FUNNEL_RETRIEVERS = PLAN.retrievers_of("funnel")
+# Fused with weights chosen on the labels by cross-validation (learned_fusion.smk).
+LEARNED_RETRIEVERS = PLAN.retrievers_of("learned")
 FIGURES, GROUNDING, ANSWERS, FILTERS = PLAN.figures, PLAN.grounding, PLAN.answers, PLAN.filters
 IVF_TRADEOFF, IVF_SYNTHETIC = PLAN.ivf_tradeoff, PLAN.ivf_synthetic
 FILTER_ABLATION, DIVERSITY_ABLATION = config.get("filter_ablation"), config.get("diversity_ablation")
@@ -232,7 +234,7 @@ def routing_inputs(kind):
 
 
 def all_results():
-    return PLAN.results()
+    return PLAN.results() + PLAN.comparison_results()
 
 
 # The reader (rag/reader.py) beside the spec's extractive generator.

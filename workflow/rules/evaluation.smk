@@ -17,6 +17,7 @@ rule evaluate:
         per_question="results/per_question.csv",
         by_type="results/metrics_by_type.csv",
         by_document="results/metrics_by_document.csv",
+        question_values="work/evaluation/question_values.parquet",
     log:
         "logs/evaluate.log",
     benchmark:
@@ -66,10 +67,26 @@ rule plot_retrieval:
     input:
         metrics="results/metrics.csv",
         per_question="results/per_question.csv",
+        intervals="results/metrics_ci.csv",
     output:
-        recall="results/figures/recall_at_k.png",
-        prompt_words="results/figures/recall_vs_prompt_words.png",
-        scatter="results/figures/rank_scatter.png",
+        recall=report(
+            "results/figures/recall_at_k.png",
+            caption="../report/recall_at_k.rst",
+            category="1. Retrieval",
+            subcategory="Figures",
+        ),
+        prompt_words=report(
+            "results/figures/recall_vs_prompt_words.png",
+            caption="../report/recall_vs_prompt_words.rst",
+            category="1. Retrieval",
+            subcategory="Figures",
+        ),
+        scatter=report(
+            "results/figures/rank_scatter.png",
+            caption="../report/rank_scatter.rst",
+            category="1. Retrieval",
+            subcategory="Figures",
+        ),
     log:
         "logs/plot_retrieval.log",
     conda:

@@ -30,7 +30,12 @@ rule plot_grounding:
         answers="results/grounding.csv",
         swap="results/grounding_swap.csv",
     output:
-        "results/figures/grounding.png",
+        report(
+            "results/figures/grounding.png",
+            caption="../report/grounding.rst",
+            category="4. Grounding",
+            subcategory="Figures",
+        ),
     log:
         "logs/plot_grounding.log",
     conda:

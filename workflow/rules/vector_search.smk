@@ -58,7 +58,12 @@ if IVF_TRADEOFF and IVF_SYNTHETIC:
             collection="results/ivf_tradeoff.csv",
             synthetic="results/ivf_synthetic.csv",
         output:
-            "results/figures/ivf_tradeoff.png",
+            report(
+                "results/figures/ivf_tradeoff.png",
+                caption="../report/ivf_tradeoff.rst",
+                category="5. Approximate search",
+                subcategory="Figures",
+            ),
         log:
             "logs/plot_ivf_tradeoff.log",
         conda:

@@ -10,10 +10,12 @@ from rag.io import (
     read_yaml,
     start_log,
     write_csv,
+    write_parquet,
 )
 from rag.labels import parse_questions
 from rag.metrics import evaluate_rankings, relevance_by_question
 from rag.provenance import record_digest
+from rag.significance import question_values
 from rag.statistics import aggregate_metrics, per_question_table
 
 log = start_log(snakemake.log[0])
@@ -57,4 +59,6 @@ write_csv(aggregate_metrics(evaluation, [*keys, "type"]), snakemake.output.by_ty
 by_document = evaluation.merge(pd.concat(cohorts, ignore_index=True), on=["corpus", "chunker", "question_id"])
 write_csv(aggregate_metrics(by_document, [*keys, "document"]), snakemake.output.by_document)
 write_csv(per_question_table(evaluation, keys), snakemake.output.per_question)
+# Every metric of every question, for the confidence intervals and paired tests.
+write_parquet(question_values(evaluation), snakemake.output.question_values)
 finish_job()

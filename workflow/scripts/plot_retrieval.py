@@ -10,15 +10,16 @@ from rag.plotting import rank_scatter, recall_against_prompt_words, recall_curve
 log = start_log(snakemake.log[0])
 figures = json.loads(snakemake.params.figures)
 metrics = pd.read_csv(snakemake.input.metrics)
+intervals = pd.read_csv(snakemake.input.intervals, dtype={"k": "Int64"})
 per_question = pd.read_csv(snakemake.input.per_question)
 corpus, chunker = figures["corpus"], figures["chunker"]
 first, second = figures["compare"]
 
-# figures.curves, when given, picks the retrievers of the recall curves.
-curves = figures.get("curves")
+# Every retriever of the chunk set by default; figures.curves filters them,
+# figures.best keeps the N with the highest mean recall.
 drawings = {
     snakemake.output.recall: recall_curves(
-        metrics[metrics.retriever.isin(curves)] if curves else metrics, corpus, chunker
+        intervals, corpus, chunker, figures.get("curves"), figures.get("best")
     ),
     snakemake.output.prompt_words: recall_against_prompt_words(metrics, corpus, figures["retriever"]),
     snakemake.output.scatter: rank_scatter(

@@ -1,0 +1,152 @@
+"""The tables a reader compares configurations with: one row per run, and results/README.md.
+
+metrics.csv is long (a row per metric and k) and grows with every edit of the
+grid; readers want one line per (corpus, chunker, retriever) with the few
+numbers they decide by, how sure each is, and whether it beats the baseline
+beyond chance. Both the wide CSV and the Markdown page are written from the
+interval and significance tables, so no number is ever copied by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+RUN_KEYS = ["corpus", "chunker", "retriever"]
+
+
+@dataclass(frozen=True)
+class SummaryMetric:
+    """One column group of the summary: a metric at one k (None for whole-list metrics)."""
+
+    name: str
+    metric: str
+    k: int | None
+    label: str
+    higher_is_better: bool = True
+
+
+SUMMARY_METRICS = (
+    SummaryMetric("recall_at_1", "recall", 1, "R@1"),
+    SummaryMetric("recall_at_5", "recall", 5, "R@5"),
+    SummaryMetric("recall_at_10", "recall", 10, "R@10"),
+    SummaryMetric("mrr", "mrr", None, "MRR"),
+    SummaryMetric("ndcg_at_10", "ndcg", 10, "nDCG@10"),
+    # The cost side: fewer words in the prompt is better.
+    SummaryMetric("prompt_words_at_5", "prompt_words", 5, "words@5", higher_is_better=False),
+)
+
+
+def _key(k) -> int:
+    return 0 if pd.isna(k) else int(k)
+
+
+def available_metrics(intervals: pd.DataFrame) -> list[SummaryMetric]:
+    """The summary metrics the evaluation computed (a k outside evaluation.ks has no column)."""
+    present = {(metric, _key(k)) for metric, k in zip(intervals["metric"], intervals["k"], strict=True)}
+    return [item for item in SUMMARY_METRICS if (item.metric, item.k or 0) in present]
+
+
+def summary_table(intervals: pd.DataFrame, significance: pd.DataFrame, baseline: str) -> pd.DataFrame:
+    """One row per (corpus, chunker, retriever): each summary metric with its interval,
+    whether it differs from the baseline after correction, and whether it is the corpus's best.
+
+    ``{name}_vs_baseline`` is ``higher`` or ``lower`` where the corrected
+    randomization test finds a difference, empty where it does not, and
+    ``baseline`` on the baseline's own rows. ``{name}_best`` marks the best
+    value of the corpus (highest, or lowest for prompt words); equal values
+    after rounding are all marked.
+    """
+    metrics = available_metrics(intervals)
+    runs = intervals[RUN_KEYS].drop_duplicates().sort_values(RUN_KEYS, ignore_index=True)
+    table = runs.copy()
+    tests = significance.assign(k=significance["k"].map(_key)).set_index([*RUN_KEYS, "metric", "k"])
+    for item in metrics:
+        rows = intervals[(intervals["metric"] == item.metric) & (intervals["k"].map(_key) == (item.k or 0))]
+        rows = rows.set_index(RUN_KEYS)[["value", "ci_low", "ci_high"]]
+        rows.columns = [item.name, f"{item.name}_ci_low", f"{item.name}_ci_high"]
+        table = table.merge(rows, left_on=RUN_KEYS, right_index=True, how="left")
+        markers = []
+        for corpus, chunker, retriever in table[RUN_KEYS].itertuples(index=False):
+            if retriever == baseline:
+                markers.append("baseline")
+                continue
+            key = (corpus, chunker, retriever, item.metric, item.k or 0)
+            if key not in tests.index or not bool(tests.loc[key, "significant"]):
+                markers.append("")
+            else:
+                markers.append("higher" if tests.loc[key, "mean_difference"] > 0 else "lower")
+        table[f"{item.name}_vs_baseline"] = markers
+        best = table.groupby("corpus")[item.name].transform("max" if item.higher_is_better else "min")
+        table[f"{item.name}_best"] = table[item.name] == best
+    return table
+
+
+def _format(value: float, metric: SummaryMetric) -> str:
+    return f"{value:.0f}" if metric.metric == "prompt_words" else f"{value:.3f}"
+
+
+def _cell(row, metric: SummaryMetric) -> str:
+    value = row[metric.name]
+    if pd.isna(value):
+        return ""
+    marker = {"higher": " ▲", "lower": " ▼"}.get(row[f"{metric.name}_vs_baseline"], "")
+    text = (
+        f"{_format(value, metric)} [{_format(row[f'{metric.name}_ci_low'], metric)}, "
+        f"{_format(row[f'{metric.name}_ci_high'], metric)}]{marker}"
+    )
+    return f"**{text}**" if row[f"{metric.name}_best"] else text
+
+
+def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def results_readme(
+    summary: pd.DataFrame,
+    significance: pd.DataFrame,
+    baseline: str,
+    resamples: int,
+    permutations: int,
+) -> str:
+    """results/README.md: per corpus, the best configuration of each metric and the whole summary."""
+    metrics = [item for item in SUMMARY_METRICS if item.name in summary.columns]
+    lines = [
+        "# Results",
+        "",
+        "Written by the rule `results_readme` from `summary.csv` and `significance.csv`; do not edit.",
+        "",
+        f"Each cell is the mean over the labelled questions with its 95 % bootstrap interval "
+        f"({resamples:,} resamples). ▲ / ▼: higher / lower than the baseline `{baseline}` on the same "
+        f"chunker, by a paired randomization test ({permutations:,} sign flips) Holm-corrected over the "
+        "comparisons of one corpus, metric and k, at 0.05. **Bold**: the best value of the corpus "
+        "(for words@5, the fewest words).",
+    ]
+    for corpus, rows in summary.groupby("corpus", sort=True):
+        tests = significance[significance["corpus"] == corpus]
+        lines += ["", f"## {corpus}", ""]
+        if len(tests):
+            lines.append(
+                f"{int(tests['significant'].sum())} of {len(tests)} comparisons with `{baseline}` "
+                "are significant after correction."
+            )
+            lines.append("")
+        lines.append("### Best configuration per metric")
+        lines.append("")
+        best_rows = []
+        for item in metrics:
+            for row in rows[rows[f"{item.name}_best"]].itertuples(index=False):
+                row = row._asdict()
+                best_rows.append([item.label, row["chunker"], row["retriever"], _cell(row, item).strip("*")])
+        lines += _markdown_table(["metric", "chunker", "retriever", "value [95 % CI]"], best_rows)
+        lines += ["", "### Every configuration", ""]
+        table_rows = [
+            [row["chunker"], row["retriever"], *(_cell(row, item) for item in metrics)]
+            for row in (r._asdict() for r in rows.itertuples(index=False))
+        ]
+        lines += _markdown_table(["chunker", "retriever", *(item.label for item in metrics)], table_rows)
+    return "\n".join(lines) + "\n"

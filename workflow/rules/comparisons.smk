@@ -1,0 +1,127 @@
+# Comparisons users can trust: each mean over questions with a bootstrap
+# confidence interval, paired tests of every retriever against the baseline
+# (evaluation.baseline), the summary table and results/README.md written from
+# them, and every ranking as a TREC run file for other tools (docs/comparisons.md).
+
+
+BASELINE = PLAN.baseline
+
+
+rule significance:
+    input:
+        question_values="work/evaluation/question_values.parquet",
+    output:
+        intervals=report(
+            "results/metrics_ci.csv",
+            caption="../report/metrics_ci.rst",
+            category="2. Comparisons",
+            subcategory="Tables",
+        ),
+        significance=report(
+            "results/significance.csv",
+            caption="../report/significance.rst",
+            category="2. Comparisons",
+            subcategory="Tables",
+        ),
+    log:
+        "logs/significance.log",
+    benchmark:
+        "benchmarks/logs/significance.tsv"
+    params:
+        baseline=BASELINE,
+        code=script_digest("significance.py"),
+    conda:
+        "../envs/rag.yaml"
+    script:
+        "../scripts/significance.py"
+
+
+rule summary:
+    input:
+        intervals="results/metrics_ci.csv",
+        significance="results/significance.csv",
+    output:
+        report(
+            "results/summary.csv",
+            caption="../report/summary.rst",
+            category="2. Comparisons",
+            subcategory="Tables",
+        ),
+    log:
+        "logs/summary.log",
+    params:
+        baseline=BASELINE,
+        code=script_digest("summary.py"),
+    conda:
+        "../envs/rag.yaml"
+    script:
+        "../scripts/summary.py"
+
+
+rule results_readme:
+    input:
+        summary="results/summary.csv",
+        significance="results/significance.csv",
+    output:
+        "results/README.md",
+    log:
+        "logs/results_readme.log",
+    params:
+        baseline=BASELINE,
+        code=script_digest("results_readme.py"),
+    conda:
+        "../envs/rag.yaml"
+    script:
+        "../scripts/results_readme.py"
+
+
+# Every ranking as a TREC run (documents for document-level corpora, as BEIR
+# scores them), with the labels as qrels, for trec_eval, ir-measures or ranx.
+rule trec_runs:
+    input:
+        rankings=[f"work/rankings/{c}/{ch}/{r}.parquet" for c, ch, r in grid(CHUNK_LEVEL_CORPORA)],
+        qrels=[f"work/qrels/{c}/{ch}.parquet" for c, ch in corpus_chunker_pairs(CHUNK_LEVEL_CORPORA)],
+        questions=[questions_path(corpus) for corpus in CHUNK_LEVEL_CORPORA],
+    output:
+        runs=PLAN.trec_run_files(CHUNK_LEVEL_CORPORA),
+        qrels=[f"results/runs/{c}/{ch}/qrels.txt" for c, ch in corpus_chunker_pairs(CHUNK_LEVEL_CORPORA)],
+        piece_qrels=[
+            f"results/runs/{c}/{ch}/piece_qrels.txt" for c, ch in corpus_chunker_pairs(CHUNK_LEVEL_CORPORA)
+        ],
+    log:
+        "logs/trec_runs.log",
+    benchmark:
+        "benchmarks/logs/trec_runs.tsv"
+    params:
+        grid=grid(CHUNK_LEVEL_CORPORA),
+        pairs=corpus_chunker_pairs(CHUNK_LEVEL_CORPORA),
+        corpora=CHUNK_LEVEL_CORPORA,
+        code=script_digest("trec_runs.py"),
+    conda:
+        "../envs/rag.yaml"
+    script:
+        "../scripts/trec_runs.py"
+
+
+rule trec_document_runs:
+    input:
+        rankings=[f"work/rankings/{c}/{ch}/{r}.parquet" for c, ch, r in grid(DOCUMENT_LEVEL_CORPORA)],
+        chunks=[f"work/chunks/{c}/{ch}.parquet" for c, ch in corpus_chunker_pairs(DOCUMENT_LEVEL_CORPORA)],
+        qrels=[f"work/document_qrels/{corpus}.parquet" for corpus in DOCUMENT_LEVEL_CORPORA],
+        questions=[questions_path(corpus) for corpus in DOCUMENT_LEVEL_CORPORA],
+    output:
+        runs=PLAN.trec_run_files(DOCUMENT_LEVEL_CORPORA),
+        qrels=[f"results/runs/{corpus}/qrels.txt" for corpus in DOCUMENT_LEVEL_CORPORA],
+    log:
+        "logs/trec_document_runs.log",
+    benchmark:
+        "benchmarks/logs/trec_document_runs.tsv"
+    params:
+        grid=grid(DOCUMENT_LEVEL_CORPORA),
+        pairs=corpus_chunker_pairs(DOCUMENT_LEVEL_CORPORA),
+        corpora=DOCUMENT_LEVEL_CORPORA,
+        code=script_digest("trec_document_runs.py"),
+    conda:
+        "../envs/rag.yaml"
+    script:
+        "../scripts/trec_document_runs.py"

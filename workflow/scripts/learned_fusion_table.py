@@ -1,0 +1,34 @@
+"""The weights every learned fusion chose per fold, in one table."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from rag.io import finish_job, start_log, write_csv
+
+log = start_log(snakemake.log[0])
+parts = []
+for path in snakemake.input:
+    corpus, chunker, retriever = Path(path).with_suffix("").parts[-3:]
+    table = pd.read_csv(path)
+    table.insert(0, "retriever", retriever)
+    table.insert(0, "chunker", chunker)
+    table.insert(0, "corpus", corpus)
+    parts.append(table)
+columns = [
+    "corpus",
+    "chunker",
+    "retriever",
+    "fold",
+    "component",
+    "weight",
+    "training_questions",
+    "held_out_questions",
+    "training_objective",
+]
+table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
+log.info("%d weight rows", len(table))
+write_csv(
+    table[columns].sort_values(["corpus", "chunker", "retriever", "fold"], kind="stable"), snakemake.output[0]
+)
+finish_job()

@@ -1,0 +1,18 @@
+"""results/README.md from the summary and significance tables, never by hand."""
+
+import pandas as pd
+
+from rag.io import finish_job, start_log, write_text
+from rag.significance import PERMUTATIONS, RESAMPLES
+from rag.summary import results_readme
+
+log = start_log(snakemake.log[0])
+summary = pd.read_csv(snakemake.input.summary, keep_default_na=False, na_values=[""])
+significance = pd.read_csv(snakemake.input.significance, dtype={"k": "Int64"})
+for column in [name for name in summary.columns if name.endswith("_vs_baseline")]:
+    summary[column] = summary[column].fillna("")
+write_text(
+    snakemake.output[0],
+    results_readme(summary, significance, snakemake.params.baseline, RESAMPLES, PERMUTATIONS),
+)
+finish_job()

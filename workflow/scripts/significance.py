@@ -1,0 +1,26 @@
+"""Bootstrap intervals of every metric row and paired tests against the baseline."""
+
+import pandas as pd
+
+from rag.io import finish_job, start_log, write_csv
+from rag.significance import PERMUTATIONS, RESAMPLES, SEED, interval_table, significance_table
+
+log = start_log(snakemake.log[0])
+values = pd.read_parquet(snakemake.input.question_values)
+log.info(
+    "%d per-question values; %d resamples, %d permutations, seed %d",
+    len(values),
+    RESAMPLES,
+    PERMUTATIONS,
+    SEED,
+)
+write_csv(interval_table(values), snakemake.output.intervals)
+table = significance_table(values, snakemake.params.baseline)
+log.info(
+    "%d comparisons with %s, %d significant after correction",
+    len(table),
+    snakemake.params.baseline,
+    int(table["significant"].sum()),
+)
+write_csv(table, snakemake.output.significance)
+finish_job()
