@@ -630,7 +630,7 @@ class Plan:
 
     @property
     def baseline(self) -> str:
-        """evaluation.baseline, default bm25 (else the first retriever by name): what significance tests against."""
+        """evaluation.baseline, what significance tests against: default bm25, else the first by name."""
         name = self.config["evaluation"].get("baseline")
         if name is not None:
             return name
@@ -644,11 +644,13 @@ class Plan:
         """The weights each learned fusion chose per fold, one file per ranking."""
         learned = set(self.retrievers_of("learned"))
         return [
-            f"work/learned/{c}/{ch}/{r}.csv" for c, ch, r in self.grid(self.chunk_level_corpora) if r in learned
+            f"work/learned/{c}/{ch}/{r}.csv"
+            for c, ch, r in self.grid(self.chunk_level_corpora)
+            if r in learned
         ]
 
     def comparison_results(self) -> list[str]:
-        """Intervals, significance, summary and TREC runs: only chunk-level corpora have per-question values."""
+        """Intervals, significance, summary and TREC runs (per-question values exist at chunk level)."""
         results = self.trec_run_files(self.document_level_corpora)
         if self.chunk_level_corpora:
             results += ["results/metrics_ci.csv", "results/significance.csv", "results/summary.csv"]
@@ -981,10 +983,14 @@ def _check_learned(plan: Plan) -> None:
             )
         if entry["objective_k"] > plan.depth:
             raise ConfigError(
-                f"{where}['objective_k']: {entry['objective_k']} is deeper than evaluation.depth = {plan.depth}"
+                f"{where}['objective_k']: {entry['objective_k']} is deeper than "
+                f"evaluation.depth = {plan.depth}"
             )
     for name in plan.retrievers_of("funnel"):
-        if plan.retrievers[name]["rerank"] is not None and plan.role(plan.retrievers[name]["rerank"]) == "learned":
+        if (
+            plan.retrievers[name]["rerank"] is not None
+            and plan.role(plan.retrievers[name]["rerank"]) == "learned"
+        ):
             raise ConfigError(
                 f"config['retrievers'][{name!r}]['rerank']: a learned fusion cannot rescore candidates; "
                 "use it as 'first' or rerank with an rrf fusion"

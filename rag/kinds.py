@@ -82,8 +82,9 @@ class Kind:
     makes them: ``fitted`` kinds are fitted on chunk texts (rule rank),
     ``pretrained`` ones encode them with a pretrained model (rank_embedder),
     ``fused`` ones combine their components' rankings (fuse), ``approximate``
-    ones index a dense base's vectors (rank_ivf) and ``funnel`` ones rerank a
-    first stage's candidates (funnel). ``dense`` kinds embed chunks and
+    ones index a dense base's vectors (rank_ivf), ``learned`` ones fuse their
+    components with weights chosen by cross-validation (fuse_learned) and
+    ``funnel`` ones rerank a first stage's candidates (funnel). ``dense`` kinds embed chunks and
     queries in one vector space, which an IVF index can hold.
     """
 

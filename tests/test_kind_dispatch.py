@@ -45,6 +45,7 @@ def test_the_retriever_tuples_and_fusers_come_from_the_table():
         "pretrained",
         "fused",
         "approximate",
+        "learned",
         "funnel",
     }
 

@@ -27,11 +27,11 @@ rule significance:
         "logs/significance.log",
     benchmark:
         "benchmarks/logs/significance.tsv"
+    conda:
+        "../envs/rag.yaml"
     params:
         baseline=BASELINE,
         code=script_digest("significance.py"),
-    conda:
-        "../envs/rag.yaml"
     script:
         "../scripts/significance.py"
 
@@ -49,11 +49,11 @@ rule summary:
         ),
     log:
         "logs/summary.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         baseline=BASELINE,
         code=script_digest("summary.py"),
-    conda:
-        "../envs/rag.yaml"
     script:
         "../scripts/summary.py"
 
@@ -66,11 +66,11 @@ rule results_readme:
         "results/README.md",
     log:
         "logs/results_readme.log",
+    conda:
+        "../envs/rag.yaml"
     params:
         baseline=BASELINE,
         code=script_digest("results_readme.py"),
-    conda:
-        "../envs/rag.yaml"
     script:
         "../scripts/results_readme.py"
 
@@ -92,13 +92,13 @@ rule trec_runs:
         "logs/trec_runs.log",
     benchmark:
         "benchmarks/logs/trec_runs.tsv"
+    conda:
+        "../envs/rag.yaml"
     params:
         grid=grid(CHUNK_LEVEL_CORPORA),
         pairs=corpus_chunker_pairs(CHUNK_LEVEL_CORPORA),
         corpora=CHUNK_LEVEL_CORPORA,
         code=script_digest("trec_runs.py"),
-    conda:
-        "../envs/rag.yaml"
     script:
         "../scripts/trec_runs.py"
 
@@ -116,12 +116,12 @@ rule trec_document_runs:
         "logs/trec_document_runs.log",
     benchmark:
         "benchmarks/logs/trec_document_runs.tsv"
+    conda:
+        "../envs/rag.yaml"
     params:
         grid=grid(DOCUMENT_LEVEL_CORPORA),
         pairs=corpus_chunker_pairs(DOCUMENT_LEVEL_CORPORA),
         corpora=DOCUMENT_LEVEL_CORPORA,
         code=script_digest("trec_document_runs.py"),
-    conda:
-        "../envs/rag.yaml"
     script:
         "../scripts/trec_document_runs.py"

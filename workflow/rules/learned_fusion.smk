@@ -19,13 +19,13 @@ rule fuse_learned:
         "benchmarks/logs/fuse_learned/{corpus}/{chunker}/{retriever}.tsv"
     wildcard_constraints:
         retriever=alternatives(LEARNED_RETRIEVERS),
+    conda:
+        "../envs/rag.yaml"
     threads: 1
     params:
         retriever=retriever_params,
         depth=ranking_depth_of,
         code=script_digest("fuse_learned.py"),
-    conda:
-        "../envs/rag.yaml"
     script:
         "../scripts/fuse_learned.py"
 

@@ -33,7 +33,9 @@ routes_table, parts, accuracy, made_by = [], [], [], {}
 for position, corpus in enumerate(snakemake.params.corpora):
     questions = parse_questions(read_yaml(inputs.questions[position]), inputs.questions[position])
     documents = documents_from_frame(pd.read_parquet(inputs.parsed[position]))
-    holding = evidence_documents(questions, locate_spans(questions, documents, str(inputs.questions[position])))
+    holding = evidence_documents(
+        questions, locate_spans(questions, documents, str(inputs.questions[position]))
+    )
     chunks = pd.read_parquet(inputs.chunks[position], columns=["chunk_id", "doc_id", "n_words"])
     chunk_ids = chunks["chunk_id"].tolist()
     retriever = load_retriever(entry, load_arrays(inputs.index[position]))
