@@ -44,5 +44,7 @@ rule learned_fusion_table:
         "logs/learned_fusion_table.log",
     conda:
         "../envs/rag.yaml"
+    params:
+        code=script_digest("learned_fusion_table.py"),
     script:
         "../scripts/learned_fusion_table.py"
