@@ -57,7 +57,9 @@ def cluster():
 
 def _result_files(workdir: Path) -> dict[str, bytes]:
     root = workdir / "results"
-    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+    return {
+        str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()
+    }
 
 
 def test_tiny_pipeline_runs_through_slurm_and_matches_a_local_run(cluster, tmp_path):

@@ -30,7 +30,9 @@ def test_profile_options_are_accepted_by_snakemake(tmp_path):
     profile = yaml.safe_load(PROFILE.read_text())
     # The executor and its plugin's options (slurm-*) are checked on a real
     # cluster by tests/test_slurm_cluster.py.
-    profile = {key: value for key, value in profile.items() if key != "executor" and not key.startswith("slurm-")}
+    profile = {
+        key: value for key, value in profile.items() if key != "executor" and not key.startswith("slurm-")
+    }
     local = tmp_path / "profile"
     local.mkdir()
     (local / "config.yaml").write_text(yaml.safe_dump({**profile, "cores": 1}))

@@ -8,6 +8,8 @@ rule chunk:
         "work/chunks/{corpus}/{chunker}.parquet",
     log:
         "logs/chunk/{corpus}/{chunker}.log",
+    benchmark:
+        "benchmarks/logs/chunk/{corpus}/{chunker}.tsv"
     params:
         chunker=chunker_params,
         code=rag_digest("chunking", "documents", "text", "provenance"),
