@@ -56,8 +56,15 @@ RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = {
     "ivf": {"base": None, "lists": 16, "probes": 4, "seed": 0},
     "funnel": {"first": None, "rerank": None, "candidates": 30, "diversity": None},
     # 256 tokens is the limit all-MiniLM-L6-v2 was trained with; text picks the
-    # chunk with its "title › section" header (indexed) or without (plain).
-    "embedder": {"model": "all-MiniLM-L6-v2", "batch_size": 32, "max_tokens": 256, "text": "indexed"},
+    # chunk with its "title › section" header (indexed) or without (plain);
+    # device picks numpy on the CPU or torch on a GPU (rag.sentence_embeddings).
+    "embedder": {
+        "model": "all-MiniLM-L6-v2",
+        "batch_size": 32,
+        "max_tokens": 256,
+        "text": "indexed",
+        "device": "cpu",
+    },
 }
 
 # The two approximate-search experiments. ``None`` marks a required key.
