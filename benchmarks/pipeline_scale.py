@@ -59,20 +59,35 @@ def parse_arguments(arguments: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, required=True, help="CSV to write (rows of other sizes kept)")
     parser.add_argument("--figure", type=Path, help="log-log figure of time and memory per stage")
     parser.add_argument("--plot-only", action="store_true", help="only redraw the figure from the CSV")
+    parser.add_argument(
+        "--collect-only",
+        action="store_true",
+        help="build nothing: record the stages that existing runs in --work have finished",
+    )
     return parser.parse_args(arguments)
 
 
 def generate(folder: Path, shape: CorpusShape) -> dict:
-    """The collection in ``folder``, generated unless a complete one of the same shape is there."""
-    stamp = folder / "shape.json"
+    """Generate the collection unless a complete one of the same shape is there; its cost either way.
+
+    The cost of generating is kept beside the collection (generation.json),
+    so a later run or --collect-only still reports it; {} when unknown.
+    """
+    stamp, cost = folder / "shape.json", folder / "generation.json"
     wanted = json.dumps(shape.__dict__, sort_keys=True)
     if stamp.is_file() and stamp.read_text() == wanted:
-        return {}
+        return json.loads(cost.read_text()) if cost.is_file() else {}
+    print(f"generating {folder}", flush=True)
     start, cpu = time.perf_counter(), time.process_time()
     write_collection(folder, shape)
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    measured = {
+        "seconds": time.perf_counter() - start,
+        "cpu_seconds": time.process_time() - cpu,
+        "peak": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+    cost.write_text(json.dumps(measured))
     stamp.write_text(wanted)
-    return {"seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu, "peak": peak_mb}
+    return measured
 
 
 def retrievers(documents: int) -> dict:
@@ -135,6 +150,8 @@ def stage_rows(run: Path) -> list[tuple[str, dict]]:
     files.append(("evaluate_documents", logs / "evaluate_documents.tsv"))
     rows = []
     for stage, path in files:
+        if not path.is_file():  # a run stopped before this stage (see --collect-only)
+            continue
         with path.open() as handle:
             record = next(csv.DictReader(handle, delimiter="\t"))
         rows.append(
@@ -209,13 +226,15 @@ def main(arguments: list[str] | None = None) -> None:
     for documents in options.documents:
         shape = CorpusShape(documents=documents, queries=min(options.queries, documents), seed=options.seed)
         collection = options.work / f"collection_{documents}"
-        print(f"{documents} documents: generating {collection}", flush=True)
-        generated = generate(collection, shape)
-        stages = [("generate", generated)] if generated else []
         run = options.work / f"run_{documents}"
-        print(f"{documents} documents: building in {run}", flush=True)
-        build(run, collection, documents, options.cores)
-        stages += stage_rows(run)
+        cost = collection / "generation.json"
+        if options.collect_only:
+            generated = json.loads(cost.read_text()) if cost.is_file() else {}
+        else:
+            generated = generate(collection, shape)
+            print(f"{documents} documents: building in {run}", flush=True)
+            build(run, collection, documents, options.cores)
+        stages = ([("generate", generated)] if generated else []) + stage_rows(run)
         for stage, measured in stages:
             row = {
                 "documents": documents,
