@@ -154,6 +154,8 @@ RETRIEVER_KINDS: dict[str, Kind] = {
                 "batch_size": Parameter("integer", 32, minimum=1, maximum=4096),
                 "max_tokens": Parameter("integer", 256, minimum=2, maximum=512),
                 "text": Parameter("string", "indexed", choices=("indexed", "plain")),
+                # numpy on the CPU, or torch on a GPU when present (rag.sentence_embeddings).
+                "device": Parameter("string", "cpu", choices=("cpu", "cuda", "auto")),
             },
             dense=True,
         ),

@@ -28,6 +28,7 @@ from rag.search import Ranking, top_k, top_k_among
 
 if TYPE_CHECKING:
     from rag.embedder import Encoder
+    from rag.embedding_cache import EncoderSettings
 
 # ``text`` of an embedder entry -> the chunk table's column it encodes: the
 # chunk with its "title › section" header in front, or the chunk's own words.
@@ -69,6 +70,86 @@ def cached_encoder(model: str) -> Encoder:
     return load_encoder(model)
 
 
+# The ``device`` of an embedder entry: cpu runs rag.embedder's numpy encoder;
+# cuda runs the same model through torch on a GPU (sentence-transformers, the
+# dense-check extra, over the same packaged weights); auto takes cuda when
+# torch sees a GPU and cpu otherwise.
+DEVICES = ("cpu", "cuda", "auto")
+
+
+def resolve_device(device: str) -> str:
+    """The device an embedder entry's ``device`` setting stands for here: "cpu" or "cuda".
+
+    An explicit "cuda" on a machine without a usable GPU is an error rather
+    than a silent switch to the CPU (a run that was meant to take minutes
+    would take hours); "auto" is the setting that falls back.
+    """
+    if device not in DEVICES:
+        raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {device!r}")
+    if device == "cpu":
+        return "cpu"
+    try:
+        import torch
+
+        available = bool(torch.cuda.is_available())
+    except ImportError:
+        available = False
+    if available:
+        return "cuda"
+    if device == "cuda":
+        raise ValueError(
+            'device "cuda" needs torch with a CUDA GPU, and none is usable here; '
+            'use device "auto" to fall back to the CPU'
+        )
+    return "cpu"
+
+
+def device_backend(device: str) -> str:
+    """What computes the vectors for a resolved device; part of the embedding cache's namespace.
+
+    The GPU path rounds differently from the numpy one (by about 1e-6), so
+    its vectors are kept apart from the CPU's rather than mixed into one cache.
+    """
+    return "numpy" if device == "cpu" else f"torch-{device}"
+
+
+@lru_cache(maxsize=2)
+def _torch_model(model: str, device: str):
+    """The sentence-transformers model over the packaged weights, on ``device``."""
+    import importlib.resources
+
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as error:
+        raise ImportError(
+            'encoding on a GPU needs sentence-transformers and torch: pip install ".[dense-check]"'
+        ) from error
+    importlib.import_module(MODEL_PACKAGES[model])
+    directory = importlib.resources.files(MODEL_PACKAGES[model]).joinpath("model")
+    return SentenceTransformer(str(directory), device=device)
+
+
+def encode_with_torch(
+    model: str,
+    texts: Sequence[str],
+    batch_size: int = 32,
+    max_tokens: int | None = None,
+    device: str = "cuda",
+) -> np.ndarray:
+    """Unit float32 embeddings through torch on ``device`` (the GPU path; tests run it on "cpu")."""
+    encoder = _torch_model(model, device)
+    if max_tokens is not None:
+        encoder.max_seq_length = max_tokens
+    vectors = encoder.encode(
+        list(texts),
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
+    )
+    return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+
+
 def encode_texts(
     model: str,
     texts: Sequence[str],
@@ -76,8 +157,18 @@ def encode_texts(
     max_tokens: int | None = None,
     progress: Callable[[int, int], None] | None = None,
     workers: int | None = None,
+    device: str = "cpu",
 ) -> np.ndarray:
-    """Unit float32 embeddings of ``texts`` with the named model (see :func:`rag.embedder.encode`)."""
+    """Unit float32 embeddings of ``texts`` with the named model (see :func:`rag.embedder.encode`).
+
+    ``device`` is a resolved device (:func:`resolve_device`): "cpu" runs the
+    numpy encoder, anything else torch on that device.
+    """
+    if device != "cpu":
+        vectors = encode_with_torch(model, texts, batch_size=batch_size, max_tokens=max_tokens, device=device)
+        if progress is not None:
+            progress(len(vectors), len(vectors))
+        return vectors
     from rag.embedder import encode
 
     return encode(
@@ -166,3 +257,25 @@ def embedding_search(
     positions = np.flatnonzero(np.asarray(allowed, dtype=bool))
     order = None if tie_order is None else np.asarray(tie_order)
     return [top_k_among(positions, row[chunk_row.ravel()][positions], depth, order) for row in scores]
+
+
+def encoder_settings(model: str, max_tokens: int, backend: str = "numpy") -> EncoderSettings:
+    """The embedding cache's :class:`rag.embedding_cache.EncoderSettings` for this encoder.
+
+    The fingerprint covers the numpy encoder's source and the weights
+    package's version, and, for any other backend, the backend's name.
+    """
+    import importlib.metadata
+
+    from rag import embedder
+    from rag.embedding_cache import EncoderSettings, encoder_fingerprint
+    from rag.io import source_digest
+
+    version = importlib.metadata.version(MODEL_PACKAGES[model])
+    if backend != "numpy":
+        version += f"+{backend}"
+    return EncoderSettings(
+        model=model,
+        max_tokens=max_tokens,
+        fingerprint=encoder_fingerprint(source_digest([embedder]), version),
+    )

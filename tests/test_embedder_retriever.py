@@ -67,6 +67,7 @@ def test_defaults_fill_the_canonical_entry():
         "batch_size": 32,
         "max_tokens": 256,
         "text": "indexed",
+        "device": "cpu",
     }
     written_out = embedder_entry(text="indexed", max_tokens=256, batch_size=32, model="all-MiniLM-L6-v2")
     assert canonical_json(written_out) == canonical_json(embedder_entry())

@@ -8,6 +8,8 @@ rule chunk:
         "work/chunks/{corpus}/{chunker}.parquet",
     log:
         "logs/chunk/{corpus}/{chunker}.log",
+    benchmark:
+        "benchmarks/logs/chunk/{corpus}/{chunker}.tsv"
     conda:
         "../envs/rag.yaml"
     params:

@@ -1,35 +1,23 @@
 """Rank the chunks of one chunk set with a pretrained sentence embedder, through the embedding cache."""
 
-import importlib.metadata
 import json
-import time
 from pathlib import Path
 
 import pandas as pd
 
-from rag import embedder
-from rag.embedding_cache import (
-    EncoderSettings,
-    describe_outcome,
-    embed_with_cache,
-    encoder_fingerprint,
-    progress_message,
-)
-from rag.io import (
-    finish_job,
-    read_embedding_shards,
-    read_provenance,
-    read_questions,
-    save_arrays,
-    source_digest,
-    start_log,
-    write_embedding_shard,
-    write_ranking,
-)
+from rag.embedding_cache import EmbeddingCache
+from rag.io import finish_job, read_provenance, read_questions, save_arrays, start_log, write_ranking
 from rag.provenance import retriever_record
 from rag.retrievers import chunk_text_column, embedder_retriever
 from rag.search import chunk_id_order
-from rag.sentence_embeddings import cached_encoder, embedding_search, encode_texts
+from rag.sentence_embeddings import (
+    cached_encoder,
+    device_backend,
+    embedding_search,
+    encode_texts,
+    encoder_settings,
+    resolve_device,
+)
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
@@ -38,48 +26,33 @@ column = chunk_text_column(entry)
 chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", column])
 questions = read_questions(snakemake.input.questions)
 
-settings = EncoderSettings(
-    model=entry["model"],
-    max_tokens=entry["max_tokens"],
-    fingerprint=encoder_fingerprint(
-        source_digest([embedder]),
-        importlib.metadata.version(embedder.MODEL_PACKAGES[entry["model"]]),
-    ),
-)
-folder = Path(snakemake.params.cache, *settings.namespace())
-cached, problems = read_embedding_shards(folder)
-for problem in problems:
-    log.warning("%s", problem)
-log.info("%s: %d cached embeddings in %s", name, len(cached), folder)
+try:
+    # Resolved on the node that runs the job, which may have a GPU the submitting one lacks.
+    device = resolve_device(entry["device"])
+except ValueError as error:
+    log.error("%s", error)
+    raise SystemExit(f"{name}: {error}") from None
+settings = encoder_settings(entry["model"], entry["max_tokens"], device_backend(device))
+cache = EmbeddingCache(Path(snakemake.params.cache, *settings.namespace()), log=log.info)
+log.info("%s: encoding on %s", name, device)
 
 
 def encode(texts):
-    """Encode the cache's misses, logging progress and the rate in texts per second."""
-    cached_encoder(entry["model"])  # loading the weights is not part of the rate
-    start = time.perf_counter()
-
-    def progress(done, total):
-        log.info("%s", progress_message(done, total, time.perf_counter() - start))
-
+    """The cache's misses, one block at a time (the model is loaded at the first miss only)."""
+    if device == "cpu":
+        cached_encoder(entry["model"])
     return encode_texts(
         entry["model"],
         texts,
         batch_size=entry["batch_size"],
         max_tokens=entry["max_tokens"],
-        progress=progress,
         workers=snakemake.threads,
+        device=device,
     )
 
 
-chunk_vectors, new_chunks, chunk_outcome = embed_with_cache(chunks[column].tolist(), cached, encode)
-log.info("%s", describe_outcome(f"chunk texts ({column})", chunk_outcome))
-query_vectors, new_queries, query_outcome = embed_with_cache(
-    [q.text for q in questions], {**cached, **new_chunks}, encode
-)
-log.info("%s", describe_outcome("question texts", query_outcome))
-shard = write_embedding_shard(folder, {**new_chunks, **new_queries})
-if shard is not None:
-    log.info("stored %d new embeddings in %s", len(new_chunks) + len(new_queries), shard)
+chunk_vectors = cache.embed(f"chunk texts ({column})", chunks[column].tolist(), encode)
+query_vectors = cache.embed("question texts", [q.text for q in questions], encode)
 
 retriever = embedder_retriever(entry, chunk_vectors, name)
 chunk_ids = chunks["chunk_id"].tolist()
