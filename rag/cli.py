@@ -98,6 +98,8 @@ TEXT_PREVIEW_CHARACTERS = 110
 # The index cache keeps the most recently used indexes only: every edit of a
 # document folder adds an entry that nothing will read again.
 CACHE_ENTRIES = 8
+# MiniLM vectors of rag ask, by text, beside the index bundles (pruned by their own cache).
+EMBEDDINGS_FOLDER = "embeddings"
 CACHE_MAX_AGE_SECONDS = 30 * 24 * 3600.0
 
 
@@ -342,7 +344,9 @@ def load_or_build_index(
     try:
         write_bundle(entry, *index_to_bundle(index))
         lines.append(f"index: cache miss, built in {seconds:.2f} s and cached in {_shown(entry)}")
-        removed = prune_bundles(cache, CACHE_ENTRIES, CACHE_MAX_AGE_SECONDS, spare=entry)
+        removed = prune_bundles(
+            cache, CACHE_ENTRIES, CACHE_MAX_AGE_SECONDS, spare=entry, others=(EMBEDDINGS_FOLDER,)
+        )
         if removed:
             lines.append(
                 f"index: removed {len(removed)} older cached index(es) (the cache keeps {CACHE_ENTRIES})"
@@ -571,7 +575,7 @@ def ask(arguments: argparse.Namespace) -> int:
     if dense:
         from rag.reader import CachedSentenceEmbedder
 
-        embedder = CachedSentenceEmbedder(arguments.cache / "embeddings", DENSE_MODEL)
+        embedder = CachedSentenceEmbedder(arguments.cache / EMBEDDINGS_FOLDER, DENSE_MODEL)
     embed = embedder.embed if embedder is not None else None
     # The MiniLM similarity made the reader worse on the labelled questions
     # (docs/answers.md), so it is used only when asked for.

@@ -15,7 +15,7 @@ import logging
 import os
 import secrets
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -644,10 +644,15 @@ def touch_bundle(folder: str | os.PathLike) -> None:
 
 
 def prune_bundles(
-    cache: str | os.PathLike, keep: int, max_age_seconds: float, spare: str | os.PathLike | None = None
+    cache: str | os.PathLike,
+    keep: int,
+    max_age_seconds: float,
+    spare: str | os.PathLike | None = None,
+    others: Iterable[str] = (),
 ) -> list[Path]:
     """Remove the bundles of ``cache`` beyond the ``keep`` most recently used, and any unused for
-    ``max_age_seconds``; ``spare`` (the entry just used) always stays. Returns the removed folders.
+    ``max_age_seconds``; ``spare`` (the entry just used) always stays, and so do the folders named in
+    ``others`` (caches of another kind kept beside the bundles). Returns the removed folders.
 
     A cache keyed by content digests only grows: every edit of a document adds
     an entry and none is ever read again. Use is the manifest's modification
@@ -664,7 +669,7 @@ def prune_bundles(
     entries: list[tuple[float, Path]] = []
     removed: list[Path] = []
     for folder in root.iterdir():
-        if not folder.is_dir() or folder.is_symlink() or folder.resolve() == spared:
+        if not folder.is_dir() or folder.is_symlink() or folder.resolve() == spared or folder.name in others:
             continue
         try:
             (folder / BUNDLE_MANIFEST).stat()
