@@ -400,20 +400,20 @@ def check_retriever_graph(retrievers: Mapping[str, Mapping], where: str = "confi
 # wikipedia entry's ``strict``, are filled into every entry, so only keys
 # without a schema default can be checked for belonging to another source.)
 CORPUS_SOURCES: dict[str, dict[str, tuple[str, ...]]] = {
-    "markdown": {
-        "required": ("documents", "questions"),
-        "own": ("documents",),
-        "levels": ("chunk", "document"),
-    },
+    # A corpus without questions is unlabelled: it is parsed, chunked and
+    # indexed, but nothing is evaluated on it.
+    "markdown": {"required": ("documents",), "own": ("documents",), "levels": ("chunk", "document")},
+    "text": {"required": ("documents",), "own": ("documents",), "levels": ("chunk", "document")},
+    "html": {"required": ("documents",), "own": ("documents",), "levels": ("chunk", "document")},
     "wikipedia": {
-        "required": ("titles", "as_of", "questions"),
+        "required": ("titles", "as_of"),
         "own": ("titles", "as_of"),
         "levels": ("chunk", "document"),
     },
-    "beir": {"required": ("folder",), "own": ("folder", "split"), "levels": ("document",)},
+    "beir": {"required": ("folder",), "own": ("folder", "split", "queries"), "levels": ("document",)},
 }
 
-BEIR_DEFAULTS: dict[str, object] = {"split": "test"}
+BEIR_DEFAULTS: dict[str, object] = {"split": "test", "queries": "judged"}
 
 
 def check_corpus(entry: Mapping, where: str) -> None:
@@ -425,7 +425,7 @@ def check_corpus(entry: Mapping, where: str) -> None:
             raise ConfigError(f"{where}[{key!r}]: required for source {source!r}")
     for other, other_rules in CORPUS_SOURCES.items():
         for key in other_rules["own"]:
-            if other != source and key in entry:
+            if other != source and key in entry and key not in rules["own"]:
                 raise ConfigError(f"{where}[{key!r}]: a key of source {other!r}, not of {source!r}")
     if source == "beir" and "questions" in entry:
         raise ConfigError(f"{where}['questions']: a beir corpus takes its questions from queries.jsonl")

@@ -11,6 +11,9 @@ from __future__ import annotations
 import hashlib
 import html
 import re
+import unicodedata
+from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import yaml
@@ -25,6 +28,37 @@ PARSER_VERSION = "3"
 SKIPPED_SECTIONS: frozenset[str] = frozenset(
     {"references", "further reading", "see also", "notes", "external links", "bibliography", "sources"}
 )
+
+
+# What a reader may leave out of the indexed text. Which of them it does is a
+# per-corpus setting (``skip``); every skipped line is counted per document, so
+# nothing is lost without a trace in results/corpus_statistics.csv.
+SKIPPABLE: tuple[str, ...] = ("tables", "lists", "references", "code")
+# The defaults per source: encyclopedia articles (and the bundled corpus, which
+# imitates them) leave out everything that is not running prose, as the spec
+# does; a user's own files keep their list items and plain text keeps all.
+DEFAULT_SKIPPED: dict[str, tuple[str, ...]] = {
+    "wikipedia": SKIPPABLE,
+    "html": SKIPPABLE,
+    "markdown": ("tables", "references", "code"),
+    "text": (),
+    "beir": (),
+}
+
+# Characters that carry no text: soft hyphen, zero-width space, word joiner, BOM.
+_INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff]")
+
+
+def normalize_passage(text: str) -> str:
+    """Text as every reader stores it: NFKC, invisible characters removed, one space per run.
+
+    NFKC folds compatibility forms (the no-break, thin and narrow spaces of
+    unit conversions become plain spaces, "ﬁ" becomes "fi"); every run of
+    whitespace then becomes one space. Evidence spans go through the same
+    function, so a span copied from the source file matches the parsed text.
+    """
+    folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
+    return _SPACES.sub(" ", folded).strip()
 
 
 class DocumentError(ValueError):
@@ -86,7 +120,7 @@ def text_digest(document: Document) -> str:
 
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(.*?\n)---[ \t]*\n", re.DOTALL)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_LIST_ITEM = re.compile(r"^\s*(?:([-*+])|(\d+)[.)])\s+")
 _TABLE_ROW = re.compile(r"^\s*\|")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HTML_TAG = re.compile(r"<[^>\n]+>")
@@ -125,7 +159,7 @@ def _inline_text(text: str) -> str:
     text = _HTML_TAG.sub("", text)
     text = _LINK.sub(r"\1", text)
     text = _EMPHASIS.sub(r"\2", text)
-    return _SPACES.sub(" ", html.unescape(text)).strip()
+    return normalize_passage(html.unescape(text))
 
 
 def _front_matter(text: str, name: str) -> tuple[dict, str]:
@@ -146,16 +180,40 @@ def _front_matter(text: str, name: str) -> tuple[dict, str]:
     return meta, text[match.end() :]
 
 
-def parse_markdown(text: str, name: str) -> Document:
+def check_skipped(skip: Collection[str], where: str) -> tuple[str, ...]:
+    """The ``skip`` setting of a corpus in canonical order; an unknown kind is an error."""
+    unknown = sorted(set(skip) - set(SKIPPABLE))
+    if unknown:
+        raise DocumentError(f"{where}: cannot skip {unknown[0]!r}; choose from {list(SKIPPABLE)}")
+    return tuple(kind for kind in SKIPPABLE if kind in skip)
+
+
+def parse_markdown(text: str, name: str, skip: Collection[str] = SKIPPABLE) -> Document:
     """Parse one Markdown document: H1 title, H2/H3 sections, paragraphs.
 
-    Tables, lists, code fences and reference-like sections are left out: they
-    do not read as prose and would pollute both chunks and evidence matching.
+    By default tables, lists, code fences and reference-like sections are left
+    out: they do not read as prose and would pollute both chunks and evidence
+    matching. ``skip`` names the ones to leave out (see :data:`SKIPPABLE`).
     HTML comments, scripts and other active elements are removed with their
     content and every other tag is stripped (:func:`strip_markup`).
     ``name`` (usually the file name) identifies the document in errors and is
     its id when the front matter has none.
     """
+    return parse_markdown_counted(text, name, skip)[0]
+
+
+def parse_markdown_counted(
+    text: str, name: str, skip: Collection[str] = SKIPPABLE
+) -> tuple[Document, dict[str, int]]:
+    """:func:`parse_markdown`, with the number of lines skipped of each kind.
+
+    Kept list items become paragraphs of their own, without their bullet (an
+    ordered item keeps its number, which is part of its text). As in
+    CommonMark, a line starting "4. " inside a paragraph continues that
+    paragraph: only an ordered list starting at 1 may interrupt one, so
+    wrapped prose is never mistaken for a list.
+    """
+    skip = check_skipped(skip, name)
     meta, body = _front_matter(text, name)
     body = strip_markup(body)
     title: str | None = meta.get("title")
@@ -164,6 +222,7 @@ def parse_markdown(text: str, name: str) -> Document:
     in_fence = False
     blocks: list[Block] = []
     paragraph: list[str] = []
+    skipped: Counter[str] = Counter()
 
     def flush() -> None:
         if paragraph and not skipping:
@@ -178,6 +237,12 @@ def parse_markdown(text: str, name: str) -> Document:
             in_fence = not in_fence
             continue
         if in_fence:
+            if skipping:
+                skipped["references"] += bool(line.strip())
+            elif "code" in skip:
+                skipped["code"] += bool(line.strip())
+            else:
+                paragraph.append(line.strip())
             continue
         heading = _HEADING.match(line)
         if heading:
@@ -190,10 +255,34 @@ def parse_markdown(text: str, name: str) -> Document:
                 continue
             depth = level - 2
             path = path[:depth] + [heading_text]
-            skipping = any(part.lower() in SKIPPED_SECTIONS for part in path)
+            skipping = "references" in skip and any(part.lower() in SKIPPED_SECTIONS for part in path)
             continue
-        if not line.strip() or _TABLE_ROW.match(line) or _LIST_ITEM.match(line):
+        if not line.strip():
             flush()
+            continue
+        if skipping:
+            skipped["references"] += 1
+            continue
+        if _TABLE_ROW.match(line):
+            flush()
+            if "tables" in skip:
+                skipped["tables"] += 1
+            elif not re.fullmatch(r"[\s|:-]+", line):
+                cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+                paragraph.append(" | ".join(cell for cell in cells if cell))
+                flush()
+            continue
+        item = _LIST_ITEM.match(line)
+        if item:
+            bullet, number = item.group(1), item.group(2)
+            if paragraph and number is not None and int(number) != 1:
+                paragraph.append(line.strip())  # wrapped prose, not a list
+                continue
+            flush()
+            if "lists" in skip:
+                skipped["lists"] += 1
+                continue
+            paragraph.append(line[item.end() :].strip() if bullet else line.strip())
             continue
         paragraph.append(line.strip())
     flush()
@@ -209,7 +298,7 @@ def parse_markdown(text: str, name: str) -> Document:
     if isinstance(tags, str):
         tags = (tags,)
     version = meta.get("version")
-    return Document(
+    document = Document(
         doc_id=doc_id,
         title=title,
         version=str(version) if version is not None else content_version(blocks),
@@ -219,3 +308,4 @@ def parse_markdown(text: str, name: str) -> Document:
         tags=tuple(str(tag) for tag in tags),
         access=str(meta.get("access") or "public"),
     )
+    return document, {kind: skipped[kind] for kind in SKIPPABLE}

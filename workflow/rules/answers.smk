@@ -46,8 +46,8 @@ rule answer_tables:
         ranked=[f"work/answers/{c}/{ch}/{r}.parquet" for c, ch, r in answer_pairs()],
         summaries=[f"work/answers/{corpus}/lead_summaries.parquet" for corpus in SPAN_CORPORA],
     output:
-        answers="results/answers.csv",
-        summary="results/answers_summary.csv",
+        answers=RESULTS + "/answers.csv",
+        summary=RESULTS + "/answers_summary.csv",
     log:
         "logs/answer_tables.log",
     params:
@@ -60,8 +60,8 @@ rule abstention:
     input:
         abstention_inputs(),
     output:
-        table="results/abstention.csv",
-        figure="results/figures/abstention.png",
+        table=RESULTS + "/abstention.csv",
+        figure=RESULTS + "/figures/abstention.png",
     log:
         "logs/abstention.log",
     params:
@@ -78,7 +78,7 @@ rule summaries:
         parsed=expand("work/parsed/{corpus}.parquet", corpus=SPAN_CORPORA),
         questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
     output:
-        "results/summaries.csv",
+        RESULTS + "/summaries.csv",
     log:
         "logs/summaries.log",
     params:
@@ -97,8 +97,8 @@ rule route:
         qrels=routing_inputs("qrels"),
         index=routing_inputs("index"),
     output:
-        routing="results/routing.csv",
-        metrics="results/routing_metrics.csv",
+        routing=RESULTS + "/routing.csv",
+        metrics=RESULTS + "/routing_metrics.csv",
     log:
         "logs/route.log",
     benchmark:

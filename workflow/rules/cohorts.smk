@@ -4,12 +4,12 @@
 
 rule cohorts:
     input:
-        metrics="results/metrics.csv",
-        by_type="results/metrics_by_type.csv",
-        by_document="results/metrics_by_document.csv",
+        metrics=RESULTS + "/metrics.csv",
+        by_type=RESULTS + "/metrics_by_type.csv",
+        by_document=RESULTS + "/metrics_by_document.csv",
     output:
-        table="results/weakest_cohorts.csv",
-        figure="results/figures/cohorts.png",
+        table=RESULTS + "/weakest_cohorts.csv",
+        figure=RESULTS + "/figures/cohorts.png",
     log:
         "logs/cohorts.log",
     params:

@@ -47,6 +47,16 @@ from rag.chunking import ChunkingError, spec_from_config  # noqa: E402
 from rag.grounding import swap_values  # noqa: E402
 from rag.io import beir_files, read_yaml  # noqa: E402
 from rag.labels import LabelError, parse_questions  # noqa: E402
+from rag.documents import DocumentError  # noqa: E402
+from rag.experiments import (  # noqa: E402
+    figures_corpus,
+    grounding_corpus,
+    is_labelled,
+    ivf_tradeoff_warning,
+    unlabelled_corpora,
+)
+from rag.folders import FOLDER_SOURCES, folder_files, skipped_setting  # noqa: E402
+from rag.questions import corpus_question_problems  # noqa: E402
 
 SCHEMA = "../schemas/config.schema.yaml"
 
@@ -58,6 +68,10 @@ if _problems:
 validate(config, schema=SCHEMA)
 for _warning in prune_unavailable(config, PRETRAINED_KINDS):
     print(f"WARNING: {_warning}", file=sys.stderr)
+
+# Issue 16: the folder of the result tables and figures (config key results,
+# default results/), so an experiment of one's own leaves the committed tables alone.
+RESULTS = config.get("results", "results").rstrip("/") or "."
 
 
 def _canonical_grid():
@@ -100,6 +114,23 @@ if not CORPORA:
     raise ConfigError("config['corpora']: every corpus is disabled")
 for _name, _entry in CORPORA.items():
     check_corpus(_entry, f"config['corpora'][{_name!r}]")
+    try:  # issue 16: what the parser skips is a per-corpus setting
+        skipped_setting(_entry, f"config['corpora'][{_name!r}]")
+    except DocumentError as error:
+        raise ConfigError(str(error)) from None
+
+# Issue 16: every question file is checked against its schema while the DAG is
+# built, and every problem is reported at once (rag.questions).
+_question_problems = corpus_question_problems(
+    CORPORA, read_yaml(PROJECT_ROOT / "workflow/schemas/questions.schema.yaml"), read_yaml
+)
+if _question_problems:
+    raise ConfigError(
+        f"{len(_question_problems)} problem(s) in the question files:\n  " + "\n  ".join(_question_problems)
+    )
+# Issue 16: a corpus without questions is parsed, chunked and indexed only.
+UNLABELLED_CORPORA = unlabelled_corpora(CORPORA)
+LABELLED_CORPORA = [name for name in CORPORA if name not in UNLABELLED_CORPORA]
 
 
 def ranking_depth(corpus):
@@ -109,13 +140,13 @@ def ranking_depth(corpus):
 
 # Evidence spans label chunks; BEIR qrels (or spans mapped to their documents)
 # label documents. Each corpus is evaluated at one level.
-LEVELS = {name: corpus_level(entry) for name, entry in CORPORA.items()}
-SPAN_CORPORA = [name for name, entry in CORPORA.items() if entry["source"] != "beir"]
-CHUNK_LEVEL_CORPORA = [name for name in CORPORA if LEVELS[name] == "chunk"]
-DOCUMENT_LEVEL_CORPORA = [name for name in CORPORA if LEVELS[name] == "document"]
+LEVELS = {name: corpus_level(CORPORA[name]) for name in LABELLED_CORPORA}
+SPAN_CORPORA = [name for name in LABELLED_CORPORA if CORPORA[name]["source"] != "beir"]
+CHUNK_LEVEL_CORPORA = [name for name in LABELLED_CORPORA if LEVELS[name] == "chunk"]
+DOCUMENT_LEVEL_CORPORA = [name for name in LABELLED_CORPORA if LEVELS[name] == "document"]
 # BEIR reports nDCG@10 and recall@100; document-level tables add them to evaluation.ks.
 DOCUMENT_KS = sorted(set(config["evaluation"]["ks"]) | {10, 100})
-for _name in CORPORA:
+for _name in LABELLED_CORPORA:
     _where = (
         f"config['corpora'][{_name!r}]['depth']"
         if "depth" in CORPORA[_name]
@@ -167,19 +198,23 @@ def corpus_params(wildcards):
     entry = CORPORA[wildcards.corpus]
     if entry["source"] == "beir":
         entry = {**BEIR_DEFAULTS, **entry}
+    if entry["source"] in FOLDER_SOURCES:  # issue 16: the skip setting, default filled in
+        entry = {**entry, "skip": list(skipped_setting(entry, wildcards.corpus))}
     return canonical_json({key: value for key, value in entry.items() if key not in EVALUATION_KEYS})
 
 
 def corpus_documents(wildcards):
     """The input files of a corpus: removing a document changes this list."""
     entry = CORPORA[wildcards.corpus]
-    if entry["source"] == "markdown":
+    if entry["source"] in FOLDER_SOURCES:
         folder = Path(entry["documents"])
-        files = sorted(str(path) for path in folder.glob("*.md"))
+        where = f"config['corpora'][{wildcards.corpus!r}]['documents']"
+        if not folder.is_dir():
+            raise ConfigError(f"{where}: no such folder {folder}")
+        files = [str(path) for path in folder_files(folder, entry["source"])]
         if not files:
-            raise ConfigError(
-                f"config['corpora'][{wildcards.corpus!r}]['documents']: no *.md files in {folder}"
-            )
+            endings = " or ".join(f"*{ending}" for ending in FOLDER_SOURCES[entry["source"]])
+            raise ConfigError(f"{where}: no {endings} files in {folder}")
         return files
     return [wikipedia_lock(wildcards.corpus)]
 
@@ -189,15 +224,15 @@ def wikipedia_lock(corpus):
     return f"resources/{corpus}/wikipedia.lock.yaml"
 
 
-def corpora_of_source(source):
-    return [name for name, entry in CORPORA.items() if entry["source"] == source]
+def corpora_of_source(*sources):
+    return [name for name, entry in CORPORA.items() if entry["source"] in sources]
 
 
 def questions_path(corpus):
     """A corpus's questions: its labelled YAML file, or the table its BEIR queries become."""
     if CORPORA[corpus]["source"] == "beir":
         return f"work/questions/{corpus}.parquet"
-    return CORPORA[corpus]["questions"]
+    return CORPORA[corpus].get("questions", [])  # issue 16: none for an unlabelled corpus
 
 
 def questions_file(wildcards):
@@ -210,26 +245,27 @@ def corpus_chunker_pairs(corpora=None):
 
 def all_results():
     results = [
-        "results/corpus_statistics.csv",
-        "results/questions_by_type.csv",
-        "results/chunk_statistics.csv",
+        RESULTS + "/corpus_statistics.csv",
+        RESULTS + "/questions_by_type.csv",
+        RESULTS + "/chunk_statistics.csv",
+        RESULTS + "/index_statistics.csv",
     ]
     if SPAN_CORPORA:
-        results.append("results/evidence_cuts.csv")
+        results.append(RESULTS + "/evidence_cuts.csv")
     if CHUNK_LEVEL_CORPORA:
-        results += ["results/metrics.csv", "results/figures/recall_at_k.png"]
+        results += [RESULTS + "/metrics.csv", RESULTS + "/figures/recall_at_k.png"]
     if DOCUMENT_LEVEL_CORPORA:
-        results += ["results/document_metrics.csv", "results/beir_metrics.csv"]
+        results += [RESULTS + "/document_metrics.csv", RESULTS + "/beir_metrics.csv"]
     results += [*GROUNDING_RESULTS, *vector_search_results(), *contract_results()]
     if ANSWERS is not None:
         results += [
-            "results/answers.csv",
-            "results/answers_summary.csv",
-            "results/abstention.csv",
-            "results/figures/abstention.png",
-            "results/summaries.csv",
-            "results/routing.csv",
-            "results/routing_metrics.csv",
+            RESULTS + "/answers.csv",
+            RESULTS + "/answers_summary.csv",
+            RESULTS + "/abstention.csv",
+            RESULTS + "/figures/abstention.png",
+            RESULTS + "/summaries.csv",
+            RESULTS + "/routing.csv",
+            RESULTS + "/routing_metrics.csv",
         ]
     return results
 
@@ -256,13 +292,24 @@ def retriever_chunkers(retriever):
 
 
 def grid(corpora=None):
-    """Every (corpus, chunker, retriever) the configuration asks for."""
+    """Every (corpus, chunker, retriever) the configuration asks for (labelled corpora by default)."""
     return [
         (corpus, chunker, retriever)
-        for corpus in (CORPORA if corpora is None else corpora)
+        for corpus in (LABELLED_CORPORA if corpora is None else corpora)
         for retriever in RETRIEVERS
         for chunker in retriever_chunkers(retriever)
     ]
+
+
+def index_grid():
+    """(corpus, chunker, retriever) of every fitted or encoded index, unlabelled corpora included."""
+    return [triple for triple in grid(list(CORPORA)) if triple[2] in BASE_RETRIEVERS]
+
+
+def index_benchmark(corpus, chunker, retriever):
+    """The benchmark file of the job that built an index (rule rank or rank_embedder)."""
+    rule_name = "rank_embedder" if retriever in EMBEDDER_RETRIEVERS else "rank"
+    return f"benchmarks/logs/{rule_name}/{corpus}/{chunker}/{retriever}.tsv"
 
 
 def is_approximate(retriever):
@@ -326,7 +373,10 @@ def _figures():
     figures = dict(config.get("figures", {}))
     if not CHUNK_LEVEL_CORPORA:
         return figures
-    figures.setdefault("corpus", CHUNK_LEVEL_CORPORA[0])
+    # Issue 16: a named corpus that is off gives way to the first chunk-level one.
+    figures["corpus"], _warning = figures_corpus(figures.get("corpus"), CHUNK_LEVEL_CORPORA, config["corpora"])
+    if _warning:
+        print(f"WARNING: {_warning}", file=sys.stderr)
     figures.setdefault("chunker", next(iter(CHUNKERS)))
     figures.setdefault("retriever", next(iter(RETRIEVERS)))
     figures.setdefault("compare", list(RETRIEVERS)[:2] * (2 if len(RETRIEVERS) == 1 else 1))
@@ -372,8 +422,18 @@ def _grounding():
     where = "config['grounding']"
     grounding = canonical_grounding(config["grounding"], where)
     # The cases name labelled questions: only span-labelled corpora have them.
-    grounding["corpus"] = grounding.get("corpus", next(iter(SPAN_CORPORA), None))
-    check_names([grounding["corpus"]], SPAN_CORPORA, f"{where}['corpus']", "enabled span-labelled corpus")
+    # Issue 16: without such a corpus the experiment is left out with a warning.
+    needed = [case["question"] for case in grounding["cases"]] + [grounding["swap"]["question"]]
+    grounding["corpus"], _warning = grounding_corpus(
+        grounding.get("corpus"),
+        SPAN_CORPORA,
+        config["corpora"],
+        needed,
+        lambda corpus: _question_ids(corpus, f"{where}['corpus']"),
+    )
+    if _warning:
+        print(f"WARNING: {_warning}", file=sys.stderr)
+        return None
     check_names([grounding["chunker"]], CHUNKERS, f"{where}['chunker']", "chunker")
     check_names(
         [grounding["retriever"]],
@@ -409,10 +469,10 @@ def _grounding():
 GROUNDING = _grounding()
 GROUNDING_RESULTS = (
     [
-        "results/grounding.csv",
-        "results/grounding_cases.csv",
-        "results/grounding_swap.csv",
-        "results/figures/grounding.png",
+        RESULTS + "/grounding.csv",
+        RESULTS + "/grounding_cases.csv",
+        RESULTS + "/grounding_swap.csv",
+        RESULTS + "/figures/grounding.png",
     ]
     if GROUNDING
     else []
@@ -439,6 +499,10 @@ def _ivf_tradeoff():
         return None
     where = "config['ivf_tradeoff']"
     settings = dict(config["ivf_tradeoff"])
+    _warning = ivf_tradeoff_warning(settings.get("corpus"), SPAN_CORPORA, config["corpora"])
+    if _warning:  # issue 16: left out when its corpus is off
+        print(f"WARNING: {_warning}", file=sys.stderr)
+        return None
     settings.setdefault("corpus", next(iter(SPAN_CORPORA), None))
     settings = canonical_settings(IVF_TRADEOFF_PARAMETERS, settings, where)
     check_names([settings["corpus"]], SPAN_CORPORA, f"{where}['corpus']", "enabled span-labelled corpus")
@@ -478,11 +542,11 @@ def vector_search_results():
     """What the approximate-search experiments add to rule all (only the configured halves)."""
     results = []
     if IVF_TRADEOFF:
-        results.append("results/ivf_tradeoff.csv")
+        results.append(RESULTS + "/ivf_tradeoff.csv")
     if IVF_SYNTHETIC:
-        results.append("results/ivf_synthetic.csv")
+        results.append(RESULTS + "/ivf_synthetic.csv")
     if IVF_TRADEOFF and IVF_SYNTHETIC:
-        results.append("results/figures/ivf_tradeoff.png")
+        results.append(RESULTS + "/figures/ivf_tradeoff.png")
     return results
 
 
@@ -662,21 +726,21 @@ wildcard_constraints:
 
 
 def contract_results():
-    results = ["results/provenance.csv"]
+    results = [RESULTS + "/provenance.csv"]
     # The cohorts and the funnel ablation read the chunk-level metrics; the
     # filter and diversity ablations read chunk qrels from evidence spans.
     if CHUNK_LEVEL_CORPORA:
         results += [
-            "results/metrics_by_document.csv",
-            "results/weakest_cohorts.csv",
-            "results/figures/cohorts.png",
+            RESULTS + "/metrics_by_document.csv",
+            RESULTS + "/weakest_cohorts.csv",
+            RESULTS + "/figures/cohorts.png",
         ]
     if FILTER_ABLATION and SPAN_CORPORA:
-        results.append("results/filter_ablation.csv")
+        results.append(RESULTS + "/filter_ablation.csv")
     if DIVERSITY_ABLATION and SPAN_CORPORA:
-        results.append("results/diversity_ablation.csv")
+        results.append(RESULTS + "/diversity_ablation.csv")
     if FUNNEL_RETRIEVERS and "funnel_ablation" in config and CHUNK_LEVEL_CORPORA:
-        results.append("results/funnel_ablation.csv")
+        results.append(RESULTS + "/funnel_ablation.csv")
     return results
 
 

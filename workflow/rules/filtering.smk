@@ -121,7 +121,7 @@ rule filter_ablation:
         ),
         questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
     output:
-        "results/filter_ablation.csv",
+        RESULTS + "/filter_ablation.csv",
     log:
         "logs/filter_ablation.log",
     params:

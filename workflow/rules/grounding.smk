@@ -9,9 +9,9 @@ rule grounding:
     input:
         unpack(grounding_inputs),
     output:
-        answers="results/grounding.csv",
-        cases="results/grounding_cases.csv",
-        swap="results/grounding_swap.csv",
+        answers=RESULTS + "/grounding.csv",
+        cases=RESULTS + "/grounding_cases.csv",
+        swap=RESULTS + "/grounding_swap.csv",
     log:
         "logs/grounding.log",
     benchmark:
@@ -25,10 +25,10 @@ rule grounding:
 
 rule plot_grounding:
     input:
-        answers="results/grounding.csv",
-        swap="results/grounding_swap.csv",
+        answers=RESULTS + "/grounding.csv",
+        swap=RESULTS + "/grounding_swap.csv",
     output:
-        "results/figures/grounding.png",
+        RESULTS + "/figures/grounding.png",
     log:
         "logs/plot_grounding.log",
     params:
