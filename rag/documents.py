@@ -223,13 +223,16 @@ def parse_markdown_counted(
     blocks: list[Block] = []
     paragraph: list[str] = []
     skipped: Counter[str] = Counter()
+    in_item = False  # whether the open paragraph is a kept list item
 
     def flush() -> None:
+        nonlocal in_item
         if paragraph and not skipping:
             joined = _inline_text(" ".join(paragraph))
             if joined:
                 blocks.append(Block(tuple(path), joined))
         paragraph.clear()
+        in_item = False
 
     for line in body.splitlines():
         if _FENCE.match(line):
@@ -275,7 +278,7 @@ def parse_markdown_counted(
         item = _LIST_ITEM.match(line)
         if item:
             bullet, number = item.group(1), item.group(2)
-            if paragraph and number is not None and int(number) != 1:
+            if paragraph and not in_item and number is not None and int(number) != 1:
                 paragraph.append(line.strip())  # wrapped prose, not a list
                 continue
             flush()
@@ -283,6 +286,7 @@ def parse_markdown_counted(
                 skipped["lists"] += 1
                 continue
             paragraph.append(line[item.end() :].strip() if bullet else line.strip())
+            in_item = True
             continue
         paragraph.append(line.strip())
     flush()
@@ -293,7 +297,8 @@ def parse_markdown_counted(
         raise DocumentError(f"{name}: no title (an H1 heading or a 'title' in the front matter)")
     if not blocks:
         raise DocumentError(f"{name}: no paragraphs to index")
-    doc_id = str(meta.get("id") or re.sub(r"\.md$", "", name))
+    # Without an id in the front matter, the file's name without folder or ending.
+    doc_id = str(meta.get("id") or re.sub(r"\.md$", "", re.split(r"[\\/]", name)[-1]))
     tags = meta.get("tags") or ()
     if isinstance(tags, str):
         tags = (tags,)

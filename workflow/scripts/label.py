@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import sys
 
 import pandas as pd
 
@@ -16,7 +17,7 @@ from rag.io import (
     start_log,
     write_parquet,
 )
-from rag.labels import evidence_cuts, judge_chunks, locate_spans, parse_questions
+from rag.labels import LabelError, evidence_cuts, judge_chunks, locate_spans, parse_questions
 from rag.provenance import carried
 
 log = start_log(snakemake.log[0])
@@ -25,7 +26,11 @@ documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
 chunks = chunks_from_frame(pd.read_parquet(snakemake.input.chunks))
 spec = spec_from_config(json.loads(snakemake.params.chunker))
 
-locations = locate_spans(questions, documents)
+try:
+    locations = locate_spans(questions, documents)
+except LabelError as error:  # every unmatched span at once, without a traceback
+    log.error("%s", error)
+    sys.exit(f"{snakemake.input.questions}: evidence spans not found in the parsed documents:\n{error}")
 judgements = judge_chunks(questions, locations, chunks)
 window = (spec.size, spec.overlap) if spec.kind == "fixed" else None
 cuts = evidence_cuts(questions, locations, judgements, window)
