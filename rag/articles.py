@@ -146,6 +146,7 @@ _CLOSES_PARAGRAPH: frozenset[str] = frozenset(
 
 _HEADING_LEVELS = {"h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 
+
 def normalize_whitespace(text: str) -> str:
     """The text the Markdown reader would store (:func:`rag.documents.normalize_passage`):
     invisible characters (soft hyphen, zero-width space, word joiner, BOM)

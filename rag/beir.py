@@ -243,7 +243,9 @@ def judged_questions(questions: Sequence[Question], queries: str = "judged") -> 
     """
     if queries not in ("judged", "all"):
         raise ValueError(f"queries: expected 'judged' or 'all', got {queries!r}")
-    return list(questions) if queries == "all" else [question for question in questions if question.answerable]
+    return (
+        list(questions) if queries == "all" else [question for question in questions if question.answerable]
+    )
 
 
 # --------------------------------------------------------------------------

@@ -22,7 +22,7 @@ SECTION_SEPARATOR = " › "
 BLOCK_SEPARATOR = "\n\n"
 # Bumped whenever parsing can give different text for the same file: chunk ids
 # include it, so text from two parser versions never shares an id.
-PARSER_VERSION = "3"
+PARSER_VERSION = "4"
 
 # Sections that describe the document instead of stating its facts.
 SKIPPED_SECTIONS: frozenset[str] = frozenset(

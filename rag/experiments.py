@@ -62,7 +62,9 @@ def grounding_corpus(
     )
 
 
-def ivf_tradeoff_warning(named: str | None, span_corpora: Sequence[str], configured: Collection[str]) -> str | None:
+def ivf_tradeoff_warning(
+    named: str | None, span_corpora: Sequence[str], configured: Collection[str]
+) -> str | None:
     """Why the IVF trade-off on the labelled chunks cannot run, or None when it can."""
     if named is None:
         return None if span_corpora else "config['ivf_tradeoff']: left out, it needs a span-labelled corpus"
@@ -91,5 +93,6 @@ def figures_corpus(
         return fallback, None
     instead = f"the figures draw {fallback!r} instead" if fallback else "the figures are left out"
     return fallback, (
-        f"config['figures']['corpus']: the chunk-level corpus {named!r} {_describe(named, configured)}; {instead}"
+        f"config['figures']['corpus']: the chunk-level corpus {named!r} "
+        f"{_describe(named, configured)}; {instead}"
     )

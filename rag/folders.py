@@ -38,7 +38,9 @@ _BLANK_LINES = re.compile(r"\n[ \t\r\f\v]*\n")
 def folder_files(folder: str | Path, source: str) -> list[Path]:
     """The folder's files of the source's kind, in name order (not recursive)."""
     endings = FOLDER_SOURCES[source]
-    return sorted(path for path in Path(folder).iterdir() if path.is_file() and path.suffix.lower() in endings)
+    return sorted(
+        path for path in Path(folder).iterdir() if path.is_file() and path.suffix.lower() in endings
+    )
 
 
 def skipped_setting(entry: dict, where: str) -> tuple[str, ...]:

@@ -186,7 +186,8 @@ def locate_spans(questions: Sequence[Question], documents: Sequence[Document]) -
                     closest = closest_passage(span.text, {doc_id: texts[doc_id] for doc_id in doc_ids})
                     hint = f"; closest passage in {closest[0]!r}: {closest[1]!r}" if closest else ""
                     problems.append(
-                        f"question {question.question_id!r}: evidence span {span.text!r} not found in {where}{hint}"
+                        f"question {question.question_id!r}: evidence span {span.text!r} "
+                        f"not found in {where}{hint}"
                     )
     if problems:
         raise LabelError("\n".join(problems))

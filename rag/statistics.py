@@ -33,10 +33,7 @@ def corpus_statistics(
                 "sections": group.loc[group["section"] != "", "section"].nunique(),
                 "paragraphs": len(group),
                 "words": int(group["text"].str.split().str.len().sum()),
-                **{
-                    f"skipped_{kind}": int(skipped.get(doc_id, {}).get(kind, 0))
-                    for kind in SKIPPABLE
-                },
+                **{f"skipped_{kind}": int(skipped.get(doc_id, {}).get(kind, 0)) for kind in SKIPPABLE},
             }
         )
     frame = pd.DataFrame(rows)
@@ -146,7 +143,9 @@ def per_question_table(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.Data
     return table[[*keys, "question_id", "type", "first_relevant_rank", "reciprocal_rank", *ordered]]
 
 
-def index_statistics(index_bytes: int, benchmark: pd.DataFrame, corpus: str, chunker: str, retriever: str) -> dict:
+def index_statistics(
+    index_bytes: int, benchmark: pd.DataFrame, corpus: str, chunker: str, retriever: str
+) -> dict:
     """One fitted index: its size on disk, and the seconds and memory its job took.
 
     ``benchmark`` is the job's Snakemake benchmark table (columns ``s`` and

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from rag.beir import judged_questions
-from rag.documents import DocumentError, Document, Block, normalize_passage, parse_markdown_counted
+from rag.documents import Block, Document, DocumentError, normalize_passage, parse_markdown_counted
 from rag.experiments import figures_corpus, grounding_corpus, ivf_tradeoff_warning, unlabelled_corpora
 from rag.folders import parse_text, read_document, skipped_setting
 from rag.labels import LabelError, Question, locate_spans, parse_questions
@@ -46,7 +46,8 @@ def test_every_mistake_is_reported_at_once_with_question_and_key():
     problems = question_problems(FIVE_MISTAKES, "qs.yaml", SCHEMA)
     assert problems == [
         "qs.yaml: question 'no-text': 'question' is required",
-        "qs.yaml: question 'bad-key'['evidence'][0]['spans'][0]: unknown key 'doc'; allowed keys: document, text",
+        "qs.yaml: question 'bad-key'['evidence'][0]['spans'][0]: unknown key 'doc'; "
+        "allowed keys: document, text",
         "qs.yaml: question 'bad-gain'['evidence'][0]['gain']: -1 is less than or equal to the minimum of 0",
         "qs.yaml: question 'bad-gain'['id']: duplicate id, also question #3",
         "qs.yaml: question 'answered'['evidence']: an unanswerable question must not have evidence",
@@ -56,12 +57,22 @@ def test_every_mistake_is_reported_at_once_with_question_and_key():
 def test_a_valid_file_with_custom_types_has_no_problems():
     questions = [
         {"id": "a", "question": "How wide?", "type": "number", "evidence": [{"spans": ["4,880 km"]}]},
-        {"id": "b", "question": "Who?", "type": "Person names", "answer": "Piazzi", "evidence": [{"spans": ["x"]}]},
+        {
+            "id": "b",
+            "question": "Who?",
+            "type": "Person names",
+            "answer": "Piazzi",
+            "evidence": [{"spans": ["x"]}],
+        },
         {"id": "c", "question": "Unknown?", "type": "unanswerable", "answerable": False},
     ]
     assert question_problems(questions, "qs.yaml", SCHEMA) == []
     assert question_problems({"questions": questions}, "qs.yaml", SCHEMA) == []
-    assert [q.type for q in parse_questions(questions, "qs.yaml")] == ["number", "Person names", "unanswerable"]
+    assert [q.type for q in parse_questions(questions, "qs.yaml")] == [
+        "number",
+        "Person names",
+        "unanswerable",
+    ]
 
 
 def test_span_documents_are_checked_when_the_corpus_is_known():
@@ -99,14 +110,20 @@ def test_files_that_are_not_question_lists(tmp_path):
 
 
 def test_normalisation_folds_unicode_spaces_and_compatibility_forms():
-    assert normalize_passage(f" 1,550{NBSP}km\u202fwide,{THIN}a\u00adb ﬁne\n\tend ") == "1,550 km wide, ab fine end"
+    assert (
+        normalize_passage(f" 1,550{NBSP}km\u202fwide,{THIN}a\u00adb ﬁne\n\tend ")
+        == "1,550 km wide, ab fine end"
+    )
 
 
 def test_spans_with_no_break_spaces_match_the_parsed_text():
-    document, _ = parse_markdown_counted(f"# Mercury\n\nIt has a diameter of 4,880{NBSP}km today.\n", "mercury.md")
+    document, _ = parse_markdown_counted(
+        f"# Mercury\n\nIt has a diameter of 4,880{NBSP}km today.\n", "mercury.md"
+    )
     assert document.blocks[0].text == "It has a diameter of 4,880 km today."
     questions = parse_questions(
-        [{"id": "size", "question": "How wide?", "evidence": [{"spans": [f"diameter of 4,880{NBSP}km"]}]}], "q"
+        [{"id": "size", "question": "How wide?", "evidence": [{"spans": [f"diameter of 4,880{NBSP}km"]}]}],
+        "q",
     )
     [location] = locate_spans(questions, [document])
     assert document.full_text[location.start : location.end] == "diameter of 4,880 km"
@@ -190,7 +207,9 @@ def test_markdown_keeps_list_items_by_default_and_counts_what_it_skips():
 
 
 def test_skipping_everything_keeps_wrapped_prose_and_counts_the_list():
-    document, skipped = parse_markdown_counted(MARKDOWN, "mercury.md", ("tables", "lists", "references", "code"))
+    document, skipped = parse_markdown_counted(
+        MARKDOWN, "mercury.md", ("tables", "lists", "references", "code")
+    )
     assert [block.text for block in document.blocks] == [
         "Mercury completes one orbit every 88 days. Its 4. orbital resonance was found by radar.",
         "The steps:",
@@ -415,10 +434,17 @@ def test_the_numbered_list_is_kept_and_nothing_is_skipped_silently(markdown_run)
     assert "4. The spin of 58.6 days was measured by radar." in texts
     assert "Mercury has a diameter of 4,880 km and is the smallest planet." in texts
     statistics = pd.read_csv(workdir / "my_results" / "corpus_statistics.csv")
-    assert list(statistics.columns[-4:]) == ["skipped_tables", "skipped_lists", "skipped_references", "skipped_code"]
-    assert statistics[statistics.doc_id == "(all)"][list(statistics.columns[-4:])].values.tolist() == [[0, 0, 0, 0]]
+    assert list(statistics.columns[-4:]) == [
+        "skipped_tables",
+        "skipped_lists",
+        "skipped_references",
+        "skipped_code",
+    ]
+    assert statistics[statistics.doc_id == "(all)"][list(statistics.columns[-4:])].values.tolist() == [
+        [0, 0, 0, 0]
+    ]
     indexes = pd.read_csv(workdir / "my_results" / "index_statistics.csv")
-    assert sorted(zip(indexes.chunker, indexes.retriever)) == [
+    assert sorted(zip(indexes.chunker, indexes.retriever, strict=True)) == [
         ("sections", "bm25"),
         ("sections", "lsa"),
         ("sentences100", "bm25"),
@@ -470,7 +496,14 @@ def test_text_and_html_folders_and_an_unlabelled_corpus(tmp_path):
     (tmp_path / "pages" / "venus.htm").write_text("<title>Venus</title><p>Venus is hot and cloudy.</p>")
     (tmp_path / "questions.yaml").write_text(
         yaml.safe_dump(
-            [{"id": "near", "question": "Which moon is closer?", "type": "moons", "evidence": [{"spans": ["Phobos orbits closer"]}]}]
+            [
+                {
+                    "id": "near",
+                    "question": "Which moon is closer?",
+                    "type": "moons",
+                    "evidence": [{"spans": ["Phobos orbits closer"]}],
+                }
+            ]
         )
     )
     config = {
@@ -492,7 +525,7 @@ def test_text_and_html_folders_and_an_unlabelled_corpus(tmp_path):
     assert rows.loc[("pages", "mars"), "skipped_lists"] == 1
     assert rows.loc[("pages", "venus"), "title"] == "Venus"
     indexes = pd.read_csv(tmp_path / "out" / "index_statistics.csv")
-    assert sorted(zip(indexes.corpus, indexes.retriever)) == [
+    assert sorted(zip(indexes.corpus, indexes.retriever, strict=True)) == [
         ("notes", "bm25"),
         ("notes", "tfidf"),
         ("pages", "bm25"),
@@ -520,7 +553,9 @@ def test_the_bundled_grid_with_its_corpus_off_degrades_with_warnings(tmp_path):
     my_config.write_text(yaml.safe_dump(config, sort_keys=False))
     result = run(tmp_path, my_config, "-n", "--cores", "1")
     output = result.stdout + result.stderr
-    assert "WARNING: config['grounding']: left out, it needs a span-labelled corpus with the questions" in output
+    assert (
+        "WARNING: config['grounding']: left out, it needs a span-labelled corpus with the questions" in output
+    )
     assert (
         "WARNING: config['ivf_tradeoff']: left out, it needs the span-labelled corpus 'solar_system', "
         "which is disabled" in output

@@ -374,7 +374,9 @@ def _figures():
     if not CHUNK_LEVEL_CORPORA:
         return figures
     # Issue 16: a named corpus that is off gives way to the first chunk-level one.
-    figures["corpus"], _warning = figures_corpus(figures.get("corpus"), CHUNK_LEVEL_CORPORA, config["corpora"])
+    figures["corpus"], _warning = figures_corpus(
+        figures.get("corpus"), CHUNK_LEVEL_CORPORA, config["corpora"]
+    )
     if _warning:
         print(f"WARNING: {_warning}", file=sys.stderr)
     figures.setdefault("chunker", next(iter(CHUNKERS)))

@@ -15,5 +15,8 @@ for corpus, questions_path in zip(snakemake.params.labelled, snakemake.input.que
     questions.append(questions_by_type(read_questions(questions_path), corpus))
 write_csv(pd.concat(documents, ignore_index=True), snakemake.output.documents)
 columns = ["corpus", "type", "questions", "evidence_pieces"]
-write_csv(pd.concat(questions, ignore_index=True) if questions else pd.DataFrame(columns=columns), snakemake.output.questions)
+write_csv(
+    pd.concat(questions, ignore_index=True) if questions else pd.DataFrame(columns=columns),
+    snakemake.output.questions,
+)
 finish_job()

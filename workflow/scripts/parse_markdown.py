@@ -16,7 +16,9 @@ log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.corpus)
 documents, origin, skipped = [], {}, {}
 for path in map(Path, snakemake.input):
-    document, counts = read_document(path.read_text(encoding="utf-8"), str(path), entry["source"], entry["skip"])
+    document, counts = read_document(
+        path.read_text(encoding="utf-8"), str(path), entry["source"], entry["skip"]
+    )
     if document.doc_id in origin:
         raise DocumentError(
             f"{path}: document id {document.doc_id!r} is already used by {origin[document.doc_id]}"

@@ -28,7 +28,15 @@ questions = read_questions(snakemake.input.questions) if snakemake.input.get("qu
 
 started = time.perf_counter()
 retriever = build_retriever(entry, chunks["indexed_text"], name)
-log.info("%s", progress_line(f"indexed chunks of {name}", len(chunks["chunk_id"]), len(chunks["chunk_id"]), time.perf_counter() - started))
+log.info(
+    "%s",
+    progress_line(
+        f"indexed chunks of {name}",
+        len(chunks["chunk_id"]),
+        len(chunks["chunk_id"]),
+        time.perf_counter() - started,
+    ),
+)
 chunk_ids = chunks["chunk_id"]
 order = chunk_id_order(chunk_ids)
 progress = Progress(f"ranked questions with {name}", len(questions), log.info)
