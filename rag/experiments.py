@@ -41,9 +41,11 @@ def grounding_corpus(
     ``named`` is the section's own ``corpus`` (None when it names none);
     ``question_ids(corpus)`` gives a corpus's question ids. A named, enabled
     corpus is used as it is (a missing question there is a mistake the caller
-    reports); without a name, the first span-labelled corpus holding every
-    question the cases name is used, so adding a corpus of one's own beside
-    the bundled one changes nothing.
+    reports). Without a name, the span-labelled corpus holding most of the
+    questions the cases name is used (the first on a tie), so adding a corpus
+    of one's own beside the bundled one changes nothing, and a misspelled
+    question id among correct ones is still reported by the caller. Only when
+    no enabled corpus holds any of them is the experiment left out.
     """
     needed = sorted(set(needed_questions))
     if named is not None:
@@ -53,12 +55,13 @@ def grounding_corpus(
             f"config['grounding']: left out, it needs the span-labelled corpus {named!r}, "
             f"which {_describe(named, configured)}"
         )
-    for corpus in span_corpora:
-        if set(needed) <= set(question_ids(corpus)):
-            return corpus, None
+    held = {corpus: len(set(needed) & set(question_ids(corpus))) for corpus in span_corpora}
+    best = max(span_corpora, key=lambda corpus: held[corpus], default=None)
+    if best is not None and held[best] > 0:
+        return best, None
     return None, (
         "config['grounding']: left out, it needs a span-labelled corpus with the questions "
-        f"{needed}; no enabled corpus has them all"
+        f"{needed}; no enabled corpus has any of them"
     )
 
 

@@ -123,10 +123,12 @@ def corpus_question_problems(
     missing or unreadable file is one problem naming the corpus's key.
     """
     problems: list[str] = []
+    checked: set[str] = set()
     for name, entry in corpora.items():
         path = entry.get("questions")
-        if path is None:
+        if path is None or str(path) in checked:  # two corpora may share one file
             continue
+        checked.add(str(path))
         try:
             data = load(path)
         except FileNotFoundError:

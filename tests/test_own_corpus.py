@@ -271,11 +271,16 @@ def test_experiments_degrade_with_one_warning_naming_what_they_need():
         "solar_system",
         None,
     )
+    # The corpus holding most of the cases' questions; a misspelled id is the caller's error.
+    assert (
+        grounding_corpus(None, ["mine", "solar_system"], ids, ["pluto-day", "nope"], ids.get)[0]
+        == "solar_system"
+    )
     corpus, warning = grounding_corpus(None, ["mine"], ids, ["pluto-day"], ids.get)
     assert corpus is None
     assert warning == (
         "config['grounding']: left out, it needs a span-labelled corpus with the questions ['pluto-day']; "
-        "no enabled corpus has them all"
+        "no enabled corpus has any of them"
     )
     assert grounding_corpus("solar_system", ["mine"], {"solar_system", "mine"}, [], ids.get)[1] == (
         "config['grounding']: left out, it needs the span-labelled corpus 'solar_system', which is disabled"
