@@ -572,3 +572,32 @@ def test_the_bundled_grid_with_its_corpus_off_degrades_with_warnings(tmp_path):
     assert "solar_system" not in output.replace("'solar_system'", "")
     assert "my_results/grounding.csv" not in output and "my_results/ivf_tradeoff.csv" not in output
     assert "my_results/metrics.csv" in output
+
+
+@pytest.mark.pipeline
+def test_summaries_without_lead_sections_are_left_out_with_a_warning(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "alpha.md").write_text("# Alpha\n\n## Orbit\n\nAlpha orbits every 88 days.\n")
+    (tmp_path / "docs" / "beta.md").write_text("# Beta\n\n## Moons\n\nBeta has 42 known moons.\n")
+    questions = [
+        {"id": "a", "question": "How long is Alpha's orbit?", "evidence": [{"spans": ["Alpha orbits"]}]},
+        {"id": "b", "question": "How many moons has Beta?", "evidence": [{"spans": ["42 known moons"]}]},
+    ]
+    (tmp_path / "questions.yaml").write_text(yaml.safe_dump(questions))
+    config = {
+        "corpora": {"nolead": {"source": "markdown", "documents": "docs", "questions": "questions.yaml"}},
+        "chunkers": {"s20": {"kind": "sentences", "max_words": 20}},
+        "retrievers": {"bm25": {"kind": "bm25"}},
+        "evaluation": {"depth": 5, "ks": [1, 5]},
+        "answers": {"k": 2},
+    }
+    my_config = tmp_path / "my.yaml"
+    my_config.write_text(yaml.safe_dump(config))
+    targets = ("results/answers_summary.csv", "results/routing_metrics.csv")
+    result = run(tmp_path, my_config, "--cores", "2", *targets)
+    output = result.stdout + result.stderr
+    for experiment in ("answers from lead summaries left out, they need", "routing left out, it needs"):
+        assert f"WARNING: corpus 'nolead': {experiment} lead sections" in output
+    summary = pd.read_csv(tmp_path / "results" / "answers_summary.csv")
+    assert set(summary["chunker"]) == {"s20"}  # answers from the ranking, none from summaries
+    assert pd.read_csv(tmp_path / "results" / "routing_metrics.csv").empty

@@ -1,6 +1,7 @@
 """Answer every question from one prompt that holds the lead summary of every document."""
 
 import json
+import sys
 
 import pandas as pd
 
@@ -27,6 +28,20 @@ generation = json.loads(snakemake.params.generation)
 questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
 documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
 sources = summary_chunks(lead_summaries(documents))
+if not any(chunk.text.strip() for chunk in sources):
+    # Issue 16: a corpus whose documents have no lead (no text before their
+    # first section heading) has no summaries to answer from; left out, not an error.
+    warning = (
+        f"corpus {corpus!r}: answers from lead summaries left out, they need lead sections "
+        "(text before a document's first section heading), and no document has one"
+    )
+    log.warning("%s", warning)
+    print(f"WARNING: {warning}", file=sys.stderr)
+    frame = answers_frame([], corpus=corpus, chunker=CHUNKER, retriever=RETRIEVER)
+    write_parquet(
+        frame, snakemake.output[0], provenance(stage="answer_from_summaries", generation=generation)
+    )
+    finish_job()
 settings = GenerationSettings(
     k=max(len(sources), 1),
     threshold=generation["threshold"],

@@ -1,6 +1,7 @@
 """Route every question to one document by its lead summary, then rank chunks of that document only."""
 
 import json
+import sys
 
 import numpy as np
 import pandas as pd
@@ -24,12 +25,35 @@ routed_name = f"{retriever_name}_routed"
 ks, depth = snakemake.params.ks, snakemake.params.depth
 inputs = snakemake.input
 
+ROUTE_COLUMNS = [
+    "corpus",
+    "question_id",
+    "type",
+    "group",
+    "evidence_documents",
+    "routed_document",
+    "score",
+    "runner_up",
+    "runner_up_score",
+    "routed_right",
+    "routed_chunks",
+]
 routes_table, parts, accuracy = [], [], []
 for position, corpus in enumerate(snakemake.params.corpora):
     questions = parse_questions(read_yaml(inputs.questions[position]), inputs.questions[position])
     documents = documents_from_frame(pd.read_parquet(inputs.parsed[position]))
+    summaries = lead_summaries(documents)
+    if not any(summary.text.strip() for summary in summaries):
+        # Issue 16: routing by lead summaries needs leads; left out, not an error.
+        warning = (
+            f"corpus {corpus!r}: routing left out, it needs lead sections "
+            "(text before a document's first section heading), and no document has one"
+        )
+        log.warning("%s", warning)
+        print(f"WARNING: {warning}", file=sys.stderr)
+        continue
     holding = evidence_documents(questions, locate_spans(questions, documents))
-    routes = route_questions([q.text for q in questions], lead_summaries(documents), entry)
+    routes = route_questions([q.text for q in questions], summaries, entry)
 
     chunks = pd.read_parquet(inputs.chunks[position], columns=["chunk_id", "doc_id", "n_words"])
     chunk_ids = chunks["chunk_id"].tolist()
@@ -91,8 +115,11 @@ for position, corpus in enumerate(snakemake.params.corpora):
     )
 
 keys = ["corpus", "chunker", "retriever"]
-metrics = aggregate_metrics(pd.concat(parts, ignore_index=True), keys)
-metrics = pd.concat([metrics, pd.DataFrame(accuracy)], ignore_index=True)
+if parts:
+    metrics = aggregate_metrics(pd.concat(parts, ignore_index=True), keys)
+    metrics = pd.concat([metrics, pd.DataFrame(accuracy)], ignore_index=True)
+else:
+    metrics = pd.DataFrame(columns=[*keys, "metric", "k", "value", "questions"])
 # Like results/metrics.csv, each row names what made it: here the chunk set and
 # the routing settings.
 made_by = {
@@ -102,6 +129,7 @@ made_by = {
     for position, corpus in enumerate(snakemake.params.corpora)
 }
 metrics["provenance"] = metrics["corpus"].map(made_by)
-write_csv(pd.DataFrame(routes_table).astype({"routed_right": "boolean"}), snakemake.output.routing)
+routes_frame = pd.DataFrame(routes_table, columns=ROUTE_COLUMNS).astype({"routed_right": "boolean"})
+write_csv(routes_frame, snakemake.output.routing)
 write_csv(metrics, snakemake.output.metrics)
 finish_job()
