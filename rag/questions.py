@@ -39,6 +39,8 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
         return error.message.replace("is a required property", "is required")
     if error.validator == "pattern":
         return "must not be empty"
+    if error.validator == "exclusiveMinimum":
+        return f"must be greater than {error.validator_value}, got {error.instance!r}"
     if error.validator == "type" and error.instance is None:
         return f"is empty; expected {error.validator_value}"
     return error.message

@@ -48,7 +48,7 @@ def test_every_mistake_is_reported_at_once_with_question_and_key():
         "qs.yaml: question 'no-text': 'question' is required",
         "qs.yaml: question 'bad-key'['evidence'][0]['spans'][0]: unknown key 'doc'; "
         "allowed keys: document, text",
-        "qs.yaml: question 'bad-gain'['evidence'][0]['gain']: -1 is less than or equal to the minimum of 0",
+        "qs.yaml: question 'bad-gain'['evidence'][0]['gain']: must be greater than 0, got -1",
         "qs.yaml: question 'bad-gain'['id']: duplicate id, also question #3",
         "qs.yaml: question 'answered'['evidence']: an unanswerable question must not have evidence",
     ]
