@@ -51,7 +51,6 @@ from rag.documents import DocumentError  # noqa: E402
 from rag.experiments import (  # noqa: E402
     figures_corpus,
     grounding_corpus,
-    is_labelled,
     ivf_tradeoff_warning,
     unlabelled_corpora,
 )
