@@ -23,7 +23,6 @@ from rag.search import count_terms, exact_search
 from rag.text import analyze, split_sentences
 from rag.tfidf import build_tfidf_index, tfidf_scores, tfidf_search
 
-
 DOCUMENTS = Path(__file__).resolve().parents[1] / "resources" / "solar_system" / "documents"
 SYLLABLES = [
     "ka",

@@ -28,7 +28,6 @@ scipy_special = pytest.importorskip("scipy.special")
 import rag.embedder as embedder  # noqa: E402
 from rag.embedder import encode, load_encoder, token_ids  # noqa: E402
 
-
 WORDS = (
     "the planet orbit moon ring crater volcano atmosphere pressure temperature surface probe "
     "spacecraft telescope discovered rotation axis tilt season dust storm ice water carbon dioxide "

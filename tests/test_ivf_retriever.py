@@ -39,7 +39,6 @@ from rag.retrievers import (
 )
 from rag.search import chunk_id_order
 
-
 SCHEMA = Path(__file__).resolve().parents[1] / "workflow" / "schemas" / "config.schema.yaml"
 
 

@@ -16,7 +16,7 @@ import yaml
 
 from rag.documents import PARSER_VERSION
 from rag.text import analyzer_digest, stopwords_digest
-from tests.pipeline import make_workdir, planned_jobs, read_config, snakemake, write_config
+from tests.pipeline import planned_jobs, read_config, snakemake, write_config
 
 GAMMA = """---
 id: gamma

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from rag.ivf import IVFIndex
-from tests.pipeline import make_workdir, planned_jobs, read_config, snakemake, write_config
+from tests.pipeline import planned_jobs, read_config, write_config
 
 IVF_RETRIEVERS = {
     "lsa": {"kind": "lsa", "dimensions": 8},

@@ -4,12 +4,12 @@
 
 rule cohorts:
     input:
-        metrics="results/metrics.csv",
-        by_type="results/metrics_by_type.csv",
-        by_document="results/metrics_by_document.csv",
+        metrics=f"{RESULTS}/metrics.csv",
+        by_type=f"{RESULTS}/metrics_by_type.csv",
+        by_document=f"{RESULTS}/metrics_by_document.csv",
     output:
-        table="results/weakest_cohorts.csv",
-        figure="results/figures/cohorts.png",
+        table=f"{RESULTS}/weakest_cohorts.csv",
+        figure=f"{RESULTS}/figures/cohorts.png",
     log:
         "logs/cohorts.log",
     conda:

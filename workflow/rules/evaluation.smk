@@ -13,10 +13,10 @@ rule evaluate:
         chunks=[f"work/chunks/{c}/{ch}.parquet" for c, ch in corpus_chunker_pairs(CHUNK_LEVEL_CORPORA)],
         questions=[questions_path(corpus) for corpus in CHUNK_LEVEL_CORPORA],
     output:
-        metrics="results/metrics.csv",
-        per_question="results/per_question.csv",
-        by_type="results/metrics_by_type.csv",
-        by_document="results/metrics_by_document.csv",
+        metrics=f"{RESULTS}/metrics.csv",
+        per_question=f"{RESULTS}/per_question.csv",
+        by_type=f"{RESULTS}/metrics_by_type.csv",
+        by_document=f"{RESULTS}/metrics_by_document.csv",
     log:
         "logs/evaluate.log",
     benchmark:
@@ -42,8 +42,8 @@ rule evaluate_documents:
         qrels=[f"work/document_qrels/{corpus}.parquet" for corpus in DOCUMENT_LEVEL_CORPORA],
         questions=[questions_path(corpus) for corpus in DOCUMENT_LEVEL_CORPORA],
     output:
-        metrics="results/document_metrics.csv",
-        beir="results/beir_metrics.csv",
+        metrics=f"{RESULTS}/document_metrics.csv",
+        beir=f"{RESULTS}/beir_metrics.csv",
     log:
         "logs/evaluate_documents.log",
     benchmark:
@@ -64,12 +64,12 @@ rule evaluate_documents:
 
 rule plot_retrieval:
     input:
-        metrics="results/metrics.csv",
-        per_question="results/per_question.csv",
+        metrics=f"{RESULTS}/metrics.csv",
+        per_question=f"{RESULTS}/per_question.csv",
     output:
-        recall="results/figures/recall_at_k.png",
-        prompt_words="results/figures/recall_vs_prompt_words.png",
-        scatter="results/figures/rank_scatter.png",
+        recall=f"{RESULTS}/figures/recall_at_k.png",
+        prompt_words=f"{RESULTS}/figures/recall_vs_prompt_words.png",
+        scatter=f"{RESULTS}/figures/rank_scatter.png",
     log:
         "logs/plot_retrieval.log",
     conda:

@@ -9,9 +9,9 @@ rule grounding:
     input:
         unpack(grounding_inputs),
     output:
-        answers="results/grounding.csv",
-        cases="results/grounding_cases.csv",
-        swap="results/grounding_swap.csv",
+        answers=f"{RESULTS}/grounding.csv",
+        cases=f"{RESULTS}/grounding_cases.csv",
+        swap=f"{RESULTS}/grounding_swap.csv",
     log:
         "logs/grounding.log",
     benchmark:
@@ -27,10 +27,10 @@ rule grounding:
 
 rule plot_grounding:
     input:
-        answers="results/grounding.csv",
-        swap="results/grounding_swap.csv",
+        answers=f"{RESULTS}/grounding.csv",
+        swap=f"{RESULTS}/grounding_swap.csv",
     output:
-        "results/figures/grounding.png",
+        f"{RESULTS}/figures/grounding.png",
     log:
         "logs/plot_grounding.log",
     conda:

@@ -26,6 +26,7 @@ from rag.io import (
     write_embedding_shard,
     write_ranking,
 )
+from rag.progress import Progress
 from rag.provenance import retriever_record
 from rag.retrievers import chunk_text_column, embedder_retriever
 from rag.search import chunk_id_order
@@ -36,7 +37,7 @@ entry = json.loads(snakemake.params.retriever)
 name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakemake.wildcards.chunker}"
 column = chunk_text_column(entry)
 chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", column])
-questions = read_questions(snakemake.input.questions)
+questions = read_questions(snakemake.input.questions) if snakemake.input.get("questions") else []
 
 settings = EncoderSettings(
     model=entry["model"],
@@ -57,9 +58,13 @@ def encode(texts):
     """Encode the cache's misses, logging progress and the rate in texts per second."""
     cached_encoder(entry["model"])  # loading the weights is not part of the rate
     start = time.perf_counter()
+    # Progress with the rate and the time left, for more than a few thousand texts (rag.progress).
+    report = Progress(f"encoded texts with {entry['model']}", len(texts), log.info)
 
     def progress(done, total):
-        log.info("%s", progress_message(done, total, time.perf_counter() - start))
+        report.update(done)
+        if done == total:
+            log.info("%s", progress_message(done, total, time.perf_counter() - start))
 
     return encode_texts(
         entry["model"],
