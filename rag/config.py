@@ -1019,8 +1019,13 @@ def _answers(plan: Plan) -> dict | None:
     heldout = answers["heldout"]
     if heldout is not None:
         where = "config['answers']['heldout']"
-        if heldout["corpus"] not in plan.corpora:
-            raise ConfigError(f"{where}['corpus']: no enabled corpus named {heldout['corpus']!r}")
+        _known_corpus(plan, heldout["corpus"], f"{where}['corpus']")
+        if heldout["corpus"] not in plan.labelled_corpora:
+            # Like the other side experiments, left out when its corpus is off or unlabelled.
+            state = "is disabled" if heldout["corpus"] not in plan.corpora else "has no questions"
+            needs = f"it needs the labelled markdown corpus {heldout['corpus']!r}"
+            plan.warnings.append(f"{where}: left out, {needs}, which {state}")
+            return {**answers, "heldout": None}
         if plan.corpora[heldout["corpus"]]["source"] != "markdown":
             raise ConfigError(f"{where}['corpus']: {heldout['corpus']!r} is not a markdown corpus")
     return answers

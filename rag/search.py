@@ -425,7 +425,11 @@ def sparse_search(
         if allowed is not None:
             kept = allowed[matched_chunks]
             matched_chunks, contributions = matched_chunks[kept], contributions[kept]
-        scores = np.bincount(matched_chunks, weights=contributions, minlength=n_chunks)
+        # Float even when a filter leaves no match: NumPy's bincount of an empty
+        # array is integer-typed, weights or not, and could not hold -inf.
+        scores = np.bincount(matched_chunks, weights=contributions, minlength=n_chunks).astype(
+            np.float64, copy=False
+        )
         if chunk_scale is not None:
             scores /= chunk_scale
         if query_scale is not None:
