@@ -262,8 +262,6 @@ def _metadata_tags(meta: dict, name: str) -> tuple[str, ...]:
     value = meta.get("tags")
     if value is None:
         return ()
-    if isinstance(value, str):  # one tag written without a list
-        value = [value]
     if not isinstance(value, list) or not all(isinstance(tag, str) and tag.strip() for tag in value):
         raise DocumentError(f"{name}: front matter 'tags' must be a list of texts, got {_shown(value)}")
     return tuple(tag.strip() for tag in value)
