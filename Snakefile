@@ -7,7 +7,12 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config.yaml"
+# `snakemake --configfile my.yaml` runs my.yaml alone, never merged into the
+# bundled grid: config.yaml is read only when no config file is given on the
+# command line (README.md, "Your own corpus").
+if not workflow.config_settings.configfiles:
+
+    configfile: "config.yaml"
 
 
 include: "workflow/rules/common.smk"

@@ -20,10 +20,20 @@ element implicitly (a block starting inside a paragraph) are handled here.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
+from html import unescape
 from html.parser import HTMLParser
 
-from rag.documents import SKIPPED_SECTIONS, Block, Document, DocumentError
+from rag.documents import (
+    SKIPPABLE,
+    SKIPPED_SECTIONS,
+    Block,
+    Document,
+    DocumentError,
+    content_version,
+    normalize_passage,
+)
 
 # Elements whose whole content is left out, whatever their attributes.
 SKIPPED_TAGS: frozenset[str] = frozenset(
@@ -136,16 +146,17 @@ _CLOSES_PARAGRAPH: frozenset[str] = frozenset(
 
 _HEADING_LEVELS = {"h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 
-# Characters that are invisible in the rendered page but would split or glue
-# words in evidence matching: soft hyphen, zero-width space, word joiner, BOM.
-_INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff]")
-# Every Unicode space (the no-break and thin spaces of unit conversions included)
-# becomes one plain space, so evidence spans written with ordinary spaces match.
-_SPACES = re.compile(r"\s+")
-
 
 def normalize_whitespace(text: str) -> str:
-    return _SPACES.sub(" ", _INVISIBLE.sub("", text)).strip()
+    """The text the Markdown reader would store (:func:`rag.documents.normalize_passage`):
+    invisible characters (soft hyphen, zero-width space, word joiner, BOM)
+    removed, NFKC, and every Unicode space run (the no-break and thin spaces of
+    unit conversions included) one plain space, so evidence spans match."""
+    return normalize_passage(text)
+
+
+# What the reader counts as skipped, by the element that starts the skipped part.
+_SKIPPED_KIND = {"table": "tables", "ul": "lists", "ol": "lists", "dl": "lists", "pre": "code"}
 
 
 def is_skipped_element(tag: str, attributes: dict[str, str]) -> bool:
@@ -183,6 +194,7 @@ class _ArticleReader(HTMLParser):
         self.paragraph: list[str] | None = None
         self.heading: list[str] | None = None
         self.heading_level = 0
+        self.skipped: Counter[str] = Counter()
 
     # -- the stack -------------------------------------------------------------
 
@@ -204,7 +216,9 @@ class _ArticleReader(HTMLParser):
         if tag == "p" and self.paragraph is not None:
             text = normalize_whitespace("".join(self.paragraph))
             self.paragraph = None
-            if text and not self._in_skipped_section():
+            if text and self._in_skipped_section():
+                self.skipped["references"] += 1
+            elif text:
                 self.blocks.append(Block(tuple(self.path), text))
         elif tag in _HEADING_LEVELS and self.heading is not None:
             text = normalize_whitespace("".join(self.heading))
@@ -231,6 +245,9 @@ class _ArticleReader(HTMLParser):
             return
         attributes = {name: value or "" for name, value in attrs}
         skipped = is_skipped_element(tag, attributes)
+        if self.skipped_depth == 0 and tag in _SKIPPED_KIND and (skipped or tag == "pre"):
+            # pre is never inside a paragraph, so its text is left out too.
+            self.skipped[_SKIPPED_KIND[tag]] += 1
         self.stack.append(_OpenElement(tag, skipped))
         if skipped:
             self.skipped_depth += 1
@@ -270,6 +287,11 @@ class _ArticleReader(HTMLParser):
 
 
 def parse_article_html(html: str, name: str) -> list[Block]:
+    """Paragraphs of a rendered article (:func:`parse_article_html_counted` without the counts)."""
+    return parse_article_html_counted(html, name)[0]
+
+
+def parse_article_html_counted(html: str, name: str) -> tuple[list[Block], dict[str, int]]:
     """Paragraphs of a rendered article, each with its heading path.
 
     The lead (before the first h2) has the empty path; an h3 is nested under
@@ -285,7 +307,26 @@ def parse_article_html(html: str, name: str) -> list[Block]:
     blocks = reader.finish()
     if not blocks:
         raise DocumentError(f"{name}: no paragraphs to index in the article's HTML")
-    return blocks
+    return blocks, {kind: reader.skipped[kind] for kind in SKIPPABLE}
+
+
+_TITLE = re.compile(r"<(title|h1)\b[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
+
+
+def document_from_html_file(html: str, doc_id: str) -> tuple[Document, dict[str, int]]:
+    """A local HTML file as a document: the article reader's paragraphs, its <h1> or <title>.
+
+    Tables, lists, code and reference sections are always left out (and
+    counted): the reader keeps only paragraphs under headings. Without a
+    heading or title element the file's name is the title; the version is a
+    digest of the text.
+    """
+    blocks, skipped = parse_article_html_counted(html, doc_id)
+    titles = {match.group(1).lower(): match.group(2) for match in reversed(list(_TITLE.finditer(html)))}
+    raw_title = titles.get("h1") or titles.get("title") or doc_id
+    title = normalize_passage(unescape(re.sub(r"<[^>]+>", "", raw_title))) or doc_id
+    document = Document(doc_id=doc_id, title=title, version=content_version(blocks), blocks=tuple(blocks))
+    return document, skipped
 
 
 def document_from_html(

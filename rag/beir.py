@@ -240,6 +240,21 @@ def beir_questions(queries: Sequence[Query], judgements: Iterable[DocumentJudgem
     return [Question(query.query_id, query.text, "general", query.query_id in judged) for query in queries]
 
 
+def judged_questions(questions: Sequence[Question], queries: str = "judged") -> list[Question]:
+    """The queries a run ranks: those the evaluated split judges, or all of them.
+
+    ``queries.jsonl`` often holds every split's queries; ranking the ones no
+    judgement of this split mentions costs time and changes no metric, so by
+    default (``judged``) they are left out. ``all`` keeps them, for rankings
+    meant for other uses.
+    """
+    if queries not in ("judged", "all"):
+        raise ValueError(f"queries: expected 'judged' or 'all', got {queries!r}")
+    return (
+        list(questions) if queries == "all" else [question for question in questions if question.answerable]
+    )
+
+
 # --------------------------------------------------------------------------
 # Writing
 # --------------------------------------------------------------------------

@@ -22,11 +22,15 @@ import jsonschema
 import yaml
 
 from rag.chunking import ChunkingError, spec_from_config
+from rag.documents import DocumentError
+from rag.experiments import figures_corpus, grounding_corpus, ivf_tradeoff_warning, unlabelled_corpora
 from rag.filters import FilterError, parse_filter
+from rag.folders import FOLDER_SOURCES, folder_files, skipped_setting
 from rag.grounding import swap_values
 from rag.kinds import CHUNKER_KINDS, COMMON_RETRIEVER_KEYS, RETRIEVER_KINDS, kinds_with
 from rag.kinds import defaults as kind_defaults
 from rag.labels import LabelError, parse_questions
+from rag.questions import corpus_question_problems
 from rag.synthetic import DEFAULT_CENTRES, DEFAULT_SPREAD
 
 
@@ -453,20 +457,20 @@ def check_retriever_graph(retrievers: Mapping[str, Mapping], where: str = "confi
 # wikipedia entry's ``strict``, are filled into every entry, so only keys
 # without a schema default can be checked for belonging to another source.)
 CORPUS_SOURCES: dict[str, dict[str, tuple[str, ...]]] = {
-    "markdown": {
-        "required": ("documents", "questions"),
-        "own": ("documents",),
-        "levels": ("chunk", "document"),
-    },
+    # A corpus without questions is unlabelled: it is parsed, chunked and
+    # indexed, but nothing is evaluated on it.
+    "markdown": {"required": ("documents",), "own": ("documents",), "levels": ("chunk", "document")},
+    "text": {"required": ("documents",), "own": ("documents",), "levels": ("chunk", "document")},
+    "html": {"required": ("documents",), "own": ("documents",), "levels": ("chunk", "document")},
     "wikipedia": {
-        "required": ("titles", "as_of", "questions"),
+        "required": ("titles", "as_of"),
         "own": ("titles", "as_of"),
         "levels": ("chunk", "document"),
     },
-    "beir": {"required": ("folder",), "own": ("folder", "split"), "levels": ("document",)},
+    "beir": {"required": ("folder",), "own": ("folder", "split", "queries"), "levels": ("document",)},
 }
 
-BEIR_DEFAULTS: dict[str, object] = {"split": "test"}
+BEIR_DEFAULTS: dict[str, object] = {"split": "test", "queries": "judged"}
 
 
 def check_corpus(entry: Mapping, where: str) -> None:
@@ -478,7 +482,7 @@ def check_corpus(entry: Mapping, where: str) -> None:
             raise ConfigError(f"{where}[{key!r}]: required for source {source!r}")
     for other, other_rules in CORPUS_SOURCES.items():
         for key in other_rules["own"]:
-            if other != source and key in entry:
+            if other != source and key in entry and key not in rules["own"]:
                 raise ConfigError(f"{where}[{key!r}]: a key of source {other!r}, not of {source!r}")
     if source == "beir" and "questions" in entry:
         raise ConfigError(f"{where}['questions']: a beir corpus takes its questions from queries.jsonl")
@@ -589,19 +593,34 @@ class Plan:
     filters: dict[str, dict] = field(default_factory=dict)
     cohorts: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # The folder of the result tables and figures (config key ``results``), so
+    # an experiment of one's own leaves the committed tables alone.
+    results_folder: str = "results"
 
-    # Which corpora are evaluated how.
+    # Which corpora are evaluated how. A corpus without questions is
+    # unlabelled: parsed, chunked and indexed, never evaluated.
+    @property
+    def unlabelled_corpora(self) -> list[str]:
+        return unlabelled_corpora(self.corpora)
+
+    @property
+    def labelled_corpora(self) -> list[str]:
+        return [name for name in self.corpora if name not in self.unlabelled_corpora]
+
     @property
     def span_corpora(self) -> list[str]:
-        return [name for name, entry in self.corpora.items() if entry["source"] != "beir"]
+        return [name for name in self.labelled_corpora if self.corpora[name]["source"] != "beir"]
 
     @property
     def chunk_level_corpora(self) -> list[str]:
-        return [name for name in self.corpora if self.levels[name] == "chunk"]
+        return [name for name in self.labelled_corpora if self.levels[name] == "chunk"]
 
     @property
     def document_level_corpora(self) -> list[str]:
-        return [name for name in self.corpora if self.levels[name] == "document"]
+        return [name for name in self.labelled_corpora if self.levels[name] == "document"]
+
+    def corpora_of_source(self, *sources: str) -> list[str]:
+        return [name for name, entry in self.corpora.items() if entry["source"] in sources]
 
     @property
     def document_ks(self) -> list[int]:
@@ -620,10 +639,10 @@ class Plan:
         return [name for name in self.retrievers if self.role(name) in roles]
 
     def grid(self, corpora: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
-        """Every (corpus, chunker, retriever) the configuration asks for."""
+        """Every (corpus, chunker, retriever) the configuration asks for (labelled corpora by default)."""
         return [
             (corpus, chunker, retriever)
-            for corpus in (self.corpora if corpora is None else corpora)
+            for corpus in (self.labelled_corpora if corpora is None else corpora)
             for retriever in self.retrievers
             for chunker in self.retriever_chunkers[retriever]
         ]
@@ -638,7 +657,7 @@ class Plan:
 
     def trec_run_files(self, corpora: Iterable[str]) -> list[str]:
         """Every ranking of these corpora as a TREC run file (rag.trec)."""
-        return [f"results/runs/{c}/{ch}/{r}.run.gz" for c, ch, r in self.grid(corpora)]
+        return [f"{self.results_folder}/runs/{c}/{ch}/{r}.run.gz" for c, ch, r in self.grid(corpora)]
 
     def learned_weight_files(self) -> list[str]:
         """The weights each learned fusion chose per fold, one file per ranking."""
@@ -651,12 +670,36 @@ class Plan:
 
     def comparison_results(self) -> list[str]:
         """Intervals, significance, summary and TREC runs (per-question values exist at chunk level)."""
-        results = self.trec_run_files(self.document_level_corpora)
+        out, results = self.results_folder, self.trec_run_files(self.document_level_corpora)
         if self.chunk_level_corpora:
-            results += ["results/metrics_ci.csv", "results/significance.csv", "results/summary.csv"]
-            results += ["results/README.md", *self.trec_run_files(self.chunk_level_corpora)]
-            results += ["results/learned_fusion.csv"] if self.retrievers_of("learned") else []
+            results += [f"{out}/metrics_ci.csv", f"{out}/significance.csv", f"{out}/summary.csv"]
+            results += [f"{out}/README.md", *self.trec_run_files(self.chunk_level_corpora)]
+            results += [f"{out}/learned_fusion.csv"] if self.retrievers_of("learned") else []
         return results
+
+    def index_grid(self) -> list[tuple[str, str, str]]:
+        """(corpus, chunker, retriever) of every fitted or encoded index, unlabelled corpora included."""
+        plain = self.retrievers_of("fitted", "pretrained")
+        return [triple for triple in self.grid(list(self.corpora)) if triple[2] in plain]
+
+    def index_benchmark(self, corpus: str, chunker: str, retriever: str) -> str:
+        """The benchmark file of the job that built an index (rule rank or rank_embedder)."""
+        rule = "rank_embedder" if self.role(retriever) == "pretrained" else "rank"
+        return f"benchmarks/logs/{rule}/{corpus}/{chunker}/{retriever}.tsv"
+
+    def corpus_settings(self, corpus: str, evaluation_keys: Iterable[str] = ()) -> dict:
+        """A corpus entry as its parse job receives it: defaults filled in, evaluation-only keys left out."""
+        entry = self.corpora[corpus]
+        if entry["source"] == "beir":
+            entry = {**BEIR_DEFAULTS, **entry}
+        if entry["source"] in FOLDER_SOURCES:  # what the parser skips, its source's default filled in
+            entry = {**entry, "skip": list(skipped_setting(entry, f"config['corpora'][{corpus!r}]"))}
+        return {key: value for key, value in entry.items() if key not in set(evaluation_keys)}
+
+    def corpus_files(self, corpus: str) -> list[str]:
+        """The document files of a folder corpus, in name order: removing a document changes this list."""
+        entry = self.corpora[corpus]
+        return [str(path) for path in folder_files(entry["documents"], entry["source"])]
 
     def rerank_entries(self, funnel: str) -> dict[str, dict]:
         """The entries a funnel's reranker is built from: itself, or a fusion and its components."""
@@ -692,46 +735,48 @@ class Plan:
     def results(self) -> list[str]:
         """Every table and figure the configuration asks for: the input of the default target."""
         config, chunk_level, span = self.config, self.chunk_level_corpora, self.span_corpora
+        out = self.results_folder
         results = [
-            "results/corpus_statistics.csv",
-            "results/questions_by_type.csv",
-            "results/chunk_statistics.csv",
+            f"{out}/corpus_statistics.csv",
+            f"{out}/questions_by_type.csv",
+            f"{out}/chunk_statistics.csv",
+            f"{out}/index_statistics.csv",
         ]
-        results += ["results/evidence_cuts.csv"] if span else []
+        results += [f"{out}/evidence_cuts.csv"] if span else []
         if chunk_level:
             results += [
-                "results/metrics.csv",
-                "results/figures/recall_at_k.png",
-                "results/metrics_by_document.csv",
+                f"{out}/metrics.csv",
+                f"{out}/figures/recall_at_k.png",
+                f"{out}/metrics_by_document.csv",
             ]
-            results += ["results/weakest_cohorts.csv", "results/figures/cohorts.png"]
+            results += [f"{out}/weakest_cohorts.csv", f"{out}/figures/cohorts.png"]
         if self.document_level_corpora:
-            results += ["results/document_metrics.csv", "results/beir_metrics.csv"]
+            results += [f"{out}/document_metrics.csv", f"{out}/beir_metrics.csv"]
         if self.grounding:
-            results += [f"results/{name}.csv" for name in ("grounding", "grounding_cases", "grounding_swap")]
-            results.append("results/figures/grounding.png")
-        results += ["results/ivf_tradeoff.csv"] if self.ivf_tradeoff else []
-        results += ["results/ivf_synthetic.csv"] if self.ivf_synthetic else []
-        results += ["results/figures/ivf_tradeoff.png"] if self.ivf_tradeoff and self.ivf_synthetic else []
-        results.append("results/provenance.csv")
+            results += [f"{out}/{name}.csv" for name in ("grounding", "grounding_cases", "grounding_swap")]
+            results.append(f"{out}/figures/grounding.png")
+        results += [f"{out}/ivf_tradeoff.csv"] if self.ivf_tradeoff else []
+        results += [f"{out}/ivf_synthetic.csv"] if self.ivf_synthetic else []
+        results += [f"{out}/figures/ivf_tradeoff.png"] if self.ivf_tradeoff and self.ivf_synthetic else []
+        results.append(f"{out}/provenance.csv")
         # The filter and diversity ablations read chunk qrels from evidence spans;
         # the funnel ablation reads the chunk-level metrics.
-        results += ["results/filter_ablation.csv"] if config.get("filter_ablation") and span else []
-        results += ["results/diversity_ablation.csv"] if config.get("diversity_ablation") and span else []
+        results += [f"{out}/filter_ablation.csv"] if config.get("filter_ablation") and span else []
+        results += [f"{out}/diversity_ablation.csv"] if config.get("diversity_ablation") and span else []
         if self.retrievers_of("funnel") and "funnel_ablation" in config and chunk_level:
-            results.append("results/funnel_ablation.csv")
+            results.append(f"{out}/funnel_ablation.csv")
         if self.answers is not None:
             results += [
-                f"results/{name}.csv" for name in ("answers", "answers_summary", "abstention", "summaries")
+                f"{out}/{name}.csv" for name in ("answers", "answers_summary", "abstention", "summaries")
             ]
             results += [
-                "results/figures/abstention.png",
-                "results/routing.csv",
-                "results/routing_metrics.csv",
-                "results/reader_thresholds.csv",
+                f"{out}/figures/abstention.png",
+                f"{out}/routing.csv",
+                f"{out}/routing_metrics.csv",
+                f"{out}/reader_thresholds.csv",
             ]
-            results += ["results/answers_heldout.csv"] if self.answers["heldout"] is not None else []
-        return results
+            results += [f"{out}/answers_heldout.csv"] if self.answers["heldout"] is not None else []
+        return results + self.comparison_results()
 
 
 def _check_finite(node: object, path: str = "config") -> None:
@@ -795,26 +840,43 @@ def _chunkers_of(retrievers: Mapping[str, Mapping], chunkers: Iterable[str]) -> 
     return result
 
 
-def _check_corpora(plan: Plan, root: Path) -> None:
+def _check_corpora(plan: Plan, root: Path, questions_schema: Mapping | None) -> None:
     if not plan.corpora:
         raise ConfigError("config['corpora']: every corpus is disabled")
     for name, entry in plan.corpora.items():
         where = f"config['corpora'][{name!r}]"
         check_corpus(entry, where)
-        plan.levels[name] = corpus_level(entry)
-        folder_key = {"markdown": "documents", "beir": "folder"}.get(entry["source"])
-        if folder_key and not (root / entry[folder_key]).is_dir():
+        try:  # what the parser skips is a per-corpus setting
+            skipped_setting(entry, where)
+        except DocumentError as error:
+            raise ConfigError(str(error)) from None
+        folder_key = "folder" if entry["source"] == "beir" else "documents"
+        if folder_key in entry and not (root / entry[folder_key]).is_dir():
             raise ConfigError(f"{where}[{folder_key!r}]: no such folder {entry[folder_key]}")
-        if entry["source"] == "markdown" and not any((root / entry["documents"]).glob("*.md")):
-            raise ConfigError(f"{where}['documents']: no *.md files in {entry['documents']}")
+        if entry["source"] in FOLDER_SOURCES and not folder_files(root / entry["documents"], entry["source"]):
+            endings = " or ".join(f"*{ending}" for ending in FOLDER_SOURCES[entry["source"]])
+            raise ConfigError(f"{where}['documents']: no {endings} files in {entry['documents']}")
         if "questions" in entry and not (root / entry["questions"]).is_file():
             raise ConfigError(f"{where}['questions']: no such file {entry['questions']}")
         if entry["source"] == "beir":
             _check_beir_files(entry, root, where)
+    # Every question file is checked against its schema, every problem reported at once.
+    if questions_schema is not None:
+        from rag.io import read_yaml
+
+        problems = corpus_question_problems(
+            plan.corpora, questions_schema, lambda path: read_yaml(root / path)
+        )
+        if problems:
+            raise ConfigError(
+                f"{len(problems)} problem(s) in the question files:\n  " + "\n  ".join(problems)
+            )
+    for name in plan.labelled_corpora:
+        plan.levels[name] = corpus_level(plan.corpora[name])
     for k in plan.ks:
         if k > plan.depth:
             raise ConfigError(f"config['evaluation']['ks']: k = {k} is deeper than depth = {plan.depth}")
-    for name in plan.corpora:
+    for name in plan.labelled_corpora:
         key = (
             f"config['corpora'][{name!r}]['depth']"
             if "depth" in plan.corpora[name]
@@ -843,13 +905,23 @@ def _runs_on(plan: Plan, retriever: str, chunker: str, where: str) -> None:
         raise ConfigError(f"{where}: retriever {retriever!r} does not run on chunker {chunker!r}")
 
 
+def _known_corpus(plan: Plan, name: str | None, where: str) -> None:
+    """A corpus an experiment names must be in the config; only a disabled or unlabelled one degrades."""
+    if name is not None:
+        check_names([name], plan.config["corpora"], where, "corpus")
+
+
 def _figures(plan: Plan) -> dict:
     """What the figures draw; they show chunk-level metrics, so only chunk-level corpora qualify."""
     figures = dict(plan.config.get("figures", {}))
     corpora, retrievers = plan.chunk_level_corpora, list(plan.retrievers)
     if not corpora:
         return figures
-    figures.setdefault("corpus", corpora[0])
+    # A named corpus that is off gives way to the first chunk-level one, with a
+    # warning; a name that is nowhere in the config is a mistake.
+    _known_corpus(plan, figures.get("corpus"), "config['figures']['corpus']")
+    figures["corpus"], warning = figures_corpus(figures.get("corpus"), corpora, plan.config["corpora"])
+    plan.warnings += [warning] if warning else []
     figures.setdefault("chunker", next(iter(plan.chunkers)))
     figures.setdefault("retriever", retrievers[0])
     figures.setdefault("compare", retrievers[:2] * (2 if len(retrievers) == 1 else 1))
@@ -887,10 +959,19 @@ def _grounding(plan: Plan, root: Path) -> dict | None:
     where = "config['grounding']"
     grounding = canonical_grounding(plan.config["grounding"], where)
     # The cases name labelled questions: only span-labelled corpora have them.
-    grounding["corpus"] = grounding.get("corpus", next(iter(plan.span_corpora), None))
-    check_names(
-        [grounding["corpus"]], plan.span_corpora, f"{where}['corpus']", "enabled span-labelled corpus"
+    # Without such a corpus the experiment is left out with a warning.
+    needed = [case["question"] for case in grounding["cases"]] + [grounding["swap"]["question"]]
+    _known_corpus(plan, grounding.get("corpus"), f"{where}['corpus']")
+    grounding["corpus"], warning = grounding_corpus(
+        grounding.get("corpus"),
+        plan.span_corpora,
+        plan.config["corpora"],
+        needed,
+        lambda corpus: _question_ids(plan, root, corpus, f"{where}['corpus']"),
     )
+    if warning:
+        plan.warnings.append(warning)
+        return None
     check_names([grounding["chunker"]], plan.chunkers, f"{where}['chunker']", "chunker")
     ranked = plan.retrievers_of("fitted", "pretrained", "fused")
     check_names([grounding["retriever"]], ranked, f"{where}['retriever']", "retriever")
@@ -922,6 +1003,11 @@ def _ivf_tradeoff(plan: Plan) -> dict | None:
         return None
     where = "config['ivf_tradeoff']"
     settings = dict(plan.config["ivf_tradeoff"])
+    _known_corpus(plan, settings.get("corpus"), f"{where}['corpus']")
+    warning = ivf_tradeoff_warning(settings.get("corpus"), plan.span_corpora, plan.config["corpora"])
+    if warning:  # left out when its corpus is off
+        plan.warnings.append(warning)
+        return None
     settings.setdefault("corpus", next(iter(plan.span_corpora), None))
     settings = canonical_settings(IVF_TRADEOFF_PARAMETERS, settings, where)
     check_names([settings["corpus"]], plan.span_corpora, f"{where}['corpus']", "enabled span-labelled corpus")
@@ -963,8 +1049,13 @@ def _answers(plan: Plan) -> dict | None:
     heldout = answers["heldout"]
     if heldout is not None:
         where = "config['answers']['heldout']"
-        if heldout["corpus"] not in plan.corpora:
-            raise ConfigError(f"{where}['corpus']: no enabled corpus named {heldout['corpus']!r}")
+        _known_corpus(plan, heldout["corpus"], f"{where}['corpus']")
+        if heldout["corpus"] not in plan.labelled_corpora:
+            # Like the other side experiments, left out when its corpus is off or unlabelled.
+            state = "is disabled" if heldout["corpus"] not in plan.corpora else "has no questions"
+            needs = f"it needs the labelled markdown corpus {heldout['corpus']!r}"
+            plan.warnings.append(f"{where}: left out, {needs}, which {state}")
+            return {**answers, "heldout": None}
         if plan.corpora[heldout["corpus"]]["source"] != "markdown":
             raise ConfigError(f"{where}['corpus']: {heldout['corpus']!r} is not a markdown corpus")
     return answers
@@ -1073,6 +1164,7 @@ def build_plan(
     schema: Mapping,
     root: str | Path = ".",
     config_files: Iterable[str | Path] = (),
+    questions_schema: Mapping | None = None,
 ) -> Plan:
     """Check and canonicalize the whole configuration; the first mistake is one ConfigError naming its key.
 
@@ -1082,6 +1174,8 @@ def build_plan(
     ``plan.warnings``). ``root`` is the folder relative paths start from (the
     working directory of the run) and ``config_files`` the YAML files the
     config was read from, re-read to catch a key given twice.
+    ``questions_schema`` (workflow/schemas/questions.schema.yaml), when
+    given, checks every question file while the plan is built.
     """
     root = Path(root)
     check_duplicate_keys(config_files)
@@ -1104,9 +1198,10 @@ def build_plan(
         depth=config["evaluation"]["depth"],
         ks=list(config["evaluation"]["ks"]),
         warnings=warnings,
+        results_folder=str(config.get("results", "results")).rstrip("/") or ".",
     )
     plan.retriever_chunkers = _chunkers_of(retrievers, chunkers)
-    _check_corpora(plan, root)
+    _check_corpora(plan, root, questions_schema)
     plan.figures = _figures(plan)
     plan.grounding = _grounding(plan, root)
     plan.ivf_tradeoff = _ivf_tradeoff(plan)

@@ -12,6 +12,9 @@ import datetime
 import hashlib
 import html
 import re
+import unicodedata
+from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import yaml
@@ -20,7 +23,7 @@ SECTION_SEPARATOR = " › "
 BLOCK_SEPARATOR = "\n\n"
 # Bumped whenever parsing can give different text for the same file: chunk ids
 # include it, so text from two parser versions never shares an id.
-PARSER_VERSION = "3"
+PARSER_VERSION = "4"
 
 # Sections that describe the document instead of stating its facts.
 SKIPPED_SECTIONS: frozenset[str] = frozenset(
@@ -35,6 +38,35 @@ ACCESS_LEVELS: tuple[str, ...] = ("public", "internal", "restricted")
 # Access of a document that declares none, unless its corpus says otherwise
 # (``default_access``). Restricted, so a forgotten key never publishes a document.
 DEFAULT_ACCESS = "restricted"
+# What a reader may leave out of the indexed text. Which of them it does is a
+# per-corpus setting (``skip``); every skipped line is counted per document, so
+# nothing is lost without a trace in results/corpus_statistics.csv.
+SKIPPABLE: tuple[str, ...] = ("tables", "lists", "references", "code")
+# The defaults per source: encyclopedia articles (and the bundled corpus, which
+# imitates them) leave out everything that is not running prose, as the spec
+# does; a user's own files keep their list items and plain text keeps all.
+DEFAULT_SKIPPED: dict[str, tuple[str, ...]] = {
+    "wikipedia": SKIPPABLE,
+    "html": SKIPPABLE,
+    "markdown": ("tables", "references", "code"),
+    "text": (),
+    "beir": (),
+}
+
+# Characters that carry no text: soft hyphen, zero-width space, word joiner, BOM.
+_INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff]")
+
+
+def normalize_passage(text: str) -> str:
+    """Text as every reader stores it: NFKC, invisible characters removed, one space per run.
+
+    NFKC folds compatibility forms (the no-break, thin and narrow spaces of
+    unit conversions become plain spaces, "ﬁ" becomes "fi"); every run of
+    whitespace then becomes one space. Evidence spans go through the same
+    function, so a span copied from the source file matches the parsed text.
+    """
+    folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
+    return _SPACES.sub(" ", folded).strip()
 
 
 class DocumentError(ValueError):
@@ -95,7 +127,7 @@ def text_digest(document: Document) -> str:
 # --------------------------------------------------------------------------
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_LIST_ITEM = re.compile(r"^\s*(?:([-*+])|(\d+)[.)])\s+")
 _TABLE_ROW = re.compile(r"^\s*\|")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _HTML_TAG = re.compile(r"<[^>\n]+>")
@@ -138,7 +170,7 @@ def _inline_text(text: str) -> str:
     text = _HTML_TAG.sub("", text)
     text = _LINK.sub(r"\1", text)
     text = _EMPHASIS.sub(r"\2", text)
-    return _SPACES.sub(" ", html.unescape(text)).strip()
+    return normalize_passage(html.unescape(text))
 
 
 def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
@@ -262,11 +294,22 @@ def normalise_line_breaks(text: str) -> str:
     return text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def parse_markdown(text: str, name: str, default_access: str = DEFAULT_ACCESS) -> Document:
+def check_skipped(skip: Collection[str], where: str) -> tuple[str, ...]:
+    """The ``skip`` setting of a corpus in canonical order; an unknown kind is an error."""
+    unknown = sorted(set(skip) - set(SKIPPABLE))
+    if unknown:
+        raise DocumentError(f"{where}: cannot skip {unknown[0]!r}; choose from {list(SKIPPABLE)}")
+    return tuple(kind for kind in SKIPPABLE if kind in skip)
+
+
+def parse_markdown(
+    text: str, name: str, default_access: str = DEFAULT_ACCESS, skip: Collection[str] = SKIPPABLE
+) -> Document:
     """Parse one Markdown document: H1 title, H2/H3 sections, paragraphs.
 
-    Tables, lists, code fences and reference-like sections are left out: they
-    do not read as prose and would pollute both chunks and evidence matching.
+    By default tables, lists, code fences and reference-like sections are left
+    out: they do not read as prose and would pollute both chunks and evidence
+    matching. ``skip`` names the ones to leave out (see :data:`SKIPPABLE`).
     HTML comments, scripts and other active elements are removed with their
     content and every other tag is stripped (:func:`strip_markup`).
     ``name`` (usually the file name) identifies the document in errors and is
@@ -274,6 +317,21 @@ def parse_markdown(text: str, name: str, default_access: str = DEFAULT_ACCESS) -
     level of a document whose front matter has no ``access`` (a per-corpus
     setting); a declared one must be one of :data:`ACCESS_LEVELS`.
     """
+    return parse_markdown_counted(text, name, skip, default_access)[0]
+
+
+def parse_markdown_counted(
+    text: str, name: str, skip: Collection[str] = SKIPPABLE, default_access: str = DEFAULT_ACCESS
+) -> tuple[Document, dict[str, int]]:
+    """:func:`parse_markdown`, with the number of lines skipped of each kind.
+
+    Kept list items become paragraphs of their own, without their bullet (an
+    ordered item keeps its number, which is part of its text). As in
+    CommonMark, a line starting "4. " inside a paragraph continues that
+    paragraph: only an ordered list starting at 1 may interrupt one, so
+    wrapped prose is never mistaken for a list.
+    """
+    skip = check_skipped(skip, name)
     meta, body, _ = _front_matter(normalise_line_breaks(text), name)
     default_access = check_access_level(default_access, "default access level")
     title = _metadata_text(meta, "title", name)
@@ -289,13 +347,17 @@ def parse_markdown(text: str, name: str, default_access: str = DEFAULT_ACCESS) -
     in_fence = False
     blocks: list[Block] = []
     paragraph: list[str] = []
+    skipped: Counter[str] = Counter()
+    in_item = False  # whether the open paragraph is a kept list item
 
     def flush() -> None:
+        nonlocal in_item
         if paragraph and not skipping:
             joined = _inline_text(" ".join(paragraph))
             if joined:
                 blocks.append(Block(tuple(path), joined))
         paragraph.clear()
+        in_item = False
 
     for line in body.splitlines():
         if _FENCE.match(line):
@@ -303,6 +365,12 @@ def parse_markdown(text: str, name: str, default_access: str = DEFAULT_ACCESS) -
             in_fence = not in_fence
             continue
         if in_fence:
+            if skipping:
+                skipped["references"] += bool(line.strip())
+            elif "code" in skip:
+                skipped["code"] += bool(line.strip())
+            else:
+                paragraph.append(line.strip())
             continue
         heading = _HEADING.match(line)
         if heading:
@@ -315,10 +383,35 @@ def parse_markdown(text: str, name: str, default_access: str = DEFAULT_ACCESS) -
                 continue
             depth = level - 2
             path = path[:depth] + [heading_text]
-            skipping = any(part.lower() in SKIPPED_SECTIONS for part in path)
+            skipping = "references" in skip and any(part.lower() in SKIPPED_SECTIONS for part in path)
             continue
-        if not line.strip() or _TABLE_ROW.match(line) or _LIST_ITEM.match(line):
+        if not line.strip():
             flush()
+            continue
+        if skipping:
+            skipped["references"] += 1
+            continue
+        if _TABLE_ROW.match(line):
+            flush()
+            if "tables" in skip:
+                skipped["tables"] += 1
+            elif not re.fullmatch(r"[\s|:-]+", line):
+                cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+                paragraph.append(" | ".join(cell for cell in cells if cell))
+                flush()
+            continue
+        item = _LIST_ITEM.match(line)
+        if item:
+            bullet, number = item.group(1), item.group(2)
+            if paragraph and not in_item and number is not None and int(number) != 1:
+                paragraph.append(line.strip())  # wrapped prose, not a list
+                continue
+            flush()
+            if "lists" in skip:
+                skipped["lists"] += 1
+                continue
+            paragraph.append(line[item.end() :].strip() if bullet else line.strip())
+            in_item = True
             continue
         paragraph.append(line.strip())
     flush()
@@ -329,8 +422,9 @@ def parse_markdown(text: str, name: str, default_access: str = DEFAULT_ACCESS) -
         raise DocumentError(f"{name}: no title (an H1 heading or a 'title' in the front matter)")
     if not blocks:
         raise DocumentError(f"{name}: no paragraphs to index")
-    return Document(
-        doc_id=doc_id or re.sub(r"\.md$", "", name),
+    # Without an id in the front matter, the file's name without folder or ending.
+    document = Document(
+        doc_id=doc_id or re.sub(r"\.md$", "", re.split(r"[\\/]", name)[-1]),
         title=title,
         version=version if version is not None else content_version(blocks),
         blocks=tuple(blocks),
@@ -339,3 +433,4 @@ def parse_markdown(text: str, name: str, default_access: str = DEFAULT_ACCESS) -
         tags=tags,
         access=access,
     )
+    return document, {kind: skipped[kind] for kind in SKIPPABLE}

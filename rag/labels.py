@@ -15,9 +15,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag.chunking import Chunk, cut_probability
-from rag.documents import Document
-from rag.text import count_words
+from rag.documents import Document, normalize_passage
+from rag.text import count_words, split_sentences, tokenize
 
+# The bundled corpus's question types, in the order its tables list them. Any
+# other string is a valid type too: a type is the user's own cohort label, and
+# tables list the types outside this tuple after it, in name order.
 QUESTION_TYPES: tuple[str, ...] = (
     "fact",  # exact numbers and names, in the evidence's own words
     "paraphrase",  # shares at most one content word with its evidence
@@ -109,7 +112,9 @@ def parse_questions(data: object, source: str) -> list[Question]:
         _require(question_id not in seen, where, "duplicate id")
         seen.add(question_id)
         question_type = item.get("type", "general")
-        _require(question_type in QUESTION_TYPES, where, f"type {question_type!r} not in {QUESTION_TYPES}")
+        _require(
+            isinstance(question_type, str) and question_type.strip() != "", where, "'type' must be a label"
+        )
         answerable = item.get("answerable", True)
         _require(isinstance(answerable, bool), where, "'answerable' must be true or false")
         evidence = tuple(_parse_evidence(item.get("evidence") or [], where))
@@ -117,6 +122,8 @@ def parse_questions(data: object, source: str) -> list[Question]:
         _require(answerable or not evidence, where, "an unanswerable question must not have evidence")
         answer = item.get("answer")
         _require(answer is None or isinstance(answer, str), where, "'answer' must be text")
+        if answer is not None:
+            answer = normalize_passage(answer)
         questions.append(
             Question(question_id, item["question"].strip(), question_type, answerable, evidence, answer)
         )
@@ -145,7 +152,8 @@ def _parse_evidence(pieces: object, where: str) -> list[Evidence]:
                 here,
                 "a span's 'document' must be a document id",
             )
-            spans.append(Span(span["text"], span.get("document")))
+            # Compared with the parsed text, so normalised the way the parser normalises it.
+            spans.append(Span(normalize_passage(span["text"]), document))
         _require(bool(spans), here, "needs at least one span")
         gain = piece.get("gain", 1)
         _require(
@@ -164,19 +172,24 @@ def locate_spans(
 
     A span that occurs nowhere is an error naming the question and the span
     (and ``source``, the questions file, when given): silently dropping it
-    would make a question look unanswerable.
+    would make a question look unanswerable. Every such span is reported at
+    once, each with the closest passage of the documents it may sit in, so a
+    label can be fixed without searching by hand; the problems are joined by
+    `` | `` so the error stays one line.
     """
     prefix = f"{source}: " if source else ""
     texts = {document.doc_id: document.full_text for document in documents}
     locations: list[SpanLocation] = []
+    problems: list[str] = []
     for question in questions:
         for piece, evidence in enumerate(question.evidence):
             for alternative, span in enumerate(evidence.spans):
                 if span.document is not None and span.document not in texts:
-                    raise LabelError(
-                        f"{prefix}question {question.question_id!r}: span {_short(span.text)!r} names "
+                    problems.append(
+                        f"question {question.question_id!r}: span {_short(span.text)!r} names "
                         f"unknown document {span.document!r}"
                     )
+                    continue
                 doc_ids = [span.document] if span.document is not None else list(texts)
                 found = False
                 for doc_id in doc_ids:
@@ -192,11 +205,37 @@ def locate_spans(
                         start = text.find(span.text, start + 1)
                 if not found:
                     where = f"document {span.document!r}" if span.document else "any document"
-                    raise LabelError(
-                        f"{prefix}question {question.question_id!r}: evidence span {_short(span.text)!r} "
-                        f"not found in {where}"
+                    closest = closest_passage(span.text, {doc_id: texts[doc_id] for doc_id in doc_ids})
+                    hint = f"; closest passage in {closest[0]!r}: {closest[1]!r}" if closest else ""
+                    problems.append(
+                        f"question {question.question_id!r}: evidence span {_short(span.text)!r} "
+                        f"not found in {where}{hint}"
                     )
+    if problems:
+        raise LabelError(prefix + " | ".join(problems))
     return locations
+
+
+def closest_passage(span: str, texts: Mapping[str, str], longest: int = 200) -> tuple[str, str] | None:
+    """The sentence sharing most words with ``span``, as (document id, sentence).
+
+    Words are the analyzer's tokens, so case, accents and punctuation do not
+    matter; ties go to the first document in id order and the first sentence.
+    None when no sentence shares a word.
+    """
+    wanted = set(tokenize(span))
+    best: tuple[int, str, str] | None = None
+    for doc_id in sorted(texts):
+        text = texts[doc_id]
+        for start, end in split_sentences(text):
+            sentence = text[start:end]
+            shared = len(wanted & set(tokenize(sentence)))
+            if shared and (best is None or shared > best[0]):
+                best = (shared, doc_id, sentence)
+    if best is None:
+        return None
+    sentence = best[2] if len(best[2]) <= longest else best[2][: longest - 1] + "…"
+    return best[1], sentence
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,26 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from rag.documents import SKIPPABLE
 from rag.labels import QUESTION_TYPES, PieceCut, Question
 
 
-def corpus_statistics(blocks: pd.DataFrame, corpus: str) -> pd.DataFrame:
-    """Per document: sections, paragraphs and words, with a total row."""
+def corpus_statistics(
+    blocks: pd.DataFrame, corpus: str, skipped: Mapping[str, Mapping[str, int]] | None = None
+) -> pd.DataFrame:
+    """Per document: sections, paragraphs and words, with a total row.
+
+    ``skipped`` maps a document id to the lines (HTML: elements) its reader
+    left out, by kind (:data:`rag.documents.SKIPPABLE`); each kind is a
+    ``skipped_<kind>`` column, zero for sources that record none, so no text
+    is lost without a count.
+    """
+    skipped = skipped or {}
     rows = []
     for doc_id, group in blocks.groupby("doc_id", sort=True):
         rows.append(
@@ -23,6 +33,7 @@ def corpus_statistics(blocks: pd.DataFrame, corpus: str) -> pd.DataFrame:
                 "sections": group.loc[group["section"] != "", "section"].nunique(),
                 "paragraphs": len(group),
                 "words": int(group["text"].str.split().str.len().sum()),
+                **{f"skipped_{kind}": int(skipped.get(doc_id, {}).get(kind, 0)) for kind in SKIPPABLE},
             }
         )
     frame = pd.DataFrame(rows)
@@ -33,18 +44,20 @@ def corpus_statistics(blocks: pd.DataFrame, corpus: str) -> pd.DataFrame:
         "sections": int(frame["sections"].sum()),
         "paragraphs": int(frame["paragraphs"].sum()),
         "words": int(frame["words"].sum()),
+        **{f"skipped_{kind}": int(frame[f"skipped_{kind}"].sum()) for kind in SKIPPABLE},
     }
     return pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
 
 
 def questions_by_type(questions: Sequence[Question], corpus: str) -> pd.DataFrame:
+    """Questions and evidence pieces per type: the bundled types in their order, then the rest by name."""
     counts = Counter(question.type for question in questions)
     pieces = Counter()
     for question in questions:
         pieces[question.type] += len(question.evidence)
     rows = [
         {"corpus": corpus, "type": kind, "questions": counts[kind], "evidence_pieces": pieces[kind]}
-        for kind in QUESTION_TYPES
+        for kind in [*QUESTION_TYPES, *sorted(set(counts) - set(QUESTION_TYPES))]
         if counts[kind]
     ]
     answerable = sum(question.answerable for question in questions)
@@ -128,3 +141,25 @@ def per_question_table(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.Data
     table["first_relevant_rank"] = table["first_relevant_rank"].astype("Int64")
     table.columns.name = None
     return table[[*keys, "question_id", "type", "first_relevant_rank", "reciprocal_rank", *ordered]]
+
+
+def index_statistics(
+    index_bytes: int, benchmark: pd.DataFrame, corpus: str, chunker: str, retriever: str
+) -> dict:
+    """One fitted index: its size on disk, and the seconds and memory its job took.
+
+    ``benchmark`` is the job's Snakemake benchmark table (columns ``s`` and
+    ``max_rss`` in MB). The timing columns measure the machine and vary from
+    run to run; the size does not.
+    """
+    first = benchmark.iloc[0] if len(benchmark) else {}
+    seconds = pd.to_numeric(pd.Series([first.get("s", np.nan)]), errors="coerce").iloc[0]
+    memory = pd.to_numeric(pd.Series([first.get("max_rss", np.nan)]), errors="coerce").iloc[0]
+    return {
+        "corpus": corpus,
+        "chunker": chunker,
+        "retriever": retriever,
+        "index_bytes": int(index_bytes),
+        "seconds": float(seconds),
+        "max_rss_mb": float(memory),
+    }

@@ -337,7 +337,8 @@ def test_subsections_of_a_skipped_section_are_skipped_until_the_next_sibling() -
 
 def test_entities_invisible_characters_and_unicode_spaces_are_normalised() -> None:
     markup = "<p>\n  Ice&nbsp;&amp;&#32;rock\u2009giant,\u00ad soft&#x200B;ware&hellip;  </p>"
-    assert parse_article_html(markup, "entities") == [Block((), "Ice & rock giant, software\u2026")]
+    # NFKC, as every reader applies it (rag.documents.normalize_passage): the ellipsis becomes "...".
+    assert parse_article_html(markup, "entities") == [Block((), "Ice & rock giant, software...")]
 
 
 def test_text_outside_paragraphs_and_the_h1_title_are_not_blocks() -> None:

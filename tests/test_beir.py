@@ -469,8 +469,10 @@ def test_each_level_has_its_own_table(built):
     assert set(cuts.corpus) == {"tiny", "tiny_documents"}
     by_type = pd.read_csv(workdir / "results/questions_by_type.csv")
     zoo = by_type[by_type.corpus == "zoo"].set_index("type")
-    assert zoo.loc["general", "questions"] == 5 and zoo.loc["(answerable)", "questions"] == EVALUATED
-    assert [q.question_id for q in read_questions(workdir / "work/questions/zoo.parquet")] == list(QUERIES)
+    # Only the judged queries are kept and ranked (queries: judged, the default): q4 is not.
+    assert zoo.loc["general", "questions"] == EVALUATED and zoo.loc["(answerable)", "questions"] == EVALUATED
+    judged = [query for query in QUERIES if query != "q4"]
+    assert [q.question_id for q in read_questions(workdir / "work/questions/zoo.parquet")] == judged
 
 
 def test_rerun_and_a_new_split_rerun_only_the_beir_branch(built):

@@ -439,7 +439,7 @@ def test_a_duplicate_yaml_key_names_file_and_line(tmp_path):
     with pytest.raises(ConfigError) as caught:
         build_plan(config, SCHEMA, TINY, config_files=[path])
     assert str(caught.value) == (
-        f"{path}, line 18: duplicate key 'k1' (first given on line 17); "
+        f"{path}, line 19: duplicate key 'k1' (first given on line 18); "
         "YAML would silently keep only the last"
     )
 

@@ -103,7 +103,8 @@ def test_unknown_document_is_named():
             [{"id": "q", "question": "?", "answerable": False, "evidence": [{"spans": ["x"]}]}],
             "must not have",
         ),
-        ([{"id": "q", "question": "?", "type": "trivia", "answerable": False}], "type 'trivia'"),
+        # Any text is a type (the user's own cohort label), but it must be text.
+        ([{"id": "q", "question": "?", "type": 3, "answerable": False}], "'type' must be a label"),
         ([{"id": "q", "question": "?", "answerable": False}] * 2, "duplicate id"),
         ([{"id": "q", "question": "?", "evidnce": []}], "unknown key 'evidnce'"),
         ([{"id": "q", "question": "?", "evidence": [{"spans": []}]}], "at least one span"),

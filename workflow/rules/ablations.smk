@@ -25,7 +25,7 @@ rule diversity_ablation:
         ),
         questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
     output:
-        "results/diversity_ablation.csv",
+        f"{RESULTS}/diversity_ablation.csv",
     log:
         "logs/diversity_ablation.log",
     conda:
@@ -40,9 +40,9 @@ rule diversity_ablation:
 
 rule funnel_ablation:
     input:
-        metrics="results/metrics.csv",
+        metrics=f"{RESULTS}/metrics.csv",
     output:
-        "results/funnel_ablation.csv",
+        f"{RESULTS}/funnel_ablation.csv",
     log:
         "logs/funnel_ablation.log",
     conda:

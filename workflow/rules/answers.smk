@@ -106,9 +106,9 @@ rule answer_tables:
             path for corpus in SPAN_CORPORA for path in answer_files(f"work/answers/{corpus}/lead_summaries")
         ],
     output:
-        answers="results/answers.csv",
-        summary="results/answers_summary.csv",
-        thresholds="results/reader_thresholds.csv",
+        answers=f"{RESULTS}/answers.csv",
+        summary=f"{RESULTS}/answers_summary.csv",
+        thresholds=f"{RESULTS}/reader_thresholds.csv",
     log:
         "logs/answer_tables.log",
     conda:
@@ -124,9 +124,9 @@ rule abstention:
     input:
         abstention_inputs(),
     output:
-        table="results/abstention.csv",
+        table=f"{RESULTS}/abstention.csv",
         figure=report(
-            "results/figures/abstention.png",
+            f"{RESULTS}/figures/abstention.png",
             caption="../report/abstention.rst",
             category="3. Answers",
             subcategory="Figures",
@@ -149,7 +149,7 @@ rule summaries:
         parsed=expand("work/parsed/{corpus}.parquet", corpus=SPAN_CORPORA),
         questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
     output:
-        "results/summaries.csv",
+        f"{RESULTS}/summaries.csv",
     log:
         "logs/summaries.log",
     conda:
@@ -170,8 +170,8 @@ rule route:
         qrels=routing_inputs("qrels"),
         index=routing_inputs("index"),
     output:
-        routing="results/routing.csv",
-        metrics="results/routing_metrics.csv",
+        routing=f"{RESULTS}/routing.csv",
+        metrics=f"{RESULTS}/routing_metrics.csv",
     log:
         "logs/route.log",
     benchmark:
@@ -199,7 +199,7 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
             development=heldout_input("development"),
             heldout=heldout_input("heldout"),
         output:
-            "results/answers_heldout.csv",
+            f"{RESULTS}/answers_heldout.csv",
         log:
             "logs/answers_heldout.log",
         benchmark:

@@ -23,7 +23,7 @@ rule chunk_statistics:
     input:
         [f"work/chunks/{corpus}/{chunker}.parquet" for corpus, chunker in corpus_chunker_pairs()],
     output:
-        "results/chunk_statistics.csv",
+        f"{RESULTS}/chunk_statistics.csv",
     log:
         "logs/chunk_statistics.log",
     conda:

@@ -4,13 +4,13 @@
 
 rule cohorts:
     input:
-        metrics="results/metrics.csv",
-        by_type="results/metrics_by_type.csv",
-        by_document="results/metrics_by_document.csv",
+        metrics=f"{RESULTS}/metrics.csv",
+        by_type=f"{RESULTS}/metrics_by_type.csv",
+        by_document=f"{RESULTS}/metrics_by_document.csv",
     output:
-        table="results/weakest_cohorts.csv",
+        table=f"{RESULTS}/weakest_cohorts.csv",
         figure=report(
-            "results/figures/cohorts.png",
+            f"{RESULTS}/figures/cohorts.png",
             caption="../report/cohorts.rst",
             category="1. Retrieval",
             subcategory="Figures",

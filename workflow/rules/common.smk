@@ -24,6 +24,7 @@ for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
 
 from rag import code_digest
 from rag.config import BEIR_DEFAULTS, ConfigError, build_plan, canonical_json
+from rag.folders import FOLDER_SOURCES
 from rag.io import beir_files, read_yaml
 
 # The whole configuration, checked before any job runs: every mistake is one line
@@ -32,10 +33,15 @@ PLAN = build_plan(
     config,
     read_yaml(PROJECT_ROOT / "workflow/schemas/config.schema.yaml"),
     config_files=workflow.configfiles,
+    questions_schema=read_yaml(PROJECT_ROOT / "workflow/schemas/questions.schema.yaml"),
 )
 for _warning in PLAN.warnings:
     print(f"WARNING: {_warning}", file=sys.stderr)
 CORPORA, CHUNKERS, RETRIEVERS = PLAN.corpora, PLAN.chunkers, PLAN.retrievers
+# The folder of the tables and figures (config key results); unlabelled corpora
+# (no questions) are parsed, chunked and indexed only.
+RESULTS, LABELLED_CORPORA = PLAN.results_folder, PLAN.labelled_corpora
+UNLABELLED_CORPORA = PLAN.unlabelled_corpora
 LEVELS, DOCUMENT_KS = PLAN.levels, PLAN.document_ks
 SPAN_CORPORA, CHUNK_LEVEL_CORPORA = PLAN.span_corpora, PLAN.chunk_level_corpora
 DOCUMENT_LEVEL_CORPORA = PLAN.document_level_corpora
@@ -90,16 +96,14 @@ def ranking_depth_of(wildcards):
     return PLAN.ranking_depth(wildcards.corpus)
 
 
-def grid(corpora=None):
-    return PLAN.grid(corpora)
+# Lists that follow from the plan (rag/config.py), under the names the rules use.
+grid, index_grid, index_benchmark = PLAN.grid, PLAN.index_grid, PLAN.index_benchmark
+answer_pairs, filter_ablation_grid, all_results = PLAN.answer_pairs, PLAN.filter_ablation_grid, PLAN.results
+corpora_of_source = PLAN.corpora_of_source
 
 
 def corpus_chunker_pairs(corpora=None):
     return [(corpus, chunker) for corpus in (CORPORA if corpora is None else corpora) for chunker in CHUNKERS]
-
-
-def corpora_of_source(source):
-    return [name for name, entry in CORPORA.items() if entry["source"] == source]
 
 
 def chunker_params(wildcards):
@@ -115,17 +119,13 @@ def filter_params(wildcards):
 
 
 def corpus_params(wildcards):
-    entry = CORPORA[wildcards.corpus]
-    if entry["source"] == "beir":
-        entry = {**BEIR_DEFAULTS, **entry}
-    return canonical_json({key: value for key, value in entry.items() if key not in EVALUATION_KEYS})
+    return canonical_json(PLAN.corpus_settings(wildcards.corpus, EVALUATION_KEYS))
 
 
 def corpus_documents(wildcards):
     """The input files of a corpus: removing a document changes this list."""
-    entry = CORPORA[wildcards.corpus]
-    if entry["source"] == "markdown":
-        return sorted(str(path) for path in Path(entry["documents"]).glob("*.md"))
+    if CORPORA[wildcards.corpus]["source"] in FOLDER_SOURCES:
+        return PLAN.corpus_files(wildcards.corpus)
     return [wikipedia_lock(wildcards.corpus)]
 
 
@@ -145,7 +145,7 @@ def questions_path(corpus):
     """A corpus's questions: its labelled YAML file, or the table its BEIR queries become."""
     if CORPORA[corpus]["source"] == "beir":
         return f"work/questions/{corpus}.parquet"
-    return CORPORA[corpus]["questions"]
+    return CORPORA[corpus].get("questions", [])  # none for an unlabelled corpus
 
 
 def questions_file(wildcards):
@@ -189,10 +189,6 @@ def filtered_ranking(corpus, chunker, filter_name, retriever):
     return FILTERED.format(corpus=corpus, chunker=chunker, filter_name=filter_name, retriever=retriever)
 
 
-def filter_ablation_grid():
-    return PLAN.filter_ablation_grid()
-
-
 def grounding_inputs(wildcards):
     """The parsed corpus (memory), the chunk set and the ranking the grounding cases read."""
     if GROUNDING is None:
@@ -200,10 +196,6 @@ def grounding_inputs(wildcards):
     names = {key: GROUNDING[key] for key in ("corpus", "chunker", "retriever")}
     templates = {"parsed": PARSED, "chunks": CHUNKS, "ranking": RANKING}
     return {role: template.format(**names) for role, template in templates.items()}
-
-
-def answer_pairs():
-    return PLAN.answer_pairs()
 
 
 def answers_section(name, *keys):
@@ -231,10 +223,6 @@ def routing_inputs(kind):
     names = dict(chunker=ANSWERS["summaries"]["chunker"], retriever=ANSWERS["summaries"]["retriever"])
     pattern = {"chunks": CHUNKS, "qrels": QRELS, "index": INDEX}[kind]
     return [pattern.format(corpus=corpus, **names) for corpus in SPAN_CORPORA]
-
-
-def all_results():
-    return PLAN.results() + PLAN.comparison_results()
 
 
 # The reader (rag/reader.py) beside the spec's extractive generator.

@@ -12,13 +12,13 @@ rule significance:
         question_values="work/evaluation/question_values.parquet",
     output:
         intervals=report(
-            "results/metrics_ci.csv",
+            f"{RESULTS}/metrics_ci.csv",
             caption="../report/metrics_ci.rst",
             category="2. Comparisons",
             subcategory="Tables",
         ),
         significance=report(
-            "results/significance.csv",
+            f"{RESULTS}/significance.csv",
             caption="../report/significance.rst",
             category="2. Comparisons",
             subcategory="Tables",
@@ -38,11 +38,11 @@ rule significance:
 
 rule summary:
     input:
-        intervals="results/metrics_ci.csv",
-        significance="results/significance.csv",
+        intervals=f"{RESULTS}/metrics_ci.csv",
+        significance=f"{RESULTS}/significance.csv",
     output:
         report(
-            "results/summary.csv",
+            f"{RESULTS}/summary.csv",
             caption="../report/summary.rst",
             category="2. Comparisons",
             subcategory="Tables",
@@ -60,10 +60,10 @@ rule summary:
 
 rule results_readme:
     input:
-        summary="results/summary.csv",
-        significance="results/significance.csv",
+        summary=f"{RESULTS}/summary.csv",
+        significance=f"{RESULTS}/significance.csv",
     output:
-        "results/README.md",
+        f"{RESULTS}/README.md",
     log:
         "logs/results_readme.log",
     conda:
@@ -84,9 +84,9 @@ rule trec_runs:
         questions=[questions_path(corpus) for corpus in CHUNK_LEVEL_CORPORA],
     output:
         runs=PLAN.trec_run_files(CHUNK_LEVEL_CORPORA),
-        qrels=[f"results/runs/{c}/{ch}/qrels.txt" for c, ch in corpus_chunker_pairs(CHUNK_LEVEL_CORPORA)],
+        qrels=[f"{RESULTS}/runs/{c}/{ch}/qrels.txt" for c, ch in corpus_chunker_pairs(CHUNK_LEVEL_CORPORA)],
         piece_qrels=[
-            f"results/runs/{c}/{ch}/piece_qrels.txt" for c, ch in corpus_chunker_pairs(CHUNK_LEVEL_CORPORA)
+            f"{RESULTS}/runs/{c}/{ch}/piece_qrels.txt" for c, ch in corpus_chunker_pairs(CHUNK_LEVEL_CORPORA)
         ],
     log:
         "logs/trec_runs.log",
@@ -111,7 +111,7 @@ rule trec_document_runs:
         questions=[questions_path(corpus) for corpus in DOCUMENT_LEVEL_CORPORA],
     output:
         runs=PLAN.trec_run_files(DOCUMENT_LEVEL_CORPORA),
-        qrels=[f"results/runs/{corpus}/qrels.txt" for corpus in DOCUMENT_LEVEL_CORPORA],
+        qrels=[f"{RESULTS}/runs/{corpus}/qrels.txt" for corpus in DOCUMENT_LEVEL_CORPORA],
     log:
         "logs/trec_document_runs.log",
     benchmark:

@@ -3,6 +3,9 @@
 # and its qrels as document judgements.
 
 
+# A folder of Markdown, plain text or HTML files (FOLDER_SOURCES); the rule
+# keeps its historical name. The parquet's metadata records, per document,
+# the lines (or elements) the reader skipped.
 rule parse_markdown:
     input:
         corpus_documents,
@@ -11,7 +14,7 @@ rule parse_markdown:
     log:
         "logs/parse/{corpus}.log",
     wildcard_constraints:
-        corpus=alternatives(corpora_of_source("markdown")),
+        corpus=alternatives(corpora_of_source(*FOLDER_SOURCES)),
     conda:
         "../envs/rag.yaml"
     params:
@@ -88,16 +91,17 @@ rule parse_beir:
 rule corpus_statistics:
     input:
         parsed=expand("work/parsed/{corpus}.parquet", corpus=CORPORA),
-        questions=[questions_path(corpus) for corpus in CORPORA],
+        questions=[questions_path(corpus) for corpus in LABELLED_CORPORA],
     output:
-        documents="results/corpus_statistics.csv",
-        questions="results/questions_by_type.csv",
+        documents=f"{RESULTS}/corpus_statistics.csv",
+        questions=f"{RESULTS}/questions_by_type.csv",
     log:
         "logs/corpus_statistics.log",
     conda:
         "../envs/rag.yaml"
     params:
         corpora=list(CORPORA),
+        labelled=LABELLED_CORPORA,
         code=script_digest("corpus_statistics.py"),
     script:
         "../scripts/corpus_statistics.py"

@@ -13,10 +13,10 @@ rule evaluate:
         chunks=[f"work/chunks/{c}/{ch}.parquet" for c, ch in corpus_chunker_pairs(CHUNK_LEVEL_CORPORA)],
         questions=[questions_path(corpus) for corpus in CHUNK_LEVEL_CORPORA],
     output:
-        metrics="results/metrics.csv",
-        per_question="results/per_question.csv",
-        by_type="results/metrics_by_type.csv",
-        by_document="results/metrics_by_document.csv",
+        metrics=f"{RESULTS}/metrics.csv",
+        per_question=f"{RESULTS}/per_question.csv",
+        by_type=f"{RESULTS}/metrics_by_type.csv",
+        by_document=f"{RESULTS}/metrics_by_document.csv",
         question_values="work/evaluation/question_values.parquet",
     log:
         "logs/evaluate.log",
@@ -43,8 +43,8 @@ rule evaluate_documents:
         qrels=[f"work/document_qrels/{corpus}.parquet" for corpus in DOCUMENT_LEVEL_CORPORA],
         questions=[questions_path(corpus) for corpus in DOCUMENT_LEVEL_CORPORA],
     output:
-        metrics="results/document_metrics.csv",
-        beir="results/beir_metrics.csv",
+        metrics=f"{RESULTS}/document_metrics.csv",
+        beir=f"{RESULTS}/beir_metrics.csv",
     log:
         "logs/evaluate_documents.log",
     benchmark:
@@ -65,24 +65,24 @@ rule evaluate_documents:
 
 rule plot_retrieval:
     input:
-        metrics="results/metrics.csv",
-        per_question="results/per_question.csv",
-        intervals="results/metrics_ci.csv",
+        metrics=f"{RESULTS}/metrics.csv",
+        per_question=f"{RESULTS}/per_question.csv",
+        intervals=f"{RESULTS}/metrics_ci.csv",
     output:
         recall=report(
-            "results/figures/recall_at_k.png",
+            f"{RESULTS}/figures/recall_at_k.png",
             caption="../report/recall_at_k.rst",
             category="1. Retrieval",
             subcategory="Figures",
         ),
         prompt_words=report(
-            "results/figures/recall_vs_prompt_words.png",
+            f"{RESULTS}/figures/recall_vs_prompt_words.png",
             caption="../report/recall_vs_prompt_words.rst",
             category="1. Retrieval",
             subcategory="Figures",
         ),
         scatter=report(
-            "results/figures/rank_scatter.png",
+            f"{RESULTS}/figures/rank_scatter.png",
             caption="../report/rank_scatter.rst",
             category="1. Retrieval",
             subcategory="Figures",

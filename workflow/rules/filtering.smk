@@ -102,7 +102,7 @@ rule filter_ablation:
         ),
         questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
     output:
-        "results/filter_ablation.csv",
+        f"{RESULTS}/filter_ablation.csv",
     log:
         "logs/filter_ablation.log",
     conda:

@@ -9,9 +9,9 @@ rule grounding:
     input:
         unpack(grounding_inputs),
     output:
-        answers="results/grounding.csv",
-        cases="results/grounding_cases.csv",
-        swap="results/grounding_swap.csv",
+        answers=f"{RESULTS}/grounding.csv",
+        cases=f"{RESULTS}/grounding_cases.csv",
+        swap=f"{RESULTS}/grounding_swap.csv",
     log:
         "logs/grounding.log",
     benchmark:
@@ -27,11 +27,11 @@ rule grounding:
 
 rule plot_grounding:
     input:
-        answers="results/grounding.csv",
-        swap="results/grounding_swap.csv",
+        answers=f"{RESULTS}/grounding.csv",
+        swap=f"{RESULTS}/grounding_swap.csv",
     output:
         report(
-            "results/figures/grounding.png",
+            f"{RESULTS}/figures/grounding.png",
             caption="../report/grounding.rst",
             category="4. Grounding",
             subcategory="Figures",

@@ -29,7 +29,7 @@ rule evidence_cuts:
     input:
         [f"work/cuts/{corpus}/{chunker}.parquet" for corpus, chunker in corpus_chunker_pairs(SPAN_CORPORA)],
     output:
-        "results/evidence_cuts.csv",
+        f"{RESULTS}/evidence_cuts.csv",
     log:
         "logs/evidence_cuts.log",
     conda:

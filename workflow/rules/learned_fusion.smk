@@ -35,7 +35,7 @@ rule learned_fusion_table:
         PLAN.learned_weight_files(),
     output:
         report(
-            "results/learned_fusion.csv",
+            f"{RESULTS}/learned_fusion.csv",
             caption="../report/learned_fusion.rst",
             category="2. Comparisons",
             subcategory="Tables",

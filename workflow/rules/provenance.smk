@@ -10,7 +10,7 @@ rule provenance:
             for corpus, retriever, filter_name in filter_ablation_grid()
         ],
     output:
-        "results/provenance.csv",
+        f"{RESULTS}/provenance.csv",
     log:
         "logs/provenance.log",
     conda:

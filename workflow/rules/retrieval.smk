@@ -117,3 +117,23 @@ rule rank_ivf:
         code=script_digest("rank_ivf.py"),
     script:
         "../scripts/rank_ivf.py"
+
+
+# Issue 16: the size of every fitted index and the time and memory its job
+# took (from the job's benchmark file), for every corpus, labelled or not.
+# The time and memory columns measure the machine and vary from run to run.
+rule index_statistics:
+    input:
+        indexes=[f"work/indexes/{c}/{ch}/{r}.npz" for c, ch, r in index_grid()],
+        benchmarks=[index_benchmark(c, ch, r) for c, ch, r in index_grid()],
+    output:
+        f"{RESULTS}/index_statistics.csv",
+    log:
+        "logs/index_statistics.log",
+    conda:
+        "../envs/rag.yaml"
+    params:
+        grid=index_grid(),
+        code=script_digest("index_statistics.py"),
+    script:
+        "../scripts/index_statistics.py"

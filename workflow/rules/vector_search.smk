@@ -12,7 +12,7 @@ if IVF_TRADEOFF:
             qrels=f"work/qrels/{IVF_TRADEOFF['corpus']}/{IVF_TRADEOFF['chunker']}.parquet",
             questions=CORPORA[IVF_TRADEOFF["corpus"]]["questions"],
         output:
-            "results/ivf_tradeoff.csv",
+            f"{RESULTS}/ivf_tradeoff.csv",
         log:
             "logs/ivf_tradeoff.log",
         benchmark:
@@ -36,7 +36,7 @@ if IVF_SYNTHETIC:
     # one core idle, for the seconds it ran.
     rule ivf_synthetic:
         output:
-            "results/ivf_synthetic.csv",
+            f"{RESULTS}/ivf_synthetic.csv",
         log:
             "logs/ivf_synthetic.log",
         benchmark:
@@ -55,11 +55,11 @@ if IVF_TRADEOFF and IVF_SYNTHETIC:
 
     rule plot_ivf_tradeoff:
         input:
-            collection="results/ivf_tradeoff.csv",
-            synthetic="results/ivf_synthetic.csv",
+            collection=f"{RESULTS}/ivf_tradeoff.csv",
+            synthetic=f"{RESULTS}/ivf_synthetic.csv",
         output:
             report(
-                "results/figures/ivf_tradeoff.png",
+                f"{RESULTS}/figures/ivf_tradeoff.png",
                 caption="../report/ivf_tradeoff.rst",
                 category="5. Approximate search",
                 subcategory="Figures",

@@ -1,6 +1,7 @@
 """Answer every question with one reader from one prompt that holds the lead summary of every document."""
 
 import json
+import sys
 
 import pandas as pd
 
@@ -25,6 +26,19 @@ generation, reader = json.loads(snakemake.params.generation), json.loads(snakema
 questions = parse_questions(io.read_yaml(snakemake.input.questions), snakemake.input.questions)
 documents = io.documents_from_frame(pd.read_parquet(snakemake.input.parsed))
 sources = summary_chunks(lead_summaries(documents))
+if not any(chunk.text.strip() for chunk in sources):
+    # Issue 16: a corpus whose documents have no lead (no text before their
+    # first section heading) has no summaries to answer from; left out, not an error.
+    warning = (
+        f"corpus {corpus!r}: answers from lead summaries left out, they need lead sections "
+        "(text before a document's first section heading), and no document has one"
+    )
+    log.warning("%s", warning)
+    print(f"WARNING: {warning}", file=sys.stderr)
+    frame = answers_frame([], corpus=corpus, chunker=CHUNKER, retriever=RETRIEVER, reader=reader["name"])
+    stage = io.provenance(stage="answer_from_summaries", generation=generation, reader=reader)
+    io.write_parquet(frame, snakemake.output[0], stage)
+    io.finish_job()
 generation = {**generation, "k": max(len(sources), 1)}  # every summary goes into the one prompt
 settings, embedder = settings_from_config(generation, reader, snakemake.params.cache)
 # The summaries are the collection the reader reads, so their idf weighs the question.

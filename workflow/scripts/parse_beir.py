@@ -2,6 +2,7 @@
 
 import json
 
+from rag.beir import judged_questions
 from rag.documents import PARSER_VERSION
 from rag.io import (
     documents_to_frame,
@@ -16,6 +17,7 @@ from rag.io import (
 from rag.provenance import documents_record
 
 log = start_log(snakemake.log[0])
+entry = json.loads(snakemake.params.corpus)
 documents, questions, judgements = read_beir_collection(
     snakemake.input.corpus, snakemake.input.queries, snakemake.input.qrels
 )
@@ -27,13 +29,15 @@ log.info(
     len(judgements),
     sum(judgement.gain == 0 for judgement in judgements),
 )
+questions = judged_questions(questions, entry["queries"])
+log.info("ranking %d queries (queries: %s)", len(questions), entry["queries"])
 
 documents.sort(key=lambda document: document.doc_id)
 meta = provenance(
     stage="parse",
     parser_version=PARSER_VERSION,
     source="beir",
-    split=json.loads(snakemake.params.corpus)["split"],
+    split=entry["split"],
     **documents_record({document.doc_id: document.version for document in documents}),
 )
 write_parquet(documents_to_frame(documents), snakemake.output.parsed, meta)

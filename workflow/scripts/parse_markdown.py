@@ -1,26 +1,40 @@
-"""Parse a folder of Markdown documents into the parsed-blocks parquet."""
+"""Parse a folder of Markdown, plain text or HTML documents into the parsed-blocks parquet.
+
+What the reader skipped (tables, lists, references, code) is counted per
+document and kept in the parquet's metadata for results/corpus_statistics.csv.
+"""
 
 import json
 from pathlib import Path
 
-from rag.documents import DEFAULT_ACCESS, PARSER_VERSION, DocumentError, parse_markdown
+from rag.documents import DEFAULT_ACCESS, PARSER_VERSION, DocumentError
+from rag.folders import read_document
 from rag.io import documents_to_frame, finish_job, provenance, read_markdown_file, start_log, write_parquet
 from rag.provenance import documents_record
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.corpus)
 default_access = entry.get("default_access", DEFAULT_ACCESS)
-documents, origin = [], {}
+documents, origin, skipped = [], {}, {}
 for path in map(Path, snakemake.input):
-    document = parse_markdown(read_markdown_file(path), str(path), default_access)
+    document, counts = read_document(
+        read_markdown_file(path), str(path), entry["source"], entry["skip"], default_access
+    )
     if document.doc_id in origin:
         raise DocumentError(
             f"{path}: document id {document.doc_id!r} is already used by {origin[document.doc_id]}"
         )
     origin[document.doc_id] = path
     documents.append(document)
+    skipped[document.doc_id] = counts
+    left_out = ", ".join(f"{count} {kind}" for kind, count in counts.items() if count)
     log.info(
-        "%s: %s, version %s, %d paragraphs", path, document.doc_id, document.version, len(document.blocks)
+        "%s: %s, version %s, %d paragraphs%s",
+        path,
+        document.doc_id,
+        document.version,
+        len(document.blocks),
+        f"; skipped lines: {left_out}" if left_out else "",
     )
 
 documents.sort(key=lambda document: document.doc_id)
@@ -30,7 +44,9 @@ write_parquet(
     provenance(
         stage="parse",
         parser_version=PARSER_VERSION,
-        source="markdown",
+        source=entry["source"],
+        skip=entry["skip"],
+        skipped=dict(sorted(skipped.items())),
         **documents_record({document.doc_id: document.version for document in documents}),
     ),
 )

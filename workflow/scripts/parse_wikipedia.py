@@ -3,6 +3,7 @@
 import json
 import warnings
 
+from rag.articles import parse_article_html_counted
 from rag.documents import PARSER_VERSION
 from rag.io import (
     FolderCache,
@@ -14,8 +15,8 @@ from rag.io import (
     write_parquet,
 )
 from rag.provenance import documents_record
-from rag.sources import locked_documents, wikipedia_client
-from rag.wikipedia import parse_lock
+from rag.sources import cache_key, locked_documents, wikipedia_client
+from rag.wikipedia import article_doc_id, parse_lock
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.corpus)
@@ -28,6 +29,14 @@ for warning in caught:
     log.warning("%s", warning.message)
     print(f"WARNING: {warning.message}")
 documents.sort(key=lambda document: document.doc_id)
+# What the article reader left out of each article (tables, lists, references,
+# code), counted in results/corpus_statistics.csv; the HTML is in the cache now.
+skipped = {
+    article_doc_id(article.title): parse_article_html_counted(
+        cache.read(cache_key(article.title, article.revision)), article.title
+    )[1]
+    for article in articles
+}
 write_parquet(
     documents_to_frame(documents),
     snakemake.output[0],
@@ -36,6 +45,7 @@ write_parquet(
         parser_version=PARSER_VERSION,
         source="wikipedia",
         lock=[a.revision for a in articles],
+        skipped=dict(sorted(skipped.items())),
         **documents_record({document.doc_id: document.version for document in documents}),
     ),
 )

@@ -24,7 +24,8 @@ entry = json.loads(snakemake.params.retriever)
 name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakemake.wildcards.chunker}"
 column = chunk_text_column(entry)
 chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", column])
-questions = read_questions(snakemake.input.questions)
+# An unlabelled corpus has no questions: its chunks are still encoded and indexed.
+questions = read_questions(snakemake.input.questions) if snakemake.input.get("questions") else []
 
 try:
     # Resolved on the node that runs the job, which may have a GPU the submitting one lacks.

@@ -1,6 +1,7 @@
 """Route every question to one document by its lead summary, then rank chunks of that document only."""
 
 import json
+import sys
 
 import pandas as pd
 
@@ -29,10 +30,36 @@ routing = json.loads(snakemake.params.routing)
 names = {"chunker": routing["chunker"], "retriever": f"{routing['retriever']}_routed"}
 inputs, ks = snakemake.input, snakemake.params.ks
 
+ROUTE_COLUMNS = [
+    "corpus",
+    "question_id",
+    "type",
+    "group",
+    "evidence_documents",
+    "routed_document",
+    "score",
+    "runner_up",
+    "runner_up_score",
+    "routed_right",
+    "routed_chunks",
+]
 routes_table, parts, accuracy, made_by = [], [], [], {}
 for position, corpus in enumerate(snakemake.params.corpora):
     questions = parse_questions(read_yaml(inputs.questions[position]), inputs.questions[position])
     documents = documents_from_frame(pd.read_parquet(inputs.parsed[position]))
+    summaries = lead_summaries(documents)
+    # Like results/metrics.csv, each row names what made it: the chunk set and the routing settings.
+    chunk_set = read_provenance(inputs.chunks[position])
+    made_by[corpus] = record_digest({"chunks": chunk_set, "routing": routing, "retriever": entry})
+    if not any(summary.text.strip() for summary in summaries):
+        # Issue 16: routing by lead summaries needs leads; left out, not an error.
+        warning = (
+            f"corpus {corpus!r}: routing left out, it needs lead sections "
+            "(text before a document's first section heading), and no document has one"
+        )
+        log.warning("%s", warning)
+        print(f"WARNING: {warning}", file=sys.stderr)
+        continue
     holding = evidence_documents(
         questions, locate_spans(questions, documents, str(inputs.questions[position]))
     )
@@ -41,7 +68,7 @@ for position, corpus in enumerate(snakemake.params.corpora):
     retriever = load_retriever(entry, load_arrays(inputs.index[position]))
     routes, routed = route_and_rank(
         [q.text for q in questions],
-        lead_summaries(documents),
+        summaries,
         entry,
         retriever,
         chunks["doc_id"].tolist(),
@@ -65,13 +92,15 @@ for position, corpus in enumerate(snakemake.params.corpora):
     row = accuracy_row(routes, [holding[q.question_id] for q in questions], corpus=corpus, **names)
     accuracy.append(row)
     log.info("%s: routing accuracy %.3f over %d questions", corpus, row["value"], row["questions"])
-    # Like results/metrics.csv, each row names what made it: the chunk set and the routing settings.
-    chunk_set = read_provenance(inputs.chunks[position])
-    made_by[corpus] = record_digest({"chunks": chunk_set, "routing": routing, "retriever": entry})
 
-metrics = aggregate_metrics(pd.concat(parts, ignore_index=True), ["corpus", "chunker", "retriever"])
-metrics = pd.concat([metrics, pd.DataFrame(accuracy)], ignore_index=True)
+keys = ["corpus", "chunker", "retriever"]
+if parts:
+    metrics = aggregate_metrics(pd.concat(parts, ignore_index=True), keys)
+    metrics = pd.concat([metrics, pd.DataFrame(accuracy)], ignore_index=True)
+else:
+    metrics = pd.DataFrame(columns=[*keys, "metric", "k", "value", "questions"])
 metrics["provenance"] = metrics["corpus"].map(made_by)
-write_csv(pd.DataFrame(routes_table).astype({"routed_right": "boolean"}), snakemake.output.routing)
+routes_frame = pd.DataFrame(routes_table, columns=ROUTE_COLUMNS).astype({"routed_right": "boolean"})
+write_csv(routes_frame, snakemake.output.routing)
 write_csv(metrics, snakemake.output.metrics)
 finish_job()
