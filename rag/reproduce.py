@@ -38,6 +38,8 @@ TIMING_COLUMNS: Mapping[str, frozenset[str]] = {
     "ivf_synthetic.csv": frozenset(
         {"ivf_seconds", "exact_seconds", "time_relative_to_exact", "build_seconds"}
     ),
+    # Read from each index job's benchmark file: wall time and peak memory.
+    "index_statistics.csv": frozenset({"seconds", "max_rss_mb"}),
 }
 # Columns compared within an absolute tolerance instead of exactly: (file, column) -> tolerance.
 # Empty: every non-timing cell of the bundled grid reproduces exactly under any BLAS kernel.

@@ -243,9 +243,5 @@ def answer_files(stem):
 
 def heldout_input(kind):
     """The held-out check's documents folder and its two question files (development, held-out)."""
-    corpus = CORPORA[ANSWERS["heldout"]["corpus"]]
-    return {
-        "documents": corpus["documents"],
-        "development": corpus["questions"],
-        "heldout": ANSWERS["heldout"]["questions"],
-    }[kind]
+    corpus, heldout = CORPORA[ANSWERS["heldout"]["corpus"]], ANSWERS["heldout"]["questions"]
+    return {"documents": corpus["documents"], "development": corpus["questions"], "heldout": heldout}[kind]
