@@ -54,7 +54,13 @@ def test_new_chunker_schedules_only_its_branch(built):
     config["chunkers"]["sections"] = {"kind": "sections"}
     try:
         write_config(workdir, config)
-        outputs = planned_outputs(workdir, project / "Snakefile")
+        # The TREC export (rule trec_runs) is one job over the whole grid, like the
+        # metric tables: its output list names every run, old chunkers' included.
+        outputs = [
+            path
+            for path in planned_outputs(workdir, project / "Snakefile")
+            if not path.startswith("results/runs/")
+        ]
         per_chunker = [path for path in outputs if "/tiny/" in path]
         assert per_chunker, outputs
         assert all("sections" in path for path in per_chunker), per_chunker
