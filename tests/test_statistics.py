@@ -31,6 +31,9 @@ DOCUMENTS = [
 ]
 
 
+NOTHING_SKIPPED = {"skipped_tables": 0, "skipped_lists": 0, "skipped_references": 0, "skipped_code": 0}
+
+
 def test_corpus_statistics_per_document_and_in_total():
     table = corpus_statistics(documents_to_frame(DOCUMENTS), "planets")
     assert table.to_dict("records") == [
@@ -41,6 +44,7 @@ def test_corpus_statistics_per_document_and_in_total():
             "sections": 0,
             "paragraphs": 1,
             "words": 5,
+            **NOTHING_SKIPPED,
         },
         # Orbit, Orbit › Rotation and Atmosphere; the lead is not a section.
         {
@@ -50,6 +54,7 @@ def test_corpus_statistics_per_document_and_in_total():
             "sections": 3,
             "paragraphs": 5,
             "words": 15,
+            **NOTHING_SKIPPED,
         },
         {
             "corpus": "planets",
@@ -58,8 +63,17 @@ def test_corpus_statistics_per_document_and_in_total():
             "sections": 3,
             "paragraphs": 6,
             "words": 20,
+            **NOTHING_SKIPPED,
         },
     ]
+
+
+def test_corpus_statistics_counts_what_the_reader_skipped():
+    skipped = {"venus": {"lists": 2, "code": 1}}
+    table = corpus_statistics(documents_to_frame(DOCUMENTS), "planets", skipped).set_index("doc_id")
+    assert table.loc["venus", ["skipped_lists", "skipped_code", "skipped_tables"]].tolist() == [2, 1, 0]
+    assert table.loc["ceres", ["skipped_lists", "skipped_code"]].tolist() == [0, 0]
+    assert table.loc["(all)", ["skipped_lists", "skipped_code", "skipped_references"]].tolist() == [2, 1, 0]
 
 
 def test_corpus_statistics_counts_a_repeated_section_name_once():
