@@ -17,6 +17,7 @@ from rag.fusion import (
 from rag.learned_fusion import assign_folds, cross_validated_fusion, weight_grid
 from rag.plotting import legible_ticks, recall_curves
 from rag.search import Ranking
+from rag.significance import SIGNIFICANCE_COLUMNS
 from rag.summary import results_readme, summary_table
 from rag.trec import (
     chunk_judgements,
@@ -191,24 +192,7 @@ def _significance():
         ("c", "a", "dense", "bm25", "recall", 1, 10, 0.2, 0.1, 0.3, 0.01, 0.02, 0.01, 0.02, True),
         ("c", "b", "dense", "bm25", "recall", 1, 10, 0.2, -0.1, 0.3, 0.2, 0.4, 0.2, 0.4, False),
     ]
-    columns = [
-        "corpus",
-        "chunker",
-        "retriever",
-        "baseline",
-        "metric",
-        "k",
-        "questions",
-        "mean_difference",
-        "difference_ci_low",
-        "difference_ci_high",
-        "p_randomization",
-        "p_randomization_holm",
-        "p_t",
-        "p_t_holm",
-        "significant",
-    ]
-    return pd.DataFrame(rows, columns=columns).astype({"k": "Int64"})
+    return pd.DataFrame(rows, columns=SIGNIFICANCE_COLUMNS).astype({"k": "Int64"})
 
 
 def test_summary_marks_significance_and_the_best():
