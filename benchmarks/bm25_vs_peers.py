@@ -1,4 +1,4 @@
-"""Compare rag.bm25 and rag.tfidf with bm25s, rank_bm25 and scikit-learn on the same terms.
+"""Compare our BM25 and tf-idf (rag.retrieval) with bm25s, rank_bm25 and scikit-learn on the same terms.
 
 Every system indexes the same token lists, so only indexing and scoring are
 measured. Two kinds of collection:
@@ -15,7 +15,7 @@ measured. Two kinds of collection:
   and rank_bm25 would count a repeated term twice), tf-idf systems the terms
   as analyzed. Every system's top 100 (documents scoring above 0, i.e.
   sharing a term with the query, as Lucene returns them) is scored against the
-  qrels with rag.metrics: nDCG@10 with the grades as linear gains and the ideal
+  qrels with rag.evaluation.metrics: nDCG@10 with the grades as linear gains and the ideal
   from the qrels, and recall@100 (judged relevant found / judged relevant), as
   BEIR and pytrec_eval compute them. The timed queries are the judged queries,
   cycled to --queries calls when there are fewer.
@@ -84,13 +84,13 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rag.beir import DEFAULT_SPLIT  # noqa: E402
-from rag.bm25 import bm25_search, build_bm25_index  # noqa: E402
-from rag.document_relevance import BEIR_NDCG_K, BEIR_RECALL_K, document_relevance  # noqa: E402
+from rag.corpus.beir import DEFAULT_SPLIT  # noqa: E402
+from rag.evaluation.document_relevance import BEIR_NDCG_K, BEIR_RECALL_K, document_relevance  # noqa: E402
+from rag.evaluation.metrics import Relevance, ndcg_at, recall_at  # noqa: E402
 from rag.io import beir_files, read_beir_collection  # noqa: E402
-from rag.metrics import Relevance, ndcg_at, recall_at  # noqa: E402
+from rag.retrieval.bm25 import bm25_search, build_bm25_index  # noqa: E402
+from rag.retrieval.tfidf import build_tfidf_index, tfidf_search  # noqa: E402
 from rag.text import analyze  # noqa: E402
-from rag.tfidf import build_tfidf_index, tfidf_search  # noqa: E402
 
 K1, B = 1.5, 0.75
 AGREEMENT_DEPTH = 10  # depth of the timed searches of synthetic collections, too

@@ -1,9 +1,9 @@
-"""Texts per second of rag.embedder (numpy) against sentence-transformers (torch, CPU).
+"""Texts per second of rag.retrieval.dense.embedder (numpy) against sentence-transformers (torch, CPU).
 
 Both encode the same ~1,000 chunk-like texts (word windows of the bundled
 Markdown documents, or seeded synthetic sentences when there are none) with
 the same batch size and the same number of threads: torch.set_num_threads and
-the workers of rag.embedder.encode both get --threads, which defaults to the
+the workers of rag.retrieval.dense.embedder.encode both get --threads, which defaults to the
 number of threads numpy's BLAS may use. A third row encodes one batch at a
 time on a BLAS with that many threads (workers=1), to show what running
 whole batches in parallel buys.
@@ -39,8 +39,8 @@ import pandas as pd  # noqa: E402
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from rag import embedder  # noqa: E402
-from rag.documents import parse_markdown  # noqa: E402
+from rag.corpus.documents import parse_markdown  # noqa: E402
+from rag.retrieval.dense import embedder  # noqa: E402
 
 DEFAULT_DOCUMENTS = PROJECT / "resources" / "solar_system" / "documents"
 SYNTHETIC_WORDS = (
@@ -131,7 +131,7 @@ def main() -> None:
     tokens = [len(ids) for ids in embedder.token_ids(encoder, texts)]
 
     sides: dict[str, Callable[[list[str]], np.ndarray]] = {
-        "numpy (rag.embedder)": lambda batch: embedder.encode(
+        "numpy (rag.retrieval.dense.embedder)": lambda batch: embedder.encode(
             encoder, batch, batch_size=arguments.batch_size, workers=threads
         ),
         # One batch at a time on a multi-threaded BLAS: what the workers buy.

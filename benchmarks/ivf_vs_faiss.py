@@ -1,4 +1,4 @@
-"""Compare rag.ivf with FAISS on the same synthetic vectors: recall and query time.
+"""Compare rag.retrieval.ivf with FAISS on the same synthetic vectors: recall and query time.
 
 Both sides index the same seeded vectors with the same number of lists and
 probe the same number of lists (FAISS's nprobe). FAISS is trained as ours is,
@@ -33,7 +33,7 @@ from threadpoolctl import threadpool_limits
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from rag import ivf, synthetic  # noqa: E402
+from rag.retrieval import ivf, synthetic  # noqa: E402
 
 RECALL_TOLERANCE = 0.02
 IVF_TIME_GOAL = 2.0

@@ -1,7 +1,7 @@
 """The whole pipeline on large synthetic BEIR collections: time and peak memory per stage.
 
 For each size (default 100,000 and 1,000,000 documents) it generates a seeded
-synthetic collection (:mod:`rag.synthetic_corpus`: Zipfian terms, log-normal
+synthetic collection (:mod:`rag.corpus.synthetic_corpus`: Zipfian terms, log-normal
 lengths, topical qrels), writes a configuration with that one corpus, one
 chunker (each document one chunk) and four retrievers (BM25, tf-idf, LSA with
 128 dimensions and an inverted-file index over the LSA vectors), and builds
@@ -39,7 +39,7 @@ import yaml
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from rag.synthetic_corpus import CorpusShape, write_collection  # noqa: E402
+from rag.corpus.synthetic_corpus import CorpusShape, write_collection  # noqa: E402
 
 MEMORY_LIMIT_MB = 24 * 1024
 CHUNKER = "whole"

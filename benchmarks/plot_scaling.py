@@ -24,10 +24,10 @@ import pandas as pd  # noqa: E402
 
 PROJECT = Path(__file__).resolve().parents[1]
 STYLES = {  # system: (label, colour, line style)
-    "ours": ("ours (rag.bm25)", "tab:blue", "-"),
+    "ours": ("ours (rag.retrieval.bm25)", "tab:blue", "-"),
     "bm25s": ("bm25s", "tab:orange", "--"),
     "rank_bm25": ("rank_bm25", "tab:red", ":"),
-    "ours_tfidf": ("ours (rag.tfidf)", "tab:green", "-"),
+    "ours_tfidf": ("ours (rag.retrieval.tfidf)", "tab:green", "-"),
     "sklearn": ("scikit-learn tf-idf", "tab:purple", "--"),
 }
 PANELS = (  # column, y label, panel title, what is seconds (index time or 1 / rate)

@@ -12,7 +12,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from rag.documents import BLOCK_SEPARATOR, PARSER_VERSION, SECTION_SEPARATOR, Document, section_name
+from rag.corpus.documents import BLOCK_SEPARATOR, PARSER_VERSION, SECTION_SEPARATOR, Document, section_name
 from rag.text import count_words, split_sentences, word_spans
 
 

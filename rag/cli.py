@@ -22,13 +22,13 @@ rankings are fused by reciprocal rank fusion, and the command prints
 * the prompt: instruction, numbered sources and question, cut to ``--budget``
   tokens (words and punctuation marks) when a budget is given;
 * the answer: one quoted sentence of the sources with its citation, chosen by
-  the reader (``--generator reader``, rag.reader: idf coverage, term proximity,
+  the reader (``--generator reader``, rag.answering.reader: idf coverage, term proximity,
   the expected answer type, the subject, and with ``--similarity`` the MiniLM
   similarity, which measured worse on the labelled questions) or by
   the spec's extractive generator (``--generator extractive``, idf coverage
   alone), or an abstention when the best score is below ``--threshold``
   (``--generator hosted`` asks the model configured by RAG_LLM_BASE_URL,
-  RAG_LLM_API_KEY and RAG_LLM_MODEL instead, see rag.hosted);
+  RAG_LLM_API_KEY and RAG_LLM_MODEL instead, see rag.answering.hosted);
 * the citation check of every sentence of the answer: does it cite an existing
   source, do 75 % of its terms and all of its numbers occur in what it cites;
 * two verdicts in plain words: faithful (the citation check passed) and
@@ -68,8 +68,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from rag.question_answering import AnswerReport, IndexOptions, QuestionIndex
-    from rag.verification import ClaimCheck
+    from rag.answering.question_answering import AnswerReport, IndexOptions, QuestionIndex
+    from rag.answering.verification import ClaimCheck
 
 # Started before the heavy imports, which happen inside the command, so the
 # reported time includes them.
@@ -82,7 +82,7 @@ GENERATORS = ("reader", "extractive", "hosted")
 RETRIEVERS = ("auto", "bm25_minilm", "bm25_lsa_ivf")
 DENSE_MODEL = "all-MiniLM-L6-v2"
 
-# Mirrors rag.question_answering's and rag.reader's defaults; importing them
+# Mirrors rag.answering.question_answering's and rag.answering.reader's defaults; importing them
 # here would make `rag ask --help` and usage errors pay for numpy and scipy.
 DEFAULTS = {
     "max_words": 60,
@@ -92,7 +92,7 @@ DEFAULTS = {
     "sources": 5,
 }
 # The abstention threshold of each offline generator (the reader's depends on
-# whether its MiniLM similarity is in the score); see rag.reader.
+# whether its MiniLM similarity is in the score); see rag.answering.reader.
 DEFAULT_THRESHOLDS = {"extractive": 0.5, "reader": None}
 TEXT_PREVIEW_CHARACTERS = 110
 # The index cache keeps the most recently used indexes only: every edit of a
@@ -280,11 +280,14 @@ def _shown(path: Path) -> str:
 
 def _index_modules(dense: bool = False) -> list[object]:
     """The modules whose code decides what the cached index contains."""
-    from rag import bm25, chunking, documents, ivf, lsa, question_answering, search, text, tfidf
+    from rag import chunking, text
+    from rag.answering import question_answering
+    from rag.corpus import documents
+    from rag.retrieval import bm25, ivf, lsa, search, tfidf
 
     modules = [text, documents, chunking, search, bm25, tfidf, lsa, ivf, question_answering]
     if dense:
-        from rag import embedder
+        from rag.retrieval.dense import embedder
 
         modules.append(embedder)
     return modules
@@ -297,7 +300,14 @@ def load_or_build_index(
 
     ``embed`` embeds the chunks when ``options.dense_model`` asks for MiniLM embeddings.
     """
-    from rag.documents import DocumentError
+    from rag.answering.question_answering import (
+        build_question_index,
+        cache_key,
+        index_from_bundle,
+        index_to_bundle,
+        parse_documents,
+    )
+    from rag.corpus.documents import DocumentError
     from rag.io import (
         BundleError,
         FolderError,
@@ -307,13 +317,6 @@ def load_or_build_index(
         source_digest,
         touch_bundle,
         write_bundle,
-    )
-    from rag.question_answering import (
-        build_question_index,
-        cache_key,
-        index_from_bundle,
-        index_to_bundle,
-        parse_documents,
     )
 
     try:
@@ -376,7 +379,7 @@ def _rank(rank: int | None) -> str:
 
 
 def format_retrieval(report: AnswerReport, index: QuestionIndex) -> list[str]:
-    from rag.fusion import DEFAULT_CONSTANT
+    from rag.retrieval.fusion import DEFAULT_CONSTANT
 
     retrieval = report.retrieval
     dense_column = "IVF"
@@ -425,7 +428,7 @@ def format_prompt(report: AnswerReport) -> list[str]:
 
 
 def format_answer(report: AnswerReport, generator: str, threshold: float) -> list[str]:
-    from rag.extractive import Abstention
+    from rag.answering.extractive import Abstention
 
     result, reading = report.extractive, report.reading
     if reading is not None:
@@ -462,7 +465,7 @@ def format_answer(report: AnswerReport, generator: str, threshold: float) -> lis
 
 
 def _expected_words(kinds: tuple[str, ...]) -> str:
-    from rag.verification import expected_in_words
+    from rag.answering.verification import expected_in_words
 
     return expected_in_words(kinds)
 
@@ -482,7 +485,7 @@ def _claim_lines(number: int, claim: ClaimCheck) -> list[str]:
 
 
 def format_check(report: AnswerReport) -> list[str]:
-    from rag.verification import DEFAULT_SUPPORT_THRESHOLD
+    from rag.answering.verification import DEFAULT_SUPPORT_THRESHOLD
 
     header = (
         "Citation check (a claim passes when it cites an existing source, at least "
@@ -502,7 +505,7 @@ def format_check(report: AnswerReport) -> list[str]:
 
 def format_verdicts(report: AnswerReport) -> list[str]:
     """Faithful and responsive, in plain words: a faithful answer can still miss the question."""
-    from rag.verification import describe_verdicts
+    from rag.answering.verification import describe_verdicts
 
     if report.verdicts is not None:
         return ["Verdicts", *(f"  {line}" for line in describe_verdicts(report.verdicts))]
@@ -525,7 +528,7 @@ def _hosted_generator() -> Callable:
 
     Imported only when asked for: the extractive path needs no HTTP client.
     """
-    from rag.hosted import HostedModelError, config_from_environment, hosted_generator
+    from rag.answering.hosted import HostedModelError, config_from_environment, hosted_generator
 
     try:
         generate = hosted_generator(config_from_environment())
@@ -542,7 +545,7 @@ def _hosted_generator() -> Callable:
 
 
 def _dense_installed() -> bool:
-    from rag.sentence_embeddings import missing_packages
+    from rag.retrieval.dense.sentence_embeddings import missing_packages
 
     return not missing_packages(DENSE_MODEL)
 
@@ -557,9 +560,9 @@ def _retriever(requested: str) -> str:
 
 
 def ask(arguments: argparse.Namespace) -> int:
-    from rag.prompts import PromptBudgetError
-    from rag.question_answering import IndexOptions, answer_question
-    from rag.reader import DEFAULT_THRESHOLD, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
+    from rag.answering.prompts import PromptBudgetError
+    from rag.answering.question_answering import IndexOptions, answer_question
+    from rag.answering.reader import DEFAULT_THRESHOLD, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
 
     generate = _hosted_generator() if arguments.generator == "hosted" else None
     folder = arguments.documents if arguments.documents is not None else bundled_documents()
@@ -573,7 +576,7 @@ def ask(arguments: argparse.Namespace) -> int:
     )
     embedder = None
     if dense:
-        from rag.reader import CachedSentenceEmbedder
+        from rag.answering.reader import CachedSentenceEmbedder
 
         embedder = CachedSentenceEmbedder(arguments.cache / EMBEDDINGS_FOLDER, DENSE_MODEL)
     embed = embedder.embed if embedder is not None else None

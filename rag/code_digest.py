@@ -117,7 +117,12 @@ def import_closure(script: Path, package_root: Path) -> list[str]:
         # A package's __init__ resolves relative imports against the package itself.
         current = f"{module}.__init__" if path.name == "__init__.py" else module
         pending.extend(imported_modules(path.read_text(encoding="utf-8"), package_root, current))
-    return sorted(seen | {"__init__"})
+    # Importing ``rag.a.b`` runs ``rag/a/__init__.py`` first, so a stage package's
+    # own ``__init__`` is part of every closure that reaches into it.
+    parents = {
+        ".".join(module.split(".")[:depth]) for module in seen for depth in range(1, module.count(".") + 1)
+    }
+    return sorted(seen | {parent for parent in parents if _module_file(package_root, parent)} | {"__init__"})
 
 
 def closure_files(script: Path, package_root: Path) -> list[Path]:

@@ -22,16 +22,16 @@ import jsonschema
 import yaml
 
 from rag.chunking import ChunkingError, spec_from_config
-from rag.documents import DocumentError
+from rag.corpus.documents import DocumentError
+from rag.corpus.folders import FOLDER_SOURCES, folder_files, skipped_setting
+from rag.corpus.questions import corpus_question_problems
 from rag.experiments import figures_corpus, grounding_corpus, ivf_tradeoff_warning, unlabelled_corpora
-from rag.filters import FilterError, parse_filter
-from rag.folders import FOLDER_SOURCES, folder_files, skipped_setting
-from rag.grounding import swap_values
+from rag.grounding.cases import swap_values
 from rag.kinds import CHUNKER_KINDS, COMMON_RETRIEVER_KEYS, RETRIEVER_KINDS, kinds_with
 from rag.kinds import defaults as kind_defaults
 from rag.labels import LabelError, parse_questions
-from rag.questions import corpus_question_problems
-from rag.synthetic import DEFAULT_CENTRES, DEFAULT_SPREAD
+from rag.retrieval.filters import FilterError, parse_filter
+from rag.retrieval.synthetic import DEFAULT_CENTRES, DEFAULT_SPREAD
 
 
 class ConfigError(ValueError):
@@ -176,7 +176,7 @@ def check_optional_packages(name: str, entry: Mapping, pretrained_kinds: Iterabl
     """
     if entry["kind"] not in tuple(pretrained_kinds):
         return
-    from rag import sentence_embeddings
+    from rag.retrieval.dense import sentence_embeddings
 
     missing = sentence_embeddings.missing_packages(entry["model"])
     if missing:
@@ -291,7 +291,7 @@ GENERATION_DEFAULTS: dict[str, object] = {
     "token_counter": "word_and_punctuation",
     "budget": None,
 }
-# The stronger reader beside the spec's generator (rag.reader): its MiniLM
+# The stronger reader beside the spec's generator (rag.answering.reader): its MiniLM
 # similarity ("auto": used when the dense extra is installed) and the seeded
 # cross-validation that picks its abstention threshold.
 READER_DEFAULTS: dict[str, object] = {"similarity": "auto", "folds": 5, "seed": 0}
@@ -399,7 +399,7 @@ def canonical_reader(entry: Mapping, where: str = "config['answers']['reader']")
     if isinstance(reader["folds"], bool) or not isinstance(reader["folds"], int) or reader["folds"] < 2:
         raise ConfigError(f"{where}['folds']: cross-validation needs a whole number of at least 2 folds")
     if reader["similarity"] != "none":
-        from rag.sentence_embeddings import missing_packages
+        from rag.retrieval.dense.sentence_embeddings import missing_packages
 
         if missing_packages(READER_MODEL):
             if reader["similarity"] == "minilm":
@@ -656,7 +656,7 @@ class Plan:
         return "bm25" if "bm25" in self.retrievers else next(iter(self.retrievers))
 
     def trec_run_files(self, corpora: Iterable[str]) -> list[str]:
-        """Every ranking of these corpora as a TREC run file (rag.trec)."""
+        """Every ranking of these corpora as a TREC run file (rag.evaluation.trec)."""
         return [f"{self.results_folder}/runs/{c}/{ch}/{r}.run.gz" for c, ch, r in self.grid(corpora)]
 
     def learned_weight_files(self) -> list[str]:

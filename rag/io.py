@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NoReturn
 import yaml
 
 from rag.chunking import Chunk
-from rag.documents import Block, Document, section_name
+from rag.corpus.documents import Block, Document, section_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -286,7 +286,7 @@ def documents_to_frame(documents: Sequence[Document]) -> pd.DataFrame:
 
 
 def documents_from_frame(frame: pd.DataFrame) -> list[Document]:
-    from rag.documents import SECTION_SEPARATOR
+    from rag.corpus.documents import SECTION_SEPARATOR
 
     documents = []
     for doc_id, rows in frame.groupby("doc_id", sort=False):
@@ -476,7 +476,7 @@ def rankings_from_columns(
     """
     import numpy as np
 
-    from rag.search import Ranking
+    from rag.retrieval.search import Ranking
 
     position = {chunk_id: index for index, chunk_id in enumerate(chunk_ids)}
     return {
@@ -771,7 +771,7 @@ def judgements_to_frame(judgements: Sequence) -> pd.DataFrame:
 
 
 def judgements_from_frame(frame: pd.DataFrame) -> list:
-    from rag.document_relevance import DocumentJudgement
+    from rag.labels import DocumentJudgement
 
     return [
         DocumentJudgement(str(row.question_id), str(row.doc_id), int(row.gain))
@@ -795,7 +795,7 @@ def _read_lines(path: Path) -> list[str]:
 
 def beir_files(folder: str | os.PathLike, split: str) -> dict[str, Path]:
     """The three files of a BEIR collection's split."""
-    from rag.beir import CORPUS_FILE, QUERIES_FILE, qrels_path
+    from rag.corpus.beir import CORPUS_FILE, QUERIES_FILE, qrels_path
 
     folder = Path(folder)
     return {
@@ -809,7 +809,7 @@ def read_beir_collection(
     corpus: str | os.PathLike, queries: str | os.PathLike, qrels: str | os.PathLike
 ) -> tuple[list[Document], list, list]:
     """Documents, questions and judgements of one BEIR split; errors name file and line."""
-    from rag.beir import beir_questions, parse_corpus, parse_qrels, parse_queries
+    from rag.corpus.beir import beir_questions, parse_corpus, parse_qrels, parse_queries
 
     documents = parse_corpus(_read_lines(Path(corpus)), str(corpus))
     parsed_queries = parse_queries(_read_lines(Path(queries)), str(queries))
@@ -823,8 +823,8 @@ def read_beir_collection(
 
 
 def write_beir_collection(folder: str | os.PathLike, collection, split: str) -> dict[str, Path]:
-    """Write a :class:`rag.beir.BeirCollection` as corpus, queries and one qrels split."""
-    from rag.beir import corpus_line, qrels_lines, query_line
+    """Write a :class:`rag.corpus.beir.BeirCollection` as corpus, queries and one qrels split."""
+    from rag.corpus.beir import corpus_line, qrels_lines, query_line
 
     files = beir_files(folder, split)
     write_text(files["corpus"], "".join(corpus_line(document) + "\n" for document in collection.documents))
@@ -889,3 +889,15 @@ def write_embedding_shard(folder: str | os.PathLike, vectors: Mapping) -> Path |
     matrix = np.stack([np.asarray(vectors[key], dtype=np.float32) for key in keys])
     save_arrays(path, {"keys": np.array(keys, dtype=np.str_), "vectors": matrix})
     return path
+
+
+# No "Software" chunk: matplotlib's version would otherwise enter every PNG.
+PNG_METADATA = {"Software": None}
+
+
+def write_figure(figure, path: str | Path) -> None:
+    """Save a matplotlib figure as PNG and close it; fixed DPI and metadata keep the bytes stable."""
+    import matplotlib.pyplot as plt
+
+    figure.savefig(path, format="png", dpi=120, metadata=PNG_METADATA)
+    plt.close(figure)

@@ -3,7 +3,7 @@
 Every place that needs to know what a kind takes or how it is run reads this
 table: the config plan (:mod:`rag.config`) fills defaults and checks bounds
 from it, the workflow schedules a kind's rankings by its ``role``,
-:mod:`rag.retrievers` and :mod:`rag.funnel` dispatch on the same roles, and a
+:mod:`rag.retrieval.retrievers` and :mod:`rag.retrieval.funnel` dispatch on the same roles, and a
 test ties ``workflow/schemas/config.schema.yaml`` to it. Adding a kind starts
 here. The module imports nothing from the rest of ``rag`` so that every other
 module can read it.
@@ -154,7 +154,7 @@ RETRIEVER_KINDS: dict[str, Kind] = {
                 "batch_size": Parameter("integer", 32, minimum=1, maximum=4096),
                 "max_tokens": Parameter("integer", 256, minimum=2, maximum=512),
                 "text": Parameter("string", "indexed", choices=("indexed", "plain")),
-                # numpy on the CPU, or torch on a GPU when present (rag.sentence_embeddings).
+                # numpy on the CPU, or torch on a GPU when present (rag.retrieval.dense.sentence_embeddings).
                 "device": Parameter("string", "cpu", choices=("cpu", "cuda", "auto")),
             },
             dense=True,
@@ -169,7 +169,7 @@ RETRIEVER_KINDS: dict[str, Kind] = {
         ),
         Kind("score_sum", "fused", {"components": Parameter("names")}),
         # Weighted fusion whose weights are chosen by cross-validation on the
-        # labelled questions (rag.learned_fusion; rule fuse_learned).
+        # labelled questions (rag.evaluation.learned_fusion; rule fuse_learned).
         Kind(
             "learned",
             "learned",

@@ -9,13 +9,13 @@ chunking strategy, and a chunker that cuts a span is visibly penalised.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from rag.chunking import Chunk, cut_probability
-from rag.documents import Document, normalize_passage
+from rag.corpus.documents import Document, normalize_passage
 from rag.text import count_words, split_sentences, tokenize
 
 # The bundled corpus's question types, in the order its tables list them. Any
@@ -325,3 +325,45 @@ def evidence_cuts(
                 )
             )
     return cuts
+
+
+@dataclass(frozen=True)
+class DocumentJudgement:
+    """One judged (question, document) pair; ``gain`` 0 means judged not relevant."""
+
+    question_id: str
+    doc_id: str
+    gain: int
+
+
+def evidence_judgements(
+    questions: Sequence[Question],
+    locations: Iterable[SpanLocation],
+    units_of: Callable[[SpanLocation], Iterable[str]] = lambda location: [location.doc_id],
+) -> list[DocumentJudgement]:
+    """Document judgements from evidence spans: a unit holding a span is relevant.
+
+    ``units_of`` names the units (documents by default; sections or
+    paragraphs for an export) that hold a located span. A unit's gain is the
+    largest gain of the pieces it holds. Gains must be whole numbers, as in
+    BEIR's qrels. Locations of questions not listed are ignored.
+    """
+    gains = {
+        (question.question_id, piece): evidence.gain
+        for question in questions
+        for piece, evidence in enumerate(question.evidence)
+    }
+    best: dict[tuple[str, str], int] = {}
+    for location in locations:
+        gain = gains.get((location.question_id, location.piece))
+        if gain is None:  # a question the caller left out
+            continue
+        if not float(gain).is_integer():
+            raise ValueError(
+                f"question {location.question_id!r}: gain {gain} of piece {location.piece + 1} "
+                "is not a whole number, which document judgements require"
+            )
+        for unit in units_of(location):
+            key = (location.question_id, unit)
+            best[key] = max(best.get(key, 0), int(gain))
+    return [DocumentJudgement(question_id, unit, gain) for (question_id, unit), gain in sorted(best.items())]

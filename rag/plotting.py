@@ -1,8 +1,8 @@
 """Figures of the measured results.
 
-Each function takes tidy tables and returns a matplotlib Figure; saving is the
-caller's job. The Agg backend and fixed sizes keep the PNGs identical from run
-to run.
+Each function takes tidy tables and returns a matplotlib Figure; saving is
+:func:`rag.io.write_figure`'s job, at the edge. The Agg backend and fixed
+sizes keep the PNGs identical from run to run.
 """
 
 from __future__ import annotations
@@ -18,13 +18,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f", "#17becf"]
-PNG_METADATA = {"Software": None}
 LINE_STYLES = ["-", "--", ":"]
-
-
-def save(figure: Figure, path) -> None:
-    figure.savefig(path, format="png", dpi=120, metadata=PNG_METADATA)
-    plt.close(figure)
 
 
 def _style(axes, title: str, xlabel: str, ylabel: str) -> None:
@@ -240,7 +234,7 @@ def weakest_cohort_bars(
     """Per retriever: the mean beside its weakest cohort of each kind, named on the bar.
 
     ``weakest`` is one row per retriever with ``mean`` and, per cohort kind,
-    ``weakest_<kind>`` and ``weakest_<kind>_value`` (see rag.cohorts.weakest_cohorts).
+    ``weakest_<kind>`` and ``weakest_<kind>_value`` (see rag.evaluation.cohorts.weakest_cohorts).
     """
     rows = weakest.sort_values("retriever", ascending=False).reset_index(drop=True)
     series = [("mean", "mean over questions", PALETTE[0], None)] + [

@@ -2,7 +2,7 @@
 
 Every number of the hand calculation comes out of the same functions the
 pipeline runs, so the example doubles as an end-to-end check: if an analyzer
-or a formula drifts, the printed values (and tests/test_worked_example.py)
+or a formula drifts, the printed values (and tests/unit/test_worked_example.py)
 change. Run ``python -m rag.worked_example`` to print them.
 """
 
@@ -12,22 +12,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.bm25 import bm25_breakdown, bm25_search, build_bm25_index, length_factor
+from rag.answering.extractive import extract_answer, score_sentences
+from rag.answering.prompts import build_prompt
+from rag.answering.verification import ClaimCheck, check_answer
 from rag.chunking import Chunk
-from rag.extractive import extract_answer, score_sentences
-from rag.fusion import reciprocal_rank_fusion
-from rag.metrics import dcg_at, ideal_dcg_at, ndcg_at, recall_at, reciprocal_rank
-from rag.prompts import build_prompt
-from rag.rag_models import (
+from rag.evaluation.metrics import dcg_at, ideal_dcg_at, ndcg_at, recall_at, reciprocal_rank
+from rag.grounding.rag_models import (
     rag_sequence_likelihood,
     rag_sequence_posteriors,
     rag_token_likelihood,
     retrieval_prior,
 )
-from rag.search import Ranking, chunk_id_order, exact_search, ranked_ids
+from rag.retrieval.bm25 import bm25_breakdown, bm25_search, build_bm25_index, length_factor
+from rag.retrieval.fusion import reciprocal_rank_fusion
+from rag.retrieval.search import Ranking, chunk_id_order, exact_search, ranked_ids
+from rag.retrieval.tfidf import build_tfidf_index, query_lengths, query_weights, tfidf_scores
 from rag.text import analyze
-from rag.tfidf import build_tfidf_index, query_lengths, query_weights, tfidf_scores
-from rag.verification import ClaimCheck, check_answer
 
 QUESTION = "What moons does Mars have?"
 TEXTS: dict[str, str] = {

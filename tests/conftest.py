@@ -1,18 +1,23 @@
 """Fixtures shared by the test files, and the ``pipeline`` marker.
 
-``python -m pytest -m "not pipeline"`` is the everyday loop: it leaves out
-every test that starts Snakemake. A test is marked ``pipeline`` here, at
+``tests/unit/`` holds the tests of ``rag``'s functions; ``tests/pipeline/``
+the tests that build the workflow end to end (and the SLURM run).
+``python -m pytest -m "not pipeline"`` is the everyday loop, under a minute:
+it leaves out every slow test. A test is marked ``pipeline`` here, at
 collection, when
 
-* its file is named ``test_pipeline_*.py``, or
+* it lives in ``tests/pipeline/`` or its file is named ``test_pipeline_*.py``, or
 * it uses the ``build_pipeline`` fixture, or
 * the test function or one of its fixtures reaches a Snakemake runner of
-  ``tests/pipeline.py`` (``snakemake``, ``planned_jobs``, ``planned_outputs``,
+  ``tests/workdir.py`` (``snakemake``, ``planned_jobs``, ``planned_outputs``,
   ``build``), directly or through functions of its own module,
 
 so tests added later to those files are marked without anyone remembering to.
-An explicit ``@pytest.mark.pipeline`` (or a module's ``pytestmark``) works too.
-As a safety net, ``tests.pipeline.snakemake`` fails inside a test that is not
+A unit file may keep its few Snakemake tests beside the units they exercise.
+An explicit ``@pytest.mark.pipeline`` marks the other slow tests: those that
+run the ``rag`` command in many subprocesses or load a heavy reference
+implementation (sentence-transformers on torch, ranx's compiled kernels).
+As a safety net, ``tests.workdir.snakemake`` fails inside a test that is not
 marked, naming the test.
 """
 
@@ -21,13 +26,16 @@ from __future__ import annotations
 import inspect
 import types
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests import pipeline
+from tests import workdir
+
+PIPELINE_FOLDER = Path(__file__).resolve().parent / "pipeline"
 
 SNAKEMAKE_RUNNERS = frozenset(
-    {pipeline.snakemake, pipeline.planned_jobs, pipeline.planned_outputs, pipeline.build}
+    {workdir.snakemake, workdir.planned_jobs, workdir.planned_outputs, workdir.build}
 )
 
 RUNNER_NAMES = frozenset(runner.__name__ for runner in SNAKEMAKE_RUNNERS)
@@ -59,8 +67,8 @@ def _reaches_snakemake(function: object, seen: set[int]) -> bool:
         target = module_globals.get(name)
         if _is_runner(target):
             return True
-        # ``pipeline.snakemake(...)`` after ``from tests import pipeline``.
-        if target is pipeline and names & RUNNER_NAMES:
+        # ``workdir.snakemake(...)`` after ``from tests import workdir``.
+        if target is workdir and names & RUNNER_NAMES:
             return True
         # Follow the helpers of the same test module (not library code).
         if inspect.isfunction(target) and target.__module__ == function.__module__:
@@ -70,7 +78,7 @@ def _reaches_snakemake(function: object, seen: set[int]) -> bool:
 
 
 def _drives_snakemake(item: pytest.Item) -> bool:
-    if item.path.name.startswith("test_pipeline_"):
+    if PIPELINE_FOLDER in item.path.parents or item.path.name.startswith("test_pipeline_"):
         return True
     if "build_pipeline" in getattr(item, "fixturenames", ()):
         return True
@@ -91,23 +99,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
-    pipeline.unmarked_test = None if item.get_closest_marker("pipeline") else item.nodeid
+    workdir.unmarked_test = None if item.get_closest_marker("pipeline") else item.nodeid
     try:
         return (yield)
     finally:
-        pipeline.unmarked_test = None
+        workdir.unmarked_test = None
 
 
 @pytest.fixture(scope="session")
 def build_pipeline(tmp_path_factory: pytest.TempPathFactory):
     """Build the tiny project once per caller: ``build_pipeline(name, prepare=..., targets=...)``.
 
-    Returns :class:`tests.pipeline.Build` (project copy, workdir, Snakemake's output);
+    Returns :class:`tests.workdir.Build` (project copy, workdir, Snakemake's output);
     module-scoped ``built`` fixtures call it so each file builds once.
     """
 
-    def build(name: str, **options) -> pipeline.Build:
-        return pipeline.build(tmp_path_factory.mktemp(name), **options)
+    def build(name: str, **options) -> workdir.Build:
+        return workdir.build(tmp_path_factory.mktemp(name), **options)
 
     return build
 

@@ -1,5 +1,5 @@
 # Rankings to answers: the spec's extractive generator and the stronger
-# reader (rag.reader) read the top k chunks of a ranking; each answer is
+# reader (rag.answering.reader) read the top k chunks of a ranking; each answer is
 # checked against the sources it cites (faithful), against the question's
 # expected type (responsive) and judged against the labelled evidence. Beside
 # the chunk rankings, the lead sections of the documents serve as context (all

@@ -24,7 +24,7 @@ for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
 
 from rag import code_digest
 from rag.config import BEIR_DEFAULTS, ConfigError, build_plan, canonical_json
-from rag.folders import FOLDER_SOURCES
+from rag.corpus.folders import FOLDER_SOURCES
 from rag.io import beir_files, read_yaml
 
 # The whole configuration, checked before any job runs: every mistake is one line
@@ -225,7 +225,7 @@ def routing_inputs(kind):
     return [pattern.format(corpus=corpus, **names) for corpus in SPAN_CORPORA]
 
 
-# The reader (rag/reader.py) beside the spec's extractive generator.
+# The reader (rag/answering/reader.py) beside the spec's extractive generator.
 EXTRACTIVE_READER = canonical_json({"name": "extractive"})
 
 

@@ -1,6 +1,6 @@
 # Learned fusion (kind learned): component rankings fused with weights chosen
 # by cross-validation on the labelled questions, so that every question is
-# ranked with weights chosen without its labels (rag/learned_fusion.py). The
+# ranked with weights chosen without its labels (rag/evaluation/learned_fusion.py). The
 # weights chosen for each fold are gathered in results/learned_fusion.csv.
 
 

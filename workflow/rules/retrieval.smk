@@ -54,7 +54,7 @@ rule rank_embedder:
     priority: 1
     conda:
         "../envs/rag.yaml"
-    # Whole batches run in parallel, one per thread (rag.embedder.encode).
+    # Whole batches run in parallel, one per thread (rag.retrieval.dense.embedder.encode).
     threads: 2
     params:
         retriever=retriever_params,

@@ -30,7 +30,7 @@ if IVF_TRADEOFF:
 if IVF_SYNTHETIC:
 
     # Times exact and approximate search in one job, their runs interleaved,
-    # so the ratio compares runs under the same load (rag.ivf.probe_tradeoff,
+    # so the ratio compares runs under the same load (rag.retrieval.ivf.probe_tradeoff,
     # one BLAS thread). It shares the machine with other jobs like any rule:
     # holding every core to time itself kept the whole build waiting, with
     # one core idle, for the seconds it ran.

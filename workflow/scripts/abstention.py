@@ -4,10 +4,9 @@ import json
 
 import pandas as pd
 
-from rag.answers import abstention_tradeoff
-from rag.io import atomic_path, finish_job, start_log, write_csv
+from rag.answering.answers import abstention_tradeoff
+from rag.io import atomic_path, finish_job, start_log, write_csv, write_figure
 from rag.plotting import abstention_tradeoff as draw_tradeoff
-from rag.plotting import save
 
 log = start_log(snakemake.log[0])
 thresholds = json.loads(snakemake.params.thresholds)["thresholds"]
@@ -16,5 +15,5 @@ table = abstention_tradeoff(answers, thresholds, ["corpus", "chunker", "retrieve
 log.info("%d thresholds over %d answers", len(thresholds), len(answers))
 write_csv(table, snakemake.output.table)
 with atomic_path(snakemake.output.figure) as temporary:
-    save(draw_tradeoff(table, snakemake.params.corpus, snakemake.params.threshold), temporary)
+    write_figure(draw_tradeoff(table, snakemake.params.corpus, snakemake.params.threshold), temporary)
 finish_job()

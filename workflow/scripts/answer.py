@@ -5,15 +5,15 @@ import json
 import pandas as pd
 
 from rag import io
-from rag.answers import (
+from rag.answering.answers import (
     answer_questions,
     answers_frame,
     collection_idf,
     describe_answers,
     settings_from_config,
 )
+from rag.answering.tokens import CL100K_BASE, optional_token_counter
 from rag.labels import parse_questions
-from rag.tokens import CL100K_BASE, optional_token_counter
 
 log = io.start_log(snakemake.log[0])
 corpus, chunker, retriever = (snakemake.wildcards[key] for key in ("corpus", "chunker", "retriever"))

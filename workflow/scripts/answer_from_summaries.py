@@ -6,16 +6,16 @@ import sys
 import pandas as pd
 
 from rag import io
-from rag.answers import (
+from rag.answering.answers import (
     answer_questions,
     answers_frame,
     collection_idf,
     describe_answers,
     settings_from_config,
 )
+from rag.answering.summaries import lead_summaries, summary_chunks
+from rag.answering.tokens import CL100K_BASE, optional_token_counter
 from rag.labels import parse_questions
-from rag.summaries import lead_summaries, summary_chunks
-from rag.tokens import CL100K_BASE, optional_token_counter
 
 # How the summary rows are named in the tables beside the (chunker, retriever) rows.
 CHUNKER, RETRIEVER = "(lead summaries)", "(all in the prompt)"

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from rag.answers import apply_thresholds, cross_validated_thresholds, summarize_answers
+from rag.answering.answers import apply_thresholds, cross_validated_thresholds, summarize_answers
 from rag.io import finish_job, start_log, write_csv
 
 log = start_log(snakemake.log[0])

@@ -2,11 +2,11 @@
 
 import pandas as pd
 
-from rag.answers import measure_ask
+from rag.answering.answers import measure_ask
+from rag.answering.question_answering import parse_documents
+from rag.answering.reader import CachedSentenceEmbedder, dense_available
 from rag.io import finish_job, read_markdown_folder, read_yaml, start_log, write_csv
 from rag.labels import parse_questions
-from rag.question_answering import parse_documents
-from rag.reader import CachedSentenceEmbedder, dense_available
 
 log = start_log(snakemake.log[0])
 files = [(file.name, file.text) for file in read_markdown_folder(snakemake.input.documents)]

@@ -2,8 +2,8 @@
 
 import pandas as pd
 
+from rag.evaluation.statistics import chunk_statistics
 from rag.io import finish_job, start_log, write_csv
-from rag.statistics import chunk_statistics
 
 log = start_log(snakemake.log[0])
 rows = [

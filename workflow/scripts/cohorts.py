@@ -4,9 +4,9 @@ import json
 
 import pandas as pd
 
-from rag.cohorts import weakest_cohorts
-from rag.io import atomic_path, finish_job, start_log, write_csv
-from rag.plotting import no_data, save, weakest_cohort_bars
+from rag.evaluation.cohorts import weakest_cohorts
+from rag.io import atomic_path, finish_job, start_log, write_csv, write_figure
+from rag.plotting import no_data, weakest_cohort_bars
 
 log = start_log(snakemake.log[0])
 cohorts = json.loads(snakemake.params.cohorts)
@@ -29,6 +29,6 @@ title = (
 )
 figure = weakest_cohort_bars(shown, title, xlabel=f"recall@{cohorts['k']}") if len(shown) else no_data(title)
 with atomic_path(snakemake.output.figure) as temporary:
-    save(figure, temporary)
+    write_figure(figure, temporary)
 log.info("%d retrievers in the figure", len(shown))
 finish_job()

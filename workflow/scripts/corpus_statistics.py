@@ -2,8 +2,8 @@
 
 import pandas as pd
 
+from rag.evaluation.statistics import corpus_statistics, questions_by_type
 from rag.io import finish_job, read_provenance, read_questions, start_log, write_csv
-from rag.statistics import corpus_statistics, questions_by_type
 
 log = start_log(snakemake.log[0])
 documents, questions = [], []

@@ -4,10 +4,10 @@ import json
 
 import pandas as pd
 
-from rag.diversity import diversity_ablation
+from rag.evaluation.ablations import diversity_ablation
+from rag.evaluation.metrics import relevance_by_question
 from rag.io import finish_job, read_ranked_chunk_ids, read_yaml, start_log, write_csv
 from rag.labels import parse_questions
-from rag.metrics import relevance_by_question
 
 log = start_log(snakemake.log[0])
 ablation = json.loads(snakemake.params.ablation)

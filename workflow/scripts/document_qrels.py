@@ -2,7 +2,6 @@
 
 import pandas as pd
 
-from rag.document_relevance import evidence_judgements
 from rag.io import (
     documents_from_frame,
     finish_job,
@@ -12,7 +11,7 @@ from rag.io import (
     start_log,
     write_parquet,
 )
-from rag.labels import locate_spans
+from rag.labels import evidence_judgements, locate_spans
 
 log = start_log(snakemake.log[0])
 questions = [question for question in read_questions(snakemake.input.questions) if question.answerable]

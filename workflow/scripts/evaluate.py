@@ -2,7 +2,10 @@
 
 import pandas as pd
 
-from rag.cohorts import document_cohorts
+from rag.evaluation.cohorts import document_cohorts
+from rag.evaluation.metrics import evaluate_rankings, relevance_by_question
+from rag.evaluation.significance import question_values
+from rag.evaluation.statistics import aggregate_metrics, per_question_table
 from rag.io import (
     finish_job,
     read_provenance,
@@ -13,10 +16,7 @@ from rag.io import (
     write_parquet,
 )
 from rag.labels import parse_questions
-from rag.metrics import evaluate_rankings, relevance_by_question
 from rag.provenance import record_digest
-from rag.significance import question_values
-from rag.statistics import aggregate_metrics, per_question_table
 
 log = start_log(snakemake.log[0])
 ks = snakemake.params.ks
@@ -55,7 +55,7 @@ metrics = aggregate_metrics(evaluation, keys).merge(
 )
 write_csv(metrics, snakemake.output.metrics)
 write_csv(aggregate_metrics(evaluation, [*keys, "type"]), snakemake.output.by_type)
-# A question with evidence in several documents counts for each of them (rag.cohorts).
+# A question with evidence in several documents counts for each of them (rag.evaluation.cohorts).
 by_document = evaluation.merge(pd.concat(cohorts, ignore_index=True), on=["corpus", "chunker", "question_id"])
 write_csv(aggregate_metrics(by_document, [*keys, "document"]), snakemake.output.by_document)
 write_csv(per_question_table(evaluation, keys), snakemake.output.per_question)

@@ -2,7 +2,9 @@
 
 import pandas as pd
 
-from rag.document_relevance import beir_summary, collapse_to_documents, document_relevance
+from rag.evaluation.document_relevance import beir_summary, collapse_to_documents, document_relevance
+from rag.evaluation.metrics import WHOLE_LIST, evaluate_rankings
+from rag.evaluation.statistics import aggregate_metrics
 from rag.io import (
     finish_job,
     judgements_from_frame,
@@ -11,8 +13,6 @@ from rag.io import (
     start_log,
     write_csv,
 )
-from rag.metrics import WHOLE_LIST, evaluate_rankings
-from rag.statistics import aggregate_metrics
 
 log = start_log(snakemake.log[0])
 ks = snakemake.params.ks

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
+from rag.evaluation.statistics import cut_summary
 from rag.io import finish_job, start_log, write_csv
 from rag.labels import PieceCut
-from rag.statistics import cut_summary
 
 log = start_log(snakemake.log[0])
 rows = []

@@ -8,10 +8,11 @@ import json
 
 import pandas as pd
 
-from rag.filters import METADATA_COLUMNS, allowed_by_config, filter_ablation_row
+from rag.evaluation.ablations import filter_ablation_row
+from rag.evaluation.metrics import relevance_by_question
 from rag.io import finish_job, read_columns, read_ranked_chunk_ids, read_yaml, start_log, write_csv
 from rag.labels import parse_questions
-from rag.metrics import relevance_by_question
+from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config
 
 log = start_log(snakemake.log[0])
 filters = json.loads(snakemake.params.filters)

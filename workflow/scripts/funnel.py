@@ -2,15 +2,13 @@
 
 Serves the rules funnel (unfiltered) and funnel_filtered: there the first
 stage is already prefiltered, and its candidates are checked against the
-filter once more before the reranker sees any of them (rag.funnel).
+filter once more before the reranker sees any of them (rag.retrieval.funnel).
 """
 
 import json
 
 import numpy as np
 
-from rag.filters import METADATA_COLUMNS, allowed_by_config
-from rag.funnel import configured_reranker, funnel_rankings
 from rag.io import (
     finish_job,
     load_indexes,
@@ -22,7 +20,9 @@ from rag.io import (
     write_ranking,
 )
 from rag.provenance import composite_record, filter_record
-from rag.search import chunk_id_order
+from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config
+from rag.retrieval.funnel import configured_reranker, funnel_rankings
+from rag.retrieval.search import chunk_id_order
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)

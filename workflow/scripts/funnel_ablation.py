@@ -4,8 +4,8 @@ import json
 
 import pandas as pd
 
-from rag.funnel import funnel_summary
 from rag.io import finish_job, start_log, write_csv
+from rag.retrieval.funnel import funnel_summary
 
 log = start_log(snakemake.log[0])
 funnels = json.loads(snakemake.params.funnels)

@@ -6,7 +6,6 @@ prefiltered components keeps the result inside the filter.
 
 import json
 
-from rag.fusion import fuse
 from rag.io import (
     RANKING_COLUMNS,
     finish_job,
@@ -17,7 +16,8 @@ from rag.io import (
     write_ranking,
 )
 from rag.provenance import composite_record, filter_record
-from rag.search import chunk_id_order
+from rag.retrieval.fusion import fuse
+from rag.retrieval.search import chunk_id_order
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)

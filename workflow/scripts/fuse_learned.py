@@ -4,6 +4,8 @@ import json
 
 import pandas as pd
 
+from rag.evaluation.learned_fusion import cross_validated_fusion
+from rag.evaluation.metrics import relevance_by_question
 from rag.io import (
     RANKING_COLUMNS,
     finish_job,
@@ -18,10 +20,8 @@ from rag.io import (
     write_parquet,
 )
 from rag.labels import parse_questions
-from rag.learned_fusion import cross_validated_fusion
-from rag.metrics import relevance_by_question
 from rag.provenance import carried, record_digest
-from rag.search import chunk_id_order
+from rag.retrieval.search import chunk_id_order
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)

@@ -4,7 +4,7 @@ import json
 
 import pandas as pd
 
-from rag.grounding import (
+from rag.grounding.cases import (
     ANSWER_COLUMNS,
     CASE_COLUMNS,
     SWAP_COLUMNS,
@@ -19,8 +19,8 @@ from rag.grounding import (
     swap_rows,
     top_chunks,
 )
+from rag.grounding.trigram import train
 from rag.io import RANKING_COLUMNS, finish_job, read_columns, start_log, write_csv
-from rag.trigram import train
 
 log = start_log(snakemake.log[0])
 settings = json.loads(snakemake.params.grounding)

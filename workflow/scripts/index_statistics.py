@@ -4,8 +4,8 @@ import os
 
 import pandas as pd
 
+from rag.evaluation.statistics import index_statistics
 from rag.io import finish_job, start_log, write_csv
-from rag.statistics import index_statistics
 
 log = start_log(snakemake.log[0])
 rows = [

@@ -3,8 +3,8 @@
 import json
 
 from rag.io import finish_job, start_log, write_csv
-from rag.ivf import probe_tradeoff
-from rag.synthetic import clustered_unit_vectors, queries_near_clusters
+from rag.retrieval.ivf import probe_tradeoff
+from rag.retrieval.synthetic import clustered_unit_vectors, queries_near_clusters
 
 log = start_log(snakemake.log[0])
 settings = json.loads(snakemake.params.settings)

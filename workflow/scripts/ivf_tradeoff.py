@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pandas as pd
 
+from rag.evaluation.ivf_tuning import probe_sweep
+from rag.evaluation.metrics import relevance_by_question
 from rag.io import finish_job, read_yaml, start_log, write_csv
-from rag.ivf_tuning import probe_sweep
 from rag.labels import parse_questions
-from rag.metrics import relevance_by_question
-from rag.retrievers import chunk_embeddings, load_retriever, query_embeddings
+from rag.retrieval.retrievers import chunk_embeddings, load_retriever, query_embeddings
 
 log = start_log(snakemake.log[0])
 settings = json.loads(snakemake.params.settings)

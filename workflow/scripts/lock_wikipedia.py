@@ -4,9 +4,9 @@ Only the titles and the date are parameters of this rule: settings such as
 ``strict`` or the contact must not re-pin the articles when they change.
 """
 
+from rag.corpus.sources import resolve_lock, wikipedia_client
+from rag.corpus.wikipedia import build_lock
 from rag.io import FolderCache, finish_job, start_log, write_yaml
-from rag.sources import resolve_lock, wikipedia_client
-from rag.wikipedia import build_lock
 
 log = start_log(snakemake.log[0])
 entry = snakemake.config["corpora"][snakemake.wildcards.corpus]

@@ -2,8 +2,8 @@
 
 import json
 
-from rag.beir import judged_questions
-from rag.documents import PARSER_VERSION
+from rag.corpus.beir import judged_questions
+from rag.corpus.documents import PARSER_VERSION
 from rag.io import (
     documents_to_frame,
     finish_job,

@@ -7,8 +7,8 @@ document and kept in the parquet's metadata for results/corpus_statistics.csv.
 import json
 from pathlib import Path
 
-from rag.documents import DEFAULT_ACCESS, PARSER_VERSION, DocumentError
-from rag.folders import read_document
+from rag.corpus.documents import DEFAULT_ACCESS, PARSER_VERSION, DocumentError
+from rag.corpus.folders import read_document
 from rag.io import documents_to_frame, finish_job, provenance, read_markdown_file, start_log, write_parquet
 from rag.provenance import documents_record
 

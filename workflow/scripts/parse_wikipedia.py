@@ -3,8 +3,10 @@
 import json
 import warnings
 
-from rag.articles import parse_article_html_counted
-from rag.documents import PARSER_VERSION
+from rag.corpus.articles import parse_article_html_counted
+from rag.corpus.documents import PARSER_VERSION
+from rag.corpus.sources import cache_key, locked_documents, wikipedia_client
+from rag.corpus.wikipedia import article_doc_id, parse_lock
 from rag.io import (
     FolderCache,
     documents_to_frame,
@@ -15,8 +17,6 @@ from rag.io import (
     write_parquet,
 )
 from rag.provenance import documents_record
-from rag.sources import cache_key, locked_documents, wikipedia_client
-from rag.wikipedia import article_doc_id, parse_lock
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.corpus)

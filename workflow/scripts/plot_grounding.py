@@ -4,8 +4,8 @@ import json
 
 import pandas as pd
 
-from rag.io import atomic_path, finish_job, start_log
-from rag.plotting import grounding_figure, save
+from rag.io import atomic_path, finish_job, start_log, write_figure
+from rag.plotting import grounding_figure
 
 log = start_log(snakemake.log[0])
 figure = grounding_figure(
@@ -14,5 +14,5 @@ figure = grounding_figure(
     json.loads(snakemake.params.setting),
 )
 with atomic_path(snakemake.output[0]) as temporary:
-    save(figure, temporary)
+    write_figure(figure, temporary)
 finish_job()

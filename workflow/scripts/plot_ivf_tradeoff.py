@@ -2,11 +2,11 @@
 
 import pandas as pd
 
-from rag.io import atomic_path, finish_job, start_log
-from rag.plotting import ivf_tradeoff, save
+from rag.io import atomic_path, finish_job, start_log, write_figure
+from rag.plotting import ivf_tradeoff
 
 log = start_log(snakemake.log[0])
 figure = ivf_tradeoff(pd.read_csv(snakemake.input.collection), pd.read_csv(snakemake.input.synthetic))
 with atomic_path(snakemake.output[0]) as temporary:
-    save(figure, temporary)
+    write_figure(figure, temporary)
 finish_job()

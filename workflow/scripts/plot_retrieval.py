@@ -4,8 +4,8 @@ import json
 
 import pandas as pd
 
-from rag.io import atomic_path, finish_job, start_log
-from rag.plotting import rank_scatter, recall_against_prompt_words, recall_curves, save
+from rag.io import atomic_path, finish_job, start_log, write_figure
+from rag.plotting import rank_scatter, recall_against_prompt_words, recall_curves
 
 log = start_log(snakemake.log[0])
 figures = json.loads(snakemake.params.figures)
@@ -32,5 +32,5 @@ drawings = {
 }
 for path, figure in drawings.items():
     with atomic_path(path) as temporary:
-        save(figure, temporary)
+        write_figure(figure, temporary)
 finish_job()

@@ -14,8 +14,8 @@ from rag.io import (
 )
 from rag.progress import Progress, in_slices, progress_line
 from rag.provenance import retriever_record
-from rag.retrievers import build_retriever, search
-from rag.search import chunk_id_order
+from rag.retrieval.retrievers import build_retriever, search
+from rag.retrieval.search import chunk_id_order
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)

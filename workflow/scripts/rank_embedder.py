@@ -5,12 +5,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from rag.embedding_cache import EmbeddingCache
 from rag.io import finish_job, read_provenance, read_questions, save_arrays, start_log, write_ranking
 from rag.provenance import retriever_record
-from rag.retrievers import chunk_text_column, embedder_retriever
-from rag.search import chunk_id_order
-from rag.sentence_embeddings import (
+from rag.retrieval.dense.embedding_cache import EmbeddingCache
+from rag.retrieval.dense.sentence_embeddings import (
     cached_encoder,
     device_backend,
     embedding_search,
@@ -18,6 +16,8 @@ from rag.sentence_embeddings import (
     encoder_settings,
     resolve_device,
 )
+from rag.retrieval.retrievers import chunk_text_column, embedder_retriever
+from rag.retrieval.search import chunk_id_order
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)

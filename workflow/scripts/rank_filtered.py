@@ -9,7 +9,6 @@ import json
 
 import numpy as np
 
-from rag.filters import ChunkMetadata, allowed_chunks, parse_filter
 from rag.io import (
     finish_job,
     read_columns,
@@ -20,8 +19,9 @@ from rag.io import (
 )
 from rag.labels import parse_questions
 from rag.provenance import filter_record, retriever_record
-from rag.retrievers import load_retriever, search
-from rag.search import chunk_id_order
+from rag.retrieval.filters import ChunkMetadata, allowed_chunks, parse_filter
+from rag.retrieval.retrievers import load_retriever, search
+from rag.retrieval.search import chunk_id_order
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)

@@ -14,8 +14,8 @@ from rag.io import (
     write_ranking,
 )
 from rag.provenance import ivf_record
-from rag.retrievers import build_ivf_retriever, chunk_embeddings, load_retriever, search
-from rag.search import chunk_id_order
+from rag.retrieval.retrievers import build_ivf_retriever, chunk_embeddings, load_retriever, search
+from rag.retrieval.search import chunk_id_order
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)

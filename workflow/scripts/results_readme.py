@@ -2,9 +2,9 @@
 
 import pandas as pd
 
+from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
+from rag.evaluation.summary import results_readme
 from rag.io import finish_job, start_log, write_text
-from rag.significance import PERMUTATIONS, RESAMPLES
-from rag.summary import results_readme
 
 log = start_log(snakemake.log[0])
 summary = pd.read_csv(snakemake.input.summary, keep_default_na=False, na_values=[""])

@@ -5,7 +5,11 @@ import sys
 
 import pandas as pd
 
-from rag.answers import evidence_documents, question_group
+from rag.answering.answers import evidence_documents, question_group
+from rag.answering.routing import accuracy_row, route_and_rank, route_row
+from rag.answering.summaries import lead_summaries
+from rag.evaluation.metrics import evaluate_rankings, relevance_by_question
+from rag.evaluation.statistics import aggregate_metrics
 from rag.io import (
     documents_from_frame,
     finish_job,
@@ -16,13 +20,9 @@ from rag.io import (
     write_csv,
 )
 from rag.labels import locate_spans, parse_questions
-from rag.metrics import evaluate_rankings, relevance_by_question
 from rag.provenance import record_digest
-from rag.retrievers import load_retriever
-from rag.routing import accuracy_row, route_and_rank, route_row
-from rag.search import chunk_id_order, ranked_ids
-from rag.statistics import aggregate_metrics
-from rag.summaries import lead_summaries
+from rag.retrieval.retrievers import load_retriever
+from rag.retrieval.search import chunk_id_order, ranked_ids
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)

@@ -2,8 +2,8 @@
 
 import pandas as pd
 
+from rag.evaluation.significance import PERMUTATIONS, RESAMPLES, SEED, interval_table, significance_table
 from rag.io import finish_job, start_log, write_csv
-from rag.significance import PERMUTATIONS, RESAMPLES, SEED, interval_table, significance_table
 
 log = start_log(snakemake.log[0])
 values = pd.read_parquet(snakemake.input.question_values)

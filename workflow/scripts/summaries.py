@@ -4,10 +4,10 @@ import json
 
 import pandas as pd
 
+from rag.answering.summaries import fully_inside, lead_summaries, pieces_in_summaries, summary_statistics
+from rag.answering.tokens import CL100K_BASE, optional_token_counter
 from rag.io import documents_from_frame, finish_job, read_yaml, start_log, write_csv
 from rag.labels import locate_spans, parse_questions
-from rag.summaries import fully_inside, lead_summaries, pieces_in_summaries, summary_statistics
-from rag.tokens import CL100K_BASE, optional_token_counter
 
 log = start_log(snakemake.log[0])
 window = json.loads(snakemake.params.window)["window"]

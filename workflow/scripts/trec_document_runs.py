@@ -2,6 +2,7 @@
 
 import pandas as pd
 
+from rag.evaluation.trec import document_list, gzip_bytes, qrels_lines, ranked_lists, run_lines
 from rag.io import (
     RANKING_COLUMNS,
     atomic_path,
@@ -12,7 +13,6 @@ from rag.io import (
     start_log,
     write_text,
 )
-from rag.trec import document_list, gzip_bytes, qrels_lines, ranked_lists, run_lines
 
 log = start_log(snakemake.log[0])
 for questions_path, qrels_path, qrels_out in zip(

@@ -2,10 +2,17 @@
 
 import pandas as pd
 
+from rag.evaluation.metrics import relevance_by_question
+from rag.evaluation.trec import (
+    chunk_judgements,
+    gzip_bytes,
+    piece_judgements,
+    qrels_lines,
+    ranked_lists,
+    run_lines,
+)
 from rag.io import RANKING_COLUMNS, atomic_path, finish_job, read_columns, read_yaml, start_log, write_text
 from rag.labels import parse_questions
-from rag.metrics import relevance_by_question
-from rag.trec import chunk_judgements, gzip_bytes, piece_judgements, qrels_lines, ranked_lists, run_lines
 
 log = start_log(snakemake.log[0])
 questions = {

@@ -1,0 +1,1 @@
+"""Answers with checked citations: prompts, budgets, generators, verification, summaries and routing."""

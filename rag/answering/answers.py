@@ -1,0 +1,772 @@
+"""Answer experiments: the extractive generator over retrieved chunks, judged by the labels.
+
+Retrieval metrics say whether the evidence reached the prompt; these records
+say what the generator then made of it. Each question gets a prompt of its
+top k chunks, one extractive answer (or an abstention), a citation check of
+that answer, and a verdict against the labelled evidence. Keeping the best
+sentence even when the generator withholds it lets the abstention trade-off
+be computed for any threshold from a single run.
+
+What counts as correct is deliberately narrow and mechanical, so that it can
+be computed without a judge: the answer must quote labelled evidence (see
+:func:`quoted_piece`). A sentence that states the right fact in other words
+counts as wrong, and a question whose evidence has several pieces (a
+comparison across two documents) is correct when any one piece is quoted,
+because a single quoted sentence can hold at most one of them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+import pandas as pd
+
+from rag.answering.extractive import ABSTENTION_TEXT, ExtractiveAnswer, cite, extract_answer
+from rag.answering.prompts import Prompt, PromptBudgetError, build_prompt
+from rag.answering.reader import READER_NAMES, Similarity, read
+from rag.answering.tokens import TokenCounter, count_word_and_punctuation
+from rag.answering.verification import check_answer, check_responsive
+from rag.chunking import Chunk
+from rag.corpus.documents import Document
+from rag.labels import Judgement, Question, SpanLocation, judge_chunks, locate_spans
+from rag.retrieval.bm25 import bm25_idf
+from rag.retrieval.search import count_terms
+from rag.text import analyze
+
+SINGLE_DOCUMENT = "single_document"
+MULTI_DOCUMENT = "multi_document"
+UNANSWERABLE = "unanswerable"
+ANSWERABLE = "answerable"
+ALL = "all"
+# Rows of the summary tables: every question, then the cohorts that behave differently.
+GROUPS: tuple[str, ...] = (ALL, ANSWERABLE, SINGLE_DOCUMENT, MULTI_DOCUMENT, UNANSWERABLE)
+DOCUMENT_SEPARATOR = ";"
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """How a prompt is built and answered: the top ``k`` chunks, within ``budget`` tokens
+    as measured by ``count_tokens``, read by ``reader`` (the spec's ``extractive``
+    generator or the ``reader`` of :mod:`rag.answering.reader`, optionally with a MiniLM
+    ``similarity``), answered when the best score reaches ``threshold``."""
+
+    k: int = 5
+    threshold: float = 0.5
+    budget: int | None = None
+    count_tokens: TokenCounter = count_word_and_punctuation
+    reader: str = "extractive"
+    similarity: Similarity | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.k, bool) or not isinstance(self.k, int) or self.k < 1:
+            raise ValueError(f"k must be a positive integer, got {self.k!r}")
+        if not isinstance(self.threshold, int | float) or math.isnan(self.threshold):
+            raise ValueError(f"the coverage threshold must be a number, got {self.threshold!r}")
+        if self.reader not in READER_NAMES:
+            raise ValueError(f"unknown reader {self.reader!r}; choose one of {list(READER_NAMES)}")
+        if self.reader == "extractive" and self.similarity is not None:
+            raise ValueError("the extractive generator takes no similarity; it is the spec's, unchanged")
+
+
+@dataclass(frozen=True)
+class AnswerRecord:
+    """One question answered from one ranking.
+
+    ``best_*`` describe the best sentence of the prompt whether or not it
+    was given (None when the prompt holds no sentence at all); ``answer`` is
+    what the reader actually said. ``score`` is the best sentence's score,
+    the number ``threshold`` is compared with (NaN without a sentence); for
+    the extractive generator it is its coverage, for the reader the combined
+    score of :mod:`rag.answering.reader`, whose ``coverage`` is then one of its parts.
+    ``citation_passed`` (the same verdict as ``faithful``), ``support`` (the
+    lowest support over the answer's claims) and ``responsive`` (the answer
+    holds a value of the ``expected_type``) are None for abstentions, which
+    say nothing; the ``best_*`` verdicts judge the best sentence regardless,
+    so that another threshold can be applied later without answering again.
+    ``pieces_in_prompt`` counts the evidence pieces that some source
+    contains whole.
+    """
+
+    question_id: str
+    type: str
+    answerable: bool
+    group: str
+    evidence_documents: tuple[str, ...]
+    evidence_pieces: int
+    sources: int
+    omitted: int
+    pieces_in_prompt: int
+    answered: bool
+    threshold: float
+    score: float
+    coverage: float
+    expected_type: str
+    answer: str
+    cited_source: int | None
+    quotes_evidence: bool
+    best_sentence: str | None
+    best_source: int | None
+    best_chunk_id: str | None
+    best_document: str | None
+    best_quoted_piece: int | None
+    citation_passed: bool | None
+    support: float | None
+    faithful: bool | None
+    responsive: bool | None
+    best_faithful: bool | None
+    best_support: float | None
+    best_responsive: bool | None
+    prompt_tokens: int
+    prompt_tokens_cl100k: int | None
+
+    @property
+    def abstained(self) -> bool:
+        return not self.answered
+
+
+def collection_idf(indexed_texts: Sequence[str], stem: bool = False) -> dict[str, float]:
+    """The positive (Lucene) BM25 idf of every term of a collection.
+
+    The extractive generator weighs question terms by how rare they are in
+    the collection the sources come from, the same weights BM25 ranks with.
+    """
+    if not indexed_texts:
+        raise ValueError("cannot compute an idf over an empty collection")
+    counts = count_terms([analyze(text, stem=stem) for text in indexed_texts])
+    weights = bm25_idf(counts.document_frequency, len(indexed_texts))
+    return dict(zip(counts.vocabulary.tolist(), weights.tolist(), strict=True))
+
+
+def evidence_documents(questions: Iterable[Question], locations: Iterable[SpanLocation]) -> dict[str, tuple]:
+    """The documents holding each question's evidence, in id order (empty when unanswerable)."""
+    found: dict[str, set[str]] = {question.question_id: set() for question in questions}
+    for location in locations:
+        if location.question_id in found:
+            found[location.question_id].add(location.doc_id)
+    return {question_id: tuple(sorted(documents)) for question_id, documents in found.items()}
+
+
+def question_group(question: Question, documents: Collection[str]) -> str:
+    """unanswerable, single_document or multi_document: the cohorts that answer differently."""
+    if not question.answerable:
+        return UNANSWERABLE
+    return SINGLE_DOCUMENT if len(documents) <= 1 else MULTI_DOCUMENT
+
+
+def evidence_chunks(judgements: Iterable[Judgement]) -> dict[str, dict[int, set[str]]]:
+    """question id -> piece -> the chunks that contain the piece whole."""
+    pieces: dict[str, dict[int, set[str]]] = {}
+    for judgement in judgements:
+        pieces.setdefault(judgement.question_id, {}).setdefault(judgement.piece, set()).add(
+            judgement.chunk_id
+        )
+    return pieces
+
+
+def _spacing(text: str) -> str:
+    return " ".join(text.split())
+
+
+def quoted_piece(sentence: str, document: str, question: Question) -> int | None:
+    """The first evidence piece that ``sentence``, taken from ``document``, quotes; None otherwise.
+
+    A sentence quotes a piece when, after collapsing runs of whitespace, it
+    contains one of the piece's alternative spans or is contained in one
+    (spans may be part of a sentence or run over several), and the span is
+    labelled in the same document (a span without a document matches any).
+    The comparison is exact and case-sensitive: the generator quotes
+    verbatim, so anything looser would credit sentences that merely share
+    words with the evidence.
+    """
+    quote = _spacing(sentence)
+    if not quote:
+        return None
+    for piece, evidence in enumerate(question.evidence):
+        for span in evidence.spans:
+            if span.document is not None and span.document != document:
+                continue
+            text = _spacing(span.text)
+            if text in quote or quote in text:
+                return piece
+    return None
+
+
+@dataclass(frozen=True)
+class _Best:
+    """The best sentence of a prompt by either reader, and its score."""
+
+    sentence: str
+    source_number: int
+    score: float
+    coverage: float
+
+
+def best_sentence(prompt: Prompt, idf: Mapping[str, float], settings: GenerationSettings) -> _Best | None:
+    """The sentence the reader would quote at any threshold; None when the prompt has none."""
+    if settings.reader == "extractive":
+        found = extract_answer(prompt, idf, threshold=-math.inf)
+        if not isinstance(found, ExtractiveAnswer):
+            return None
+        return _Best(found.sentence, found.source_number, found.coverage, found.coverage)
+    best = read(prompt, idf, -math.inf, settings.similarity).best
+    if best is None:
+        return None
+    return _Best(best.sentence, best.source_number, best.score, best.coverage)
+
+
+def answer_question(
+    question: Question,
+    ranked_chunks: Sequence[Chunk],
+    idf: Mapping[str, float],
+    settings: GenerationSettings,
+    pieces: Mapping[int, Collection[str]] | None = None,
+    documents: Sequence[str] = (),
+    count_cl100k: TokenCounter | None = None,
+) -> AnswerRecord:
+    """Build the prompt from the top ``settings.k`` chunks, answer it and judge the answer.
+
+    ``pieces`` maps each evidence piece to the chunks containing it (to count
+    the evidence that reached the prompt), ``documents`` are the documents
+    holding the evidence, and ``count_cl100k`` optionally counts the prompt's
+    cl100k_base tokens as well. For the extractive generator the answer is
+    exactly :func:`rag.answering.extractive.extract_answer`'s at ``settings.threshold``.
+    """
+    from rag.answering.answer_types import expected_type
+
+    try:
+        prompt = build_prompt(
+            question.text, list(ranked_chunks[: settings.k]), settings.count_tokens, settings.budget
+        )
+    except PromptBudgetError as error:
+        raise PromptBudgetError(f"question {question.question_id!r}: {error}") from None
+    best = best_sentence(prompt, idf, settings)
+    prompt_chunks = {chunk.chunk_id for chunk in prompt.sources.values()}
+    pieces = pieces or {}
+    in_prompt = sum(1 for chunks in pieces.values() if prompt_chunks.intersection(chunks))
+
+    found = best is not None
+    best_chunk = prompt.sources[best.source_number] if found else None
+    best_piece = quoted_piece(best.sentence, best_chunk.doc_id, question) if found else None
+    best_faithful: bool | None = None
+    best_support: float | None = None
+    best_responsive: bool | None = None
+    if found:
+        quoted = cite(best.sentence, best.source_number)
+        check = check_answer(quoted, prompt.source_texts)
+        best_faithful = check.supported
+        best_support = min(claim.support for claim in check.claims) if check.claims else 0.0
+        labels = {number: chunk.label for number, chunk in prompt.sources.items()}
+        best_responsive = check_responsive(quoted, question.text, labels)
+    answered = found and best.score >= settings.threshold
+    return AnswerRecord(
+        question_id=question.question_id,
+        type=question.type,
+        answerable=question.answerable,
+        group=question_group(question, documents),
+        evidence_documents=tuple(documents),
+        evidence_pieces=len(question.evidence),
+        sources=len(prompt.sources),
+        omitted=prompt.omitted,
+        pieces_in_prompt=in_prompt,
+        answered=answered,
+        threshold=float(settings.threshold),
+        score=best.score if found else math.nan,
+        coverage=best.coverage if found else math.nan,
+        expected_type="|".join(expected_type(question.text).kinds),
+        answer=cite(best.sentence, best.source_number) if answered else ABSTENTION_TEXT,
+        cited_source=best.source_number if answered else None,
+        quotes_evidence=answered and best_piece is not None,
+        best_sentence=best.sentence if found else None,
+        best_source=best.source_number if found else None,
+        best_chunk_id=best_chunk.chunk_id if found else None,
+        best_document=best_chunk.doc_id if found else None,
+        best_quoted_piece=best_piece,
+        citation_passed=best_faithful if answered else None,
+        support=best_support if answered else None,
+        faithful=best_faithful if answered else None,
+        responsive=best_responsive if answered else None,
+        best_faithful=best_faithful,
+        best_support=best_support,
+        best_responsive=best_responsive,
+        prompt_tokens=count_word_and_punctuation(prompt.text),
+        prompt_tokens_cl100k=count_cl100k(prompt.text) if count_cl100k else None,
+    )
+
+
+def answer_questions(
+    questions: Sequence[Question],
+    documents: Sequence[Document],
+    prompt_chunks: Callable[[Question], Sequence[Chunk]],
+    judged_chunks: Sequence[Chunk],
+    idf: Mapping[str, float],
+    settings: GenerationSettings,
+    count_cl100k: TokenCounter | None = None,
+) -> list[AnswerRecord]:
+    """Answer every question from the chunks ``prompt_chunks`` gives it, judged by the labels.
+
+    The one loop behind both answer scripts: the ranked chunks of a
+    retriever and the lead summaries differ only in which chunks reach the
+    prompt. ``judged_chunks`` are the chunks evidence is looked for in (to
+    count the evidence pieces each prompt holds). A prompt that cannot fit
+    the budget is an error naming config['answers']['budget'].
+    """
+    locations = locate_spans(questions, documents)
+    holding = evidence_documents(questions, locations)
+    pieces = evidence_chunks(judge_chunks(questions, locations, list(judged_chunks)))
+    try:
+        return [
+            answer_question(
+                question,
+                prompt_chunks(question),
+                idf,
+                settings,
+                pieces.get(question.question_id, {}),
+                holding[question.question_id],
+                count_cl100k,
+            )
+            for question in questions
+        ]
+    except PromptBudgetError as error:
+        raise PromptBudgetError(f"config['answers']['budget'] = {settings.budget}: {error}") from None
+
+
+# Nullable dtypes, so that "not applicable" stays empty in the CSV instead of 0 or False.
+_DTYPES = {
+    "answerable": "boolean",
+    "answered": "boolean",
+    "quotes_evidence": "boolean",
+    "citation_passed": "boolean",
+    "faithful": "boolean",
+    "responsive": "boolean",
+    "best_faithful": "boolean",
+    "best_responsive": "boolean",
+    "best_support": "float64",
+    "score": "float64",
+    "threshold": "float64",
+    "cited_source": "Int64",
+    "best_source": "Int64",
+    "best_quoted_piece": "Int64",
+    "prompt_tokens": "Int64",
+    "prompt_tokens_cl100k": "Int64",
+    "coverage": "float64",
+    "support": "float64",
+}
+ANSWER_COLUMNS: list[str] = [field.name for field in dataclasses.fields(AnswerRecord)]
+ANSWER_COLUMNS.insert(ANSWER_COLUMNS.index("answered") + 1, "abstained")
+
+
+def answers_frame(records: Sequence[AnswerRecord], **keys: str) -> pd.DataFrame:
+    """Records as a table, led by constant ``keys`` columns (corpus, chunker, retriever)."""
+    rows = []
+    for record in records:
+        row = dataclasses.asdict(record)
+        row["abstained"] = record.abstained
+        row["evidence_documents"] = DOCUMENT_SEPARATOR.join(record.evidence_documents)
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=ANSWER_COLUMNS).astype(_DTYPES | {"abstained": "boolean"})
+    for position, (name, value) in enumerate(keys.items()):
+        frame.insert(position, name, value)
+    return frame
+
+
+def _members(frame: pd.DataFrame, group: str) -> pd.DataFrame:
+    if group == ALL:
+        return frame
+    if group == ANSWERABLE:
+        return frame[frame["answerable"].astype(bool)]
+    return frame[frame["group"] == group]
+
+
+def _mean(values: pd.Series) -> float:
+    values = values.dropna()
+    return float(values.mean()) if len(values) else math.nan
+
+
+# Bootstrap settings of every interval in the summary: resamples of the
+# questions, the coverage of the percentile interval, and the seed.
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_LEVEL = 0.95
+BOOTSTRAP_SEED = 0
+
+
+def bootstrap_interval(
+    outcomes: Sequence[bool] | Sequence[float],
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    level: float = BOOTSTRAP_LEVEL,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``outcomes`` (questions resampled with replacement).
+
+    The questions are a sample of the questions users ask; the interval says
+    how far the share could move with another sample of the same size. NaN
+    for no outcomes. Seeded, so the table is byte-identical from run to run.
+    """
+    import numpy as np
+
+    values = np.asarray(outcomes, dtype=np.float64)
+    if values.size == 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, values.size, size=(resamples, values.size))
+    means = values[draws].mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return round(float(low), 6), round(float(high), 6)
+
+
+def _share_with_interval(name: str, outcomes: pd.Series) -> dict[str, float]:
+    values = outcomes.astype(bool).to_numpy()
+    low, high = bootstrap_interval(values)
+    return {
+        name: float(values.mean()) if values.size else math.nan,
+        f"{name}_low": low,
+        f"{name}_high": high,
+    }
+
+
+def summarize_answers(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Counts per ``keys`` and question group: what was answered, correct, wrong and refused.
+
+    correct counts answers that quote labelled evidence and wrong every
+    other answer (an answer to an unanswerable question is wrong);
+    evidence_in_prompt counts answerable questions with at least one piece
+    in some source (the ceiling for correct), all_evidence_in_prompt those
+    with every piece; citation_pass_rate (the faithful rate) and
+    responsive_rate are over answered questions. Shares come with 95 %
+    percentile bootstrap intervals over the group's questions (``*_low``,
+    ``*_high``). Empty groups are left out.
+    """
+    rows = []
+    for values, rows_of_key in frame.groupby(list(keys), sort=True):
+        for group in GROUPS:
+            members = _members(rows_of_key, group)
+            if members.empty:
+                continue
+            answerable = members["answerable"].astype(bool)
+            answered = members["answered"].astype(bool)
+            correct = members["quotes_evidence"].astype(bool)
+            wrong = answered & ~correct
+            pieces_in = members["pieces_in_prompt"]
+            responsive = members.loc[answered, "responsive"].astype(bool)
+            rows.append(
+                {
+                    **dict(zip(keys, values, strict=True)),
+                    "group": group,
+                    "questions": len(members),
+                    "answered": int(answered.sum()),
+                    "correct": int(correct.sum()),
+                    "wrong": int(wrong.sum()),
+                    "abstained": int((~answered).sum()),
+                    "refused_unanswerable": int((~answered & ~answerable).sum()),
+                    "answered_unanswerable": int((answered & ~answerable).sum()),
+                    "evidence_in_prompt": int((answerable & (pieces_in > 0)).sum()),
+                    "all_evidence_in_prompt": int(
+                        (answerable & (pieces_in == members["evidence_pieces"])).sum()
+                    ),
+                    **_share_with_interval("correct_share", correct),
+                    **_share_with_interval("wrong_share", wrong),
+                    **_share_with_interval("abstained_share", ~answered),
+                    "citation_passed": int(members["citation_passed"].fillna(False).astype(bool).sum()),
+                    "citation_pass_rate": (
+                        float(members.loc[answered, "citation_passed"].astype(bool).mean())
+                        if answered.any()
+                        else math.nan
+                    ),
+                    "responsive": int(responsive.sum()),
+                    **_share_with_interval("responsive_rate", responsive),
+                    "mean_prompt_tokens": _mean(members["prompt_tokens"].astype("float64")),
+                    "mean_prompt_tokens_cl100k": _mean(members["prompt_tokens_cl100k"].astype("float64")),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------
+# Choosing the reader's abstention threshold by cross-validation
+# --------------------------------------------------------------------------
+
+# Thresholds tried: -0.5 to 2.0 in steps of 0.05 (rounded, so they print as written).
+THRESHOLD_GRID: tuple[float, ...] = tuple(round(step * 0.05, 2) for step in range(-10, 41))
+DEFAULT_FOLDS = 5
+DEFAULT_FOLD_SEED = 0
+
+
+def net_correct(scores, quotes, threshold: float) -> tuple[int, int]:
+    """(correct, wrong) answers at ``threshold``: a question is answered when its best score
+    reaches it (NaN never does), correct when the best sentence quotes evidence."""
+    import numpy as np
+
+    scores = np.asarray(scores, dtype=np.float64)
+    quotes = np.asarray(quotes, dtype=bool)
+    answered = scores >= threshold
+    return int((answered & quotes).sum()), int((answered & ~quotes).sum())
+
+
+def choose_threshold(scores, quotes, grid: Sequence[float] = THRESHOLD_GRID) -> float:
+    """The grid threshold that maximises correct minus wrong answers; ties go to the higher
+    threshold, which refuses more at the same net count."""
+    best_threshold, best_net = None, None
+    for threshold in sorted(grid):
+        correct, wrong = net_correct(scores, quotes, threshold)
+        if best_net is None or correct - wrong >= best_net:
+            best_threshold, best_net = threshold, correct - wrong
+    if best_threshold is None:
+        raise ValueError("the threshold grid is empty")
+    return float(best_threshold)
+
+
+def fold_of_questions(question_ids: Iterable[str], folds: int, seed: int) -> dict[str, int]:
+    """A seeded assignment of questions to ``folds`` folds of (nearly) equal size.
+
+    The same question falls into the same fold for every retriever, so the
+    retrievers are compared on the same splits.
+    """
+    import numpy as np
+
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise ValueError(f"cross-validation needs at least 2 folds, got {folds!r}")
+    ordered = sorted(set(question_ids))
+    permutation = np.random.default_rng(seed).permutation(len(ordered))
+    return {ordered[index]: position % folds for position, index in enumerate(permutation)}
+
+
+def cross_validated_thresholds(
+    frame: pd.DataFrame,
+    keys: Sequence[str],
+    folds: int = DEFAULT_FOLDS,
+    seed: int = DEFAULT_FOLD_SEED,
+    grid: Sequence[float] = THRESHOLD_GRID,
+) -> tuple[pd.Series, pd.DataFrame]:
+    """Each answer's threshold chosen without its own question, and the table of choices.
+
+    For every ``keys`` group (one reader over one ranking) and every fold,
+    :func:`choose_threshold` picks the threshold on the other folds'
+    questions and it is applied to this fold's: the counts it produces are
+    what a threshold chosen in advance would get on new questions. The
+    table has one row per fold and a row ``fold = "all"`` with the threshold
+    chosen on every question, the one to use from then on.
+    """
+    fold = frame["question_id"].map(fold_of_questions(frame["question_id"], folds, seed))
+    thresholds = pd.Series(math.nan, index=frame.index, dtype="float64")
+    rows = []
+    for values, rows_of_key in frame.groupby(list(keys), sort=True):
+        scores = rows_of_key["score"].to_numpy(dtype=float)
+        quotes = rows_of_key["best_quoted_piece"].notna().to_numpy()
+        key = dict(zip(keys, values, strict=True))
+        for held_out in range(folds):
+            test = (fold.loc[rows_of_key.index] == held_out).to_numpy()
+            chosen = choose_threshold(scores[~test], quotes[~test], grid)
+            thresholds.loc[rows_of_key.index[test]] = chosen
+            correct, wrong = net_correct(scores[test], quotes[test], chosen)
+            rows.append(
+                {
+                    **key,
+                    "fold": str(held_out),
+                    "questions": int(test.sum()),
+                    "threshold": chosen,
+                    "correct": correct,
+                    "wrong": wrong,
+                }
+            )
+        chosen = choose_threshold(scores, quotes, grid)
+        correct, wrong = net_correct(scores, quotes, chosen)
+        rows.append(
+            {
+                **key,
+                "fold": "all",
+                "questions": len(scores),
+                "threshold": chosen,
+                "correct": correct,
+                "wrong": wrong,
+            }
+        )
+    return thresholds, pd.DataFrame(rows)
+
+
+def apply_thresholds(frame: pd.DataFrame, thresholds: pd.Series) -> pd.DataFrame:
+    """The answers as they are at per-row ``thresholds``: the best sentence answered or withheld.
+
+    Every column that follows from answering (the answer text, citation,
+    correctness and both verdicts) is recomputed from the ``best_*`` columns,
+    so no question needs answering again.
+    """
+    result = frame.copy()
+    threshold = thresholds.reindex(frame.index).astype("float64")
+    answered = (frame["score"].astype("float64") >= threshold).fillna(False).astype(bool)
+    result["threshold"] = threshold
+    result["answered"] = pd.array(answered, dtype="boolean")
+    result["abstained"] = pd.array(~answered, dtype="boolean")
+    result["answer"] = [
+        cite(sentence, int(source)) if given else ABSTENTION_TEXT
+        for sentence, source, given in zip(
+            frame["best_sentence"], frame["best_source"], answered, strict=True
+        )
+    ]
+    result["cited_source"] = frame["best_source"].where(answered).astype("Int64")
+    result["quotes_evidence"] = pd.array(answered & frame["best_quoted_piece"].notna(), dtype="boolean")
+    for column, source in (
+        ("citation_passed", "best_faithful"),
+        ("faithful", "best_faithful"),
+        ("responsive", "best_responsive"),
+    ):
+        result[column] = frame[source].where(answered).astype("boolean")
+    result["support"] = frame["best_support"].where(answered).astype("float64")
+    return result
+
+
+ABSTENTION_GROUPS: tuple[str, ...] = (ANSWERABLE, SINGLE_DOCUMENT, MULTI_DOCUMENT, UNANSWERABLE)
+
+
+def abstention_tradeoff(
+    frame: pd.DataFrame, thresholds: Sequence[float], keys: Sequence[str]
+) -> pd.DataFrame:
+    """What each threshold answers, gets right and refuses, per ``keys`` and question group.
+
+    A question is answered at threshold t when its prompt has a best sentence
+    whose score (the extractive generator's coverage) is at least t, exactly
+    the generator's rule; the answer is that sentence whatever t is, so one
+    run serves every threshold. For the
+    unanswerable group, ``abstained`` is the number of refusals the threshold
+    gets right.
+    """
+    if not len(thresholds):
+        raise ValueError("give at least one threshold")
+    rows = []
+    for values, rows_of_key in frame.groupby(list(keys), sort=True):
+        for threshold in sorted(thresholds):
+            for group in ABSTENTION_GROUPS:
+                members = _members(rows_of_key, group)
+                if members.empty:
+                    continue
+                answered = members["score"].to_numpy(dtype=float) >= threshold  # NaN: never answered
+                quotes = members["best_quoted_piece"].notna().to_numpy()
+                rows.append(
+                    {
+                        **dict(zip(keys, values, strict=True)),
+                        "threshold": float(threshold),
+                        "group": group,
+                        "questions": len(members),
+                        "answered": int(answered.sum()),
+                        "correct": int((answered & quotes).sum()),
+                        "abstained": int((~answered).sum()),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------
+# Settings from the pipeline's canonical answers section
+# --------------------------------------------------------------------------
+
+
+def settings_from_config(
+    generation: Mapping, reader: Mapping, embedding_cache: str | None = None
+) -> tuple[GenerationSettings, object | None]:
+    """Generation settings for one reader, and the sentence embedder to save afterwards (or None).
+
+    ``reader`` is ``{"name": "extractive"}`` or the canonical reader section
+    (:func:`rag.config.canonical_reader`); its ``minilm`` similarity reads
+    and extends the embedding cache in ``embedding_cache``. The reader's
+    threshold here is only provisional: the tables apply the cross-validated
+    one (:func:`cross_validated_thresholds`).
+    """
+    from rag.answering.tokens import get_token_counter
+
+    similarity, embedder = None, None
+    name = reader["name"]
+    if name != "extractive" and reader.get("similarity") == "minilm":
+        from rag.answering.reader import CachedSentenceEmbedder
+
+        embedder = CachedSentenceEmbedder(embedding_cache or "cache/embeddings")
+        similarity = embedder.similarity
+    settings = GenerationSettings(
+        k=generation.get("k", 1),
+        threshold=generation["threshold"] if name == "extractive" else -math.inf,  # the reader's: later
+        budget=generation["budget"],
+        count_tokens=get_token_counter(generation["token_counter"]),
+        reader="extractive" if name == "extractive" else "reader",
+        similarity=similarity,
+    )
+    return settings, embedder
+
+
+def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
+    """Rows of results/answers_heldout.csv: per question group, what ``rag ask`` got right.
+
+    ``judgements`` are :class:`rag.answering.question_answering.AskJudgement` records;
+    shares come with the same bootstrap intervals as the answer summary.
+    """
+    frame = pd.DataFrame([dataclasses.asdict(judgement) for judgement in judgements])
+    frame["answerable"] = frame["group"] != UNANSWERABLE
+    rows = []
+    for group in GROUPS:
+        members = _members(frame, group)
+        if members.empty:
+            continue
+        answered = members["answered"].astype(bool)
+        correct = members["correct"].astype(bool)
+        responsive = members.loc[answered, "responsive"].astype(bool)
+        rows.append(
+            {
+                **keys,
+                "group": group,
+                "questions": len(members),
+                "answered": int(answered.sum()),
+                "correct": int(correct.sum()),
+                "wrong": int((answered & ~correct).sum()),
+                "abstained": int((~answered).sum()),
+                **_share_with_interval("correct_share", correct),
+                **_share_with_interval("wrong_share", answered & ~correct),
+                **_share_with_interval("abstained_share", ~answered),
+                "faithful": int(members["faithful"].fillna(False).astype(bool).sum()),
+                "responsive": int(responsive.sum()),
+                **_share_with_interval("responsive_rate", responsive),
+            }
+        )
+    return rows
+
+
+def describe_answers(frame: pd.DataFrame, what: str) -> str:
+    """The log line of an answer job: best sentences quoting evidence, evidence in the prompt."""
+    answerable = frame["answerable"].astype(bool)
+    return (
+        f"{what}: {len(frame)} questions, the best sentence quotes the evidence for "
+        f"{int(frame['best_quoted_piece'].notna().sum())}; some evidence in the prompt for "
+        f"{int((answerable & (frame['pieces_in_prompt'] > 0)).sum())}, all of it for "
+        f"{int((answerable & (frame['pieces_in_prompt'] == frame['evidence_pieces'])).sum())}"
+    )
+
+
+def measure_ask(
+    documents: Sequence[Document], question_sets: Mapping[str, Sequence[Question]], embedder=None
+) -> list[dict]:
+    """Rows of results/answers_heldout.csv: each question set through ``rag ask``'s path.
+
+    Every retriever ``rag ask`` offers (the spec's BM25 + LSA + IVF, and
+    BM25 + MiniLM when ``embedder``, a :class:`rag.answering.reader.CachedSentenceEmbedder`,
+    is given) with both offline generators: the extractive generator at
+    coverage 0.5 and the reader, without its MiniLM similarity, at its frozen
+    threshold. (The similarity would embed every sentence of a 30-chunk pool
+    per question, thousands of sentences; ``rag ask`` pays that per question,
+    this table would pay it for every question at once.)
+    """
+    from rag.answering.extractive import DEFAULT_COVERAGE_THRESHOLD
+    from rag.answering.question_answering import IndexOptions, build_question_index, judge_ask_answers
+    from rag.answering.reader import DEFAULT_MODEL, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
+
+    setups = [("bm25_lsa_ivf", None)] + ([("bm25_minilm", embedder)] if embedder is not None else [])
+    thresholds = {"extractive": DEFAULT_COVERAGE_THRESHOLD, "reader": DEFAULT_THRESHOLD_WITHOUT_SIMILARITY}
+    rows = []
+    for retriever, dense in setups:
+        embed = dense.embed if dense is not None else None
+        options = IndexOptions(dense_model=DEFAULT_MODEL if dense is not None else None)
+        index = build_question_index(documents, options, embed)
+        for generator, threshold in thresholds.items():
+            for name, questions in question_sets.items():
+                judged = judge_ask_answers(index, questions, documents, generator, threshold, embed)
+                keys = {"questions_file": name, "retriever": retriever, "generator": generator}
+                rows += ask_summary(judged, **keys, threshold=f"{threshold:g}")
+    return rows

@@ -1,0 +1,602 @@
+"""Answering one question over a folder of documents: the path behind ``rag ask``.
+
+The batch pipeline measures every stage over a grid; an interactive question
+needs one fixed setup that is fast to query. The spec's sample project uses
+sentence chunks of at most 60 words with a title and section header, BM25
+next to 32-dimensional LSA searched through an IVF index with 8 lists (3
+probed), the two rankings fused by reciprocal rank fusion, the five best
+chunks as numbered sources, an extractive answer and a citation check. That
+setup stays available (retriever ``bm25_lsa_ivf``, generator
+``extractive``); by default the stronger reader of :mod:`rag.answering.reader`
+answers, and with the ``dense`` extra BM25 is fused with exact MiniLM search
+instead (retriever ``bm25_minilm``). Every answer gets two verdicts:
+faithful (the citation check) and responsive (it holds what the question
+asks for).
+
+Fitting is the slow part (the SVD and k-means), and it depends only on the
+documents and a few index options, so the fitted index converts to plain
+arrays and JSON (:func:`index_to_bundle`) that a cache can store under
+:func:`cache_key` and load back (:func:`index_from_bundle`) without refitting.
+Query-time options (probes, sources, threshold, budget) are not part of the
+key: changing them reuses the same index.
+
+Everything here is pure; reading the folder and the cache is rag.io's job and
+printing is rag.cli's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from rag.answering.extractive import DEFAULT_COVERAGE_THRESHOLD, Abstention, ExtractiveAnswer, extract_answer
+from rag.answering.prompts import Prompt, build_prompt
+from rag.answering.reader import Reading, Similarity, read, read_candidates
+from rag.answering.verification import AnswerCheck, Verdicts, check_answer, verdicts
+from rag.chunking import Chunk, ChunkerSpec, chunk_corpus
+from rag.corpus.documents import Document, DocumentError, parse_markdown
+from rag.retrieval.bm25 import BM25Index, bm25_index_from_counts, bm25_search
+from rag.retrieval.fusion import DEFAULT_CONSTANT, reciprocal_rank_fusion
+from rag.retrieval.ivf import IVFIndex, build_ivf
+from rag.retrieval.lsa import LSAModel, embed_queries, fit_lsa_from_counts
+from rag.retrieval.search import Ranking, chunk_id_order, count_terms, top_k, top_k_among
+from rag.text import analyze
+
+# Bumped whenever the bundle layout changes, so old cache entries are never misread.
+INDEX_FORMAT = 2
+# The retrievers of ``rag ask``: the spec's BM25 + LSA through IVF, and BM25 +
+# exact MiniLM search (the dense extra). The index holds what its retriever needs.
+SPEC_RETRIEVER = "bm25_lsa_ivf"
+MINILM_RETRIEVER = "bm25_minilm"
+RETRIEVERS = (SPEC_RETRIEVER, MINILM_RETRIEVER)
+# Embeds texts as unit rows (the MiniLM encoder through the embedding cache).
+Embed = Callable[[list[str]], np.ndarray]
+
+DEFAULT_MAX_WORDS = 60
+DEFAULT_DIMENSIONS = 32
+DEFAULT_LISTS = 8
+DEFAULT_PROBES = 3
+DEFAULT_SOURCES = 5
+DEFAULT_THRESHOLD = DEFAULT_COVERAGE_THRESHOLD
+# LSA keeps terms found in at least this many chunks (see rag.retrieval.lsa).
+MIN_DOCUMENT_FREQUENCY = 2
+# How deep each retriever's list goes into the fusion: the evaluation depth of
+# the pipeline. Deeper lists only add contributions below 1 / (60 + 100).
+FUSION_DEPTH = 100
+
+
+@dataclass(frozen=True)
+class IndexOptions:
+    """What shapes the fitted index, and hence the cache key.
+
+    ``lists`` is the number of IVF lists asked for; an index over fewer
+    chunks uses one list per chunk and says so in its notes. ``dense_model``
+    names the sentence embedder of the ``bm25_minilm`` retriever (None: the
+    spec's LSA through IVF); it is part of the cache key, so an index built
+    for one model is never served for another.
+    """
+
+    max_words: int = DEFAULT_MAX_WORDS
+    dimensions: int = DEFAULT_DIMENSIONS
+    lists: int = DEFAULT_LISTS
+    seed: int = 0
+    dense_model: str | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("max_words", "dimensions", "lists"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.dense_model is not None and not isinstance(self.dense_model, str):
+            raise ValueError(f"dense_model must be a model name or None, got {self.dense_model!r}")
+
+    def as_dict(self) -> dict[str, int | str | None]:
+        return dataclasses.asdict(self)
+
+
+def chunker_spec(options: IndexOptions) -> ChunkerSpec:
+    """Sentence packing with headers: whole sentences, and each chunk names its body."""
+    return ChunkerSpec(kind="sentences", size=options.max_words, header=True)
+
+
+# --------------------------------------------------------------------------
+# Documents and the cache key
+# --------------------------------------------------------------------------
+
+
+def parse_documents(files: Sequence[tuple[str, str]], location: str = "") -> list[Document]:
+    """Parse (file name, Markdown text) pairs into documents sorted by id.
+
+    ``location`` is put in front of the file name in error messages (the
+    folder, say), since the file name alone is also the default document id.
+    Two files declaring the same id are an error: chunk ids derive from it.
+    """
+    documents: dict[str, tuple[str, Document]] = {}
+    for name, text in files:
+        try:
+            document = parse_markdown(text, name)
+        except DocumentError as error:
+            raise DocumentError(f"{location}{error}") from None
+        if document.doc_id in documents:
+            other = documents[document.doc_id][0]
+            raise DocumentError(
+                f"{location}{name}: document id {document.doc_id!r} is already used by {location}{other}"
+            )
+        documents[document.doc_id] = (name, document)
+    return [documents[doc_id][1] for doc_id in sorted(documents)]
+
+
+def cache_key(files: Sequence[tuple[str, str]], options: IndexOptions, code_digest: str) -> str:
+    """A digest of the documents' names and contents, the index options and the code.
+
+    File names count because a file without an ``id`` takes its name as
+    document id; the code digest makes an edited chunker or analyzer miss
+    the cache instead of serving an index it would no longer build.
+    """
+    description = {
+        "format": INDEX_FORMAT,
+        "code": code_digest,
+        "options": options.as_dict(),
+        "documents": sorted((name, hashlib.sha256(text.encode("utf-8")).hexdigest()) for name, text in files),
+    }
+    canonical = json.dumps(description, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------
+# The index
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class QuestionIndex:
+    """Chunks, their BM25 index, and their LSA embeddings filed in an IVF index or their
+    MiniLM embeddings (``chunk_embeddings``, when ``options.dense_model`` is set).
+
+    ``lsa`` and ``ivf`` are None with MiniLM embeddings, and when no term
+    occurs in two chunks: LSA then has nothing to learn from and retrieval
+    falls back to BM25 alone.
+    ``notes`` say where the index differs from what the options asked for.
+    """
+
+    chunks: tuple[Chunk, ...]
+    bm25: BM25Index
+    lsa: LSAModel | None
+    ivf: IVFIndex | None
+    options: IndexOptions
+    notes: tuple[str, ...] = ()
+    chunk_embeddings: np.ndarray | None = None
+
+    @property
+    def list_count(self) -> int:
+        return self.ivf.list_count if self.ivf is not None else 0
+
+    @cached_property
+    def tie_order(self) -> np.ndarray:
+        return chunk_id_order([chunk.chunk_id for chunk in self.chunks])
+
+    @cached_property
+    def idf(self) -> dict[str, float]:
+        """BM25 idf by term: the weights the extractive generator's coverage uses."""
+        return dict(zip(self.bm25.vocabulary.tolist(), self.bm25.idf.tolist(), strict=True))
+
+    @property
+    def word_count(self) -> int:
+        return sum(len(chunk.text.split()) for chunk in self.chunks)
+
+
+def build_question_index(
+    documents: Sequence[Document], options: IndexOptions, embed: Embed | None = None
+) -> QuestionIndex:
+    """Chunk the documents and fit BM25 and either LSA with the IVF index or, when
+    ``options.dense_model`` is set, embed the chunks with ``embed``.
+
+    Dimensions and lists that the collection is too small for are reduced to
+    what it allows, with a note, rather than refused: a folder of two short
+    notes should still be answerable.
+
+    The BLAS runs single-threaded here: the SVD and k-means multiply small
+    matrices, and a thread pool on a busy machine made the fit about ten
+    times slower (2-4 s instead of 0.2-0.4 s on the bundled corpus).
+    """
+    # threadpoolctl limits only the BLAS libraries already loaded, and SciPy
+    # loads its own OpenBLAS with scipy.linalg, so that comes first.
+    import scipy.sparse.linalg  # noqa: F401
+    from threadpoolctl import threadpool_limits
+
+    if options.dense_model is not None:
+        if embed is None:
+            raise ValueError(f"an index with {options.dense_model} embeddings needs an embed function")
+        chunks = chunk_corpus(sorted(documents, key=lambda document: document.doc_id), chunker_spec(options))
+        bm25 = bm25_index_from_counts(count_terms([analyze(chunk.indexed_text) for chunk in chunks]))
+        embeddings = np.asarray(embed([chunk.indexed_text for chunk in chunks]), dtype=np.float32)
+        return QuestionIndex(tuple(chunks), bm25, None, None, options, (), embeddings)
+    with threadpool_limits(1, user_api="blas"):
+        return _build_question_index(documents, options)
+
+
+def _build_question_index(documents: Sequence[Document], options: IndexOptions) -> QuestionIndex:
+    chunks = chunk_corpus(sorted(documents, key=lambda document: document.doc_id), chunker_spec(options))
+    term_counts = count_terms([analyze(chunk.indexed_text) for chunk in chunks])
+    bm25 = bm25_index_from_counts(term_counts)
+    notes: list[str] = []
+    shared_terms = int(np.count_nonzero(term_counts.document_frequency >= MIN_DOCUMENT_FREQUENCY))
+    if shared_terms == 0:
+        notes.append(
+            f"no term occurs in {MIN_DOCUMENT_FREQUENCY} or more of the {len(chunks)} chunks, "
+            "so LSA has nothing to learn: retrieval uses BM25 alone"
+        )
+        return QuestionIndex(tuple(chunks), bm25, None, None, options, tuple(notes))
+    with warnings.catch_warnings():
+        # The clipping warning is replaced by the note below.
+        warnings.simplefilter("ignore", UserWarning)
+        lsa = fit_lsa_from_counts(term_counts, options.dimensions, MIN_DOCUMENT_FREQUENCY, options.seed)
+    if lsa.dimensions < options.dimensions:
+        notes.append(
+            f"{options.dimensions} LSA dimensions asked for, but {len(chunks)} chunks and "
+            f"{shared_terms} shared terms allow only {lsa.dimensions}: using {lsa.dimensions}"
+        )
+    lists = min(options.lists, len(chunks))
+    if lists < options.lists:
+        notes.append(
+            f"{options.lists} IVF lists asked for, but there are only {len(chunks)} chunks: using {lists}"
+        )
+    ivf = build_ivf(lsa.chunk_embeddings, lists, seed=options.seed)
+    return QuestionIndex(tuple(chunks), bm25, lsa, ivf, options, tuple(notes))
+
+
+def index_to_bundle(index: QuestionIndex) -> tuple[dict[str, dict], dict[str, object], dict[str, object]]:
+    """The index as (array groups, JSON values, manifest) for :func:`rag.io.write_bundle`."""
+    arrays: dict[str, dict] = {"bm25": index.bm25.to_arrays()}
+    if index.lsa is not None and index.ivf is not None:
+        arrays["lsa"] = index.lsa.to_arrays()
+        arrays["ivf"] = index.ivf.to_arrays()
+    if index.chunk_embeddings is not None:
+        arrays["dense"] = {"chunk_embeddings": index.chunk_embeddings}
+    values = {"chunks": [dataclasses.asdict(chunk) for chunk in index.chunks]}
+    manifest = {
+        "format": INDEX_FORMAT,
+        "options": index.options.as_dict(),
+        "notes": list(index.notes),
+        "chunk_count": len(index.chunks),
+    }
+    return arrays, values, manifest
+
+
+def index_from_bundle(
+    arrays: Mapping[str, Mapping], values: Mapping[str, object], manifest: Mapping[str, object]
+) -> QuestionIndex:
+    """Rebuild the index :func:`index_to_bundle` stored; ValueError if the pieces disagree."""
+    if manifest.get("format") != INDEX_FORMAT:
+        raise ValueError(f"index format {manifest.get('format')!r}, expected {INDEX_FORMAT}")
+    try:
+        chunks = tuple(Chunk(**row) for row in values["chunks"])
+        options = IndexOptions(**manifest["options"])
+        notes = tuple(str(note) for note in manifest["notes"])
+        bm25 = BM25Index.from_arrays(arrays["bm25"])
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"incomplete index: {error}") from None
+    lsa = LSAModel.from_arrays(arrays["lsa"]) if "lsa" in arrays else None
+    ivf = IVFIndex.from_arrays(arrays["ivf"]) if "ivf" in arrays else None
+    dense = np.asarray(arrays["dense"]["chunk_embeddings"], dtype=np.float32) if "dense" in arrays else None
+    if (dense is None) != (options.dense_model is None):
+        raise ValueError("the stored index and its options disagree on the dense model")
+    sizes = {len(chunks), manifest.get("chunk_count"), bm25.n_chunks}
+    if lsa is not None and ivf is not None:
+        sizes |= {lsa.chunk_embeddings.shape[0], ivf.size}
+    if dense is not None:
+        sizes.add(dense.shape[0])
+    if len(sizes) != 1:
+        raise ValueError(f"the stored pieces disagree on the number of chunks: {sorted(map(str, sizes))}")
+    return QuestionIndex(chunks, bm25, lsa, ivf, options, notes, dense)
+
+
+# --------------------------------------------------------------------------
+# Retrieval
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RetrievedChunk:
+    """A chunk chosen as a source, with its place in the fused list and in each retriever's list.
+
+    A rank of None means the retriever did not list the chunk at all: BM25
+    when it shares no term with the question, IVF when it sits in a list that
+    was not probed.
+    """
+
+    chunk: Chunk
+    fused_rank: int
+    fused_score: float
+    bm25_rank: int | None
+    dense_rank: int | None
+
+
+@dataclass(frozen=True)
+class Retrieval:
+    """The chosen chunks of one question and how the two retrievers saw them."""
+
+    question: str
+    chosen: tuple[RetrievedChunk, ...]
+    bm25_listed: int
+    dense_listed: int
+    probes: int
+    share_scanned: float
+    notes: tuple[str, ...] = ()
+
+
+def _dense_ranking(index: QuestionIndex, terms: list[str], probes: int, depth: int) -> tuple[Ranking, float]:
+    """The IVF ranking and the share of chunks it scanned.
+
+    The index breaks ties by storage position; asking it for every scanned
+    chunk and ranking those again with the chunk-id tie order keeps the
+    result independent of how chunks happened to be filed.
+    """
+    query = embed_queries(index.lsa, [terms])
+    if not query.any():
+        return Ranking.empty(), 0.0
+    result = index.ivf.search(query, probes, len(index.chunks))
+    found = result.positions[0] >= 0
+    ranking = top_k_among(
+        result.positions[0][found], result.scores[0][found].astype(np.float64), depth, index.tie_order
+    )
+    return ranking, float(result.share_scanned[0])
+
+
+def _ranks(ranking: Ranking) -> dict[int, int]:
+    return {int(position): rank for rank, position in enumerate(ranking.positions, start=1)}
+
+
+def _minilm_ranking(index: QuestionIndex, question: str, embed: Embed, depth: int) -> Ranking:
+    """Exact cosine search of the chunk embeddings; scores rounded so ties fall to chunk id."""
+    query = np.asarray(embed([question]), dtype=np.float64)[0]
+    scores = np.round(index.chunk_embeddings.astype(np.float64) @ query, 6)
+    return top_k(scores, depth, index.tie_order)
+
+
+def retrieve(
+    index: QuestionIndex,
+    question: str,
+    sources: int = DEFAULT_SOURCES,
+    probes: int = DEFAULT_PROBES,
+    constant: float = DEFAULT_CONSTANT,
+    depth: int = FUSION_DEPTH,
+    embed: Embed | None = None,
+) -> Retrieval:
+    """Fuse the BM25 ranking with the dense one by reciprocal rank fusion and keep the ``sources`` best.
+
+    The dense ranking is exact MiniLM search when the index holds MiniLM
+    embeddings (``embed`` then embeds the question), else LSA through IVF,
+    where more probes than the index has lists scan every list (with a note).
+    """
+    if sources < 1 or probes < 1:
+        raise ValueError(f"sources and probes must be positive, got {sources} and {probes}")
+    notes: list[str] = []
+    terms = analyze(question)
+    bm25_ranking = bm25_search(index.bm25, [terms], depth, index.tie_order)[0]
+    dense_ranking, share, used_probes = Ranking.empty(), 0.0, 0
+    if index.chunk_embeddings is not None:
+        if embed is None:
+            raise ValueError(
+                f"the index holds {index.options.dense_model} embeddings: give an embed function"
+            )
+        dense_ranking, share = _minilm_ranking(index, question, embed, depth), 1.0
+    elif index.ivf is not None:
+        used_probes = min(probes, index.list_count)
+        if used_probes < probes:
+            notes.append(
+                f"{probes} probes asked for, but the index has {index.list_count} lists: probing all"
+            )
+        dense_ranking, share = _dense_ranking(index, terms, used_probes, depth)
+    if not terms:
+        notes.append("the question has no searchable terms (only stopwords or punctuation)")
+    elif len(bm25_ranking) == 0 and len(dense_ranking) == 0:
+        notes.append("no chunk shares a term with the question")
+    fused = reciprocal_rank_fusion([bm25_ranking, dense_ranking], constant, sources, index.tie_order)
+    bm25_ranks, dense_ranks = _ranks(bm25_ranking), _ranks(dense_ranking)
+    chosen = tuple(
+        RetrievedChunk(
+            chunk=index.chunks[position],
+            fused_rank=rank,
+            fused_score=float(score),
+            bm25_rank=bm25_ranks.get(int(position)),
+            dense_rank=dense_ranks.get(int(position)),
+        )
+        for rank, (position, score) in enumerate(zip(fused.positions, fused.scores, strict=True), start=1)
+    )
+    return Retrieval(
+        question=question,
+        chosen=chosen,
+        bm25_listed=len(bm25_ranking),
+        dense_listed=len(dense_ranking),
+        probes=used_probes,
+        share_scanned=share,
+        notes=tuple(notes),
+    )
+
+
+# --------------------------------------------------------------------------
+# Answering
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AnswerReport:
+    """Everything ``rag ask`` shows: retrieval, prompt, answer, its check and both verdicts.
+
+    ``extractive`` is the extractive generator's result and ``reading`` the
+    reader's (each None for the other generators); ``check`` and
+    ``verdicts`` are None when the generator abstained, since an abstention
+    makes no claim to check; ``withheld`` then judges the reader's best
+    sentence, to show why it was not given.
+    """
+
+    retrieval: Retrieval
+    prompt: Prompt
+    answer: str
+    extractive: ExtractiveAnswer | Abstention | None
+    check: AnswerCheck | None
+    reading: Reading | None = None
+    verdicts: Verdicts | None = None
+    withheld: Verdicts | None = None
+
+    @property
+    def abstained(self) -> bool:
+        if self.reading is not None:
+            return not self.reading.answered
+        return isinstance(self.extractive, Abstention)
+
+
+GENERATORS = ("reader", "extractive")
+# How many fused chunks the reader reads before choosing the prompt's sources.
+DEFAULT_POOL = 30
+
+
+def rerank_by_reader(
+    retrieval: Retrieval, idf: Mapping[str, float], sources: int, similarity: Similarity | None = None
+) -> Retrieval:
+    """The ``sources`` chunks of the fused list whose best sentence the reader scores highest.
+
+    Fusion ranks chunks by their words and embeddings as a whole; the reader
+    scores single sentences for the question, type included, so reading a
+    deeper pool and keeping the chunks with the best sentences brings up the
+    one sentence that answers even when the chunk around it is about
+    something else. Ties keep the fused order.
+    """
+    if not retrieval.chosen:
+        return retrieval
+    pool_prompt = build_prompt(retrieval.question, [retrieved.chunk for retrieved in retrieval.chosen])
+    best: dict[int, float] = {}
+    for candidate in read_candidates(pool_prompt, idf, similarity):
+        number = candidate.source_number
+        best[number] = max(best.get(number, -math.inf), candidate.score)
+    order = sorted(
+        range(len(retrieval.chosen)), key=lambda position: (-best.get(position + 1, -math.inf), position)
+    )
+    chosen = tuple(retrieval.chosen[position] for position in order[:sources])
+    notes = (
+        *retrieval.notes,
+        f"the reader read the {len(retrieval.chosen)} best fused chunks and kept {len(chosen)}",
+    )
+    return dataclasses.replace(retrieval, chosen=chosen, notes=notes)
+
+
+def answer_question(
+    index: QuestionIndex,
+    question: str,
+    sources: int = DEFAULT_SOURCES,
+    probes: int = DEFAULT_PROBES,
+    threshold: float = DEFAULT_THRESHOLD,
+    budget: int | None = None,
+    generate: Callable[[Prompt], str] | None = None,
+    reader: str = "extractive",
+    embed: Embed | None = None,
+    similarity: Similarity | None = None,
+    pool: int = DEFAULT_POOL,
+) -> AnswerReport:
+    """Retrieve, assemble the prompt within ``budget``, answer, check the citations and judge.
+
+    ``generate`` None answers offline with ``reader``: ``extractive`` (the
+    spec's generator at coverage ``threshold``) or ``reader`` (:mod:`rag.answering.reader`
+    at score ``threshold``, with the MiniLM ``similarity`` when given). Any
+    other prompt-to-text function (the hosted model) is checked the same way.
+    ``embed`` embeds the question for an index with MiniLM embeddings. The
+    reader first reads the ``pool`` best fused chunks and keeps the
+    ``sources`` whose best sentence scores highest (:func:`rerank_by_reader`).
+    """
+    if reader not in GENERATORS:
+        raise ValueError(f"unknown reader {reader!r}; choose one of {list(GENERATORS)}")
+    if generate is None and reader == "reader":
+        retrieval = retrieve(index, question, max(sources, pool), probes, embed=embed)
+        retrieval = rerank_by_reader(retrieval, index.idf, sources, similarity)
+    else:
+        retrieval = retrieve(index, question, sources, probes, embed=embed)
+    prompt = build_prompt(question, [retrieved.chunk for retrieved in retrieval.chosen], budget=budget)
+    extractive: ExtractiveAnswer | Abstention | None = None
+    reading: Reading | None = None
+    if generate is not None:
+        answer = generate(prompt)
+        abstained = False
+    elif reader == "reader":
+        reading = read(prompt, index.idf, threshold, similarity)
+        answer, abstained = reading.text, not reading.answered
+    else:
+        extractive = extract_answer(prompt, index.idf, threshold=threshold)
+        answer, abstained = extractive.text, isinstance(extractive, Abstention)
+    check = None if abstained else check_answer(answer, prompt.source_texts)
+    labels = {number: chunk.label for number, chunk in prompt.sources.items()}
+    judged = None if check is None else verdicts(check, answer, question, labels)
+    withheld = None
+    if reading is not None and reading.best is not None and not reading.answered:
+        quoted = reading.best.text
+        withheld = verdicts(check_answer(quoted, prompt.source_texts), quoted, question, labels)
+    return AnswerReport(retrieval, prompt, answer, extractive, check, reading, judged, withheld)
+
+
+# --------------------------------------------------------------------------
+# Judging rag ask's answers on labelled questions
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AskJudgement:
+    """One labelled question answered through ``rag ask``'s path, and what the labels say of it."""
+
+    question_id: str
+    group: str
+    answered: bool
+    correct: bool
+    faithful: bool | None
+    responsive: bool | None
+    answer: str
+
+
+def judge_ask_answers(
+    index: QuestionIndex,
+    questions: Sequence,
+    documents: Sequence[Document],
+    reader: str,
+    threshold: float,
+    embed: Embed | None = None,
+    similarity: Similarity | None = None,
+) -> list[AskJudgement]:
+    """Answer every question as ``rag ask`` would (its defaults) and judge the answers by the labels.
+
+    Correct means the quoted sentence quotes labelled evidence, exactly as
+    in the answer experiments (:func:`rag.answering.answers.quoted_piece`).
+    """
+    from rag.answering.answers import evidence_documents, question_group, quoted_piece
+    from rag.labels import locate_spans
+
+    holding = evidence_documents(questions, locate_spans(questions, documents))
+    judged = []
+    for question in questions:
+        report = answer_question(
+            index, question.text, threshold=threshold, reader=reader, embed=embed, similarity=similarity
+        )
+        answered = not report.abstained
+        correct = False
+        if answered:
+            best = report.reading.best if report.reading is not None else report.extractive
+            source = report.prompt.sources[best.source_number]
+            correct = quoted_piece(best.sentence, source.doc_id, question) is not None
+        judged.append(
+            AskJudgement(
+                question_id=question.question_id,
+                group=question_group(question, holding[question.question_id]),
+                answered=answered,
+                correct=correct,
+                faithful=report.verdicts.faithful if report.verdicts else None,
+                responsive=report.verdicts.responsive if report.verdicts else None,
+                answer=report.answer,
+            )
+        )
+    return judged

@@ -1,0 +1,286 @@
+"""Citation and support checks for a drafted answer.
+
+Models follow the citation format far more reliably than they follow the
+sources, so every sentence of an answer is checked against the sources it
+cites. The check is lexical, a stand-in for entailment: it catches citations
+of sources that do not exist, claims whose words are not in the cited
+sources, and numbers that appear in none of them (the typical symptom of an
+answer from parametric memory). It cannot see negation or paraphrase, and it
+says nothing about whether the claim answers the question.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rag.text import analyze, numbers_in, split_sentences
+
+DEFAULT_SUPPORT_THRESHOLD = 0.75
+
+# "[1]", "[1, 2]", "[1; 3]": one marker may cite several sources.
+_CITATION = re.compile(r"\s*\[\s*(\d+(?:\s*[,;]\s*\d+)*)\s*\]")
+_ONLY_CITATIONS = re.compile(rf"(?:{_CITATION.pattern})+\s*[.!?]?")
+# A marker glued to the end of a sentence ("Deimos.[1] Phobos ...") would hide
+# the sentence boundary from the splitter.
+_GLUED_CITATION = re.compile(r"([.!?])(\[\s*\d)")
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """The verdict on one sentence of an answer.
+
+    ``support`` is the share of the claim's terms, counting repeats, found in
+    the sources it cites that exist (``matched_terms`` of ``term_count``).
+    A claim without terms has support 0: there is nothing to verify.
+    """
+
+    sentence: str
+    cited: tuple[int, ...]
+    missing_citations: tuple[int, ...]
+    support: float
+    term_count: int
+    matched_terms: int
+    unsupported_numbers: tuple[str, ...]
+    supported: bool
+
+
+@dataclass(frozen=True)
+class AnswerCheck:
+    """Every claim of an answer and the verdict on the whole.
+
+    The answer is supported when it has at least one claim and every claim
+    is supported; one unsupported sentence is enough to distrust it.
+    """
+
+    claims: tuple[ClaimCheck, ...]
+    supported: bool
+    supported_claims: int
+    supported_share: float
+    missing_citations: tuple[int, ...]
+    unsupported_numbers: tuple[str, ...]
+
+
+def parse_citations(sentence: str) -> tuple[tuple[int, ...], str]:
+    """The source numbers a sentence cites (first mention order) and the sentence without markers."""
+    cited: list[int] = []
+    for match in _CITATION.finditer(sentence):
+        for part in re.split(r"[,;]", match.group(1)):
+            number = int(part)
+            if number not in cited:
+                cited.append(number)
+    return tuple(cited), _CITATION.sub("", sentence).strip()
+
+
+def split_claims(answer: str) -> list[str]:
+    """The sentences of an answer, each keeping the citation markers that belong to it.
+
+    A citation placed after the period ("... Deimos. [1]") belongs to the
+    sentence before it, not to a sentence of its own.
+    """
+    text = _GLUED_CITATION.sub(r"\1 \2", answer)
+    claims: list[str] = []
+    for start, end in split_sentences(text):
+        sentence = text[start:end]
+        leading = _ONLY_CITATIONS.match(sentence)
+        if leading and claims:
+            claims[-1] = f"{claims[-1]} {leading.group().strip()}"
+            sentence = sentence[leading.end() :].strip()
+        if sentence:
+            claims.append(sentence)
+    return claims
+
+
+def _validate_sources(sources: Mapping[int, str]) -> None:
+    for number, text in sources.items():
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise ValueError(f"source label {number!r} is not a positive integer")
+        if not isinstance(text, str):
+            raise ValueError(f"source [{number}] must be text, got {type(text).__name__}")
+
+
+def _validate_threshold(threshold: float) -> None:
+    if not 0.0 <= threshold <= 1.0:
+        raise ValueError(f"support threshold {threshold!r} is outside [0, 1]")
+
+
+@dataclass(frozen=True)
+class _SourceTerms:
+    terms: frozenset[str]
+    numbers: frozenset[str]
+
+
+def _source_terms(sources: Mapping[int, str], stem: bool) -> dict[int, _SourceTerms]:
+    return {
+        number: _SourceTerms(frozenset(analyze(text, stem=stem)), frozenset(numbers_in(text)))
+        for number, text in sources.items()
+    }
+
+
+def _check(sentence: str, indexed: Mapping[int, _SourceTerms], threshold: float, stem: bool) -> ClaimCheck:
+    cited, claim = parse_citations(sentence)
+    existing = [number for number in cited if number in indexed]
+    missing = tuple(number for number in cited if number not in indexed)
+    source_terms = frozenset().union(*(indexed[number].terms for number in existing))
+    source_numbers = frozenset().union(*(indexed[number].numbers for number in existing))
+
+    terms = analyze(claim, stem=stem)
+    matched = sum(term in source_terms for term in terms)
+    support = matched / len(terms) if terms else 0.0
+    unsupported_numbers = tuple(
+        dict.fromkeys(number for number in numbers_in(claim) if number not in source_numbers)
+    )
+    return ClaimCheck(
+        sentence=sentence,
+        cited=cited,
+        missing_citations=missing,
+        support=support,
+        term_count=len(terms),
+        matched_terms=matched,
+        unsupported_numbers=unsupported_numbers,
+        supported=bool(existing) and support >= threshold and not unsupported_numbers,
+    )
+
+
+def check_claim(
+    sentence: str,
+    sources: Mapping[int, str],
+    threshold: float = DEFAULT_SUPPORT_THRESHOLD,
+    stem: bool = False,
+) -> ClaimCheck:
+    """Check one sentence against the sources, given as label number to text.
+
+    It passes when it cites at least one existing source, at least
+    ``threshold`` of its terms occur in the cited sources, and each of its
+    numbers occurs in them. ``stem`` must match the analyzer of retrieval.
+    """
+    _validate_sources(sources)
+    _validate_threshold(threshold)
+    return _check(sentence, _source_terms(sources, stem), threshold, stem)
+
+
+def check_answer(
+    answer: str,
+    sources: Mapping[int, str],
+    threshold: float = DEFAULT_SUPPORT_THRESHOLD,
+    stem: bool = False,
+) -> AnswerCheck:
+    """Check every sentence of ``answer``; see :func:`check_claim` for the rule."""
+    if not isinstance(answer, str):
+        raise ValueError(f"the answer must be a string, got {type(answer).__name__}")
+    _validate_sources(sources)
+    _validate_threshold(threshold)
+    indexed = _source_terms(sources, stem)
+    claims = tuple(_check(sentence, indexed, threshold, stem) for sentence in split_claims(answer))
+    supported_claims = sum(claim.supported for claim in claims)
+    return AnswerCheck(
+        claims=claims,
+        supported=bool(claims) and supported_claims == len(claims),
+        supported_claims=supported_claims,
+        supported_share=supported_claims / len(claims) if claims else 0.0,
+        missing_citations=tuple(
+            dict.fromkeys(number for claim in claims for number in claim.missing_citations)
+        ),
+        unsupported_numbers=tuple(
+            dict.fromkeys(number for claim in claims for number in claim.unsupported_numbers)
+        ),
+    )
+
+
+# --------------------------------------------------------------------------
+# Responsiveness: does the answer give what the question asks for?
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """The two separate verdicts on an answer.
+
+    ``faithful`` is the citation check above: every claim cites an existing
+    source that holds its words and numbers. ``responsive`` asks whether the
+    answer holds a value of the kind the question asks for (``expected``,
+    e.g. "temperature" or "name"). An answer can be faithful and still not
+    answer the question; "supported" alone would hide that.
+    """
+
+    faithful: bool
+    responsive: bool
+    expected: tuple[str, ...]
+
+
+def check_responsive(answer: str, question: str, labels: Mapping[int, str] | None = None) -> bool:
+    """Whether ``answer`` (citation markers removed) holds a value of the question's expected type.
+
+    ``labels`` are the title and section of the sources the answer may cite;
+    words of the cited ones, like the question's own words, do not count as
+    a new name or noun phrase.
+    """
+    from rag.answering.answer_types import expected_type, has_expected_value
+
+    labels = labels or {}
+    cited: list[int] = []
+    plain: list[str] = []
+    for claim in split_claims(answer):
+        numbers, text = parse_citations(claim)
+        cited.extend(numbers)
+        plain.append(text)
+    label = " ".join(labels[number] for number in dict.fromkeys(cited) if number in labels)
+    return has_expected_value(" ".join(plain), expected_type(question), question, label)
+
+
+def verdicts(
+    check: AnswerCheck, answer: str, question: str, labels: Mapping[int, str] | None = None
+) -> Verdicts:
+    """Both verdicts on an answer whose citation check is ``check``."""
+    from rag.answering.answer_types import expected_type
+
+    return Verdicts(
+        faithful=check.supported,
+        responsive=check_responsive(answer, question, labels),
+        expected=expected_type(question).kinds,
+    )
+
+
+_KIND_WORDS = {
+    "name": "a name",
+    "date": "a date or a year",
+    "count": "a count",
+    "number": "a number",
+    "noun_phrase": "a thing or a place",
+    "description": "an explanation",
+    "time": "a duration",
+    "length": "a length or distance",
+    "temperature": "a temperature",
+    "mass": "a mass",
+    "speed": "a speed",
+    "angle": "an angle",
+    "percent": "a percentage",
+    "density": "a density",
+    "acceleration": "an acceleration",
+    "area": "an area",
+    "money": "an amount of money",
+    "ratio": "a ratio",
+}
+
+
+def expected_in_words(kinds: tuple[str, ...]) -> str:
+    """The expected answer type in words: "a duration or a length or distance"."""
+    return " or ".join(_KIND_WORDS.get(kind, kind) for kind in kinds)
+
+
+def describe_verdicts(result: Verdicts) -> list[str]:
+    """The two verdicts in plain words, one line each, for people rather than tables."""
+    wanted = expected_in_words(result.expected)
+    faithful = (
+        "Faithful: yes, the cited source contains the answer's words and numbers."
+        if result.faithful
+        else "Faithful: NO, the answer says something its cited source does not contain."
+    )
+    responsive = (
+        f"Responsive: yes, the question asks for {wanted} and the answer gives one."
+        if result.responsive
+        else f"Responsive: NO, the question asks for {wanted} and the answer gives none: "
+        "it does not answer the question."
+    )
+    return [faithful, responsive]

@@ -1,0 +1,360 @@
+"""Encyclopedia articles: rendered MediaWiki HTML to paragraphs under headings.
+
+Only running prose is kept. Tables, lists, captions, formulas and reference
+material do not read as sentences: indexed, they would produce chunks that no
+question is about, and the evidence spans of the labels are always prose.
+
+Two HTML shapes reach this module. The action API (``action=parse``) wraps the
+article in ``div.mw-parser-output`` and marks headings either as
+``<h2><span class="mw-headline">`` (older skins) or as
+``<div class="mw-heading"><h2 id=...>`` (MediaWiki 1.43 and later). The REST
+API returns Parsoid HTML, a whole page whose body nests ``<section>`` elements
+with the heading inside. Both are read by heading level alone, so sections and
+wrapper divs need no special case.
+
+The parser is the standard library's :class:`html.parser.HTMLParser`: the
+markup MediaWiki emits is balanced, and the few places where HTML closes an
+element implicitly (a block starting inside a paragraph) are handled here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from html import unescape
+from html.parser import HTMLParser
+
+from rag.corpus.documents import (
+    SKIPPABLE,
+    SKIPPED_SECTIONS,
+    Block,
+    Document,
+    DocumentError,
+    content_version,
+    normalize_passage,
+)
+
+# Elements whose whole content is left out, whatever their attributes.
+SKIPPED_TAGS: frozenset[str] = frozenset(
+    {
+        "table",  # data tables, infoboxes, navboxes, succession boxes
+        "ul",
+        "ol",
+        "dl",  # lists, and the indented "dd" lines that carry display formulas
+        "figure",
+        "figcaption",
+        "math",
+        "style",
+        "script",
+        "noscript",
+        "head",  # Parsoid pages carry a <title> and metadata there
+        "h1",  # the title comes from the caller, not from the page
+        "audio",
+        "video",
+        "svg",
+        "template",
+    }
+)
+
+# Classes marking material that is about the article rather than part of it.
+SKIPPED_CLASSES: frozenset[str] = frozenset(
+    {
+        "hatnote",  # "For other uses, see ..."
+        "reference",  # inline citation markers, sup.reference and Parsoid's sup.mw-ref
+        "references",
+        "reflist",
+        "mw-references-wrap",
+        "thumb",  # figure boxes of the legacy parser
+        "tmulti",  # multiple-image boxes
+        "gallery",
+        "mwe-math-element",
+        "mw-editsection",
+        "noprint",  # "[citation needed]", portals, and other screen-only notes
+        "mw-empty-elt",
+        "infobox",
+        "navbox",
+        "sidebar",
+        "metadata",  # maintenance banners ("This article needs ...")
+        "ambox",
+        "shortdescription",
+        "toc",  # the legacy table of contents, which has its own h2
+        "coordinates",
+        "geo",
+        "geo-default",
+    }
+)
+
+SKIPPED_IDS: frozenset[str] = frozenset({"coordinates", "toc"})
+
+SKIPPED_ROLES: frozenset[str] = frozenset({"note", "navigation"})
+
+# Elements that have no end tag: they must never enter the stack of open elements.
+VOID_TAGS: frozenset[str] = frozenset(
+    {
+        "area",
+        "base",
+        "br",
+        "col",
+        "embed",
+        "hr",
+        "img",
+        "input",
+        "link",
+        "meta",
+        "param",
+        "source",
+        "track",
+        "wbr",
+    }
+)
+
+# Starting one of these inside an open paragraph ends the paragraph (HTML's implicit </p>).
+_CLOSES_PARAGRAPH: frozenset[str] = frozenset(
+    {
+        "address",
+        "article",
+        "aside",
+        "blockquote",
+        "details",
+        "div",
+        "dl",
+        "fieldset",
+        "figcaption",
+        "figure",
+        "footer",
+        "form",
+        "h1",
+        "h2",
+        "h3",
+        "h4",
+        "h5",
+        "h6",
+        "header",
+        "hr",
+        "main",
+        "menu",
+        "nav",
+        "ol",
+        "p",
+        "pre",
+        "section",
+        "table",
+        "ul",
+    }
+)
+
+_HEADING_LEVELS = {"h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+
+
+def normalize_whitespace(text: str) -> str:
+    """The text the Markdown reader would store (:func:`rag.corpus.documents.normalize_passage`):
+    invisible characters (soft hyphen, zero-width space, word joiner, BOM)
+    removed, NFKC, and every Unicode space run (the no-break and thin spaces of
+    unit conversions included) one plain space, so evidence spans match."""
+    return normalize_passage(text)
+
+
+# What the reader counts as skipped, by the element that starts the skipped part.
+_SKIPPED_KIND = {"table": "tables", "ul": "lists", "ol": "lists", "dl": "lists", "pre": "code"}
+
+
+def is_skipped_element(tag: str, attributes: dict[str, str]) -> bool:
+    """Whether an element (and everything inside it) stays out of the text."""
+    if tag in SKIPPED_TAGS:
+        return True
+    classes = set((attributes.get("class") or "").split())
+    if classes & SKIPPED_CLASSES:
+        return True
+    if (attributes.get("id") or "") in SKIPPED_IDS:
+        return True
+    return (attributes.get("role") or "") in SKIPPED_ROLES
+
+
+@dataclass
+class _OpenElement:
+    tag: str
+    skipped: bool
+
+
+class _ArticleReader(HTMLParser):
+    """Walks the HTML once, keeping a stack of open elements.
+
+    Text is collected only while a paragraph or a heading is open and no
+    enclosing element is skipped; a skipped element is recorded on the stack,
+    so its end (explicit or implied by an enclosing end tag) resumes collection.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.blocks: list[Block] = []
+        self.path: list[str] = []
+        self.stack: list[_OpenElement] = []
+        self.skipped_depth = 0
+        self.paragraph: list[str] | None = None
+        self.heading: list[str] | None = None
+        self.heading_level = 0
+        self.skipped: Counter[str] = Counter()
+
+    # -- the stack -------------------------------------------------------------
+
+    def _open_index(self, tag: str) -> int | None:
+        for index in range(len(self.stack) - 1, -1, -1):
+            if self.stack[index].tag == tag:
+                return index
+        return None
+
+    def _close_down_to(self, index: int) -> None:
+        while len(self.stack) > index:
+            element = self.stack.pop()
+            if element.skipped:
+                self.skipped_depth -= 1
+            elif self.skipped_depth == 0:
+                self._finish(element.tag)
+
+    def _finish(self, tag: str) -> None:
+        if tag == "p" and self.paragraph is not None:
+            text = normalize_whitespace("".join(self.paragraph))
+            self.paragraph = None
+            if text and self._in_skipped_section():
+                self.skipped["references"] += 1
+            elif text:
+                self.blocks.append(Block(tuple(self.path), text))
+        elif tag in _HEADING_LEVELS and self.heading is not None:
+            text = normalize_whitespace("".join(self.heading))
+            self.heading = None
+            if text:
+                depth = self.heading_level - 2
+                # A level jump (h2 straight to h4) keeps the heading at its own depth
+                # under whatever headings are open, without inventing empty ones.
+                self.path = self.path[:depth] + [text]
+
+    def _in_skipped_section(self) -> bool:
+        return any(part.lower() in SKIPPED_SECTIONS for part in self.path)
+
+    # -- HTMLParser callbacks ----------------------------------------------------
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _CLOSES_PARAGRAPH:
+            paragraph_index = self._open_index("p")
+            if paragraph_index is not None:
+                self._close_down_to(paragraph_index)
+        if tag in VOID_TAGS:
+            if tag == "br" and self.skipped_depth == 0:
+                self.handle_data(" ")
+            return
+        attributes = {name: value or "" for name, value in attrs}
+        skipped = is_skipped_element(tag, attributes)
+        if self.skipped_depth == 0 and tag in _SKIPPED_KIND and (skipped or tag == "pre"):
+            # pre is never inside a paragraph, so its text is left out too.
+            self.skipped[_SKIPPED_KIND[tag]] += 1
+        self.stack.append(_OpenElement(tag, skipped))
+        if skipped:
+            self.skipped_depth += 1
+            return
+        if self.skipped_depth:
+            return
+        if tag == "p" and self.heading is None:
+            self.paragraph = []
+        elif tag in _HEADING_LEVELS:
+            self.paragraph = None
+            self.heading = []
+            self.heading_level = _HEADING_LEVELS[tag]
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        # XHTML-style "<br/>" or "<span/>": an element that opens and closes at once.
+        self.handle_starttag(tag, attrs)
+        if tag not in VOID_TAGS:
+            self.handle_endtag(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        index = self._open_index(tag)
+        if index is not None:  # a stray end tag closes nothing
+            self._close_down_to(index)
+
+    def handle_data(self, data: str) -> None:
+        if self.skipped_depth:
+            return
+        if self.heading is not None:
+            self.heading.append(data)
+        elif self.paragraph is not None:
+            self.paragraph.append(data)
+
+    def finish(self) -> list[Block]:
+        self.close()
+        self._close_down_to(0)
+        return self.blocks
+
+
+def parse_article_html(html: str, name: str) -> list[Block]:
+    """Paragraphs of a rendered article (:func:`parse_article_html_counted` without the counts)."""
+    return parse_article_html_counted(html, name)[0]
+
+
+def parse_article_html_counted(html: str, name: str) -> tuple[list[Block], dict[str, int]]:
+    """Paragraphs of a rendered article, each with its heading path.
+
+    The lead (before the first h2) has the empty path; an h3 is nested under
+    the h2 above it, and so on. Sections whose heading path contains a
+    reference-like heading ("References", "See also", ...) are left out, like
+    in the Markdown reader, so both sources yield comparable documents.
+    ``name`` identifies the article in errors.
+    """
+    if not isinstance(html, str):
+        raise DocumentError(f"{name}: expected the article's HTML as text, got {type(html).__name__}")
+    reader = _ArticleReader()
+    reader.feed(html)
+    blocks = reader.finish()
+    if not blocks:
+        raise DocumentError(f"{name}: no paragraphs to index in the article's HTML")
+    return blocks, {kind: reader.skipped[kind] for kind in SKIPPABLE}
+
+
+_TITLE = re.compile(r"<(title|h1)\b[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
+
+
+def document_from_html_file(html: str, doc_id: str) -> tuple[Document, dict[str, int]]:
+    """A local HTML file as a document: the article reader's paragraphs, its <h1> or <title>.
+
+    Tables, lists, code and reference sections are always left out (and
+    counted): the reader keeps only paragraphs under headings. Without a
+    heading or title element the file's name is the title; the version is a
+    digest of the text.
+    """
+    blocks, skipped = parse_article_html_counted(html, doc_id)
+    titles = {match.group(1).lower(): match.group(2) for match in reversed(list(_TITLE.finditer(html)))}
+    raw_title = titles.get("h1") or titles.get("title") or doc_id
+    title = normalize_passage(unescape(re.sub(r"<[^>]+>", "", raw_title))) or doc_id
+    document = Document(doc_id=doc_id, title=title, version=content_version(blocks), blocks=tuple(blocks))
+    return document, skipped
+
+
+def document_from_html(
+    html: str,
+    doc_id: str,
+    title: str,
+    revision: int | str,
+    url: str | None = None,
+    updated: str | None = None,
+) -> Document:
+    """A :class:`Document` whose version is the article's revision id.
+
+    The revision id, not a digest of the text, is the version: it is what the
+    lock file pins and what a reader can open on the wiki.
+    """
+    if not doc_id or not doc_id.strip():
+        raise DocumentError(f"{title!r}: empty document id")
+    if not title or not title.strip():
+        raise DocumentError(f"{doc_id}: empty title")
+    version = str(revision).strip()
+    if not version:
+        raise DocumentError(f"{doc_id}: empty revision id")
+    blocks = parse_article_html(html, doc_id)
+    return Document(
+        doc_id=doc_id,
+        title=title,
+        version=version,
+        blocks=tuple(blocks),
+        url=url,
+        updated=updated,
+    )

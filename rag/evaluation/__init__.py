@@ -1,0 +1,1 @@
+"""Measuring rankings: metrics, cohorts, document relevance, statistics, significance and the ablations."""

@@ -1,0 +1,149 @@
+"""Fusion weights chosen on labelled questions, evaluated only on questions they were not chosen on.
+
+Tuning a fusion weight on the same questions it is then scored on reports
+the best of many tries as if it were one: the gain is overfitted. Here the
+questions are split into ``folds`` seeded folds; for each fold, every weight
+vector of a simplex grid (each weight a multiple of 1 / ``steps``, summing to
+1) is scored by the mean objective over the labelled questions of the other
+folds, and the best one ranks the fold's questions. Every question's ranking
+thus comes from weights that never saw its labels, and the chosen weights are
+reported per fold, so their stability is visible too.
+
+Ties between weight vectors (equal objective after rounding to
+``OBJECTIVE_DECIMALS``) go to the one closest to equal weights, then to the
+first in grid order, so the choice does not depend on floating-point noise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
+
+from rag.evaluation.metrics import Relevance, ndcg_at, recall_at, reciprocal_rank
+from rag.retrieval.fusion import weighted_fusion
+from rag.retrieval.search import Ranking
+
+OBJECTIVE_DECIMALS = 9
+OBJECTIVES = ("ndcg", "recall", "mrr")
+
+
+@dataclass(frozen=True)
+class FoldChoice:
+    """The weights one fold's questions were ranked with, and what they scored on the other folds."""
+
+    fold: int
+    weights: tuple[float, ...]
+    training_questions: int
+    held_out_questions: int
+    training_objective: float
+
+
+def weight_grid(components: int, steps: int) -> list[tuple[float, ...]]:
+    """Every weight vector whose entries are multiples of 1 / steps and sum to 1, in lexicographic order."""
+    if components < 1 or steps < 1:
+        raise ValueError("a weight grid needs at least one component and one step")
+    vectors = [counts for counts in product(range(steps + 1), repeat=components) if sum(counts) == steps]
+    return [tuple(count / steps for count in counts) for counts in vectors]
+
+
+def assign_folds(question_ids: Sequence[str], folds: int, seed: int) -> dict[str, int]:
+    """Each question's fold: a seeded shuffle of the sorted ids, dealt round-robin."""
+    if folds < 2:
+        raise ValueError(f"cross-validation needs at least 2 folds, got {folds}")
+    ordered = sorted(set(question_ids))
+    if len(ordered) < folds:
+        raise ValueError(f"{folds} folds but only {len(ordered)} questions")
+    shuffled = np.random.default_rng(seed).permutation(len(ordered))
+    return {ordered[index]: position % folds for position, index in enumerate(shuffled)}
+
+
+def objective_value(ranked: Sequence[str], relevance: Relevance, objective: str, k: int) -> float:
+    if objective == "ndcg":
+        return ndcg_at(ranked, relevance, k)
+    if objective == "recall":
+        return recall_at(ranked, relevance, k)
+    if objective == "mrr":
+        return reciprocal_rank(ranked, relevance)
+    raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
+
+
+def _closeness_to_equal(weights: Sequence[float]) -> float:
+    equal = 1.0 / len(weights)
+    return round(math.fsum(abs(weight - equal) for weight in weights), OBJECTIVE_DECIMALS)
+
+
+def cross_validated_fusion(
+    components: Mapping[str, Sequence[Ranking]],
+    relevance: Mapping[str, Relevance],
+    chunk_ids: Sequence[str],
+    fusion: str,
+    folds: int,
+    seed: int,
+    steps: int,
+    objective: str,
+    k: int,
+    constant: float = 60.0,
+    depth: int | None = None,
+    tie_order: np.ndarray | None = None,
+) -> tuple[dict[str, Ranking], list[FoldChoice]]:
+    """Held-out fused rankings for every question, and the weights chosen for each fold.
+
+    ``components`` maps each question id to its component rankings (in the
+    entry's component order); ``relevance`` holds the labelled questions,
+    which alone are used to choose weights. Unlabelled questions are still
+    assigned a fold and ranked with that fold's weights.
+    """
+    question_ids = sorted(components)
+    unknown = sorted(set(relevance) - set(question_ids))
+    if unknown:
+        raise ValueError(f"question {unknown[0]!r} has labels but no component rankings")
+    if not relevance:
+        raise ValueError("learned fusion needs labelled questions to choose weights on")
+    width = {len(lists) for lists in components.values()}
+    if len(width) != 1:
+        raise ValueError("every question needs one ranking per component")
+    grid = weight_grid(width.pop(), steps)
+    fold_of = assign_folds(question_ids, folds, seed)
+    labelled = sorted(relevance)
+    # Each candidate's objective on each labelled question, computed once and reused by every fold.
+    scores = {}
+    for candidate, weights in enumerate(grid):
+        for question_id in labelled:
+            fused = weighted_fusion(components[question_id], weights, fusion, constant, k, tie_order)
+            ranked = [chunk_ids[position] for position in fused.positions]
+            scores[candidate, question_id] = objective_value(ranked, relevance[question_id], objective, k)
+    rankings: dict[str, Ranking] = {}
+    choices: list[FoldChoice] = []
+    for fold in range(folds):
+        training = [question_id for question_id in labelled if fold_of[question_id] != fold]
+        held_out = [question_id for question_id in question_ids if fold_of[question_id] == fold]
+        if not training:
+            raise ValueError(f"fold {fold}: no labelled question outside it to choose weights on")
+
+        keys = [
+            (
+                -round(math.fsum(scores[candidate, q] for q in training) / len(training), OBJECTIVE_DECIMALS),
+                _closeness_to_equal(grid[candidate]),
+                candidate,
+            )
+            for candidate in range(len(grid))
+        ]
+        best = min(keys)[2]
+        for question_id in held_out:
+            rankings[question_id] = weighted_fusion(
+                components[question_id], grid[best], fusion, constant, depth, tie_order
+            )
+        choices.append(
+            FoldChoice(
+                fold=fold,
+                weights=grid[best],
+                training_questions=len(training),
+                held_out_questions=len(held_out),
+                training_objective=-keys[best][0],
+            )
+        )
+    return rankings, choices

@@ -1,0 +1,371 @@
+"""How sure a mean over questions is, and whether two retrievers really differ.
+
+Every metric of the pipeline is a mean over the labelled questions, and a
+question set of a hundred makes many differences between retrievers smaller
+than the noise of drawing those questions. This module puts numbers on that:
+
+- a percentile bootstrap confidence interval of each mean (questions drawn
+  with replacement, ``RESAMPLES`` times);
+- paired tests of a retriever against a baseline on the same questions: a
+  randomization test (each question's pair of values swapped, or not, at
+  random: ``PERMUTATIONS`` sign flips of the differences) and Student's paired
+  t-test;
+- Holm's step-down correction over the comparisons of one family, so that a
+  table of dozens of comparisons does not find "significant" ones by chance.
+
+Byte-stable tables on any machine: per-question values are first rounded to
+whole micro-units (``SCALE``), so every resampled sum is a sum of integers,
+exact in float64 whatever order a BLAS kernel adds them in (the sums are
+checked to stay below 2**53). The t-test's sums use ``math.fsum``, which is
+correctly rounded. Random draws come from NumPy's seeded PCG64 generator and
+depend only on the seed and the number of questions, so adding a retriever
+to the grid leaves every other row unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# Bootstrap resamples and randomization-test draws; 10,000 keeps the Monte
+# Carlo error of a p-value near 0.05 at about 0.002.
+RESAMPLES = 10_000
+PERMUTATIONS = 10_000
+CONFIDENCE = 0.95
+ALPHA = 0.05
+SEED = 0
+# Per-question values in micro-units: every metric table is written with six decimals.
+SCALE = 1_000_000
+# Written precision: means and intervals with six decimals, p-values with four.
+VALUE_DECIMALS = 6
+P_DECIMALS = 4
+_EXACT = 2.0**53
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One paired comparison of a retriever with the baseline over the same questions."""
+
+    mean_difference: float
+    difference_low: float
+    difference_high: float
+    p_randomization: float
+    p_t: float
+
+
+def to_units(values: np.ndarray) -> np.ndarray:
+    """Values as whole micro-units (float64 holding integers); NaN stays NaN."""
+    values = np.asarray(values, dtype=np.float64)
+    return np.round(values * SCALE)
+
+
+def bootstrap_counts(questions: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
+    """How often each question is drawn in each resample: a (resamples, questions) matrix.
+
+    The draws depend on the seed and the number of questions only, so every
+    metric and retriever over one question set shares them (a paired bootstrap).
+    """
+    if questions < 1:
+        raise ValueError("a bootstrap needs at least one question")
+    generator = np.random.default_rng(seed)
+    drawn = generator.integers(0, questions, size=(resamples, questions))
+    offsets = (np.arange(resamples) * questions)[:, None]
+    counts = np.bincount((drawn + offsets).ravel(), minlength=resamples * questions)
+    return counts.reshape(resamples, questions).astype(np.float64)
+
+
+def _exact_products(weights: np.ndarray, units: np.ndarray) -> np.ndarray:
+    """weights @ units for integer-valued float64 matrices, refused when a sum could round."""
+    bound = np.abs(weights).sum(axis=1).max(initial=0.0) * np.abs(units).max(initial=0.0)
+    if bound >= _EXACT:
+        raise ValueError("values too large for exact resampled sums; rescale the metric")
+    return weights @ units
+
+
+def bootstrap_intervals(
+    values: np.ndarray,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+    confidence: float = CONFIDENCE,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile intervals of the mean of each column of ``values`` (questions x columns).
+
+    A NaN is a question the metric skips (e.g. an empty list's duplicate
+    rate); each resample's mean is over its drawn questions that have a value.
+    A column without any value gets NaN bounds.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim != 2:
+        raise ValueError("values must be a questions x columns matrix")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie between 0 and 1, got {confidence!r}")
+    present = ~np.isnan(values)
+    units = np.where(present, to_units(values), 0.0)
+    counts = bootstrap_counts(values.shape[0], resamples, seed)
+    sums = _exact_products(counts, units)
+    drawn = counts @ present.astype(np.float64)  # integers below 2**53: exact
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / drawn / SCALE
+    tail = (1 - confidence) / 2
+    low = np.full(values.shape[1], np.nan)
+    high = np.full(values.shape[1], np.nan)
+    for column in range(values.shape[1]):
+        finite = means[:, column][~np.isnan(means[:, column])]
+        if len(finite):
+            low[column], high[column] = np.quantile(finite, [tail, 1 - tail])
+    return low, high
+
+
+def randomization_p_values(
+    differences: np.ndarray, permutations: int = PERMUTATIONS, seed: int = SEED
+) -> np.ndarray:
+    """Two-sided paired randomization test of each column of ``differences`` (questions x columns).
+
+    Under the null hypothesis the two retrievers are exchangeable on every
+    question, so each difference's sign is a coin flip. The p-value is the
+    share of sign flips whose |mean| reaches the observed one, counting the
+    observed assignment itself ((b + 1) / (n + 1)), so it is never zero.
+    """
+    differences = np.asarray(differences, dtype=np.float64)
+    if differences.ndim != 2:
+        raise ValueError("differences must be a questions x columns matrix")
+    if np.isnan(differences).any():
+        raise ValueError("a paired test needs a value for every question of both retrievers")
+    units = to_units(differences)
+    generator = np.random.default_rng(seed)
+    signs = 2.0 * generator.integers(0, 2, size=(permutations, differences.shape[0])) - 1.0
+    flipped = np.abs(_exact_products(signs, units))
+    observed = np.abs(units.sum(axis=0))  # integers: exact in any order
+    reached = (flipped >= observed[None, :]).sum(axis=0)
+    return (reached + 1) / (permutations + 1)
+
+
+def paired_t_p_value(differences: Sequence[float]) -> float:
+    """Two-sided p-value of Student's paired t-test on one vector of differences.
+
+    Identical values on every question give p = 1 (nothing to test); a
+    constant nonzero difference gives p = 0 (no spread, a sure effect). Fewer
+    than two questions leave no spread to estimate, so p = 1: a corpus of one
+    question can never show a significant difference.
+    """
+    from scipy.stats import t as student_t  # lazy: the package imports without scipy
+
+    differences = [float(value) for value in differences]
+    count = len(differences)
+    if count < 2:
+        return 1.0
+    mean = math.fsum(differences) / count
+    variance = math.fsum((value - mean) ** 2 for value in differences) / (count - 1)
+    if variance == 0.0:
+        return 1.0 if mean == 0.0 else 0.0
+    statistic = mean / math.sqrt(variance / count)
+    return float(2.0 * student_t.sf(abs(statistic), count - 1))
+
+
+def holm(p_values: Sequence[float]) -> list[float]:
+    """Holm–Bonferroni adjusted p-values of one family of comparisons.
+
+    The i-th smallest p is multiplied by (m - i), running maxima keep the
+    order, and values cap at 1. Equal p-values keep their given order, so the
+    result does not depend on how a sort breaks ties.
+    """
+    count = len(p_values)
+    order = sorted(range(count), key=lambda index: (p_values[index], index))
+    adjusted = [0.0] * count
+    running = 0.0
+    for position, index in enumerate(order):
+        running = max(running, min(1.0, (count - position) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def compare_paired(
+    retriever: np.ndarray,
+    baseline: np.ndarray,
+    resamples: int = RESAMPLES,
+    permutations: int = PERMUTATIONS,
+    seed: int = SEED,
+) -> list[Comparison]:
+    """Paired comparisons of each column of ``retriever`` with the same column of ``baseline``.
+
+    Both are questions x columns matrices over the same questions in the same
+    order; columns are metrics (or metric and k pairs).
+    """
+    retriever = np.asarray(retriever, dtype=np.float64)
+    baseline = np.asarray(baseline, dtype=np.float64)
+    if retriever.shape != baseline.shape:
+        raise ValueError(f"paired values differ in shape: {retriever.shape} and {baseline.shape}")
+    differences = (to_units(retriever) - to_units(baseline)) / SCALE
+    low, high = bootstrap_intervals(differences, resamples, seed)
+    p_random = randomization_p_values(differences, permutations, seed)
+    comparisons = []
+    for column in range(differences.shape[1]):
+        units = to_units(differences[:, column])
+        comparisons.append(
+            Comparison(
+                mean_difference=math.fsum(units) / len(units) / SCALE,
+                difference_low=float(low[column]),
+                difference_high=float(high[column]),
+                p_randomization=float(p_random[column]),
+                p_t=paired_t_p_value(units / SCALE),
+            )
+        )
+    return comparisons
+
+
+# ---------------------------------------------------------------------------
+# Tables: from per-question metric values (one row per corpus, chunker,
+# retriever, question, metric and k) to intervals and tests.
+# ---------------------------------------------------------------------------
+
+RUN_KEYS = ["corpus", "chunker", "retriever"]
+# Metrics with a paired test against the baseline: quality, and the cost in prompt words.
+TESTED_METRICS = ("recall", "ndcg", "mrr", "prompt_words")
+
+INTERVAL_COLUMNS = [*RUN_KEYS, "metric", "k", "value", "ci_low", "ci_high", "questions"]
+SIGNIFICANCE_COLUMNS = [
+    "corpus",
+    "chunker",
+    "retriever",
+    "baseline",
+    "metric",
+    "k",
+    "questions",
+    "mean_difference",
+    "difference_ci_low",
+    "difference_ci_high",
+    "p_randomization",
+    "p_randomization_holm",
+    "p_t",
+    "p_t_holm",
+    "significant",
+]
+
+
+def _question_matrix(rows):
+    """questions x (metric, k) values of one run, questions in id order."""
+    wide = rows.pivot(index="question_id", columns=["metric", "k"], values="value").sort_index()
+    return wide.sort_index(axis=1)
+
+
+def _check_complete(frame) -> None:
+    sizes = frame.groupby([*RUN_KEYS, "metric", "k"], sort=True).size()
+    questions = frame.groupby("corpus")["question_id"].nunique()
+    for (corpus, chunker, retriever, metric, k), size in sizes.items():
+        if size != questions[corpus]:
+            raise ValueError(
+                f"{corpus}/{chunker}/{retriever}: {metric}@{k} has {size} questions, "
+                f"the corpus has {questions[corpus]}"
+            )
+
+
+def interval_table(question_metrics, resamples: int = RESAMPLES, seed: int = SEED):
+    """Each metric row's mean over questions with its bootstrap confidence interval.
+
+    ``k`` is 0 for whole-list metrics (MRR) and written empty, as in metrics.csv.
+    """
+    import pandas as pd
+
+    _check_complete(question_metrics)
+    rows = []
+    for (corpus, chunker, retriever), run in question_metrics.groupby(RUN_KEYS, sort=True):
+        wide = _question_matrix(run)
+        values = wide.to_numpy(dtype=np.float64)
+        low, high = bootstrap_intervals(values, resamples, seed)
+        for column, (metric, k) in enumerate(wide.columns):
+            units = to_units(values[:, column])
+            present = units[~np.isnan(units)]
+            mean = math.fsum(present) / len(present) / SCALE if len(present) else math.nan
+            rows.append(
+                (corpus, chunker, retriever, metric, int(k), mean, low[column], high[column], len(present))
+            )
+    table = pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
+    for column in ("value", "ci_low", "ci_high"):
+        table[column] = table[column].round(VALUE_DECIMALS)
+    table["k"] = table["k"].astype("Int64").where(table["k"] > 0)
+    return table
+
+
+def significance_table(
+    question_metrics,
+    baseline: str,
+    resamples: int = RESAMPLES,
+    permutations: int = PERMUTATIONS,
+    seed: int = SEED,
+    alpha: float = ALPHA,
+):
+    """Every retriever against ``baseline`` on the same corpus, chunker and questions.
+
+    A family for Holm's correction is one column of a results table: one
+    corpus, metric and k, over every chunker and retriever compared. Both
+    tests are corrected, each within its own families; ``significant`` uses
+    the corrected randomization test at level ``alpha``. A chunker the
+    baseline does not run on has no comparisons.
+    """
+    import pandas as pd
+
+    _check_complete(question_metrics)
+    tested = question_metrics[question_metrics["metric"].isin(TESTED_METRICS)]
+    rows = []
+    for (corpus, chunker), runs in tested.groupby(["corpus", "chunker"], sort=True):
+        matrices = {name: _question_matrix(run) for name, run in runs.groupby("retriever", sort=True)}
+        if baseline not in matrices:
+            continue
+        reference = matrices[baseline]
+        for retriever, wide in matrices.items():
+            if retriever == baseline:
+                continue
+            wide = wide.reindex(index=reference.index, columns=reference.columns)
+            comparisons = compare_paired(
+                wide.to_numpy(np.float64), reference.to_numpy(np.float64), resamples, permutations, seed
+            )
+            for (metric, k), result in zip(reference.columns, comparisons, strict=True):
+                rows.append(
+                    {
+                        "corpus": corpus,
+                        "chunker": chunker,
+                        "retriever": retriever,
+                        "baseline": baseline,
+                        "metric": metric,
+                        "k": int(k),
+                        "questions": len(reference),
+                        "mean_difference": result.mean_difference,
+                        "difference_ci_low": result.difference_low,
+                        "difference_ci_high": result.difference_high,
+                        "p_randomization": result.p_randomization,
+                        "p_t": result.p_t,
+                    }
+                )
+    table = pd.DataFrame(rows, columns=SIGNIFICANCE_COLUMNS)
+    if table.empty:
+        return table
+    for test in ("p_randomization", "p_t"):
+        table[f"{test}_holm"] = 0.0
+        for _, family in table.groupby(["corpus", "metric", "k"], sort=True):
+            table.loc[family.index, f"{test}_holm"] = holm(family[test].tolist())
+    table["significant"] = table["p_randomization_holm"] < alpha
+    for column in ("mean_difference", "difference_ci_low", "difference_ci_high"):
+        table[column] = table[column].round(VALUE_DECIMALS)
+    for column in ("p_randomization", "p_randomization_holm", "p_t", "p_t_holm"):
+        table[column] = table[column].round(P_DECIMALS)
+    table["k"] = table["k"].astype("Int64").where(table["k"] > 0)
+    return table.sort_values(
+        ["corpus", "chunker", "retriever", "metric", "k"], kind="stable", ignore_index=True
+    )
+
+
+def question_values(evaluation):
+    """The per-question rows of the aggregated metrics, named and keyed as in metrics.csv.
+
+    ``evaluation`` is the evaluation job's long table (corpus, chunker,
+    retriever, question_id, type, metric, k, value); whole-list metrics keep k = 0.
+    """
+    from rag.evaluation.statistics import AGGREGATED_METRICS
+
+    rows = evaluation[evaluation["metric"].isin(list(AGGREGATED_METRICS))]
+    table = rows[[*RUN_KEYS, "question_id", "metric", "k", "value"]].copy()
+    table["metric"] = table["metric"].map(AGGREGATED_METRICS)
+    return table.sort_values([*RUN_KEYS, "metric", "k", "question_id"], kind="stable", ignore_index=True)

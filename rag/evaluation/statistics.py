@@ -1,0 +1,165 @@
+"""Descriptive tables of corpora, question sets and chunk sets."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from rag.corpus.documents import SKIPPABLE
+from rag.labels import QUESTION_TYPES, PieceCut, Question
+
+
+def corpus_statistics(
+    blocks: pd.DataFrame, corpus: str, skipped: Mapping[str, Mapping[str, int]] | None = None
+) -> pd.DataFrame:
+    """Per document: sections, paragraphs and words, with a total row.
+
+    ``skipped`` maps a document id to the lines (HTML: elements) its reader
+    left out, by kind (:data:`rag.corpus.documents.SKIPPABLE`); each kind is a
+    ``skipped_<kind>`` column, zero for sources that record none, so no text
+    is lost without a count.
+    """
+    skipped = skipped or {}
+    rows = []
+    for doc_id, group in blocks.groupby("doc_id", sort=True):
+        rows.append(
+            {
+                "corpus": corpus,
+                "doc_id": doc_id,
+                "title": group["title"].iloc[0],
+                "sections": group.loc[group["section"] != "", "section"].nunique(),
+                "paragraphs": len(group),
+                "words": int(group["text"].str.split().str.len().sum()),
+                **{f"skipped_{kind}": int(skipped.get(doc_id, {}).get(kind, 0)) for kind in SKIPPABLE},
+            }
+        )
+    frame = pd.DataFrame(rows)
+    total = {
+        "corpus": corpus,
+        "doc_id": "(all)",
+        "title": f"{len(frame)} documents",
+        "sections": int(frame["sections"].sum()),
+        "paragraphs": int(frame["paragraphs"].sum()),
+        "words": int(frame["words"].sum()),
+        **{f"skipped_{kind}": int(frame[f"skipped_{kind}"].sum()) for kind in SKIPPABLE},
+    }
+    return pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
+
+
+def questions_by_type(questions: Sequence[Question], corpus: str) -> pd.DataFrame:
+    """Questions and evidence pieces per type: the bundled types in their order, then the rest by name."""
+    counts = Counter(question.type for question in questions)
+    pieces = Counter()
+    for question in questions:
+        pieces[question.type] += len(question.evidence)
+    rows = [
+        {"corpus": corpus, "type": kind, "questions": counts[kind], "evidence_pieces": pieces[kind]}
+        for kind in [*QUESTION_TYPES, *sorted(set(counts) - set(QUESTION_TYPES))]
+        if counts[kind]
+    ]
+    answerable = sum(question.answerable for question in questions)
+    answerable_pieces = sum(len(q.evidence) for q in questions if q.answerable)
+    rows.append(
+        {
+            "corpus": corpus,
+            "type": "(answerable)",
+            "questions": answerable,
+            "evidence_pieces": answerable_pieces,
+        }
+    )
+    rows.append(
+        {
+            "corpus": corpus,
+            "type": "(all)",
+            "questions": len(questions),
+            "evidence_pieces": sum(pieces.values()),
+        }
+    )
+    return pd.DataFrame(rows)
+
+
+def chunk_statistics(chunks: pd.DataFrame, corpus: str, chunker: str) -> dict:
+    words = chunks["n_words"].to_numpy()
+    return {
+        "corpus": corpus,
+        "chunker": chunker,
+        "chunks": len(chunks),
+        "mean_words": float(words.mean()),
+        "median_words": float(np.median(words)),
+        "max_words": int(words.max()),
+        "total_words": int(words.sum()),
+    }
+
+
+def cut_summary(cuts: Sequence[PieceCut], corpus: str, chunker: str) -> dict:
+    expected = np.array([cut.expected_cut for cut in cuts], dtype=float)
+    return {
+        "corpus": corpus,
+        "chunker": chunker,
+        "evidence_pieces": len(cuts),
+        "cut": sum(cut.cut for cut in cuts),
+        "expected_cut": float(expected.sum()) if len(expected) and not np.isnan(expected).any() else np.nan,
+        "mean_span_words": float(np.mean([cut.shortest_span_words for cut in cuts])) if cuts else np.nan,
+    }
+
+
+# Metrics averaged into results/metrics.csv, with the name of the mean.
+AGGREGATED_METRICS = {
+    "recall": "recall",
+    "ndcg": "ndcg",
+    "prompt_words": "prompt_words",
+    "reciprocal_rank": "mrr",
+    "duplicate_source_rate": "duplicate_source_rate",
+}
+
+
+def aggregate_metrics(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """Means over questions; ``k`` is empty for metrics of the whole list (MRR)."""
+    rows = evaluation[evaluation["metric"].isin(list(AGGREGATED_METRICS))]
+    grouped = rows.groupby([*keys, "metric", "k"], sort=True)["value"]
+    table = grouped.agg(value="mean", questions="count").reset_index()
+    table["metric"] = table["metric"].map(AGGREGATED_METRICS)
+    table["k"] = table["k"].astype("Int64").where(table["k"] > 0)
+    return table[[*keys, "metric", "k", "value", "questions"]]
+
+
+def per_question_table(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
+    """One row per question: first relevant rank, reciprocal rank and recall at each k."""
+    whole = evaluation[evaluation["metric"].isin(["first_relevant_rank", "reciprocal_rank"])]
+    index = [*keys, "question_id", "type"]
+    # unstack keeps a question's NaN rank (nothing relevant ranked) without
+    # crossing every question with every type, as pivot_table(dropna=False) would.
+    wide = whole.set_index([*index, "metric"])["value"].unstack("metric")
+    recall = evaluation[evaluation["metric"] == "recall"].copy()
+    recall["column"] = "recall_at_" + recall["k"].astype(str)
+    recall_wide = recall.set_index([*index, "column"])["value"].unstack("column")
+    ordered = sorted(recall_wide.columns, key=lambda name: int(name.rsplit("_", 1)[1]))
+    table = wide.join(recall_wide[ordered]).reset_index()
+    table["first_relevant_rank"] = table["first_relevant_rank"].astype("Int64")
+    table.columns.name = None
+    return table[[*keys, "question_id", "type", "first_relevant_rank", "reciprocal_rank", *ordered]]
+
+
+def index_statistics(
+    index_bytes: int, benchmark: pd.DataFrame, corpus: str, chunker: str, retriever: str
+) -> dict:
+    """One fitted index: its size on disk, and the seconds and memory its job took.
+
+    ``benchmark`` is the job's Snakemake benchmark table (columns ``s`` and
+    ``max_rss`` in MB). The timing columns measure the machine and vary from
+    run to run; the size does not.
+    """
+    first = benchmark.iloc[0] if len(benchmark) else {}
+    seconds = pd.to_numeric(pd.Series([first.get("s", np.nan)]), errors="coerce").iloc[0]
+    memory = pd.to_numeric(pd.Series([first.get("max_rss", np.nan)]), errors="coerce").iloc[0]
+    return {
+        "corpus": corpus,
+        "chunker": chunker,
+        "retriever": retriever,
+        "index_bytes": int(index_bytes),
+        "seconds": float(seconds),
+        "max_rss_mb": float(memory),
+    }

@@ -1,0 +1,1 @@
+"""Retrievers: sparse, latent, approximate, dense and fused rankings, filters and diversity inside."""

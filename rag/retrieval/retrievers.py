@@ -1,0 +1,219 @@
+"""Retrievers as named in the configuration: one entry, one fitted index.
+
+The workflow and the ``rag`` command build and query every kind through these
+functions, so a retriever behaves the same in a batch experiment and in an
+interactive question.
+
+Most kinds are fitted on the chunk texts. The ``embedder`` kind is not fitted
+at all: a pretrained encoder embeds chunks and queries alike, and the workflow
+passes it chunk vectors from its embedding cache (:func:`embedder_retriever`).
+The ``ivf`` kind files the chunk embeddings of a dense *base* retriever (an
+LSA or embedder entry) in the lists of an inverted-file index and embeds
+queries exactly as that base does, so its rankings differ from the base's only
+by what the probed lists leave out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rag.kinds import kinds_with
+from rag.retrieval.bm25 import BM25Index, bm25_search, build_bm25_index
+from rag.retrieval.dense.sentence_embeddings import (
+    TEXT_COLUMNS,
+    EmbeddingIndex,
+    embedding_search,
+    encode_texts,
+)
+from rag.retrieval.ivf import IVFIndex, build_ivf, rank_probed_lists
+from rag.retrieval.lsa import LSAModel, embed_queries, fit_lsa, lsa_search
+from rag.retrieval.search import Ranking
+from rag.retrieval.tfidf import TfidfIndex, build_tfidf_index, tfidf_search
+from rag.text import analyze
+
+# Kind tuples read from the table of kinds (rag/kinds.py): kinds that rank the
+# chunk texts themselves, kinds whose chunks and queries are vectors in one
+# space (what an IVF index can hold), kinds that encode texts with a pretrained
+# model (the optional dense extra), and kinds built from another retriever's
+# index instead of the chunk texts.
+SPARSE_AND_DENSE_KINDS = kinds_with("fitted") + kinds_with("pretrained")
+DENSE_KINDS = kinds_with(dense=True)
+PRETRAINED_KINDS = kinds_with("pretrained")
+APPROXIMATE_KINDS = kinds_with("approximate")
+
+INDEX_TYPES = {"bm25": BM25Index, "tfidf": TfidfIndex, "lsa": LSAModel, "embedder": EmbeddingIndex}
+
+
+class RetrieverError(ValueError):
+    """A retriever that cannot be built; the message names it."""
+
+
+@dataclass(frozen=True)
+class Retriever:
+    """A fitted retriever: its configuration entry and its index."""
+
+    entry: Mapping
+    index: BM25Index | TfidfIndex | LSAModel | EmbeddingIndex | ApproximateIndex
+
+    @property
+    def kind(self) -> str:
+        return self.entry["kind"]
+
+    def analyze(self, text: str) -> list[str]:
+        return analyze(text, stem=bool(self.entry.get("stem", False)))
+
+
+@dataclass(frozen=True, eq=False)
+class ApproximateIndex:
+    """An IVF index over a dense base retriever's chunk embeddings.
+
+    The base stays attached because it embeds the queries and holds the
+    float64 embeddings that the probed lists are scored with.
+    """
+
+    base: Retriever
+    lists: IVFIndex
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """The IVF arrays only: the base saves its own index."""
+        return self.lists.to_arrays()
+
+
+def chunk_embeddings(retriever: Retriever) -> np.ndarray:
+    """The chunk vectors of a dense retriever, one unit-length row per chunk."""
+    if retriever.kind in DENSE_KINDS:
+        return retriever.index.chunk_embeddings
+    raise RetrieverError(
+        f"a {retriever.kind!r} retriever has no chunk embeddings; dense kinds: {DENSE_KINDS}"
+    )
+
+
+def query_embeddings(retriever: Retriever, query_texts: Sequence[str]) -> np.ndarray:
+    """Query vectors of a dense retriever, in its chunks' space (zeros for a query with no known term)."""
+    if retriever.kind == "lsa":
+        return embed_queries(retriever.index, [retriever.analyze(text) for text in query_texts])
+    if retriever.kind == "embedder":
+        return retriever.index.embed_queries(query_texts)
+    raise RetrieverError(f"a {retriever.kind!r} retriever does not embed queries; dense kinds: {DENSE_KINDS}")
+
+
+def build_ivf_retriever(entry: Mapping, base: Retriever, name: str = "retriever") -> Retriever:
+    """File the base's chunk embeddings in ``entry['lists']`` lists by seeded spherical k-means.
+
+    Reusing the fitted base (rather than refitting it from the texts) keeps the
+    vectors identical to the ones exact search ranks, which is what makes the
+    two comparable.
+    """
+    if base.kind not in DENSE_KINDS:
+        raise RetrieverError(
+            f"retriever {name!r}: its base {entry['base']!r} is a {base.kind!r} retriever; "
+            f"an IVF index needs a dense one ({', '.join(DENSE_KINDS)})"
+        )
+    vectors = chunk_embeddings(base)
+    if entry["lists"] > len(vectors):
+        raise RetrieverError(
+            f"retriever {name!r}: {entry['lists']} lists but the chunk set has only {len(vectors)} chunks; "
+            "use at most one list per chunk"
+        )
+    return Retriever(entry, ApproximateIndex(base, build_ivf(vectors, entry["lists"], seed=entry["seed"])))
+
+
+def chunk_text_column(entry: Mapping) -> str:
+    """The chunk table's column a retriever reads: an embedder's ``text`` choice, else the indexed text."""
+    if entry["kind"] == "embedder":
+        return TEXT_COLUMNS[entry["text"]]
+    return "indexed_text"
+
+
+def embedder_retriever(entry: Mapping, chunk_embeddings: np.ndarray, name: str = "retriever") -> Retriever:
+    """An ``embedder`` retriever over chunk vectors encoded elsewhere (the workflow's cache)."""
+    if entry["kind"] != "embedder":
+        raise RetrieverError(f"retriever {name!r}: kind {entry['kind']!r} is not an embedder")
+    if len(chunk_embeddings) == 0:
+        raise RetrieverError(f"retriever {name!r}: the chunk set is empty")
+    return Retriever(
+        entry,
+        EmbeddingIndex(entry["model"], entry["max_tokens"], entry["batch_size"], chunk_embeddings),
+    )
+
+
+def build_retriever(entry: Mapping, indexed_texts: Sequence[str], name: str = "retriever") -> Retriever:
+    """Fit the index a config entry describes over the chunks' texts.
+
+    The texts are those of :func:`chunk_text_column`: the indexed texts, or
+    the plain ones for an embedder entry with ``text: plain``. An embedder
+    encodes them here, without a cache.
+    """
+    kind = entry["kind"]
+    if not indexed_texts:
+        raise RetrieverError(f"retriever {name!r}: the chunk set is empty")
+    if kind == "embedder":
+        embeddings = encode_texts(
+            entry["model"], indexed_texts, batch_size=entry["batch_size"], max_tokens=entry["max_tokens"]
+        )
+        return embedder_retriever(entry, embeddings, name)
+    terms = [analyze(text, stem=bool(entry.get("stem", False))) for text in indexed_texts]
+    if kind == "bm25":
+        index = build_bm25_index(terms, k1=entry["k1"], b=entry["b"], idf=entry["idf"])
+    elif kind == "tfidf":
+        index = build_tfidf_index(terms, sublinear=entry["sublinear"])
+    elif kind == "lsa":
+        index = fit_lsa(terms, entry["dimensions"], entry["min_df"])
+    else:
+        raise RetrieverError(f"retriever {name!r}: kind {kind!r} is not built from chunk texts")
+    return Retriever(entry, index)
+
+
+def search(
+    retriever: Retriever,
+    query_texts: Sequence[str],
+    depth: int,
+    tie_order: np.ndarray | None,
+    allowed: np.ndarray | None = None,
+) -> list[Ranking]:
+    """Rank the chunks for every query; a query with no known term gets an empty ranking.
+
+    ``allowed``, a boolean mask over the chunks (see :mod:`rag.retrieval.filters`), is
+    a prefilter applied inside the search of every kind: chunks outside it
+    are never scored, so they can never be ranked.
+    """
+    if retriever.kind == "ivf":
+        base = retriever.index.base
+        return rank_probed_lists(
+            retriever.index.lists,
+            chunk_embeddings(base),
+            query_embeddings(base, query_texts),
+            retriever.entry["probes"],
+            depth,
+            tie_order,
+            allowed=allowed,
+        )
+    if retriever.kind == "embedder":
+        embedded = query_embeddings(retriever, query_texts)
+        return embedding_search(retriever.index, embedded, depth, tie_order, allowed=allowed)
+    queries = [retriever.analyze(text) for text in query_texts]
+    if retriever.kind == "bm25":
+        return bm25_search(retriever.index, queries, depth, tie_order, allowed=allowed)
+    if retriever.kind == "tfidf":
+        normalize = retriever.entry["normalize"]
+        return tfidf_search(retriever.index, queries, depth, tie_order, normalize=normalize, allowed=allowed)
+    if retriever.kind == "lsa":
+        return lsa_search(retriever.index, queries, depth, tie_order, allowed=allowed)
+    raise RetrieverError(f"retriever kind {retriever.kind!r} cannot search chunk texts directly")
+
+
+def load_retriever(
+    entry: Mapping, arrays: Mapping[str, np.ndarray], base: Retriever | None = None
+) -> Retriever:
+    """A retriever from the arrays its ranking rule saved, without refitting.
+
+    An ``ivf`` retriever also needs its loaded ``base``, which embeds the queries.
+    """
+    if entry["kind"] in APPROXIMATE_KINDS:
+        if base is None:
+            raise RetrieverError(f"loading a {entry['kind']!r} retriever needs its base retriever")
+        return Retriever(entry, ApproximateIndex(base, IVFIndex.from_arrays(arrays)))
+    return Retriever(entry, INDEX_TYPES[entry["kind"]].from_arrays(arrays))

@@ -1,0 +1,164 @@
+"""The comparison outputs on the tiny fixture: what a new retriever adds, TREC runs read by
+ir-measures, and the HTML report opened in headless Chromium."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+
+import ir_measures
+import pandas as pd
+import pytest
+import yaml
+from ir_measures import Success, nDCG
+
+from tests.workdir import FIXTURES, make_workdir, read_config, snakemake, write_config
+
+pytestmark = pytest.mark.pipeline
+
+KS = [1, 3, 5, 10]
+
+
+@pytest.fixture(scope="module")
+def grown(tmp_path_factory):
+    """The tiny fixture built with bm25 alone, then again after two retrievers are added to config.yaml."""
+    workdir = make_workdir(tmp_path_factory.mktemp("comparisons"))
+    config = read_config(workdir)
+    config["evaluation"]["ks"] = KS
+    write_config(workdir, config)
+    snakemake(workdir, "--cores", "2")
+    before = {
+        "figure": (workdir / "results/figures/recall_at_k.png").read_bytes(),
+        "summary": pd.read_csv(workdir / "results/summary.csv"),
+        "significance": pd.read_csv(workdir / "results/significance.csv"),
+    }
+    config["retrievers"]["tfidf"] = {"kind": "tfidf"}
+    config["retrievers"]["learned_bm25_tfidf"] = {
+        "kind": "learned",
+        "components": ["bm25", "tfidf"],
+        "fusion": "zscore",
+        "folds": 2,
+    }
+    write_config(workdir, config)
+    snakemake(workdir, "--cores", "2")
+    return workdir, before
+
+
+def test_a_new_retriever_reaches_every_comparison_output(grown):
+    workdir, before = grown
+    assert set(before["summary"].retriever) == {"bm25"}
+    assert before["significance"].empty  # nothing to compare bm25 with yet
+    summary = pd.read_csv(workdir / "results/summary.csv")
+    assert set(summary.retriever) == {"bm25", "tfidf", "learned_bm25_tfidf"}
+    assert len(summary) == 3 * 2  # three retrievers on the two chunkers
+    significance = pd.read_csv(workdir / "results/significance.csv")
+    assert set(significance.retriever) == {"tfidf", "learned_bm25_tfidf"}
+    assert set(significance.baseline) == {"bm25"}
+    # recall and nDCG at four ks, MRR, prompt words at four ks; two chunkers.
+    assert len(significance) == 2 * 2 * (4 + 4 + 1 + 4)
+    assert (significance.p_randomization_holm >= significance.p_randomization).all()
+    assert (workdir / "results/figures/recall_at_k.png").read_bytes() != before["figure"]
+    readme = (workdir / "results/README.md").read_text()
+    assert "learned_bm25_tfidf" in readme and "## tiny" in readme
+    weights = pd.read_csv(workdir / "results/learned_fusion.csv")
+    assert set(weights.fold) == {0, 1} and set(weights.component) == {"bm25", "tfidf"}
+    sums = weights.groupby(["chunker", "fold"])["weight"].sum()
+    assert sums.round(6).eq(1.0).all()
+    # Every question is held out exactly once.
+    held_out = weights.drop_duplicates(["chunker", "fold"]).groupby("chunker")["held_out_questions"].sum()
+    questions = yaml.safe_load((workdir / "questions.yaml").read_text())["questions"]
+    assert set(held_out) == {len(questions)}
+
+
+def test_trec_runs_reproduce_the_metrics_with_ir_measures(grown, tmp_path):
+    workdir, _ = grown
+    metrics = pd.read_csv(workdir / "results/metrics.csv")
+    questions = yaml.safe_load((workdir / "questions.yaml").read_text())["questions"]
+    answerable = {q["id"]: len(q["evidence"]) for q in questions if q["answerable"]}
+    runs = sorted((workdir / "results/runs").glob("*/*/*.run.gz"))
+    assert len(runs) == 6
+    for path in runs:
+        corpus, chunker, retriever = path.parts[-3], path.parts[-2], path.name.removesuffix(".run.gz")
+        scored = list(ir_measures.read_trec_run(str(path)))  # ir-measures reads the gzip itself
+        qrels = list(ir_measures.read_trec_qrels(str(path.parent / "qrels.txt")))
+        pieces = list(ir_measures.read_trec_qrels(str(path.parent / "piece_qrels.txt")))
+        expected = metrics[(metrics.chunker == chunker) & (metrics.retriever == retriever)]
+        for k in KS:
+            # nDCG: questions without a labelled chunk score 0, as in metrics.csv.
+            values = {m.query_id: m.value for m in ir_measures.iter_calc([nDCG @ k], qrels, scored)}
+            ndcg = sum(values.get(question, 0.0) for question in answerable) / len(answerable)
+            want = expected[(expected.metric == "ndcg") & (expected.k == k)].value.item()
+            assert ndcg == pytest.approx(want, abs=1e-6), (path, k)
+            # Recall counts pieces: success@k of each piece's own query, over the question's pieces.
+            by_piece = [
+                d._replace(query_id=f"{d.query_id}#{piece}")
+                for d in scored
+                for piece in range(answerable.get(d.query_id, 0))
+            ]
+            found = {m.query_id: m.value for m in ir_measures.iter_calc([Success @ k], pieces, by_piece)}
+            recall = sum(
+                sum(found.get(f"{question}#{piece}", 0.0) for piece in range(count)) / count
+                for question, count in answerable.items()
+            ) / len(answerable)
+            want = expected[(expected.metric == "recall") & (expected.k == k)].value.item()
+            assert recall == pytest.approx(want, abs=1e-6), (path, k)
+        assert corpus == "tiny"
+
+
+def test_trec_runs_are_byte_stable(grown):
+    workdir, _ = grown
+    path = workdir / "results/runs/tiny/fixed10/bm25.run.gz"
+    first = path.read_bytes()
+    path.unlink()
+    snakemake(workdir, "--cores", "1", str(path.relative_to(workdir)))
+    assert path.read_bytes() == first
+
+
+def test_report_renders_in_headless_chromium(grown, tmp_path):
+    assert shutil.which("chromium"), "this test needs Debian's chromium package (.ci/run installs it)"
+    workdir, _ = grown
+    report = workdir / "results/report.html"
+    snakemake(workdir, "--report", str(report))
+    page = report.read_text()
+    # The probe opens every category and figure, then records what it saw in the page.
+    probed = tmp_path / "probed.html"
+    probed.write_text(page + (FIXTURES / "report" / "probe.html").read_text())
+    command = [
+        "chromium",
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=60000",
+        "--dump-dom",
+        probed.as_uri(),
+    ]
+    dom = subprocess.run(command, capture_output=True, text=True, timeout=300, check=True).stdout
+    match = re.search(r'<pre id="probe">(.*?)</pre>', dom, re.S)
+    assert match, "the report's page did not render"
+    seen = json.loads(html.unescape(match.group(1)))
+    assert seen["error"] is None
+    assert seen["categories"] == ["1. Retrieval", "2. Comparisons"]
+    for name in (
+        "results/summary.csv",
+        "results/significance.csv",
+        "results/metrics_ci.csv",
+        "results/learned_fusion.csv",
+        "results/figures/recall_at_k.png",
+    ):
+        assert name in seen["results"]
+    figures = {figure["name"]: figure["loaded"] for figure in seen["figures"]}
+    assert "results/figures/recall_at_k.png" in figures
+    assert all(figures.values()), figures
+    # The front page as a screenshot: it must be a real image, not an empty file.
+    screenshot = tmp_path / "front.png"
+    shot = [*command[:-2], "--window-size=1400,900", f"--screenshot={screenshot}", report.as_uri()]
+    subprocess.run(shot, capture_output=True, timeout=300, check=True)
+    assert screenshot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and screenshot.stat().st_size > 10_000

@@ -1,0 +1,248 @@
+"""TREC files, weighted and learned fusion, the summary table and the recall-curve figure."""
+
+from __future__ import annotations
+
+import gzip
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rag.evaluation.learned_fusion import assign_folds, cross_validated_fusion, weight_grid
+from rag.evaluation.significance import SIGNIFICANCE_COLUMNS
+from rag.evaluation.summary import results_readme, summary_table
+from rag.evaluation.trec import (
+    chunk_judgements,
+    document_list,
+    gain_scale,
+    gzip_bytes,
+    piece_judgements,
+    qrels_lines,
+    run_lines,
+    strictly_decreasing,
+)
+from rag.plotting import legible_ticks, recall_curves
+from rag.retrieval.fusion import (
+    normalized_score_fusion,
+    normalized_scores,
+    reciprocal_rank_fusion,
+    weighted_reciprocal_rank_fusion,
+)
+from rag.retrieval.search import Ranking
+
+# --------------------------------------------------------------------------- TREC
+
+
+def test_run_lines_keep_the_pipeline_order_when_scores_tie():
+    text = run_lines({"q2": [("b", 1.0)], "q1": [("x", 2.0), ("a", 2.0), ("c", 1.9999999)]}, "bm25")
+    assert [line.split()[:4] for line in text.splitlines()] == [
+        ["q1", "Q0", "x", "1"],
+        ["q1", "Q0", "a", "2"],
+        ["q1", "Q0", "c", "3"],
+        ["q2", "Q0", "b", "1"],
+    ]
+    # Ties and near-ties of scores around 20 (float32 resolution 2e-6) stay ordered in single precision.
+    scores = [21.229368, 21.229368, 21.2293679, 21.229367, 5.0, 5.0, 1e-9, 0.0, 0.0, -3.0]
+    written = strictly_decreasing(scores)
+    assert (np.diff(np.array(written, dtype=np.float32)) < 0).all()
+    assert written[0] == 21.229368 and written[4] == 5.0 and written[-1] == -3.0
+
+
+def test_ids_with_spaces_and_odd_gains_are_refused():
+    with pytest.raises(ValueError, match="whitespace"):
+        run_lines({"q 1": [("a", 1.0)]}, "run")
+    with pytest.raises(ValueError, match="finite"):
+        run_lines({"q1": [("a", float("nan"))]}, "run")
+    with pytest.raises(ValueError, match="six decimals"):
+        gain_scale([1 / 3])
+
+
+def test_qrels_scale_gains_to_integers_and_take_a_chunks_best_piece():
+    relevance = {"q1": {"0": {"a": 1.0, "b": 0.5}, "1": {"b": 1.5}}, "q2": {"0": {}}}
+    assert gain_scale([1.0, 0.5, 1.5]) == 10
+    assert qrels_lines(chunk_judgements(relevance)) == "q1 0 a 10\nq1 0 b 15\n"
+    assert qrels_lines(piece_judgements(relevance)) == "q1#0 0 a 1\nq1#0 0 b 1\nq1#1 0 b 1\n"
+
+
+def test_document_runs_follow_the_document_metrics_order():
+    from rag.evaluation.document_relevance import collapse_to_documents
+
+    ranked = [("c1", 9.0), ("c2", 8.0), ("c3", 7.5), ("c4", 7.0)]
+    document_of = {"c1": "d2", "c2": "d1", "c3": "d2", "c4": "d3"}
+    assert document_list(ranked, document_of) == [("d2", 9.0), ("d1", 8.0), ("d3", 7.0)]
+    assert [doc for doc, _ in document_list(ranked, document_of)] == collapse_to_documents(
+        [chunk for chunk, _ in ranked], document_of
+    )
+    with pytest.raises(ValueError, match="no known document"):
+        document_list([("c9", 1.0)], document_of)
+
+
+def test_gzip_is_byte_stable_and_round_trips():
+    text = run_lines({"q1": [("a", 1.0), ("b", 0.5)]}, "run") * 100
+    assert gzip_bytes(text) == gzip_bytes(text)
+    assert gzip.decompress(gzip_bytes(text)).decode() == text
+
+
+# --------------------------------------------------------------------------- fusion
+
+
+def _ranking(positions, scores):
+    return Ranking(np.array(positions), np.array(scores, dtype=float))
+
+
+def test_weighted_rrf_with_equal_weights_is_rrf_up_to_scale():
+    first, second = _ranking([0, 1, 2], [3.0, 2.0, 1.0]), _ranking([2, 3], [0.9, 0.1])
+    plain = reciprocal_rank_fusion([first, second], 60)
+    weighted = weighted_reciprocal_rank_fusion([first, second], [0.5, 0.5], 60)
+    assert list(weighted.positions) == list(plain.positions)
+    assert np.allclose(weighted.scores * 2, plain.scores)
+    only_second = weighted_reciprocal_rank_fusion([first, second], [0.0, 1.0], 60)
+    assert list(only_second.positions[:2]) == [2, 3]
+
+
+def test_normalized_scores_by_hand():
+    assert normalized_scores(np.array([10.0, 6.0, 2.0]), "minmax").tolist() == [1.0, 0.5, 0.0]
+    # Population standard deviation of (3, 1, -1, -3) is sqrt(5).
+    assert np.allclose(
+        normalized_scores(np.array([3.0, 1.0, -1.0, -3.0]), "zscore"), np.array([6, 4, 2, 0]) / np.sqrt(5)
+    )
+    assert normalized_scores(np.array([4.0, 4.0]), "minmax").tolist() == [0.0, 0.0]
+    with pytest.raises(ValueError, match="normalization"):
+        normalized_scores(np.array([1.0]), "rank")
+
+
+def test_normalized_fusion_lets_a_weight_overrule_a_larger_scale():
+    bm25 = _ranking([0, 1], [40.0, 10.0])  # unbounded scores
+    cosine = _ranking([1, 0], [0.9, 0.1])
+    # Raw sums would follow BM25 whatever the cosine says; normalized, the heavier weight wins.
+    assert list(normalized_score_fusion([bm25, cosine], [0.3, 0.7], "minmax").positions) == [1, 0]
+    assert list(normalized_score_fusion([bm25, cosine], [0.7, 0.3], "minmax").positions) == [0, 1]
+
+
+def test_weight_grid_and_folds():
+    assert weight_grid(2, 2) == [(0.0, 1.0), (0.5, 0.5), (1.0, 0.0)]
+    assert len(weight_grid(3, 10)) == 66  # (10 + 2 choose 2)
+    folds = assign_folds([f"q{index}" for index in range(10)], 3, seed=0)
+    assert sorted(np.bincount(list(folds.values()))) == [3, 3, 4]
+    assert folds == assign_folds([f"q{index}" for index in reversed(range(10))], 3, seed=0)
+    with pytest.raises(ValueError, match="at least 2 folds"):
+        assign_folds(["a", "b"], 1, 0)
+
+
+def _fusion_problem(questions=20, chunks=30, seed=4):
+    generator = np.random.default_rng(seed)
+    components, relevance = {}, {}
+    for number in range(questions):
+        question = f"q{number:02d}"
+        relevant = int(generator.integers(chunks))
+        good = list(generator.permutation(chunks))
+        good.remove(relevant)
+        good.insert(int(generator.integers(0, 3)), relevant)  # the second list finds it early
+        bad = list(generator.permutation(chunks))
+        components[question] = [
+            _ranking(bad[:20], np.linspace(30, 10, 20)),
+            _ranking(good[:20], np.linspace(0.9, 0.1, 20)),
+        ]
+        relevance[question] = {"0": {f"c{relevant:02d}": 1.0}}
+    return components, relevance, [f"c{index:02d}" for index in range(chunks)]
+
+
+def test_cross_validation_prefers_the_informative_list_and_never_sees_held_out_labels():
+    components, relevance, chunk_ids = _fusion_problem()
+    arguments = dict(fusion="minmax", folds=4, seed=0, steps=4, objective="ndcg", k=10, depth=20)
+    rankings, choices = cross_validated_fusion(components, relevance, chunk_ids, **arguments)
+    assert len(choices) == 4 and sum(choice.held_out_questions for choice in choices) == 20
+    assert all(choice.weights[1] > choice.weights[0] for choice in choices)
+    # Rewriting one question's labels changes the weights of the other folds
+    # at most, never the ranking of that question itself.
+    folds = assign_folds(list(components), 4, 0)
+    question = "q03"
+    tampered = dict(
+        relevance, **{question: {"0": {chunk_ids[int(components[question][0].positions[0])]: 1.0}}}
+    )
+    again, _ = cross_validated_fusion(components, tampered, chunk_ids, **arguments)
+    assert list(again[question].positions) == list(rankings[question].positions)
+    same_fold = [q for q in components if folds[q] == folds[question]]
+    for other in same_fold:
+        assert list(again[other].positions) == list(rankings[other].positions)
+
+
+# --------------------------------------------------------------------------- summary and figure
+
+
+def _intervals():
+    rows = []
+    for chunker in ("a", "b"):
+        for retriever, level in (("bm25", 0.5), ("dense", 0.7)):
+            for metric, k, value in (("recall", 1, level), ("recall", 5, level + 0.1), ("mrr", None, level)):
+                rows.append(("c", chunker, retriever, metric, k, value, value - 0.1, value + 0.1, 10))
+            rows.append(
+                ("c", chunker, retriever, "prompt_words", 5, 100.0 if chunker == "a" else 80.0, 90, 110, 10)
+            )
+    table = pd.DataFrame(
+        rows,
+        columns=["corpus", "chunker", "retriever", "metric", "k", "value", "ci_low", "ci_high", "questions"],
+    )
+    table["k"] = table["k"].astype("Int64")
+    return table
+
+
+def _significance():
+    rows = [
+        ("c", "a", "dense", "bm25", "recall", 1, 10, 0.2, 0.1, 0.3, 0.01, 0.02, 0.01, 0.02, True),
+        ("c", "b", "dense", "bm25", "recall", 1, 10, 0.2, -0.1, 0.3, 0.2, 0.4, 0.2, 0.4, False),
+    ]
+    return pd.DataFrame(rows, columns=SIGNIFICANCE_COLUMNS).astype({"k": "Int64"})
+
+
+def test_summary_marks_significance_and_the_best():
+    table = summary_table(_intervals(), _significance(), "bm25").set_index(["chunker", "retriever"])
+    assert "recall_at_10" not in table.columns  # k = 10 was not evaluated
+    assert table.loc[("a", "dense"), "recall_at_1_vs_baseline"] == "higher"
+    assert table.loc[("b", "dense"), "recall_at_1_vs_baseline"] == ""
+    assert table.loc[("a", "bm25"), "recall_at_1_vs_baseline"] == "baseline"
+    assert table["recall_at_1_best"].tolist() == [False, True, False, True]  # ties are all marked
+    assert (
+        table.loc[("b", "bm25"), "prompt_words_at_5_best"]
+        and not table.loc[("a", "bm25"), "prompt_words_at_5_best"]
+    )
+    readme = results_readme(table.reset_index(), _significance(), "bm25", 10_000, 10_000)
+    assert "## c" in readme and "1 of 2 comparisons" in readme
+    # Best of the corpus (bold) and significantly above the baseline (▲).
+    assert "| a | dense | **0.700 [0.600, 0.800] ▲** |" in readme
+
+
+def test_legible_ticks():
+    for ks in ([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 50], list(range(1, 11)) + [20], list(range(1, 101))):
+        ticks = legible_ticks(ks)
+        assert ticks[0] == min(ks) and ticks[-1] == max(ks)
+        gaps = np.diff(np.log10(ticks)) / (np.log10(max(ks)) - np.log10(min(ks)))
+        assert (gaps >= 0.04 - 1e-12).all()
+    # The issue's collision: with ks up to 50, 9 and 10 are not both labelled.
+    crowded = legible_ticks([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 15, 20, 50])
+    assert not {9, 10} <= set(crowded) and 10 in crowded
+    assert legible_ticks([5]) == [5]
+
+
+def test_recall_curves_draw_every_retriever_with_bands_and_an_outside_legend():
+    intervals = pd.DataFrame(
+        [
+            ("c", "x", retriever, "recall", k, value, value - 0.05, value + 0.05, 10)
+            for retriever, base in (("bm25", 0.3), ("lsa", 0.4), ("new", 0.5))
+            for k, value in ((1, base), (5, base + 0.2), (10, base + 0.3))
+        ],
+        columns=["corpus", "chunker", "retriever", "metric", "k", "value", "ci_low", "ci_high", "questions"],
+    )
+    figure = recall_curves(intervals, "c", "x")
+    axes = figure.axes[0]
+    assert [line.get_label() for line in axes.get_lines()] == ["bm25", "lsa", "new"]
+    assert len(axes.collections) == 3  # one band per line
+    legend_box = axes.get_legend().get_window_extent(figure.canvas.get_renderer())
+    assert legend_box.x0 >= axes.get_window_extent().x1  # right of the axes
+    assert [line.get_label() for line in recall_curves(intervals, "c", "x", best=2).axes[0].get_lines()] == [
+        "lsa",
+        "new",
+    ]
+    assert [
+        line.get_label() for line in recall_curves(intervals, "c", "x", ["bm25"]).axes[0].get_lines()
+    ] == ["bm25"]

@@ -1,0 +1,163 @@
+"""The reproduction check's comparison: every differing cell is named, timings are skipped."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from rag import reproduce
+from rag.reproduce import CellDifference, compare_folders, compare_tables, read_table
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+
+METRICS = (
+    ["corpus", "chunker", "retriever", "metric", "k", "value"],
+    [
+        ["solar", "sections", "lsa128", "mrr", "10", "0.755626"],
+        ["solar", "sections", "lsa128", "recall", "10", "0.901099"],
+        ["solar", "sections", "bm25", "mrr", "10", "0.700000"],
+    ],
+)
+
+
+def edited(table, row, column, value):
+    header, rows = table
+    rows = [list(cells) for cells in rows]
+    rows[row][header.index(column)] = value
+    return header, rows
+
+
+def test_identical_tables_have_no_difference():
+    assert compare_tables("metrics.csv", METRICS, METRICS) == []
+
+
+def test_one_altered_value_is_named_by_file_row_key_and_column():
+    changed = edited(METRICS, 0, "value", "0.755595")
+    assert compare_tables("metrics.csv", METRICS, changed) == [
+        CellDifference(
+            "metrics.csv",
+            "corpus=solar, chunker=sections, retriever=lsa128, metric=mrr",
+            "value",
+            "0.755626",
+            "0.755595",
+        )
+    ]
+
+
+def test_the_row_key_is_the_shortest_prefix_unique_over_the_table():
+    changed = edited(METRICS, 2, "value", "0.7")
+    (difference,) = compare_tables("metrics.csv", METRICS, changed)
+    assert difference.row == "corpus=solar, chunker=sections, retriever=bm25, metric=mrr"
+    unkeyed = (["a", "b"], [["1", "2"], ["1", "2"]])
+    (difference,) = compare_tables("u.csv", unkeyed, edited(unkeyed, 1, "b", "3"))
+    assert difference.row == "row 2"
+
+
+def test_every_differing_cell_is_listed():
+    changed = edited(edited(METRICS, 0, "value", "0.1"), 1, "value", "0.2")
+    assert [
+        (d.row.split("metric=")[1], d.regenerated) for d in compare_tables("m.csv", METRICS, changed)
+    ] == [
+        ("mrr", "0.1"),
+        ("recall", "0.2"),
+    ]
+
+
+def test_timing_columns_are_skipped_and_nothing_else():
+    table = (["probes", "recall", "ivf_seconds"], [["1", "0.5", "0.012"], ["4", "0.9", "0.031"]])
+    slower = edited(table, 0, "ivf_seconds", "0.020")
+    assert compare_tables("ivf_synthetic.csv", table, slower, timing=frozenset({"ivf_seconds"})) == []
+    worse = edited(slower, 1, "recall", "0.8")
+    assert [d.column for d in compare_tables("x.csv", table, worse, timing=frozenset({"ivf_seconds"}))] == [
+        "recall"
+    ]
+
+
+def test_a_declared_tolerance_admits_small_differences_only():
+    table = (["name", "score"], [["a", "0.500000"]])
+    assert (
+        compare_tables("t.csv", table, edited(table, 0, "score", "0.500001"), tolerances={"score": 1e-5})
+        == []
+    )
+    assert compare_tables("t.csv", table, edited(table, 0, "score", "0.500100"), tolerances={"score": 1e-5})
+    assert compare_tables("t.csv", table, edited(table, 0, "score", "0.500001"))
+
+
+def test_missing_and_extra_rows_and_changed_headers_are_reported():
+    header, rows = METRICS
+    fewer = (header, rows[:2])
+    (missing,) = compare_tables("m.csv", METRICS, fewer)
+    assert (missing.column, missing.committed, missing.regenerated) == ("(row)", "present", "missing")
+    (extra,) = compare_tables("m.csv", fewer, METRICS)
+    assert (extra.committed, extra.regenerated) == ("missing", "present")
+    (renamed,) = compare_tables("m.csv", METRICS, (["corpus", *header[1:-1], "score"], rows))
+    assert renamed.row == "header"
+
+
+def test_the_declared_timing_columns_exist_in_the_committed_tables():
+    for name, columns in reproduce.TIMING_COLUMNS.items():
+        header, _ = read_table(RESULTS / name)
+        assert columns <= set(header), name
+
+
+def test_a_hand_edit_of_a_committed_table_fails_the_folder_comparison(tmp_path):
+    committed = tmp_path / "committed"
+    shutil.copytree(RESULTS, committed, ignore=shutil.ignore_patterns("benchmarks", "figures"))
+    regenerated = tmp_path / "regenerated"
+    shutil.copytree(committed, regenerated)
+    assert compare_folders(committed, regenerated) == []
+
+    lines = (committed / "metrics.csv").read_text().splitlines(keepends=True)
+    cells = lines[1].rstrip("\n").split(",")
+    header = lines[0].rstrip("\n").split(",")
+    value = header.index("value")
+    original = cells[value]
+    cells[value] = f"{float(original) + 0.001:.6f}"
+    lines[1] = ",".join(cells) + "\n"
+    (committed / "metrics.csv").write_text("".join(lines))
+
+    (difference,) = compare_folders(committed, regenerated)
+    assert difference.file == "metrics.csv"
+    assert difference.column == "value"
+    assert difference.committed == cells[value] and difference.regenerated == original
+    assert difference.row.startswith(f"corpus={cells[0]}, chunker={cells[1]}, retriever={cells[2]}")
+    assert f"k={cells[header.index('k')]}" in difference.row
+
+
+def test_a_missing_table_is_reported(tmp_path):
+    committed, regenerated = tmp_path / "a", tmp_path / "b"
+    committed.mkdir()
+    regenerated.mkdir()
+    (committed / "t.csv").write_text("x\n1\n")
+    (difference,) = compare_folders(committed, regenerated)
+    assert (difference.file, difference.regenerated) == ("t.csv", "missing")
+
+
+def test_the_command_exits_non_zero_and_names_the_cell(tmp_path, monkeypatch, capsys):
+    """main() on a project whose regenerated table differs in one cell (the run itself is stubbed)."""
+    project = tmp_path / "project"
+    (project / "results").mkdir(parents=True)
+    (project / "results" / "t.csv").write_text("name,value\na,1.000000\nb,2.000000\n")
+
+    def fake_regenerate(project_folder, scratch, cores):
+        (scratch / "results").mkdir()
+        (scratch / "results" / "t.csv").write_text("name,value\na,1.000000\nb,2.500000\n")
+
+        class Done:
+            returncode = 0
+
+        return Done()
+
+    monkeypatch.setattr(reproduce, "regenerate", fake_regenerate)
+    assert reproduce.main(["--project", str(project)]) == 1
+    output = capsys.readouterr().out
+    assert "t.csv [name=b] value: committed '2.000000', regenerated '2.500000'" in output
+    (project / "results" / "t.csv").write_text("name,value\na,1.000000\nb,2.500000\n")
+    assert reproduce.main(["--project", str(project)]) == 0
+
+
+@pytest.mark.parametrize("name", reproduce.TRACKED_INPUTS)
+def test_the_tracked_inputs_exist(name):
+    assert (RESULTS.parent / name).exists()

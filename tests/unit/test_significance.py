@@ -1,0 +1,216 @@
+"""Bootstrap intervals, paired tests and Holm's correction against independent implementations."""
+
+from __future__ import annotations
+
+import os
+
+# ranx's randomization test runs in parallel Numba threads; one thread keeps
+# it from competing with the rest of the test run for the cores.
+os.environ.setdefault("NUMBA_NUM_THREADS", "1")
+
+import numpy as np
+import pandas as pd
+import pytest
+from ranx import Qrels, Run, compare
+from scipy import stats
+
+from rag.evaluation.metrics import question_metrics
+from rag.evaluation.significance import (
+    bootstrap_intervals,
+    compare_paired,
+    holm,
+    interval_table,
+    paired_t_p_value,
+    randomization_p_values,
+    significance_table,
+)
+
+
+def _collection(questions: int = 60, chunks: int = 40, seed: int = 7):
+    """Seeded labels (one chunk per evidence piece) and two rankings, the second a bit better."""
+    generator = np.random.default_rng(seed)
+    relevance, first, second = {}, {}, {}
+    for number in range(questions):
+        question = f"q{number:03d}"
+        relevant = generator.choice(chunks, size=int(generator.integers(1, 4)), replace=False)
+        relevance[question] = {str(piece): {f"c{chunk:03d}": 1.0} for piece, chunk in enumerate(relevant)}
+        order = [f"c{chunk:03d}" for chunk in generator.permutation(chunks)]
+        first[question] = order[:20]
+        # The second ranking moves one relevant chunk up to a random early place.
+        promoted = order.copy()
+        chunk = f"c{relevant[0]:03d}"
+        promoted.remove(chunk)
+        promoted.insert(int(generator.integers(0, 6)), chunk)
+        second[question] = promoted[:20]
+    return relevance, first, second
+
+
+def _values(rankings, relevance, metric: str, k: int) -> np.ndarray:
+    values = []
+    for question in sorted(relevance):
+        rows = question_metrics(rankings[question], relevance[question], [k])
+        values.append(next(value for name, at, value in rows if name == metric and at == k))
+    return np.array(values)
+
+
+def _ranx(rankings, relevance, name):
+    return Run(
+        {
+            question: {chunk: float(len(ranked) - rank) for rank, chunk in enumerate(ranked)}
+            for question, ranked in rankings.items()
+        },
+        name=name,
+    )
+
+
+@pytest.mark.pipeline  # slow: see the marker in pyproject.toml
+@pytest.mark.parametrize(("metric", "k", "ranx_metric"), [("ndcg", 10, "ndcg@10"), ("recall", 5, "recall@5")])
+def test_randomization_and_t_test_agree_with_ranx(metric, k, ranx_metric):
+    relevance, first, second = _collection()
+    qrels = Qrels(
+        {
+            question: {chunk: 1 for piece in pieces.values() for chunk in piece}
+            for question, pieces in relevance.items()
+        }
+    )
+    ours_first, ours_second = _values(first, relevance, metric, k), _values(second, relevance, metric, k)
+    permutations = 10_000
+    for test in ("fisher", "student"):
+        report = compare(
+            qrels,
+            [_ranx(first, relevance, "first"), _ranx(second, relevance, "second")],
+            metrics=[ranx_metric],
+            stat_test=test,
+            n_permutations=permutations,
+            max_p=0.05,
+        )
+        # The same per-question means first: the tests then see the same data.
+        assert report.results["first"][ranx_metric] == pytest.approx(ours_first.mean(), abs=1e-9)
+        assert report.results["second"][ranx_metric] == pytest.approx(ours_second.mean(), abs=1e-9)
+        theirs = report.comparisons[frozenset(["first", "second"])][ranx_metric]["p_value"]
+        if test == "fisher":
+            ours = randomization_p_values((ours_second - ours_first)[:, None], permutations)[0]
+            assert abs(ours - theirs) <= 0.01
+        else:
+            assert paired_t_p_value(ours_second - ours_first) == pytest.approx(theirs, rel=1e-9, abs=1e-12)
+    # The comparison is not trivial: the promoted chunk really moves the means.
+    assert ours_second.mean() > ours_first.mean()
+
+
+def test_randomization_agrees_with_scipy_permutation_test():
+    generator = np.random.default_rng(3)
+    for shift in (0.0, 0.05, 0.15):
+        baseline = generator.random(40)
+        retriever = np.clip(baseline + shift + generator.normal(0, 0.2, 40), 0, 1)
+        expected = stats.permutation_test(
+            (retriever, baseline),
+            lambda x, y: np.mean(x - y),
+            permutation_type="samples",
+            n_resamples=10_000,
+            alternative="two-sided",
+            random_state=1,
+        ).pvalue
+        ours = randomization_p_values((retriever - baseline)[:, None])[0]
+        assert abs(ours - expected) <= 0.01
+
+
+def test_t_test_matches_scipy_and_handles_constant_differences():
+    generator = np.random.default_rng(5)
+    for _ in range(5):
+        first, second = generator.random(30), generator.random(30)
+        assert paired_t_p_value(first - second) == pytest.approx(
+            stats.ttest_rel(first, second).pvalue, rel=1e-9
+        )
+    assert paired_t_p_value([0.0] * 10) == 1.0
+    assert paired_t_p_value([0.25] * 10) == 0.0
+    # One question: no spread to estimate, never significant.
+    assert paired_t_p_value([0.5]) == 1.0
+
+
+def test_bootstrap_interval_agrees_with_scipy():
+    generator = np.random.default_rng(11)
+    values = (generator.random((91, 3)) < [[0.2, 0.5, 0.8]]).astype(float)
+    low, high = bootstrap_intervals(values)
+    for column in range(3):
+        expected = stats.bootstrap(
+            (values[:, column],), np.mean, n_resamples=10_000, method="percentile", random_state=2
+        ).confidence_interval
+        assert abs(low[column] - expected.low) <= 0.012
+        assert abs(high[column] - expected.high) <= 0.012
+        assert low[column] < values[:, column].mean() < high[column]
+
+
+def test_bootstrap_skips_missing_values_and_is_repeatable():
+    values = np.array([[1.0, np.nan], [0.0, np.nan], [1.0, np.nan], [1.0, 0.5]])
+    low, high = bootstrap_intervals(values, resamples=2000)
+    again = bootstrap_intervals(values, resamples=2000)
+    assert np.array_equal(low, again[0], equal_nan=True) and np.array_equal(high, again[1], equal_nan=True)
+    assert 0.0 <= low[0] < high[0] <= 1.0
+    # Column two has one value: where it is drawn the mean is 0.5, elsewhere there is none.
+    assert low[1] == high[1] == 0.5
+
+
+def test_holm_against_a_worked_example():
+    # Sorted: 0.005 x 4 = 0.02, 0.01 x 3 = 0.03, 0.03 x 2 = 0.06, 0.04 x 1 = 0.04 -> raised to 0.06.
+    assert holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert holm([0.5, 0.9]) == [1.0, 1.0]
+    assert holm([]) == []
+
+
+def test_exact_sums_refuse_values_that_could_round():
+    with pytest.raises(ValueError, match="too large"):
+        bootstrap_intervals(np.full((10, 1), 1e9))
+
+
+def test_identical_retrievers_are_never_significant():
+    values = np.random.default_rng(1).random((50, 2))
+    (result, _) = compare_paired(values, values)
+    assert result.mean_difference == 0.0 and result.p_randomization == 1.0 and result.p_t == 1.0
+
+
+def _long(corpus, chunker, retriever, values):
+    return pd.DataFrame(
+        {
+            "corpus": corpus,
+            "chunker": chunker,
+            "retriever": retriever,
+            "question_id": [f"q{index:02d}" for index in range(len(values))],
+            "metric": "recall",
+            "k": 5,
+            "value": values,
+        }
+    )
+
+
+def test_tables_are_stable_when_a_retriever_is_added():
+    generator = np.random.default_rng(2)
+    base = generator.random(30)
+    runs = [
+        _long("c", "x", "bm25", base),
+        _long("c", "x", "better", np.clip(base + 0.3, 0, 1)),
+        _long("c", "x", "same", base + generator.normal(0, 0.01, 30)),
+    ]
+    values = pd.concat(runs, ignore_index=True)
+    extra = pd.concat([values, _long("c", "x", "another", generator.random(30))], ignore_index=True)
+    intervals, more_intervals = interval_table(values), interval_table(extra)
+    assert intervals.equals(more_intervals[more_intervals.retriever != "another"].reset_index(drop=True))
+    table = significance_table(values, "bm25")
+    assert list(table.retriever) == ["better", "same"]
+    assert table.set_index("retriever").loc["better", "significant"]
+    assert not table.set_index("retriever").loc["same", "significant"]
+    # With three comparisons in the family, Holm can only raise the p-values.
+    bigger = significance_table(extra, "bm25").set_index("retriever")
+    assert (
+        bigger.loc[["better", "same"], "p_randomization_holm"].to_numpy()
+        >= table["p_randomization_holm"].to_numpy()
+    ).all()
+    assert (
+        bigger.loc["better", "p_randomization"]
+        == table.set_index("retriever").loc["better", "p_randomization"]
+    )
+
+
+def test_incomplete_runs_are_refused():
+    values = pd.concat([_long("c", "x", "bm25", [1.0, 0.0, 1.0]), _long("c", "x", "other", [1.0, 0.0])])
+    with pytest.raises(ValueError, match="c/x/other: recall@5 has 2 questions"):
+        interval_table(values)
