@@ -94,6 +94,14 @@ DEFAULTS = {
 # The abstention threshold of each offline generator (the reader's depends on
 # whether its MiniLM similarity is in the score); see rag.answering.reader.
 DEFAULT_THRESHOLDS = {"extractive": 0.5, "reader": None}
+# The whole-number options of ``rag ask``, each with its default in DEFAULTS.
+INTEGER_OPTIONS = {
+    "max_words": "word limit of a sentence chunk",
+    "dimensions": "LSA dimensions",
+    "lists": "IVF lists; at most one per chunk is used",
+    "probes": "IVF lists scanned per question, at most --lists",
+    "sources": "chunks placed in the prompt as numbered sources",
+}
 TEXT_PREVIEW_CHARACTERS = 110
 # The index cache keeps the most recently used indexes only: every edit of a
 # document folder adds an entry that nothing will read again.
@@ -166,41 +174,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=Path,
         help=f"folder of *.md documents (default: the bundled {BUNDLED_DOCUMENTS.as_posix()})",
     )
-    ask.add_argument(
-        "--max-words",
-        type=_positive_integer,
-        default=DEFAULTS["max_words"],
-        metavar="N",
-        help="word limit of a sentence chunk (default: %(default)s)",
-    )
-    ask.add_argument(
-        "--dimensions",
-        type=_positive_integer,
-        default=DEFAULTS["dimensions"],
-        metavar="N",
-        help="LSA dimensions (default: %(default)s)",
-    )
-    ask.add_argument(
-        "--lists",
-        type=_positive_integer,
-        default=DEFAULTS["lists"],
-        metavar="N",
-        help="IVF lists; at most one per chunk is used (default: %(default)s)",
-    )
-    ask.add_argument(
-        "--probes",
-        type=_positive_integer,
-        default=DEFAULTS["probes"],
-        metavar="N",
-        help="IVF lists scanned per question, at most --lists (default: %(default)s)",
-    )
-    ask.add_argument(
-        "--sources",
-        type=_positive_integer,
-        default=DEFAULTS["sources"],
-        metavar="N",
-        help="chunks placed in the prompt as numbered sources (default: %(default)s)",
-    )
+    for key, help_text in INTEGER_OPTIONS.items():
+        ask.add_argument(
+            "--" + key.replace("_", "-"),
+            type=_positive_integer,
+            default=DEFAULTS[key],
+            metavar="N",
+            help=f"{help_text} (default: %(default)s)",
+        )
     ask.add_argument(
         "--threshold",
         type=_score,
