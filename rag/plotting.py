@@ -391,32 +391,46 @@ def ivf_tradeoff(collection: pd.DataFrame, synthetic: pd.DataFrame) -> Figure:
     )
     figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
 
-    left.plot(
-        collection["mean_share_scanned"],
-        collection["recall_against_exact"],
-        marker="o",
-        markersize=3,
-        color=PALETTE[0],
-        label=f"{vectors}: recall@{int(first['k'])} against exact",
+    curves = (
+        (
+            collection,
+            "recall_against_exact",
+            "o",
+            "-",
+            0,
+            1.0,
+            f"{vectors}: recall@{int(first['k'])} against exact",
+        ),
+        (
+            collection,
+            "labelled_recall",
+            "o",
+            "--",
+            0,
+            0.6,
+            f"{first['retriever']}: labelled recall@{int(first['labelled_k'])}",
+        ),
+        (
+            synthetic,
+            "recall_against_exact",
+            "s",
+            "-",
+            1,
+            1.0,
+            f"{synthetic_vectors}: recall@{int(synthetic['k'].iloc[0])} against exact",
+        ),
     )
-    left.plot(
-        collection["mean_share_scanned"],
-        collection["labelled_recall"],
-        marker="o",
-        markersize=3,
-        linestyle="--",
-        color=PALETTE[0],
-        alpha=0.6,
-        label=f"{first['retriever']}: labelled recall@{int(first['labelled_k'])}",
-    )
-    left.plot(
-        synthetic["mean_share_scanned"],
-        synthetic["recall_against_exact"],
-        marker="s",
-        markersize=3,
-        color=PALETTE[1],
-        label=f"{synthetic_vectors}: recall@{int(synthetic['k'].iloc[0])} against exact",
-    )
+    for table, column, marker, linestyle, color, alpha, label in curves:
+        left.plot(
+            table["mean_share_scanned"],
+            table[column],
+            marker=marker,
+            markersize=3,
+            linestyle=linestyle,
+            color=PALETTE[color],
+            alpha=alpha,
+            label=label,
+        )
     for table, color in (
         (collection[collection["probes"].isin([1, 2, 4, 8])], PALETTE[0]),
         (synthetic, PALETTE[1]),
