@@ -18,7 +18,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
 
@@ -426,6 +426,36 @@ def write_ranking(
 
     record = {"rag_version": __version__, **ranking_record(chunk_set, retriever, code, stage, **parts)}
     write_parquet(rankings_to_table(question_ids, rankings, chunk_ids), path, record)
+
+
+def write_job_ranking(
+    job: Any,
+    question_ids: Sequence[str],
+    rankings: Sequence,
+    chunk_ids: Sequence[str],
+    retriever: Mapping,
+    stage: str,
+    **parts: object,
+) -> None:
+    """:func:`write_ranking` for a ranking rule's job (its ``snakemake`` object).
+
+    Every ranking rule names its output ``ranking``, its chunk table
+    ``chunks`` and its code digest ``code`` (workflow/rules), so the output
+    path, the chunk set's provenance and the code digest are taken from the
+    job here, once, rather than repeated in every ranking script, where one
+    could record another file's provenance or leave out the code.
+    """
+    write_ranking(
+        job.output.ranking,
+        question_ids,
+        rankings,
+        chunk_ids,
+        chunk_set=read_provenance(job.input.chunks),
+        retriever=retriever,
+        code=job.params.code,
+        stage=stage,
+        **parts,
+    )
 
 
 def rankings_to_table(question_ids: Sequence[str], rankings: Sequence, chunk_ids: Sequence[str]) -> pa.Table:

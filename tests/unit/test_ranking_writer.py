@@ -5,11 +5,13 @@ from __future__ import annotations
 import csv
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
-from rag.io import read_provenance, read_ranked_chunk_ids, write_ranking
+from rag.io import read_provenance, read_ranked_chunk_ids, write_job_ranking, write_parquet, write_ranking
 from rag.provenance import (
     RECORDED_LIBRARIES,
     composite_record,
@@ -139,11 +141,31 @@ RANKING_SCRIPTS = ["rank.py", "rank_embedder.py", "rank_ivf.py", "rank_filtered.
 
 @pytest.mark.parametrize("script", RANKING_SCRIPTS)
 def test_every_ranking_script_writes_through_write_ranking_with_its_code(script):
+    """Through write_job_ranking, which takes the output, chunk set and code digest from the job."""
     source = (SCRIPTS / script).read_text()
-    assert "write_ranking(" in source
+    assert re.search(r"^write_job_ranking\(snakemake, ", source, re.MULTILINE)
+    assert "write_ranking(" not in source
     assert "write_parquet" not in source and "rankings_to_table" not in source
-    assert re.search(r"code=snakemake\.params\.code", source)
-    assert "chunk_set=read_provenance(snakemake.input.chunks)" in source
+
+
+def test_a_job_ranking_records_the_jobs_chunk_set_and_code(tmp_path):
+    chunks = tmp_path / "chunks.parquet"
+    write_parquet(pa.table({"chunk_id": ["chunk-a", "chunk-b"]}), chunks, CHUNK_SET)
+    job = SimpleNamespace(
+        output=SimpleNamespace(ranking=str(tmp_path / "ranking.parquet")),
+        input=SimpleNamespace(chunks=str(chunks)),
+        params=SimpleNamespace(code="abc"),
+    )
+    rankings = [Ranking(np.array([1, 0]), np.array([2.0, 1.0])), Ranking.empty()]
+    parts = filter_record({"access": ["public"]})
+    write_job_ranking(
+        job, ["q1", "q2"], rankings, ["chunk-a", "chunk-b"], retriever_record(BM25), "rank", **parts
+    )
+    # Byte for byte what write_ranking gives when handed the same three by hand.
+    assert (tmp_path / "ranking.parquet").read_bytes() == write(tmp_path / "by_hand", **parts).read_bytes()
+    record = read_provenance(tmp_path / "ranking.parquet")
+    assert record["code"] == "abc" and record["chunker_digest"] == CHUNK_SET["chunker_digest"]
+    assert record["filter_digest"] == parts["filter_digest"]
 
 
 def test_committed_provenance_table_has_no_empty_digest_cell():

@@ -13,7 +13,7 @@ from rag.io import (
     read_columns,
     read_provenance,
     start_log,
-    write_ranking,
+    write_job_ranking,
 )
 from rag.provenance import composite_record, filter_record
 from rag.retrieval.fusion import fuse
@@ -35,15 +35,7 @@ components_record = {
     name: read_provenance(path)
     for name, path in zip(entry["components"], snakemake.input.components, strict=True)
 }
-write_ranking(
-    snakemake.output.ranking,
-    question_ids,
-    fused,
-    chunk_ids,
-    chunk_set=read_provenance(snakemake.input.chunks),
-    retriever=composite_record(entry, components=components_record),
-    code=snakemake.params.code,
-    stage="fuse",
-    **filter_record(json.loads(filter_config) if filter_config else None),
-)
+record = composite_record(entry, components=components_record)
+parts = filter_record(json.loads(filter_config) if filter_config else None)
+write_job_ranking(snakemake, question_ids, fused, chunk_ids, record, "fuse", **parts)
 finish_job()

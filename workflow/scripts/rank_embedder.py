@@ -1,19 +1,12 @@
 """Rank the chunks of one chunk set with a pretrained sentence embedder, through the embedding cache."""
 
 import json
-from pathlib import Path
 
-import pandas as pd
-
-from rag.io import finish_job, read_provenance, read_questions, save_arrays, start_log, write_ranking
+from rag.io import finish_job, read_columns, read_questions, save_arrays, start_log, write_job_ranking
 from rag.provenance import retriever_record
-from rag.retrieval.dense.embedding_cache import EmbeddingCache
 from rag.retrieval.dense.sentence_embeddings import (
-    cached_encoder,
-    device_backend,
+    embed_chunks_and_questions,
     embedding_search,
-    encode_texts,
-    encoder_settings,
     resolve_device,
 )
 from rag.retrieval.retrievers import chunk_text_column, embedder_retriever
@@ -23,7 +16,8 @@ log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
 name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakemake.wildcards.chunker}"
 column = chunk_text_column(entry)
-chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", column])
+chunks = read_columns(snakemake.input.chunks, ["chunk_id", column])
+chunk_ids = chunks["chunk_id"]
 # An unlabelled corpus has no questions: its chunks are still encoded and indexed.
 questions = read_questions(snakemake.input.questions) if snakemake.input.get("questions") else []
 
@@ -33,43 +27,17 @@ try:
 except ValueError as error:
     log.error("%s", error)
     raise SystemExit(f"{name}: {error}") from None
-settings = encoder_settings(entry["model"], entry["max_tokens"], device_backend(device))
-cache = EmbeddingCache(Path(snakemake.params.cache, *settings.namespace()), log=log.info)
-log.info("%s: encoding on %s", name, device)
-
-
-def encode(texts):
-    """The cache's misses, one block at a time (the model is loaded at the first miss only)."""
-    if device == "cpu":
-        cached_encoder(entry["model"])
-    return encode_texts(
-        entry["model"],
-        texts,
-        batch_size=entry["batch_size"],
-        max_tokens=entry["max_tokens"],
-        workers=snakemake.threads,
-        device=device,
-    )
-
-
-chunk_vectors = cache.embed(f"chunk texts ({column})", chunks[column].tolist(), encode)
-query_vectors = cache.embed("question texts", [q.text for q in questions], encode)
+question_texts = [q.text for q in questions]
+chunk_vectors, query_vectors, fingerprint = embed_chunks_and_questions(
+    entry, device, chunks[column], question_texts, snakemake.params.cache, log.info, name, snakemake.threads
+)
 
 retriever = embedder_retriever(entry, chunk_vectors, name)
-chunk_ids = chunks["chunk_id"].tolist()
 rankings = embedding_search(retriever.index, query_vectors, snakemake.params.depth, chunk_id_order(chunk_ids))
-log.info("%s: %d chunks, %d questions", name, len(chunks), len(questions))
+log.info("%s: %d chunks, %d questions", name, len(chunk_ids), len(questions))
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
-write_ranking(
-    snakemake.output.ranking,
-    [q.question_id for q in questions],
-    rankings,
-    chunk_ids,
-    chunk_set=read_provenance(snakemake.input.chunks),
-    retriever=retriever_record(entry),
-    code=snakemake.params.code,
-    stage="rank_embedder",
-    encoder=settings.fingerprint,
-)
+question_ids = [q.question_id for q in questions]
+record = retriever_record(entry)
+write_job_ranking(snakemake, question_ids, rankings, chunk_ids, record, "rank_embedder", encoder=fingerprint)
 finish_job()

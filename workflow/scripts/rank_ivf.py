@@ -2,16 +2,14 @@
 
 import json
 
-import numpy as np
-
 from rag.io import (
     finish_job,
+    load_arrays,
     read_columns,
-    read_provenance,
     read_questions,
     save_arrays,
     start_log,
-    write_ranking,
+    write_job_ranking,
 )
 from rag.provenance import ivf_record
 from rag.retrieval.retrievers import build_ivf_retriever, chunk_embeddings, load_retriever, search
@@ -24,8 +22,7 @@ name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakem
 chunk_ids = read_columns(snakemake.input.chunks, ["chunk_id"])["chunk_id"]
 questions = read_questions(snakemake.input.questions)
 
-with np.load(snakemake.input.base_index) as arrays:
-    base = load_retriever(base_entry, dict(arrays))
+base = load_retriever(base_entry, load_arrays(snakemake.input.base_index))
 embedded = len(chunk_embeddings(base))
 if embedded != len(chunk_ids):
     raise ValueError(
@@ -47,14 +44,6 @@ log.info(
 )
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
-write_ranking(
-    snakemake.output.ranking,
-    [q.question_id for q in questions],
-    rankings,
-    chunk_ids,
-    chunk_set=read_provenance(snakemake.input.chunks),
-    retriever=ivf_record(entry, base_entry),
-    code=snakemake.params.code,
-    stage="rank_ivf",
-)
+record = ivf_record(entry, base_entry)
+write_job_ranking(snakemake, [q.question_id for q in questions], rankings, chunk_ids, record, "rank_ivf")
 finish_job()

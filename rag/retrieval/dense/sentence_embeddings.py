@@ -16,6 +16,7 @@ kind fails before any job starts instead of in the middle of a run.
 from __future__ import annotations
 
 import importlib
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -279,3 +280,48 @@ def encoder_settings(model: str, max_tokens: int, backend: str = "numpy") -> Enc
         max_tokens=max_tokens,
         fingerprint=encoder_fingerprint(source_digest([embedder]), version),
     )
+
+
+def embed_chunks_and_questions(
+    entry: Mapping,
+    device: str,
+    chunk_texts: Sequence[str],
+    question_texts: Sequence[str],
+    cache_root: str | os.PathLike,
+    log: Callable[[str], None],
+    name: str = "embedder",
+    workers: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, str]:
+    """An embedder entry's chunk and question vectors through the embedding cache; and its fingerprint.
+
+    The cache's namespace (model, token limit, encoder code and backend), the
+    function that encodes its misses and the device must agree, or one
+    encoder's vectors would be served as another's; so they are put together
+    here, from the entry and the resolved ``device`` (:func:`resolve_device`),
+    rather than in each job. Only the misses are encoded, and the model is
+    loaded at the first miss: a job whose texts are all cached never reads the
+    weights. ``log`` gets the cache's lines and the device; the fingerprint
+    (:class:`rag.retrieval.dense.embedding_cache.EncoderSettings`) belongs in
+    the ranking's record.
+    """
+    from pathlib import Path
+
+    from rag.retrieval.dense.embedding_cache import EmbeddingCache
+
+    settings = encoder_settings(entry["model"], entry["max_tokens"], device_backend(device))
+    cache = EmbeddingCache(Path(cache_root, *settings.namespace()), log=log)
+    log(f"{name}: encoding on {device}")
+
+    def encode(texts: list[str]) -> np.ndarray:
+        return encode_texts(
+            entry["model"],
+            texts,
+            batch_size=entry["batch_size"],
+            max_tokens=entry["max_tokens"],
+            workers=workers,
+            device=device,
+        )
+
+    chunk_vectors = cache.embed(f"chunk texts ({TEXT_COLUMNS[entry['text']]})", chunk_texts, encode)
+    query_vectors = cache.embed("question texts", question_texts, encode)
+    return chunk_vectors, query_vectors, settings.fingerprint
