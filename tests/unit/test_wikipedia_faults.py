@@ -136,9 +136,7 @@ def test_an_oversized_body_is_refused(server, tmp_path, announce):
 
 
 def test_a_gzip_bomb_is_refused_without_expanding_it(server, tmp_path):
-    message = refused(
-        server, tmp_path / "cache", gzip_bomb(64 * 1024 * 1024), max_body_bytes=4 * 1024 * 1024
-    )
+    message = refused(server, tmp_path / "cache", gzip_bomb(64 * 1024 * 1024), max_body_bytes=4 * 1024 * 1024)
     assert "expands to more than" in message
 
 
