@@ -257,12 +257,14 @@ def route_corpus(
     for question, route, ranking in zip(questions, routes, routed, strict=True):
         evidence = holding[question.question_id]
         rows.append(
-            {"corpus": corpus, "question_id": question.question_id, "type": question.type}
-            | {
+            {
+                "corpus": corpus,
+                "question_id": question.question_id,
+                "type": question.type,
                 "group": question_group(question, evidence),
                 "evidence_documents": DOCUMENT_SEPARATOR.join(evidence),
+                **route_row(route, evidence, ranking),
             }
-            | route_row(route, evidence, ranking)
         )
     ranked = {
         q.question_id: ranked_ids(ranking, chunk_ids) for q, ranking in zip(questions, routed, strict=True)

@@ -40,7 +40,11 @@ def chunk_set_labels(
     questions: Sequence[Question], qrels: Mapping[str, Sequence], chunks: Mapping[str, Sequence]
 ) -> ChunkSetLabels:
     """The labels of one (corpus, chunker), from its qrels (``QRELS_COLUMNS``) and chunk columns
-    (``EVALUATED_CHUNK_COLUMNS``); ``questions`` are the ones evaluated (the answerable ones)."""
+    (``EVALUATED_CHUNK_COLUMNS``); ``questions`` are the ones evaluated (the answerable ones).
+
+    Built once per chunk set, not per ranking: every retriever of the grid
+    that ranked the chunk set is scored against the same labels.
+    """
     table = pd.DataFrame({name: qrels[name] for name in QRELS_COLUMNS})
     documents = dict(zip(chunks["chunk_id"], chunks["doc_id"], strict=True))
     return ChunkSetLabels(
