@@ -427,6 +427,75 @@ def _share_with_interval(name: str, outcomes: pd.Series) -> dict[str, float]:
     }
 
 
+def _group_outcomes(
+    frame: pd.DataFrame,
+    keys: Mapping[str, object],
+    correct_column: str,
+    faithful_column: str,
+    prompts: bool,
+) -> list[dict]:
+    """Rows per question group of ``frame``: what was answered, correct, wrong and refused.
+
+    One count behind both answer tables, so that the pipeline's answers
+    (:func:`summarize_answers`) and ``rag ask``'s held-out ones
+    (:func:`ask_summary`) are counted alike: ``correct_column`` holds the
+    verdict (an answer is wrong when answered and not correct), and
+    ``faithful_column`` the citation check, counted under its own name.
+    ``prompts`` adds what only the pipeline's records hold: unanswerable
+    questions refused and answered, the evidence that reached the prompt,
+    the citation pass rate and the prompt sizes. Each row starts with
+    ``keys``; shares come with percentile bootstrap intervals over the
+    group's questions (``*_low``, ``*_high``). Empty groups are left out.
+    """
+    rows = []
+    for group in GROUPS:
+        members = _members(frame, group)
+        if members.empty:
+            continue
+        answered = members["answered"].astype(bool)
+        correct = members[correct_column].astype(bool)
+        wrong = answered & ~correct
+        responsive = members.loc[answered, "responsive"].astype(bool)
+        row = {
+            **keys,
+            "group": group,
+            "questions": len(members),
+            "answered": int(answered.sum()),
+            "correct": int(correct.sum()),
+            "wrong": int(wrong.sum()),
+            "abstained": int((~answered).sum()),
+        }
+        if prompts:
+            answerable = members["answerable"].astype(bool)
+            pieces_in = members["pieces_in_prompt"]
+            row |= {
+                "refused_unanswerable": int((~answered & ~answerable).sum()),
+                "answered_unanswerable": int((answered & ~answerable).sum()),
+                "evidence_in_prompt": int((answerable & (pieces_in > 0)).sum()),
+                "all_evidence_in_prompt": int((answerable & (pieces_in == members["evidence_pieces"])).sum()),
+            }
+        row |= {
+            **_share_with_interval("correct_share", correct),
+            **_share_with_interval("wrong_share", wrong),
+            **_share_with_interval("abstained_share", ~answered),
+            faithful_column: int(members[faithful_column].fillna(False).astype(bool).sum()),
+        }
+        if prompts:
+            row["citation_pass_rate"] = (
+                float(members.loc[answered, faithful_column].astype(bool).mean())
+                if answered.any()
+                else math.nan
+            )
+        row |= {"responsive": int(responsive.sum()), **_share_with_interval("responsive_rate", responsive)}
+        if prompts:
+            row |= {
+                "mean_prompt_tokens": _mean(members["prompt_tokens"].astype("float64")),
+                "mean_prompt_tokens_cl100k": _mean(members["prompt_tokens_cl100k"].astype("float64")),
+            }
+        rows.append(row)
+    return rows
+
+
 def summarize_answers(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """Counts per ``keys`` and question group: what was answered, correct, wrong and refused.
 
@@ -441,46 +510,8 @@ def summarize_answers(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """
     rows = []
     for values, rows_of_key in frame.groupby(list(keys), sort=True):
-        for group in GROUPS:
-            members = _members(rows_of_key, group)
-            if members.empty:
-                continue
-            answerable = members["answerable"].astype(bool)
-            answered = members["answered"].astype(bool)
-            correct = members["quotes_evidence"].astype(bool)
-            wrong = answered & ~correct
-            pieces_in = members["pieces_in_prompt"]
-            responsive = members.loc[answered, "responsive"].astype(bool)
-            rows.append(
-                {
-                    **dict(zip(keys, values, strict=True)),
-                    "group": group,
-                    "questions": len(members),
-                    "answered": int(answered.sum()),
-                    "correct": int(correct.sum()),
-                    "wrong": int(wrong.sum()),
-                    "abstained": int((~answered).sum()),
-                    "refused_unanswerable": int((~answered & ~answerable).sum()),
-                    "answered_unanswerable": int((answered & ~answerable).sum()),
-                    "evidence_in_prompt": int((answerable & (pieces_in > 0)).sum()),
-                    "all_evidence_in_prompt": int(
-                        (answerable & (pieces_in == members["evidence_pieces"])).sum()
-                    ),
-                    **_share_with_interval("correct_share", correct),
-                    **_share_with_interval("wrong_share", wrong),
-                    **_share_with_interval("abstained_share", ~answered),
-                    "citation_passed": int(members["citation_passed"].fillna(False).astype(bool).sum()),
-                    "citation_pass_rate": (
-                        float(members.loc[answered, "citation_passed"].astype(bool).mean())
-                        if answered.any()
-                        else math.nan
-                    ),
-                    "responsive": int(responsive.sum()),
-                    **_share_with_interval("responsive_rate", responsive),
-                    "mean_prompt_tokens": _mean(members["prompt_tokens"].astype("float64")),
-                    "mean_prompt_tokens_cl100k": _mean(members["prompt_tokens_cl100k"].astype("float64")),
-                }
-            )
+        key = dict(zip(keys, values, strict=True))
+        rows += _group_outcomes(rows_of_key, key, "quotes_evidence", "citation_passed", prompts=True)
     return pd.DataFrame(rows)
 
 
@@ -701,32 +732,7 @@ def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
     """
     frame = pd.DataFrame([dataclasses.asdict(judgement) for judgement in judgements])
     frame["answerable"] = frame["group"] != UNANSWERABLE
-    rows = []
-    for group in GROUPS:
-        members = _members(frame, group)
-        if members.empty:
-            continue
-        answered = members["answered"].astype(bool)
-        correct = members["correct"].astype(bool)
-        responsive = members.loc[answered, "responsive"].astype(bool)
-        rows.append(
-            {
-                **keys,
-                "group": group,
-                "questions": len(members),
-                "answered": int(answered.sum()),
-                "correct": int(correct.sum()),
-                "wrong": int((answered & ~correct).sum()),
-                "abstained": int((~answered).sum()),
-                **_share_with_interval("correct_share", correct),
-                **_share_with_interval("wrong_share", answered & ~correct),
-                **_share_with_interval("abstained_share", ~answered),
-                "faithful": int(members["faithful"].fillna(False).astype(bool).sum()),
-                "responsive": int(responsive.sum()),
-                **_share_with_interval("responsive_rate", responsive),
-            }
-        )
-    return rows
+    return _group_outcomes(frame, keys, "correct", "faithful", prompts=False)
 
 
 def describe_answers(frame: pd.DataFrame, what: str) -> str:

@@ -15,10 +15,17 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
-from rag.answering.summaries import LeadSummary
-from rag.retrieval.retrievers import Retriever, build_retriever, search
-from rag.retrieval.search import Ranking, chunk_id_order
+from rag.answering.answers import DOCUMENT_SEPARATOR, evidence_documents, question_group
+from rag.answering.summaries import LeadSummary, lead_summaries
+from rag.evaluation.metrics import evaluate_rankings, relevance_from_columns
+from rag.evaluation.statistics import aggregate_metrics
+from rag.io import documents_from_frame
+from rag.labels import Question, locate_spans
+from rag.provenance import record_digest
+from rag.retrieval.retrievers import Retriever, build_retriever, load_retriever, search
+from rag.retrieval.search import Ranking, chunk_id_order, ranked_ids
 
 
 @dataclass(frozen=True)
@@ -142,3 +149,159 @@ def route_row(route: Route, evidence_documents: Collection[str], routed: Ranking
         "routed_right": routed_right(route, evidence_documents),
         "routed_chunks": len(routed),
     }
+
+
+# --------------------------------------------------------------------------
+# The route job: every corpus routed, evaluated and laid out as two tables
+# --------------------------------------------------------------------------
+
+ROUTE_COLUMNS = [
+    "corpus",
+    "question_id",
+    "type",
+    "group",
+    "evidence_documents",
+    "routed_document",
+    "score",
+    "runner_up",
+    "runner_up_score",
+    "routed_right",
+    "routed_chunks",
+]
+ROUTING_KEYS = ["corpus", "chunker", "retriever"]
+
+
+@dataclass(frozen=True)
+class RoutingSetup:
+    """How the route job routes: the retriever ``entry`` (of the summaries and the collection),
+    the answers section's ``routing`` settings (chunker and retriever names), the ranking
+    ``depth`` and the cut-offs ``ks`` the routed rankings are evaluated at."""
+
+    entry: Mapping
+    routing: Mapping
+    depth: int
+    ks: Sequence[int]
+
+    @property
+    def names(self) -> dict[str, str]:
+        """The chunker and retriever columns of the metrics rows: the routed retriever is its own."""
+        return {"chunker": self.routing["chunker"], "retriever": f"{self.routing['retriever']}_routed"}
+
+
+@dataclass(frozen=True)
+class CorpusRoutes:
+    """One corpus routed: its rows of the routing table, its routed rankings evaluated per
+    question (as for results/metrics.csv), its routing_accuracy row and the digest of what
+    made them (the chunk set and the routing settings), like every metrics row carries."""
+
+    corpus: str
+    routes: list[dict]
+    evaluation: pd.DataFrame
+    accuracy: dict
+    provenance: str
+
+
+def describe_routes(routes: CorpusRoutes) -> str:
+    """The route job's log line of one corpus: how often routing picked an evidence document."""
+    accuracy = routes.accuracy
+    return (
+        f"{routes.corpus}: routing accuracy {accuracy['value']:.3f} over {accuracy['questions']:d} questions"
+    )
+
+
+def without_leads(corpus: str) -> str:
+    """The warning for a corpus routing has to leave out (issue 16): it has no summary to route by."""
+    return (
+        f"corpus {corpus!r}: routing left out, it needs lead sections "
+        "(text before a document's first section heading), and no document has one"
+    )
+
+
+def route_corpus(
+    corpus: str,
+    questions: Sequence[Question],
+    blocks: Mapping[str, Sequence],
+    chunks: Mapping[str, Sequence],
+    qrels: Mapping[str, Sequence],
+    index: Mapping[str, np.ndarray],
+    chunk_set: Mapping,
+    setup: RoutingSetup,
+    source: str = "",
+) -> CorpusRoutes | None:
+    """Route one corpus's questions by the lead summaries and evaluate the routed rankings.
+
+    ``blocks``, ``chunks`` (chunk_id, doc_id, n_words) and ``qrels`` are the
+    corpus's tables as columns, ``index`` the collection's saved retriever
+    arrays, ``chunk_set`` the chunk file's provenance and ``source`` the
+    questions file (named in label errors). None when no document has a
+    lead: routing by leads then has nothing to route by, which is not an
+    error (see :func:`without_leads`). Only answerable questions are
+    evaluated; every question gets a row of the routing table.
+    """
+    documents = documents_from_frame(pd.DataFrame(blocks))
+    summaries = lead_summaries(documents)
+    if not any(summary.text.strip() for summary in summaries):
+        return None
+    holding = evidence_documents(questions, locate_spans(questions, documents, source))
+    chunk_ids = list(chunks["chunk_id"])
+    routes, routed = route_and_rank(
+        [question.text for question in questions],
+        summaries,
+        setup.entry,
+        load_retriever(setup.entry, index),
+        list(chunks["doc_id"]),
+        setup.depth,
+        chunk_id_order(chunk_ids),
+    )
+    rows = []
+    for question, route, ranking in zip(questions, routes, routed, strict=True):
+        evidence = holding[question.question_id]
+        rows.append(
+            {
+                "corpus": corpus,
+                "question_id": question.question_id,
+                "type": question.type,
+                "group": question_group(question, evidence),
+                "evidence_documents": DOCUMENT_SEPARATOR.join(evidence),
+                **route_row(route, evidence, ranking),
+            }
+        )
+    ranked = {
+        q.question_id: ranked_ids(ranking, chunk_ids) for q, ranking in zip(questions, routed, strict=True)
+    }
+    answerable = [question for question in questions if question.answerable]
+    words = dict(zip(chunks["chunk_id"], chunks["n_words"], strict=True))
+    evaluation = evaluate_rankings(
+        {question.question_id: ranked[question.question_id] for question in answerable},
+        relevance_from_columns(answerable, qrels),
+        setup.ks,
+        words,
+    )
+    held = [holding[question.question_id] for question in questions]
+    return CorpusRoutes(
+        corpus=corpus,
+        routes=rows,
+        evaluation=evaluation.assign(corpus=corpus, **setup.names),
+        accuracy=accuracy_row(routes, held, corpus=corpus, **setup.names),
+        provenance=record_digest({"chunks": chunk_set, "routing": setup.routing, "retriever": setup.entry}),
+    )
+
+
+def routing_tables(routed: Sequence[CorpusRoutes]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """results/routing.csv and results/routing_metrics.csv from the routed corpora, in their order.
+
+    The metrics are aggregated exactly like results/metrics.csv, followed by
+    each corpus's routing_accuracy row; with no corpus routed both tables
+    keep their columns and have no rows.
+    """
+    if routed:
+        metrics = aggregate_metrics(
+            pd.concat([part.evaluation for part in routed], ignore_index=True), ROUTING_KEYS
+        )
+        metrics = pd.concat([metrics, pd.DataFrame([part.accuracy for part in routed])], ignore_index=True)
+    else:
+        metrics = pd.DataFrame(columns=[*ROUTING_KEYS, "metric", "k", "value", "questions"])
+    metrics["provenance"] = metrics["corpus"].map({part.corpus: part.provenance for part in routed})
+    rows = [row for part in routed for row in part.routes]
+    routes = pd.DataFrame(rows, columns=ROUTE_COLUMNS).astype({"routed_right": "boolean"})
+    return routes, metrics

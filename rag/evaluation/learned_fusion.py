@@ -22,10 +22,12 @@ from dataclasses import dataclass
 from itertools import product
 
 import numpy as np
+import pandas as pd
 
-from rag.evaluation.metrics import Relevance, ndcg_at, recall_at, reciprocal_rank
+from rag.evaluation.metrics import Relevance, ndcg_at, recall_at, reciprocal_rank, relevance_from_columns
+from rag.labels import Question
 from rag.retrieval.fusion import weighted_fusion
-from rag.retrieval.search import Ranking
+from rag.retrieval.search import Ranking, chunk_id_order
 
 OBJECTIVE_DECIMALS = 9
 OBJECTIVES = ("ndcg", "recall", "mrr")
@@ -147,3 +149,74 @@ def cross_validated_fusion(
             )
         )
     return rankings, choices
+
+
+# --------------------------------------------------------------------------
+# The fuse_learned job: one learned entry over its components' rankings
+# --------------------------------------------------------------------------
+
+
+def learned_fusion(
+    entry: Mapping,
+    components: Sequence[Mapping[str, Ranking]],
+    chunk_ids: Sequence[str],
+    questions: Sequence[Question],
+    qrels: Mapping[str, Sequence],
+    depth: int | None,
+) -> tuple[dict[str, Ranking], list[FoldChoice]]:
+    """:func:`cross_validated_fusion` with a learned retriever ``entry``'s settings.
+
+    ``components`` are the component rankings (question id -> Ranking, in
+    the entry's component order, every one over the same questions), and
+    ``qrels`` the chunk set's qrels columns. Weights are chosen on the
+    answerable questions the components ranked; ties between chunks go to
+    the lower chunk id, as in every ranking of the pipeline.
+    """
+    by_question = {
+        question_id: [component[question_id] for component in components]
+        for question_id in sorted(set().union(*components))
+    }
+    labelled = [
+        question for question in questions if question.answerable and question.question_id in by_question
+    ]
+    return cross_validated_fusion(
+        by_question,
+        relevance_from_columns(labelled, qrels),
+        chunk_ids,
+        fusion=entry["fusion"],
+        folds=entry["folds"],
+        seed=entry["seed"],
+        steps=entry["steps"],
+        objective=entry["objective"],
+        k=entry["objective_k"],
+        constant=entry["constant"],
+        depth=depth,
+        tie_order=chunk_id_order(chunk_ids),
+    )
+
+
+def describe_choice(choice: FoldChoice, entry: Mapping) -> str:
+    """The fuse_learned log line of one fold: its weights and what they scored in training."""
+    training = f"{entry['objective']}@{int(entry['objective_k'])} = {choice.training_objective:.4f}"
+    return f"fold {int(choice.fold)}: weights {choice.weights} (training {training})"
+
+
+def weights_table(choices: Sequence[FoldChoice], components: Sequence[str]) -> pd.DataFrame:
+    """One row per (fold, component): the weight the fold chose, with its training and held-out sizes.
+
+    The table work/learned/<corpus>/<chunker>/<retriever>.csv, gathered into
+    results/learned_fusion.csv, so the weights' stability is visible.
+    """
+    rows = [
+        {
+            "fold": choice.fold,
+            "component": component,
+            "weight": weight,
+            "training_questions": choice.training_questions,
+            "held_out_questions": choice.held_out_questions,
+            "training_objective": choice.training_objective,
+        }
+        for choice in choices
+        for component, weight in zip(components, choice.weights, strict=True)
+    ]
+    return pd.DataFrame(rows)

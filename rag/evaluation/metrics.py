@@ -31,6 +31,9 @@ Relevance = Mapping[str, Mapping[str, float]]
 # Metrics that look at the whole ranked list carry this k.
 WHOLE_LIST = 0
 
+# The columns of a qrels table (work/qrels/<corpus>/<chunker>.parquet), as the label rule writes them.
+QRELS_COLUMNS = ["question_id", "piece", "chunk_id", "gain"]
+
 
 def _check_k(k: int) -> None:
     if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
@@ -247,16 +250,14 @@ def relevance_by_question(questions: Sequence[Question], qrels: pd.DataFrame) ->
     evidence), chunk_id and gain; rows of questions not listed are ignored, so
     the caller decides which questions (e.g. only answerable ones) are evaluated.
     """
-    missing = sorted({"question_id", "piece", "chunk_id", "gain"} - set(qrels.columns))
+    missing = sorted(set(QRELS_COLUMNS) - set(qrels.columns))
     if missing:
         raise ValueError(f"qrels lack the column {missing[0]!r}")
     relevance: dict[str, dict[str, dict[str, float]]] = {
         question.question_id: {str(piece): {} for piece in range(len(question.evidence))}
         for question in questions
     }
-    for question_id, piece, chunk_id, gain in qrels[["question_id", "piece", "chunk_id", "gain"]].itertuples(
-        index=False
-    ):
+    for question_id, piece, chunk_id, gain in qrels[QRELS_COLUMNS].itertuples(index=False):
         pieces = relevance.get(question_id)
         if pieces is None:
             continue
@@ -264,3 +265,16 @@ def relevance_by_question(questions: Sequence[Question], qrels: pd.DataFrame) ->
             raise ValueError(f"qrels give question {question_id!r} a piece {piece!r} it does not have")
         pieces[str(piece)][chunk_id] = float(gain)
     return relevance
+
+
+def relevance_from_columns(
+    questions: Sequence[Question], qrels: Mapping[str, Sequence]
+) -> dict[str, Relevance]:
+    """The labels of each question, from a qrels table read as columns (``rag.io.read_columns``).
+
+    Scripts read tables as plain columns, without pandas; this keeps one
+    definition of how qrels become relevance (:func:`relevance_by_question`).
+    """
+    import pandas as pd
+
+    return relevance_by_question(questions, pd.DataFrame({name: qrels[name] for name in QRELS_COLUMNS}))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from rag.grounding.rag_models import (
     grounding_comparison,
 )
 from rag.grounding.trigram import LanguageModel
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # The models of grounding_comparison, from memory alone to one chunk per token.
 MODELS = ("memory", "sources", "rag_sequence", "rag_token")
@@ -451,3 +455,63 @@ def ranked_rows(
     for question_id, rank, chunk_id, score in zip(question_ids, ranks, chunk_ids, scores, strict=True):
         rows.setdefault(question_id, []).append((rank, chunk_id, score))
     return rows
+
+
+# --------------------------------------------------------------------------
+# The grounding job: every case and the swap on one ranking, as three tables
+# --------------------------------------------------------------------------
+
+
+def run_grounding(
+    memory: LanguageModel,
+    settings: Mapping,
+    parsed: Mapping[str, Sequence],
+    chunks: Mapping[str, Sequence],
+    ranking: Mapping[str, Sequence],
+) -> tuple[list[CaseResult], SwapResult]:
+    """Run the canonical grounding section's cases and its swap on the ranked chunks.
+
+    ``parsed`` holds the parsed corpus's doc_id and text columns (the wrong
+    answers' documents are checked against them), ``chunks`` the chunk set's
+    chunk_id and text, ``ranking`` a rankings table's columns; each question
+    is conditioned on its top ``settings["k"]`` chunks. The cases run in the
+    configured order.
+    """
+    k, temperature = settings["k"], settings["temperature"]
+    chunk_texts = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
+    ranked = ranked_rows(ranking["question_id"], ranking["rank"], ranking["chunk_id"], ranking["score"])
+
+    def retrieved(question_id: str) -> RetrievedChunks:
+        return top_chunks(ranked.get(question_id, []), chunk_texts, k, question_id)
+
+    results = [
+        run_case(memory, case, retrieved(case.question_id), temperature, settings["max_tokens"])
+        for case in configured_cases(settings, document_texts(parsed["doc_id"], parsed["text"]))
+    ]
+    swap = swap_from_config(settings["swap"])
+    return results, run_swap(memory, swap, retrieved(swap.question_id), temperature)
+
+
+def describe_case(result: CaseResult) -> str:
+    """The grounding job's log line of one case: what memory says and which answer each model prefers."""
+    completion = result.comparison.memory_completion
+    odds = {model: round(value, 2) for model, value in result.log10_odds.items()}
+    return (
+        f"{result.case.name}: memory says {completion.text!r} "
+        f"(geometric mean {completion.geometric_mean:.3f}); log10 odds true:wrong {odds}; "
+        f"completion supported: {result.completion_check.supported}"
+    )
+
+
+def grounding_tables(
+    results: Sequence[CaseResult], swap: SwapResult
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """results/grounding.csv, grounding_cases.csv and grounding_swap.csv, in their fixed columns."""
+    import pandas as pd  # here: rag.config imports this module, and it must load without pandas
+
+    answers = [row for result in results for row in answer_rows(result)]
+    return (
+        pd.DataFrame(answers, columns=ANSWER_COLUMNS),
+        pd.DataFrame([case_row(result) for result in results], columns=CASE_COLUMNS),
+        pd.DataFrame(swap_rows(swap), columns=SWAP_COLUMNS),
+    )
