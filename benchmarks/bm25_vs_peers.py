@@ -84,6 +84,8 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from timing import interleaved_medians  # noqa: E402  (benchmarks/timing.py)
+
 from rag.corpus.beir import DEFAULT_SPLIT  # noqa: E402
 from rag.evaluation.document_relevance import BEIR_NDCG_K, BEIR_RECALL_K, document_relevance  # noqa: E402
 from rag.evaluation.metrics import Relevance, ndcg_at, recall_at  # noqa: E402
@@ -249,17 +251,6 @@ def cycled(queries: list[list[str]], calls: int) -> list[list[str]]:
 
 def identity(terms: list[str]) -> list[str]:
     return terms
-
-
-def interleaved_medians(runs: dict, repeats: int) -> dict:
-    """Median seconds of each run, alternating between them so all see the same load."""
-    timings: dict = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            started = time.perf_counter()
-            run()
-            timings[name].append(time.perf_counter() - started)
-    return {name: float(np.median(values)) for name, values in timings.items()}
 
 
 def timed(run: Callable[[], object]) -> tuple[float, object]:

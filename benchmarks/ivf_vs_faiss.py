@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import faiss
@@ -32,6 +31,8 @@ from threadpoolctl import threadpool_limits
 
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
+
+from timing import interleaved_medians  # noqa: E402  (benchmarks/timing.py)
 
 from rag.retrieval import ivf, synthetic  # noqa: E402
 
@@ -68,17 +69,6 @@ def parse_arguments() -> argparse.Namespace:
         help="train FAISS with its defaults (10 rounds on a sample of 256 vectors per list)",
     )
     return parser.parse_args()
-
-
-def interleaved_medians(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median seconds of each run, alternating between them on every repeat."""
-    timings: dict[str, list[float]] = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            started = time.perf_counter()
-            run()
-            timings[name].append(time.perf_counter() - started)
-    return {name: float(np.median(values)) for name, values in timings.items()}
 
 
 def faiss_share_scanned(index: faiss.IndexIVFFlat, queries: np.ndarray, probes: int) -> float:

@@ -931,3 +931,24 @@ def write_figure(figure, path: str | Path) -> None:
 
     figure.savefig(path, format="png", dpi=120, metadata=PNG_METADATA)
     plt.close(figure)
+
+
+def write_parsed_documents(documents: Iterable[Document], path: str | os.PathLike, **record) -> None:
+    """The parse stage's parquet, whatever the source: documents in id order, and a record of
+    the parser version, ``record`` (the source's own facts) and every document's version."""
+    from rag.corpus.documents import PARSER_VERSION
+    from rag.provenance import documents_record
+
+    ordered = sorted(documents, key=lambda document: document.doc_id)
+    versions = {document.doc_id: document.version for document in ordered}
+    made_by = provenance(stage="parse", parser_version=PARSER_VERSION, **record, **documents_record(versions))
+    write_parquet(documents_to_frame(ordered), path, made_by)
+
+
+def write_sweep(table, settings: Mapping, columns: Sequence[str], path: str | os.PathLike, log) -> None:
+    """A parameter sweep's table with the settings that name it as its first ``columns``,
+    logged whole (settings and rows) and written as CSV."""
+    for column in reversed(columns):
+        table.insert(0, column, settings[column])
+    log.info("%s\n%s", settings, table.to_string(index=False))
+    write_csv(table, path)

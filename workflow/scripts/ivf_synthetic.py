@@ -2,7 +2,7 @@
 
 import json
 
-from rag.io import finish_job, start_log, write_csv
+from rag.io import finish_job, start_log, write_sweep
 from rag.retrieval.ivf import probe_tradeoff
 from rag.retrieval.synthetic import clustered_unit_vectors, queries_near_clusters
 
@@ -20,9 +20,5 @@ table = probe_tradeoff(
     seed=settings["seed"],
     repeats=settings["repeats"],
 )
-table.insert(0, "queries", settings["queries"])
-table.insert(0, "dimensions", settings["dimensions"])
-table.insert(0, "vectors", settings["vectors"])
-log.info("%s\n%s", settings, table.to_string(index=False))
-write_csv(table, snakemake.output[0])
+write_sweep(table, settings, ["vectors", "dimensions", "queries"], snakemake.output[0], log)
 finish_job()

@@ -7,7 +7,7 @@ import pandas as pd
 
 from rag.evaluation.ivf_tuning import probe_sweep
 from rag.evaluation.metrics import relevance_by_question
-from rag.io import finish_job, read_yaml, start_log, write_csv
+from rag.io import finish_job, read_yaml, start_log, write_sweep
 from rag.labels import parse_questions
 from rag.retrieval.retrievers import chunk_embeddings, load_retriever, query_embeddings
 
@@ -32,9 +32,5 @@ table = probe_sweep(
     labelled_k=settings["labelled_k"],
     seed=settings["seed"],
 )
-table.insert(0, "retriever", settings["retriever"])
-table.insert(0, "chunker", settings["chunker"])
-table.insert(0, "corpus", settings["corpus"])
-log.info("%s\n%s", settings, table.to_string(index=False))
-write_csv(table, snakemake.output[0])
+write_sweep(table, settings, ["corpus", "chunker", "retriever"], snakemake.output[0], log)
 finish_job()

@@ -7,10 +7,9 @@ document and kept in the parquet's metadata for results/corpus_statistics.csv.
 import json
 from pathlib import Path
 
-from rag.corpus.documents import DEFAULT_ACCESS, PARSER_VERSION, DocumentError
+from rag.corpus.documents import DEFAULT_ACCESS, DocumentError
 from rag.corpus.folders import read_document
-from rag.io import documents_to_frame, finish_job, provenance, read_markdown_file, start_log, write_parquet
-from rag.provenance import documents_record
+from rag.io import finish_job, read_markdown_file, start_log, write_parsed_documents
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.corpus)
@@ -37,17 +36,11 @@ for path in map(Path, snakemake.input):
         f"; skipped lines: {left_out}" if left_out else "",
     )
 
-documents.sort(key=lambda document: document.doc_id)
-write_parquet(
-    documents_to_frame(documents),
+write_parsed_documents(
+    documents,
     snakemake.output[0],
-    provenance(
-        stage="parse",
-        parser_version=PARSER_VERSION,
-        source=entry["source"],
-        skip=entry["skip"],
-        skipped=dict(sorted(skipped.items())),
-        **documents_record({document.doc_id: document.version for document in documents}),
-    ),
+    source=entry["source"],
+    skip=entry["skip"],
+    skipped=dict(sorted(skipped.items())),
 )
 finish_job()
