@@ -9,12 +9,11 @@ import re
 import shutil
 import subprocess
 
-import ir_measures
 import pandas as pd
 import pytest
 import yaml
-from ir_measures import Success, nDCG
 
+from tests.trec_check import assert_runs_reproduce_metrics
 from tests.workdir import FIXTURES, make_workdir, read_config, snakemake, write_config
 
 pytestmark = pytest.mark.pipeline
@@ -81,31 +80,8 @@ def test_trec_runs_reproduce_the_metrics_with_ir_measures(grown, tmp_path):
     runs = sorted((workdir / "results/runs").glob("*/*/*.run.gz"))
     assert len(runs) == 6
     for path in runs:
-        corpus, chunker, retriever = path.parts[-3], path.parts[-2], path.name.removesuffix(".run.gz")
-        scored = list(ir_measures.read_trec_run(str(path)))  # ir-measures reads the gzip itself
-        qrels = list(ir_measures.read_trec_qrels(str(path.parent / "qrels.txt")))
-        pieces = list(ir_measures.read_trec_qrels(str(path.parent / "piece_qrels.txt")))
-        expected = metrics[(metrics.chunker == chunker) & (metrics.retriever == retriever)]
-        for k in KS:
-            # nDCG: questions without a labelled chunk score 0, as in metrics.csv.
-            values = {m.query_id: m.value for m in ir_measures.iter_calc([nDCG @ k], qrels, scored)}
-            ndcg = sum(values.get(question, 0.0) for question in answerable) / len(answerable)
-            want = expected[(expected.metric == "ndcg") & (expected.k == k)].value.item()
-            assert ndcg == pytest.approx(want, abs=1e-6), (path, k)
-            # Recall counts pieces: success@k of each piece's own query, over the question's pieces.
-            by_piece = [
-                d._replace(query_id=f"{d.query_id}#{piece}")
-                for d in scored
-                for piece in range(answerable.get(d.query_id, 0))
-            ]
-            found = {m.query_id: m.value for m in ir_measures.iter_calc([Success @ k], pieces, by_piece)}
-            recall = sum(
-                sum(found.get(f"{question}#{piece}", 0.0) for piece in range(count)) / count
-                for question, count in answerable.items()
-            ) / len(answerable)
-            want = expected[(expected.metric == "recall") & (expected.k == k)].value.item()
-            assert recall == pytest.approx(want, abs=1e-6), (path, k)
-        assert corpus == "tiny"
+        assert path.parts[-3] == "tiny"
+        assert_runs_reproduce_metrics(path, metrics, answerable, KS)
 
 
 def test_trec_runs_are_byte_stable(grown):

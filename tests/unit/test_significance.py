@@ -264,3 +264,19 @@ def test_committed_p_values_agree_with_ranx_on_the_same_runs(metric, k, column):
             np.round(controls[:, column] * 1e6), np.round(treatments[:, column] * 1e6), permutations, 0.05, 42
         )
         assert abs(ours[column] - theirs) <= 0.01, (row.chunker, row.retriever, ours[column], theirs)
+
+
+@pytest.mark.pipeline  # slow: see the marker in pyproject.toml
+def test_every_committed_trec_run_reproduces_metrics_csv_with_ir_measures():
+    """ir-measures on results/runs/ gives metrics.csv's nDCG@10 and recall@k, run by run."""
+    import yaml
+
+    from tests.trec_check import assert_runs_reproduce_metrics
+
+    questions = yaml.safe_load((RESULTS.parent / "resources/solar_system/questions.yaml").read_text())
+    answerable = {q["id"]: len(q["evidence"]) for q in questions["questions"] if q["answerable"]}
+    metrics = pd.read_csv(RESULTS / "metrics.csv")
+    runs = sorted((RESULTS / "runs" / "solar_system").glob("*/*.run.gz"))
+    assert len(runs) == metrics.groupby(["chunker", "retriever"]).ngroups
+    for run in runs:
+        assert_runs_reproduce_metrics(run, metrics, answerable, [1, 5, 10, 20])
