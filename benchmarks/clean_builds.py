@@ -36,22 +36,10 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
+from pipeline_overhead import copy_project  # benchmarks/pipeline_overhead.py: the same project copy
 
-PROJECT = Path(__file__).resolve().parents[1]
-COPIED = ("Snakefile", "workflow", "rag", "config.yaml", "resources")
 MODES = ("local", "grouped", "ungrouped")
 GROUPING_KEYS = ("groups", "group-components", "slurm-array-jobs")
-
-
-def copy_project(destination: Path) -> Path:
-    destination.mkdir(parents=True)
-    for name in COPIED:
-        source = PROJECT / name
-        if source.is_dir():
-            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, destination / name)
-    return destination
 
 
 def ungrouped_profile(workdir: Path) -> Path:
