@@ -183,6 +183,8 @@ _NUMBER = re.compile(r"(?<![\w.])[-−]?\d+(?:[.,]\d+)*(?:\s*[x×]\s*10\^?[-−]
 # A word as unit candidate: letters with optional "/", digits, superscripts, degree sign.
 _UNIT_TOKEN = re.compile(r"°[CFKcfk]?|[%$€£]|[^\W\d_][\w/²³°-]*|\d+(?=\s)")
 _YEAR = re.compile(r"(?<![\w.,])(1[0-9]\d\d|20\d\d)(?![\w,]|\.\d)")
+# A decade ("the 1850s"): a date, not 1850 seconds.
+_DECADE = re.compile(r"(?<![\w.,])1[0-9]\d0s\b|(?<![\w.,])20\d0s\b")
 _CENTURY = re.compile(r"\b(?:\d+(?:st|nd|rd|th)|[a-z]+th)\s+century\b", re.IGNORECASE)
 # A personal name: an initial and a surname ("W. Herschel", "J. G. Galle"), or two capitalised words.
 _INITIAL_NAME = re.compile(r"\b(?:[A-Z]\.\s*){1,3}[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)*")
@@ -272,6 +274,8 @@ def quantities(text: str) -> list[tuple[str, str]]:
     normalized = text.replace("−", "-")
     found: list[tuple[str, str]] = []
     for match in _NUMBER.finditer(normalized):
+        if _DECADE.match(normalized, match.start()):
+            continue
         following = _units_after(normalized, match.end())
         skipped = 0
         for position, token in enumerate(following):
@@ -297,8 +301,8 @@ def has_number(text: str) -> bool:
 
 
 def has_date(text: str) -> bool:
-    """A year (1000-2099), a month name, or a century."""
-    if _YEAR.search(text) or _CENTURY.search(text):
+    """A year (1000-2099), a decade ("the 1850s"), a month name, or a century."""
+    if _YEAR.search(text) or _DECADE.search(text) or _CENTURY.search(text):
         return True
     return any(word.lower() in MONTHS for word in re.findall(r"\b[A-Z][a-z]+\b", text))
 

@@ -457,7 +457,7 @@ class AnswerReport:
 
 GENERATORS = ("reader", "extractive")
 # How many fused chunks the reader reads before choosing the prompt's sources.
-DEFAULT_POOL = 30
+DEFAULT_POOL = 60
 
 
 def rerank_by_reader(

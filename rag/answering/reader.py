@@ -59,6 +59,30 @@ ENTITY_BOOST = 2.0
 LABEL_WEIGHT = 1.0
 _KIND_WORDS_AFTER_HOW = frozenset({"many", "much", "long", "far", "often", "old"})
 _DURATION_FRAME = frozenset({"take", "takes", "need", "needs", "last", "lasts"})
+# Words a question and the sentence that answers it often say differently.
+# A sentence word counts as the question's word of its group, matched by
+# stem: "Who discovered Uranus?" is answered by a sentence saying that
+# Herschel "noticed" it, and "how hot" by a "temperature". Kept to general
+# English usage, not to the wording of any one labelled question. A group
+# of "how big" words was tried and dropped: it added 8 wrong answers over
+# the answer grid and no correct one (docs/answers.md).
+SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (
+    ("discover", "find", "spot", "notice", "detect"),
+    ("hot", "cold", "warm", "temperature"),
+    ("fast", "speed", "velocity"),
+    ("far", "distance"),
+    ("heavy", "mass", "massive"),
+    ("old", "age"),
+    ("ground", "surface"),
+)
+# Only in a question that asks for a duration is a year a span of time, so
+# that "how long is a year on Venus" is answered by one "circuit" of the Sun
+# while "in what year" is not answered by an orbit.
+DURATION_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (("year", "circuit", "revolution"),)
+# A sentence that opens with one of these words is about what the sentence
+# before it names ("It made its closest approach on 24 Jan. 1986"): the
+# previous sentence's terms count for it as the source's label does.
+_REFERRING_OPENERS = frozenset("it its they their this these he she his her".split())
 SCORE_DECIMALS = 4
 # The thresholds the pipeline's cross-validation chose on all development
 # questions (results/reader_thresholds.csv, fold "all") for the best
@@ -188,7 +212,8 @@ def _question_terms(question: str) -> list[str]:
     for first, second in zip(words, words[1:], strict=False):
         if first == "how" and second not in _KIND_WORDS_AFTER_HOW and second not in terms:
             terms.extend(analyze(second))
-    if TIME in expected_type(question).kinds:
+    answer_type = expected_type(question)
+    if TIME in answer_type.kinds:
         terms = [term for term in terms if term not in _DURATION_FRAME]
     return terms
 
@@ -206,6 +231,36 @@ def _weights(question: str, idf: Mapping[str, float]) -> dict[str, float]:
 
 def _stems(terms: Sequence[str]) -> list[str]:
     return analyze(" ".join(terms), stem=True)
+
+
+def _synonym_stems(table: Sequence[Sequence[str]]) -> dict[str, frozenset[str]]:
+    """stem -> the stems of its group (itself included)."""
+    groups: dict[str, frozenset[str]] = {}
+    for group in table:
+        stems = frozenset(_stems(group))
+        for stem in stems:
+            groups[stem] = groups.get(stem, frozenset()) | stems
+    return groups
+
+
+_SYNONYMS = _synonym_stems(SYNONYM_GROUPS)
+_DURATION_SYNONYMS = _synonym_stems(SYNONYM_GROUPS + DURATION_SYNONYM_GROUPS)
+
+
+def _aliases(question_stems: Sequence[str], answer_type: AnswerType) -> dict[str, str]:
+    """Sentence stem -> the question stem it stands for, for the question's terms with synonyms."""
+    table = _DURATION_SYNONYMS if TIME in answer_type.kinds else _SYNONYMS
+    aliases: dict[str, str] = {}
+    for stem in question_stems:
+        for synonym in sorted(table.get(stem, ())):
+            if synonym not in question_stems:
+                aliases.setdefault(synonym, stem)
+    return aliases
+
+
+def _opens_with_reference(sentence: str) -> bool:
+    words = tokenize(sentence)
+    return bool(words) and words[0] in _REFERRING_OPENERS
 
 
 def read_candidates(
@@ -232,19 +287,27 @@ def read_candidates(
     answer_type = expected_type(question)
     entity_stems = set(_stems(sorted(_entity_terms(question))))
     title_of = {number: chunk.title for number, chunk in prompt.sources.items()}
-    entries: list[tuple[int, int, str, str]] = []
+    aliases = _aliases(list(term_weights), answer_type)
+
+    def stems_of(text: str) -> list[str]:
+        return [aliases.get(term, term) for term in analyze(_without_unit_words(text), stem=True)]
+
+    entries: list[tuple[int, int, str, str, str]] = []
     for number, chunk in prompt.sources.items():
+        previous = ""
         for position, sentence in enumerate(chunk_sentences(chunk)):
-            entries.append((number, position, sentence, chunk.label))
+            context = previous if _opens_with_reference(sentence) else ""
+            entries.append((number, position, sentence, chunk.label, context))
+            previous = sentence
     similarities: list[float | None] = [None] * len(entries)
     if similarity is not None and entries:
-        values = similarity(question, [sentence for _, _, sentence, _ in entries])
+        values = similarity(question, [sentence for _, _, sentence, _, _ in entries])
         similarities = [round(float(value), SCORE_DECIMALS) for value in values]
     candidates = []
-    for (number, position, sentence, label), similar in zip(entries, similarities, strict=True):
-        sentence_terms = [term for term in analyze(_without_unit_words(sentence), stem=True)]
+    for (number, position, sentence, label, context), similar in zip(entries, similarities, strict=True):
+        sentence_terms = stems_of(sentence)
         in_sentence = set(sentence_terms)
-        in_label = set(analyze(label, stem=True))
+        in_label = set(stems_of(label)) | set(stems_of(context))
         covered = sum(
             weight * (1.0 if term in in_sentence else LABEL_WEIGHT)
             for term, weight in term_weights.items()

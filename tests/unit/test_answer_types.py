@@ -64,6 +64,8 @@ def test_only_descriptions_and_noun_phrases_constrain_nothing():
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
+        ("By the 1850s dozens were known", []),  # a decade, not 1850 seconds
+        ("it lasts 30s", [("30", TIME)]),
         ("every 224.7 Earth days", [("224.7", TIME)]),
         ("about 108 million km from the Sun", [("108", LENGTH)]),
         ("approx. 465 degrees Celsius", [("465", TEMPERATURE)]),
@@ -83,6 +85,7 @@ def test_dates_and_names():
     assert has_date("It arrived on 24 Jan. 1986.")
     assert has_date("in the 7th century BC")
     assert not has_date("It is 2,376.6 km across.")
+    assert has_date("By the 1850s dozens were known.")
     assert names_in("The musician W. Herschel noticed it.") == ["W. Herschel"]
     assert names_in("Galileo Galilei recorded it.", frozenset({"neptune"})) == ["Galileo Galilei"]
     # Two capitalised words the question already names are not a new name.

@@ -127,3 +127,72 @@ def test_nan_threshold_is_refused():
     prompt = build_prompt("How long is a year on Venus?", [VENUS])
     with pytest.raises(ValueError, match="threshold"):
         read(prompt, IDF, threshold=math.nan)
+
+
+def _coverage_of(question: str, chunk: Chunk, idf: dict[str, float]) -> dict[str, float]:
+    prompt = build_prompt(question, [chunk])
+    return {candidate.sentence: candidate.coverage for candidate in read_candidates(prompt, idf)}
+
+
+DISCOVERY = make_chunk(
+    "u1",
+    "W. Herschel noticed an object with a small disc. "
+    "The element uranium was identified by M. H. Klaproth. "
+    "J. E. Bode argued for the name.",
+    "Uranus",
+    "Recognition",
+)
+DISCOVERY_IDF = {"discovered": 2.0, "uranus": 1.0}
+
+
+def test_a_synonym_of_a_question_word_counts_as_that_word():
+    # "noticed" stands for "discovered"; "identified" is not in the group, nor is "argued".
+    coverage = _coverage_of("Who discovered Uranus?", DISCOVERY, DISCOVERY_IDF)
+    noticed, identified, argued = (coverage[sentence] for sentence in chunk_sentences(DISCOVERY))
+    assert noticed == 1.0
+    assert identified == argued < 1.0
+    prompt = build_prompt("Who discovered Uranus?", [DISCOVERY])
+    assert "Herschel" in read(prompt, DISCOVERY_IDF, threshold=0.0).best.sentence
+
+
+def test_a_year_is_a_circuit_only_when_the_question_asks_for_a_duration():
+    chunk = make_chunk(
+        "v4", "The planet completes one circuit around the Sun every 224.7 Earth days.", "Venus"
+    )
+    idf = {"year": 1.0, "venus": 1.0, "circuit": 1.0}
+    duration = _coverage_of("How long is a year on Venus?", chunk, idf)
+    date = _coverage_of("In what year did Venus complete its circuit?", chunk, idf)
+    assert list(duration.values()) == [1.0]
+    # Asked for a date, "year" is not matched by "circuit": only venus and circuit are.
+    assert list(date.values())[0] < 1.0
+
+
+def test_a_sentence_opening_with_a_pronoun_borrows_the_previous_sentences_terms():
+    chunk = make_chunk(
+        "n1",
+        "Voyager 2 flew past the planet. It made its closest approach on 24 Jan. 1986.",
+        "Uranus",
+        "Exploration",
+    )
+    detached = make_chunk(
+        "n2", "Clouds drift. It made its closest approach on 24 Jan. 1986.", "Uranus", "Exploration"
+    )
+    idf = {"voyager": 2.0, "closest": 1.0, "approach": 1.0, "uranus": 1.0}
+    question = "When did Voyager 2 make its closest approach to Uranus?"
+    with_context = _coverage_of(question, chunk, idf)["It made its closest approach on 24 Jan. 1986."]
+    without = _coverage_of(question, detached, idf)["It made its closest approach on 24 Jan. 1986."]
+    assert with_context > without
+
+
+def test_rag_asks_default_thresholds_are_the_ones_the_pipeline_chose():
+    """The thresholds ``rag ask`` uses are read off results/reader_thresholds.csv, not guessed."""
+    from pathlib import Path
+
+    import pandas as pd
+
+    from rag.answering.reader import DEFAULT_THRESHOLD, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
+
+    table = pd.read_csv(Path(__file__).parents[2] / "results" / "reader_thresholds.csv")
+    chosen = table[(table.fold == "all") & (table.chunker == "sentences100") & (table.retriever == "minilm")]
+    by_reader = dict(zip(chosen.reader, chosen.threshold, strict=True))
+    assert by_reader == {"reader": DEFAULT_THRESHOLD_WITHOUT_SIMILARITY, "reader_minilm": DEFAULT_THRESHOLD}
