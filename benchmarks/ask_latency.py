@@ -1,4 +1,13 @@
-"""How long `rag ask` takes with a cold cache and with a warm one.
+"""How long `rag ask` takes with a cold cache and with a warm one, for each way it can answer.
+
+Three setups, each in its own cache folder:
+
+- ``bm25_lsa_ivf``: the spec's BM25 + LSA through IVF, the path ``rag ask``
+  takes when the dense extra is not installed;
+- ``bm25_minilm``: BM25 fused with MiniLM, the default with the dense extra
+  (the question is embedded on every call);
+- ``bm25_minilm_similarity``: the same with ``--similarity``, which embeds
+  every sentence of the reader's pool that the cache does not hold yet.
 
 Each call is a fresh process (``python -m rag ask ...``), timed from the
 outside: wall-clock seconds, and CPU seconds (user + system) of the child,
@@ -8,13 +17,14 @@ it. A process that only imports numpy and scipy.sparse, which every call needs,
 is timed the same way as the floor that no cache can remove.
 
 Usage:
-    .venv/bin/python benchmarks/ask_latency.py
+    .venv/bin/python benchmarks/ask_latency.py --output results/benchmarks/ask_latency.csv
     .venv/bin/python benchmarks/ask_latency.py --warm-runs 10 --question "Who discovered Uranus?"
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import resource
 import statistics
@@ -51,37 +61,65 @@ def index_line(output: str) -> str:
     return next(line for line in output.splitlines() if line.startswith("index:"))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--question", default="How long is a year on Venus?")
-    parser.add_argument("--documents", help="folder of *.md documents (default: the bundled corpus)")
-    parser.add_argument("--warm-runs", type=int, default=5)
-    arguments = parser.parse_args()
+SETUPS = {
+    "bm25_lsa_ivf": ["--retriever", "bm25_lsa_ivf"],
+    "bm25_minilm": ["--retriever", "bm25_minilm"],
+    "bm25_minilm_similarity": ["--retriever", "bm25_minilm", "--similarity"],
+}
 
+
+def measure(setup: str, arguments: argparse.Namespace) -> dict:
+    """One cold call and ``warm_runs`` warm ones of ``setup`` in a fresh cache folder."""
     with tempfile.TemporaryDirectory() as cache:
-        ask = [sys.executable, "-m", "rag", "ask", arguments.question, "--cache", cache]
+        ask = [sys.executable, "-m", "rag", "ask", arguments.question, "--cache", cache, *SETUPS[setup]]
         if arguments.documents:
             ask += ["--documents", arguments.documents]
-        floor = [timed([sys.executable, "-c", "import numpy, scipy.sparse"])[:2] for _ in range(3)]
         cold_wall, cold_cpu, output = timed(ask)
-        print(f"cold call: {cold_wall:.2f} s wall, {cold_cpu:.2f} s CPU  ({index_line(output)})")
+        print(f"{setup}: cold call {cold_wall:.2f} s wall, {cold_cpu:.2f} s CPU ({index_line(output)})")
         warm = []
         for _ in range(arguments.warm_runs):
             wall, cpu, output = timed(ask)
             if "cache hit" not in output:
                 raise SystemExit(f"expected a cache hit, got: {index_line(output)}")
             warm.append((wall, cpu))
-        warm_wall = statistics.median(wall for wall, _ in warm)
-        warm_cpu = statistics.median(cpu for _, cpu in warm)
-        floor_wall = statistics.median(wall for wall, _ in floor)
-        floor_cpu = statistics.median(cpu for _, cpu in floor)
-        print(f"warm calls (median of {len(warm)}): {warm_wall:.2f} s wall, {warm_cpu:.2f} s CPU")
-        print(f"import numpy + scipy.sparse only: {floor_wall:.2f} s wall, {floor_cpu:.2f} s CPU")
-        print(f"warm / cold: {warm_wall / cold_wall:.2f} wall, {warm_cpu / cold_cpu:.2f} CPU")
-        print(f"warm / import floor: {warm_wall / floor_wall:.2f} wall, {warm_cpu / floor_cpu:.2f} CPU")
-        print(
-            f"load average: {' '.join(f'{value:.1f}' for value in os.getloadavg())} on {os.cpu_count()} CPUs"
-        )
+    row = {
+        "setup": setup,
+        "cold_wall_seconds": round(cold_wall, 2),
+        "cold_cpu_seconds": round(cold_cpu, 2),
+        "warm_runs": len(warm),
+        "warm_wall_seconds": round(statistics.median(wall for wall, _ in warm), 2),
+        "warm_cpu_seconds": round(statistics.median(cpu for _, cpu in warm), 2),
+        "warm_wall_seconds_max": round(max(wall for wall, _ in warm), 2),
+        "load_average": round(os.getloadavg()[0], 2),
+    }
+    print(
+        f"{setup}: warm calls (median of {len(warm)}): {row['warm_wall_seconds']} s wall, "
+        f"{row['warm_cpu_seconds']} s CPU, slowest {row['warm_wall_seconds_max']} s wall"
+    )
+    return row
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--question", default="How long is a year on Venus?")
+    parser.add_argument("--documents", help="folder of *.md documents (default: the bundled corpus)")
+    parser.add_argument("--warm-runs", type=int, default=5)
+    parser.add_argument("--setups", nargs="+", choices=list(SETUPS), default=list(SETUPS))
+    parser.add_argument("--output", type=Path, help="write the rows to this CSV file")
+    arguments = parser.parse_args()
+
+    floor = [timed([sys.executable, "-c", "import numpy, scipy.sparse"])[:2] for _ in range(3)]
+    print(
+        f"import numpy + scipy.sparse only: {statistics.median(wall for wall, _ in floor):.2f} s wall, "
+        f"{statistics.median(cpu for _, cpu in floor):.2f} s CPU (the floor no cache removes)"
+    )
+    rows = [measure(setup, arguments) for setup in arguments.setups]
+    print(f"load average: {' '.join(f'{value:.1f}' for value in os.getloadavg())} on {os.cpu_count()} CPUs")
+    if arguments.output:
+        with arguments.output.open("w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
 
 
 if __name__ == "__main__":

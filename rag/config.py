@@ -776,6 +776,7 @@ class Plan:
                 f"{out}/reader_thresholds.csv",
             ]
             results += [f"{out}/answers_heldout.csv"] if self.answers["heldout"] is not None else []
+            results.append(f"{out}/answers.md")
         return results + self.comparison_results()
 
 

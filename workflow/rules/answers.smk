@@ -120,6 +120,23 @@ rule answer_tables:
         "../scripts/answer_tables.py"
 
 
+rule answers_document:
+    input:
+        summary=f"{RESULTS}/answers_summary.csv",
+        thresholds=f"{RESULTS}/reader_thresholds.csv",
+        heldout=[f"{RESULTS}/answers_heldout.csv"] if ANSWERS and ANSWERS["heldout"] else [],
+    output:
+        f"{RESULTS}/answers.md",
+    log:
+        "logs/answers_document.log",
+    conda:
+        "../envs/rag.yaml"
+    params:
+        code=script_digest("answers_document.py"),
+    script:
+        "../scripts/answers_document.py"
+
+
 rule abstention:
     input:
         abstention_inputs(),

@@ -1,0 +1,117 @@
+"""results/answers.md: the best setup, every row and the held-out table come from the tables."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from rag.answering.answers_document import answer_rows, answers_document
+
+SETUP = {"corpus": "c", "chunker": "k"}
+
+
+def summary_rows(retriever: str, reader: str, correct: int, wrong: int, refused: int) -> list[dict]:
+    base = {**SETUP, "retriever": retriever, "reader": reader}
+    return [
+        {
+            **base,
+            "group": "single_document",
+            "questions": 10,
+            "correct": correct,
+            "wrong": wrong,
+            "abstained": 10 - correct - wrong,
+            "correct_share_low": correct / 20,
+            "correct_share_high": min(1.0, correct / 8),
+            "refused_unanswerable": 0,
+        },
+        {
+            **base,
+            "group": "unanswerable",
+            "questions": 3,
+            "correct": 0,
+            "wrong": 3 - refused,
+            "abstained": refused,
+            "correct_share_low": 0.0,
+            "correct_share_high": 0.0,
+            "refused_unanswerable": refused,
+        },
+    ]
+
+
+SUMMARY = pd.DataFrame(
+    summary_rows("bm25", "extractive", 5, 4, 1)
+    + summary_rows("bm25", "reader", 7, 2, 3)
+    + summary_rows("dense", "reader", 7, 1, 2)
+)
+THRESHOLDS = pd.DataFrame(
+    [
+        {**SETUP, "retriever": "dense", "reader": "reader", "fold": "all", "threshold": 0.75},
+        {**SETUP, "retriever": "bm25", "reader": "reader", "fold": "all", "threshold": 0.9},
+        {**SETUP, "retriever": "bm25", "reader": "reader", "fold": "0", "threshold": 2.0},
+    ]
+)
+
+
+def test_rows_are_ordered_by_correct_then_fewest_wrong():
+    rows = answer_rows(SUMMARY)
+    assert list(zip(rows.retriever, rows.reader, strict=True)) == [
+        ("dense", "reader"),
+        ("bm25", "reader"),
+        ("bm25", "extractive"),
+    ]
+    assert list(rows.refused_unanswerable) == [2, 3, 1]
+
+
+def test_the_document_names_the_best_setup_its_threshold_and_every_row():
+    document = answers_document(SUMMARY, THRESHOLDS)
+    assert "Best: k + dense + reader, which quotes the evidence for 7 of 10" in document
+    assert (
+        "answers 1 wrongly and abstains on 2. Its threshold, chosen on every question, is 0.75." in document
+    )
+    assert "| k | bm25 | extractive | 5 of 10 (0.500, 0.25-0.62) | 4 | 1 | 1 of 3 |" in document
+    # Only fold "all" counts: the fold-0 threshold of 2.0 is not reported.
+    assert "- `reader`: 0.75 to 0.90 over 2 rankings" in document
+    assert "held-out" not in document
+
+
+def test_the_heldout_table_pairs_single_document_and_unanswerable_rows():
+    keys = {"questions_file": "heldout", "retriever": "bm25_lsa_ivf", "generator": "reader", "threshold": 0.8}
+    heldout = pd.DataFrame(
+        [
+            {
+                **keys,
+                "group": "single_document",
+                "questions": 17,
+                "correct": 15,
+                "wrong": 0,
+                "abstained": 2,
+                "correct_share_low": 0.7,
+                "correct_share_high": 1.0,
+            },
+            {
+                **keys,
+                "group": "unanswerable",
+                "questions": 3,
+                "correct": 0,
+                "wrong": 2,
+                "abstained": 1,
+                "correct_share_low": 0.0,
+                "correct_share_high": 0.0,
+            },
+        ]
+    )
+    document = answers_document(SUMMARY, THRESHOLDS, heldout)
+    assert (
+        "| heldout | bm25_lsa_ivf | reader | 0.8 | 15 of 17 (0.882, 0.70-1.00) | 0 | 2 | 1 of 3 |" in document
+    )
+
+
+def test_the_committed_document_is_the_one_the_tables_give():
+    from pathlib import Path
+
+    results = Path(__file__).parents[2] / "results"
+    document = answers_document(
+        pd.read_csv(results / "answers_summary.csv"),
+        pd.read_csv(results / "reader_thresholds.csv", dtype={"fold": str}),
+        pd.read_csv(results / "answers_heldout.csv"),
+    )
+    assert (results / "answers.md").read_text() == document

@@ -1,0 +1,16 @@
+"""results/answers.md from the answer tables, never by hand."""
+
+import pandas as pd
+
+from rag import io
+from rag.answering.answers_document import answers_document
+
+log = io.start_log(snakemake.log[0])
+heldout = pd.read_csv(snakemake.input.heldout[0]) if snakemake.input.heldout else None
+document = answers_document(
+    pd.read_csv(snakemake.input.summary),
+    pd.read_csv(snakemake.input.thresholds, dtype={"fold": str}),
+    heldout,
+)
+io.write_text(snakemake.output[0], document)
+io.finish_job()
