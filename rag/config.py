@@ -368,7 +368,7 @@ def canonical_answers(
         "pairs": [list(item) for item in chosen],
         "generation": generation,
         "reader": canonical_reader(entry.get("reader") or {}, f"{where}['reader']"),
-        "heldout": dict(entry["heldout"]) if entry.get("heldout") else None,
+        "heldout": canonical_heldout(entry.get("heldout")),
         "abstention": {
             "chunker": abstention_chunker,
             "retriever": abstention_retriever,
@@ -780,6 +780,15 @@ class Plan:
         return results + self.comparison_results()
 
 
+def canonical_heldout(entry: Mapping | None) -> dict | None:
+    """The held-out check with its question files as a list: one file, or one per round of
+    questions written after a freeze of the reader, each reported apart."""
+    if not entry:
+        return None
+    files = entry["questions"]
+    return {**entry, "questions": [files] if isinstance(files, str) else list(files)}
+
+
 def _check_finite(node: object, path: str = "config") -> None:
     """NaN and infinity pass a schema's bounds (every comparison with NaN is false), so refuse them first."""
     if isinstance(node, float) and not math.isfinite(node):
@@ -1059,6 +1068,12 @@ def _answers(plan: Plan) -> dict | None:
             return {**answers, "heldout": None}
         if plan.corpora[heldout["corpus"]]["source"] != "markdown":
             raise ConfigError(f"{where}['corpus']: {heldout['corpus']!r} is not a markdown corpus")
+        names = [Path(path).stem for path in heldout["questions"]]
+        if len(set(names)) < len(names) or "development" in names:
+            raise ConfigError(
+                f"{where}['questions']: each file is reported under its name, so the names must "
+                f"differ from each other and from 'development', got {names}"
+            )
     return answers
 
 

@@ -588,3 +588,20 @@ def test_snakemake_stops_with_the_plans_line(tmp_path):
     assert result.returncode != 0
     assert "duplicate key 'depth'" in result.stdout + result.stderr
     assert not (workdir / "work").exists()
+
+
+def test_heldout_questions_are_one_file_or_a_list_of_distinct_names():
+    one = copy.deepcopy(BUNDLED)
+    one["answers"]["heldout"]["questions"] = "resources/solar_system/heldout_questions.yaml"
+    assert plan_of(one, PROJECT).answers["heldout"]["questions"] == [
+        "resources/solar_system/heldout_questions.yaml"
+    ]
+    several = copy.deepcopy(BUNDLED)
+    several["answers"]["heldout"]["questions"] = ["a/round1.yaml", "b/round2.yaml"]
+    assert plan_of(several, PROJECT).answers["heldout"]["questions"] == ["a/round1.yaml", "b/round2.yaml"]
+    several["answers"]["heldout"]["questions"] = ["a/round.yaml", "b/round.yaml"]
+    assert "['heldout']['questions']: each file is reported under its name" in error_of(several, PROJECT)
+    several["answers"]["heldout"]["questions"] = ["a/development.yaml"]
+    assert "differ from each other and from 'development'" in error_of(several, PROJECT)
+    several["answers"]["heldout"]["questions"] = []
+    assert "['heldout']" in error_of(several, PROJECT)

@@ -1,5 +1,7 @@
 """Answer the development and the held-out questions through rag ask's path, the reader frozen."""
 
+from pathlib import Path
+
 import pandas as pd
 
 from rag.answering.answers import measure_ask
@@ -11,10 +13,11 @@ from rag.labels import parse_questions
 log = start_log(snakemake.log[0])
 files = [(file.name, file.text) for file in read_markdown_folder(snakemake.input.documents)]
 documents = parse_documents(files, location=f"{snakemake.input.documents}/")
-question_sets = {
-    name: parse_questions(read_yaml(path), path)
-    for name, path in (("development", snakemake.input.development), ("heldout", snakemake.input.heldout))
-}
+# The development questions, then each held-out file under its own name (its file name).
+named = [("development", snakemake.input.development)] + [
+    (Path(path).stem, path) for path in snakemake.input.heldout
+]
+question_sets = {name: parse_questions(read_yaml(path), path) for name, path in named}
 embedder = CachedSentenceEmbedder(snakemake.params.cache) if dense_available() else None
 if embedder is None:
     log.warning("the dense extra is not installed: only the spec's BM25 + LSA + IVF retriever is measured")
