@@ -36,7 +36,11 @@ from pathlib import Path
 
 import pandas as pd
 import yaml
-from pipeline_overhead import copy_project  # benchmarks/pipeline_overhead.py: the same project copy
+
+PROJECT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT))
+
+from rag.reproduce import copy_inputs  # noqa: E402
 
 MODES = ("local", "grouped", "ungrouped")
 GROUPING_KEYS = ("groups", "group-components", "slurm-array-jobs")
@@ -54,7 +58,7 @@ def ungrouped_profile(workdir: Path) -> Path:
 
 
 def build(mode: str, root: Path, number: int) -> dict:
-    workdir = copy_project(root / f"{mode}_{number}")
+    workdir = copy_inputs(PROJECT, root / f"{mode}_{number}")
     command = [sys.executable, "-m", "snakemake"]
     if mode == "local":
         command += ["--cores", "2"]

@@ -56,7 +56,10 @@ import pandas as pd
 import yaml
 
 PROJECT = Path(__file__).resolve().parents[1]
-COPIED = ("Snakefile", "workflow", "rag", "config.yaml", "resources")
+sys.path.insert(0, str(PROJECT))
+
+from rag.reproduce import copy_inputs, job_counts  # noqa: E402
+
 GOALS = {"clean_build": 60.0, "noop_rerun": 5.0, "rebuild_warm_cache": 60.0}
 # What a rebuild deletes: everything the workflow writes except the embedding cache.
 OUTPUTS = ("work", "results", "logs", ".snakemake", "benchmarks/logs")
@@ -78,20 +81,6 @@ def children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def job_stats(output: str) -> dict[str, int]:
-    """Rule -> jobs from Snakemake's "Job stats" table (empty when nothing is done)."""
-    if "Job stats:" not in output:
-        return {}
-    counts = {}
-    for line in output.split("Job stats:", 1)[1].splitlines()[3:]:
-        match = re.match(r"^(\S+)\s+(\d+)$", line.strip())
-        if not match:
-            break
-        if match.group(1) != "total":
-            counts[match.group(1)] = int(match.group(2))
-    return counts
-
-
 def run_snakemake(workdir: Path, scenario: str, cores: int) -> Run:
     command = [sys.executable, "-m", "snakemake", "--cores", str(cores)]
     environment = {**os.environ, "PYTHONPATH": str(workdir)}
@@ -101,7 +90,7 @@ def run_snakemake(workdir: Path, scenario: str, cores: int) -> Run:
     wall, cpu = time.perf_counter() - start, children_cpu() - cpu
     if result.returncode != 0:
         raise SystemExit(f"{scenario}: snakemake failed\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
-    jobs = job_stats(result.stdout + result.stderr)
+    jobs = job_counts(result.stdout + result.stderr)
     print(f"{scenario}: {wall:.1f} s wall, {cpu:.1f} s CPU, {sum(jobs.values())} jobs (load {load:.1f})")
     return Run(scenario, wall, cpu, jobs, load)
 
@@ -129,17 +118,6 @@ def repeated_builds(workdir: Path, scenario: str, cores: int, builds: int, keep_
         middle.load_average,
         tuple(run.wall_seconds for run in runs),
     )
-
-
-def copy_project(destination: Path) -> Path:
-    destination.mkdir(parents=True)
-    for name in COPIED:
-        source = PROJECT / name
-        if source.is_dir():
-            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(source, destination / name)
-    return destination
 
 
 def add_retriever(workdir: Path) -> int:
@@ -227,7 +205,7 @@ def main() -> None:
     arguments = parse_arguments()
     root = Path(tempfile.mkdtemp(prefix="pipeline_overhead."))
     try:
-        workdir = copy_project(root / "project")
+        workdir = copy_inputs(PROJECT, root / "project")
         clean = repeated_builds(workdir, "clean_build", arguments.cores, arguments.builds, keep_cache=False)
         noop = run_snakemake(workdir, "noop_rerun", arguments.cores)
         original_config = (workdir / "config.yaml").read_text()

@@ -40,6 +40,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
 from rag.corpus.synthetic_corpus import CorpusShape, write_collection  # noqa: E402
+from rag.reproduce import WORKFLOW_CODE, copy_inputs  # noqa: E402
 
 MEMORY_LIMIT_MB = 24 * 1024
 CHUNKER = "whole"
@@ -119,13 +120,7 @@ def configuration(collection: Path, documents: int) -> dict:
 def build(run: Path, collection: Path, documents: int, cores: int) -> None:
     if run.exists():
         shutil.rmtree(run)
-    run.mkdir(parents=True)
-    for name in ("Snakefile", "workflow", "rag"):
-        source = PROJECT / name
-        if source.is_dir():
-            shutil.copytree(source, run / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(source, run / name)
+    copy_inputs(PROJECT, run, WORKFLOW_CODE)  # its own config.yaml follows
     (run / "config.yaml").write_text(
         yaml.safe_dump(configuration(collection.resolve(), documents), sort_keys=False)
     )

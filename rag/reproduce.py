@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,8 +45,10 @@ TIMING_COLUMNS: Mapping[str, frozenset[str]] = {
 # Columns compared within an absolute tolerance instead of exactly: (file, column) -> tolerance.
 # Empty: every non-timing cell of the bundled grid reproduces exactly under any BLAS kernel.
 COLUMN_TOLERANCES: Mapping[tuple[str, str], float] = {}
+# The workflow's code: what a copy of the project needs to run on another configuration.
+WORKFLOW_CODE = ("Snakefile", "workflow", "rag")
 # What a run reads: copied into the scratch folder, nothing else.
-TRACKED_INPUTS = ("Snakefile", "config.yaml", "workflow", "rag", "resources")
+TRACKED_INPUTS = (*WORKFLOW_CODE, "config.yaml", "resources")
 
 
 @dataclass(frozen=True)
@@ -165,10 +168,15 @@ def compare_folders(committed: Path, regenerated: Path) -> list[CellDifference]:
     return differences
 
 
-def copy_inputs(project: Path, scratch: Path) -> None:
-    """Copy the tracked inputs of a run (not work/, results/ or caches) into ``scratch``."""
+def copy_inputs(project: Path, scratch: Path, names: Sequence[str] = TRACKED_INPUTS) -> Path:
+    """Copy the tracked inputs of a run (not work/, results/ or caches) into ``scratch``; returns it.
+
+    ``names`` picks fewer, e.g. :data:`WORKFLOW_CODE` for a copy that will be
+    given its own configuration. ``scratch`` is made when missing.
+    """
+    scratch.mkdir(parents=True, exist_ok=True)
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
-    for name in TRACKED_INPUTS:
+    for name in names:
         source = project / name
         if source.is_dir():
             shutil.copytree(source, scratch / name, ignore=ignore)
@@ -176,6 +184,26 @@ def copy_inputs(project: Path, scratch: Path) -> None:
             shutil.copy2(source, scratch / name)
         else:
             raise FileNotFoundError(f"{source}: a tracked input of the pipeline is missing")
+    return scratch
+
+
+def job_counts(log: str) -> dict[str, int]:
+    """Rule -> jobs from the "Job stats" table of a Snakemake run's (or dry run's) output.
+
+    Empty when Snakemake found nothing to be done; an output with neither is an error.
+    """
+    if "Nothing to be done" in log:
+        return {}
+    if "Job stats:" not in log:
+        raise ValueError(f"no job stats in the Snakemake output:\n{log[-3000:]}")
+    counts = {}
+    for line in log.split("Job stats:", 1)[1].splitlines()[3:]:
+        match = re.match(r"^(\S+)\s+(\d+)$", line.strip())
+        if not match:
+            break
+        if match.group(1) != "total":
+            counts[match.group(1)] = int(match.group(2))
+    return counts
 
 
 def regenerate(project: Path, scratch: Path, cores: int) -> subprocess.CompletedProcess:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import yaml
 
+from rag.reproduce import WORKFLOW_CODE, copy_inputs, job_counts
+
 PROJECT = Path(__file__).resolve().parents[1]
 FIXTURES = PROJECT / "tests" / "fixtures"
 
@@ -29,14 +31,7 @@ unmarked_test: str | None = None
 
 def copy_project(destination: Path) -> Path:
     """A private copy of the workflow and the package, safe to edit in a test."""
-    destination.mkdir(parents=True, exist_ok=True)
-    for name in ("Snakefile", "workflow", "rag"):
-        source = PROJECT / name
-        if source.is_dir():
-            shutil.copytree(source, destination / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy(source, destination / name)
-    return destination
+    return copy_inputs(PROJECT, destination, WORKFLOW_CODE)
 
 
 def make_workdir(destination: Path, fixture: str = "tiny") -> Path:
@@ -73,18 +68,7 @@ def planned_jobs(
 ) -> dict[str, int]:
     """Rule -> job count of a dry run (of ``targets``, default all); empty when there is nothing to do."""
     result = snakemake(workdir, "-n", "--cores", "1", *targets, snakefile=snakefile)
-    output = result.stdout + result.stderr
-    if "Nothing to be done" in output:
-        return {}
-    table = output.split("Job stats:", 1)[1]
-    counts = {}
-    for line in table.splitlines()[3:]:
-        match = re.match(r"^(\S+)\s+(\d+)$", line.strip())
-        if not match:
-            break
-        if match.group(1) != "total":
-            counts[match.group(1)] = int(match.group(2))
-    return counts
+    return job_counts(result.stdout + result.stderr)
 
 
 def planned_outputs(workdir: Path, snakefile: Path | None = None) -> list[str]:

@@ -161,3 +161,20 @@ def test_the_command_exits_non_zero_and_names_the_cell(tmp_path, monkeypatch, ca
 @pytest.mark.parametrize("name", reproduce.TRACKED_INPUTS)
 def test_the_tracked_inputs_exist(name):
     assert (RESULTS.parent / name).exists()
+
+
+def test_job_counts_read_snakemake_job_stats_and_nothing_to_be_done():
+    table = "job      count\n-----  -------\nall          1\nrank         3\ntotal        4\n"
+    log = f"Building DAG of jobs...\nJob stats:\n{table}\nSelect jobs to execute..."
+    assert reproduce.job_counts(log) == {"all": 1, "rank": 3}
+    assert reproduce.job_counts("Nothing to be done (all requested files are present and up to date).") == {}
+    with pytest.raises(ValueError, match="no job stats"):
+        reproduce.job_counts("Building DAG of jobs...")
+
+
+def test_copy_inputs_copies_only_the_named_inputs_into_a_new_folder(tmp_path):
+    project = Path(__file__).resolve().parents[2]
+    copy = reproduce.copy_inputs(project, tmp_path / "new" / "copy", reproduce.WORKFLOW_CODE)
+    assert copy == tmp_path / "new" / "copy"
+    assert sorted(path.name for path in copy.iterdir()) == sorted(reproduce.WORKFLOW_CODE)
+    assert not list(copy.rglob("__pycache__"))
