@@ -91,15 +91,23 @@ def load_rules() -> list:
 
 
 def script_calls(script: Path) -> tuple[list[str], list[str]]:
-    """(computing functions, rag.io readers and writers) a script imports from rag."""
+    """(computing functions, rag.io readers and writers) a script imports from rag.
+
+    A script that imports the module (``from rag import io``) is read by the
+    ``io.<name>`` it uses, as if it had imported those names.
+    """
     computes, files = set(), set()
-    for node in ast.walk(ast.parse(script.read_text(encoding="utf-8"))):
+    tree = ast.parse(script.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rag"):
             for alias in node.names:
-                if alias.name in PLUMBING:
+                if alias.name in PLUMBING or (node.module, alias.name) == ("rag", "io"):
                     continue
                 name = f"{node.module}.{alias.name}"
                 (files if node.module == "rag.io" else computes).add(name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "io":
+            if node.attr not in PLUMBING:
+                files.add(f"rag.io.{node.attr}")
     return sorted(computes), sorted(files)
 
 

@@ -428,6 +428,16 @@ def write_ranking(
     write_parquet(rankings_to_table(question_ids, rankings, chunk_ids), path, record)
 
 
+def job_filter(job: Any) -> dict | None:
+    """The filter a job's ranking is kept within (its JSON ``filter`` parameter), or None.
+
+    Scripts that serve a rule and its ``_filtered`` twin (fuse, funnel) read
+    the filter here: only the filtered rule has the parameter.
+    """
+    encoded = getattr(job.params, "filter", None)
+    return json.loads(encoded) if encoded else None
+
+
 def write_job_ranking(
     job: Any,
     question_ids: Sequence[str],
@@ -533,6 +543,24 @@ def ranked_chunk_ids(columns: Mapping[str, Sequence], question_ids: Sequence[str
 def read_rankings(path: str | os.PathLike, chunk_ids: Sequence[str], question_ids: Sequence[str]) -> dict:
     """A rankings file as question id -> Ranking (see ``rankings_from_columns``)."""
     return rankings_from_columns(read_columns(path, RANKING_COLUMNS), chunk_ids, question_ids)
+
+
+def read_component_rankings(
+    paths: Sequence[str | os.PathLike], chunk_ids: Sequence[str]
+) -> tuple[list[str], list[dict]]:
+    """The rankings files of a fusion's components, read over the same questions.
+
+    Returns every question any component ranks, sorted, and each component
+    as question id -> Ranking over those questions (see ``rankings_from_columns``).
+    """
+    tables = [read_columns(path, RANKING_COLUMNS) for path in paths]
+    question_ids = sorted(set().union(*(table["question_id"] for table in tables)))
+    return question_ids, [rankings_from_columns(table, chunk_ids, question_ids) for table in tables]
+
+
+def read_component_provenance(names: Sequence[str], paths: Sequence[str | os.PathLike]) -> dict[str, dict]:
+    """Component name -> the provenance of its rankings file, for a composite ranking's record."""
+    return {name: read_provenance(path) for name, path in zip(names, paths, strict=True)}
 
 
 def read_ranked_chunk_ids(path: str | os.PathLike, question_ids: Sequence[str]) -> dict[str, list[str]]:

@@ -11,7 +11,16 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rag.io import read_provenance, read_ranked_chunk_ids, write_job_ranking, write_parquet, write_ranking
+from rag.io import (
+    job_filter,
+    read_component_provenance,
+    read_component_rankings,
+    read_provenance,
+    read_ranked_chunk_ids,
+    write_job_ranking,
+    write_parquet,
+    write_ranking,
+)
 from rag.provenance import (
     RECORDED_LIBRARIES,
     composite_record,
@@ -143,7 +152,7 @@ RANKING_SCRIPTS = ["rank.py", "rank_embedder.py", "rank_ivf.py", "rank_filtered.
 def test_every_ranking_script_writes_through_write_ranking_with_its_code(script):
     """Through write_job_ranking, which takes the output, chunk set and code digest from the job."""
     source = (SCRIPTS / script).read_text()
-    assert re.search(r"^write_job_ranking\(snakemake, ", source, re.MULTILINE)
+    assert re.search(r"^(io\.)?write_job_ranking\(snakemake, ", source, re.MULTILINE)
     assert "write_ranking(" not in source
     assert "write_parquet" not in source and "rankings_to_table" not in source
 
@@ -185,3 +194,32 @@ def test_committed_provenance_table_has_no_empty_digest_cell():
     assert empty == []
     # Every (chunk set, retriever, filter) has its own record.
     assert len({row["provenance"] for row in rows}) == len(rows)
+
+
+def test_component_rankings_are_read_over_every_question_any_component_ranks(tmp_path):
+    chunk_ids = ["chunk-a", "chunk-b"]
+    first = write(tmp_path / "first")  # ranks q1; q2 has an empty ranking, so no rows
+    second = tmp_path / "second.parquet"
+    write_ranking(
+        second,
+        ["q0"],
+        [Ranking(np.array([0]), np.array([3.0]))],
+        chunk_ids,
+        chunk_set=CHUNK_SET,
+        retriever=retriever_record(LSA),
+        code="abc",
+        stage="rank",
+    )
+    question_ids, (one, two) = read_component_rankings([first, second], chunk_ids)
+    assert question_ids == ["q0", "q1"]
+    assert list(one["q1"].positions) == [1, 0] and len(one["q0"].positions) == 0
+    assert list(two["q0"].positions) == [0] and len(two["q1"].positions) == 0
+    records = read_component_provenance(["bm25", "lsa8"], [first, second])
+    assert records == {"bm25": read_provenance(first), "lsa8": read_provenance(second)}
+
+
+def test_a_job_filter_is_its_decoded_filter_parameter_or_none():
+    assert job_filter(SimpleNamespace(params=SimpleNamespace(filter='{"access": ["public"]}'))) == {
+        "access": ["public"]
+    }
+    assert job_filter(SimpleNamespace(params=SimpleNamespace())) is None

@@ -2,27 +2,19 @@
 
 import json
 
-from rag.io import (
-    finish_job,
-    load_arrays,
-    read_columns,
-    read_questions,
-    save_arrays,
-    start_log,
-    write_job_ranking,
-)
+from rag import io
 from rag.provenance import ivf_record
 from rag.retrieval.retrievers import build_ivf_retriever, chunk_embeddings, load_retriever, search
 from rag.retrieval.search import chunk_id_order
 
-log = start_log(snakemake.log[0])
+log = io.start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
 base_entry = json.loads(snakemake.params.base)
 name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakemake.wildcards.chunker}"
-chunk_ids = read_columns(snakemake.input.chunks, ["chunk_id"])["chunk_id"]
-questions = read_questions(snakemake.input.questions)
+chunk_ids = io.read_columns(snakemake.input.chunks, ["chunk_id"])["chunk_id"]
+questions = io.read_questions(snakemake.input.questions)
 
-base = load_retriever(base_entry, load_arrays(snakemake.input.base_index))
+base = load_retriever(base_entry, io.load_arrays(snakemake.input.base_index))
 embedded = len(chunk_embeddings(base))
 if embedded != len(chunk_ids):
     raise ValueError(
@@ -43,7 +35,7 @@ log.info(
     len(questions),
 )
 
-save_arrays(snakemake.output.index, retriever.index.to_arrays())
+io.save_arrays(snakemake.output.index, retriever.index.to_arrays())
 record = ivf_record(entry, base_entry)
-write_job_ranking(snakemake, [q.question_id for q in questions], rankings, chunk_ids, record, "rank_ivf")
-finish_job()
+io.write_job_ranking(snakemake, [q.question_id for q in questions], rankings, chunk_ids, record, "rank_ivf")
+io.finish_job()
