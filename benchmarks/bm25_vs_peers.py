@@ -84,8 +84,6 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from timing import interleaved_medians  # noqa: E402  (benchmarks/timing.py)
-
 from rag.corpus.beir import DEFAULT_SPLIT  # noqa: E402
 from rag.evaluation.document_relevance import BEIR_NDCG_K, BEIR_RECALL_K, document_relevance  # noqa: E402
 from rag.evaluation.metrics import Relevance, ndcg_at, recall_at  # noqa: E402
@@ -93,6 +91,7 @@ from rag.io import beir_files, read_beir_collection  # noqa: E402
 from rag.retrieval.bm25 import bm25_search, build_bm25_index  # noqa: E402
 from rag.retrieval.tfidf import build_tfidf_index, tfidf_search  # noqa: E402
 from rag.text import analyze  # noqa: E402
+from rag.timing import interleaved_median_seconds  # noqa: E402
 
 K1, B = 1.5, 0.75
 AGREEMENT_DEPTH = 10  # depth of the timed searches of synthetic collections, too
@@ -378,7 +377,7 @@ def measure(collection: Collection, arguments: argparse.Namespace) -> list[dict]
         name: peak_megabytes(build) for name, build in (builders | {"rank_bm25": build_rank_bm25}).items()
     }
     gc.collect()
-    index_seconds = interleaved_medians(builders, arguments.repeats)
+    index_seconds = interleaved_median_seconds(builders, arguments.repeats)
     index_seconds["rank_bm25"], okapi = timed(build_rank_bm25)
     ours, retriever, ours_tfidf = build_ours(), build_bm25s(), build_ours_tfidf()
     vectorizer, matrix = build_sklearn()
@@ -405,7 +404,7 @@ def measure(collection: Collection, arguments: argparse.Namespace) -> list[dict]
         ("ours_tfidf", "batch"): lambda: tfidf_search(ours_tfidf, tfidf_queries, depth),
         ("sklearn", "batch"): lambda: sklearn_search(vectorizer, matrix, tfidf_queries, k),
     }
-    query_seconds = interleaved_medians(query_runs, arguments.repeats)
+    query_seconds = interleaved_median_seconds(query_runs, arguments.repeats)
     # The slow paths on a subsample, and our side of their ratios on the same one.
     slow_bm25, slow_tfidf = bm25_queries[slow], tfidf_queries[slow]
     slow_runs = {
@@ -419,7 +418,7 @@ def measure(collection: Collection, arguments: argparse.Namespace) -> list[dict]
             tfidf_search(ours_tfidf, [query], depth) for query in slow_tfidf
         ],
     }
-    slow_seconds = interleaved_medians(slow_runs, arguments.repeats)
+    slow_seconds = interleaved_median_seconds(slow_runs, arguments.repeats)
     rates = {key: len(bm25_queries) / seconds for key, seconds in query_seconds.items()}
     rates |= {key: slow_count / seconds for key, seconds in slow_seconds.items()}
     rates[("rank_bm25", "batch")] = rates[("rank_bm25", "single")]  # no batch call

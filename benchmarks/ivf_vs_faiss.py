@@ -32,9 +32,8 @@ from threadpoolctl import threadpool_limits
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from timing import interleaved_medians  # noqa: E402  (benchmarks/timing.py)
-
 from rag.retrieval import ivf, synthetic  # noqa: E402
+from rag.timing import interleaved_median_seconds  # noqa: E402
 
 RECALL_TOLERANCE = 0.02
 IVF_TIME_GOAL = 2.0
@@ -113,7 +112,7 @@ def main() -> None:
         exact = ivf.exact_search(vectors, queries, k)
         _, faiss_exact_positions = flat.search(queries, k)
         exact_agreement = ivf.recall_against_exact(faiss_exact_positions, exact.positions, k)
-        exact_times = interleaved_medians(
+        exact_times = interleaved_median_seconds(
             {"ours": lambda: ivf.exact_search(vectors, queries, k), "faiss": lambda: flat.search(queries, k)},
             arguments.repeats,
         )
@@ -136,7 +135,7 @@ def main() -> None:
             theirs.nprobe = probes
             ours_result = ours.search(queries, probes, k)
             _, faiss_positions = theirs.search(queries, k)
-            times = interleaved_medians(
+            times = interleaved_median_seconds(
                 {
                     "ours": lambda p=probes: ours.search(queries, p, k),
                     "faiss": lambda: theirs.search(queries, k),

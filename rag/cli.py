@@ -264,9 +264,9 @@ def _index_modules(dense: bool = False) -> list[object]:
     from rag import chunking, text
     from rag.answering import question_answering
     from rag.corpus import documents
-    from rag.retrieval import bm25, ivf, lsa, search, tfidf
+    from rag.retrieval import bm25, ivf, lsa, search, stored_arrays, tfidf
 
-    modules = [text, documents, chunking, search, bm25, tfidf, lsa, ivf, question_answering]
+    modules = [text, documents, chunking, search, stored_arrays, bm25, tfidf, lsa, ivf, question_answering]
     if dense:
         from rag.retrieval.dense import embedder
 
@@ -542,7 +542,7 @@ def _retriever(requested: str) -> str:
 
 def ask(arguments: argparse.Namespace) -> int:
     from rag.answering.prompts import PromptBudgetError
-    from rag.answering.question_answering import IndexOptions, answer_question
+    from rag.answering.question_answering import IndexOptions, RetrievalSettings, answer_question
     from rag.answering.reader import DEFAULT_THRESHOLD, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
 
     generate = _hosted_generator() if arguments.generator == "hosted" else None
@@ -576,8 +576,7 @@ def ask(arguments: argparse.Namespace) -> int:
         report = answer_question(
             index,
             arguments.question,
-            sources=arguments.sources,
-            probes=arguments.probes,
+            RetrievalSettings(sources=arguments.sources, probes=arguments.probes),
             threshold=threshold,
             budget=arguments.budget,
             generate=generate,

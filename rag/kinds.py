@@ -99,113 +99,113 @@ _HEADER = Parameter("boolean", True)
 _WORDS = Parameter("integer", REQUIRED, minimum=1, maximum=100_000)
 _COUNT = 1_000_000
 
-CHUNKER_KINDS: dict[str, Kind] = {
-    kind.name: kind
-    for kind in (
-        Kind(
-            "fixed",
-            "chunker",
-            {
-                "words": _WORDS,
-                "overlap": Parameter("integer", 0, minimum=0, maximum=100_000),
-                "header": _HEADER,
-            },
-        ),
-        Kind("sentences", "chunker", {"max_words": _WORDS, "header": _HEADER}),
-        Kind("sections", "chunker", {"header": _HEADER}),
-    )
-}
 
-RETRIEVER_KINDS: dict[str, Kind] = {
-    kind.name: kind
-    for kind in (
-        Kind(
-            "bm25",
-            "fitted",
-            {
-                "k1": Parameter("number", 1.5, minimum=0, maximum=100),
-                "b": Parameter("number", 0.75, minimum=0, maximum=1),
-                "idf": Parameter("string", "lucene", choices=("lucene", "classic")),
-                "stem": _STEM,
-            },
-        ),
-        Kind(
-            "tfidf",
-            "fitted",
-            {"normalize": Parameter("boolean", True), "sublinear": Parameter("boolean", True), "stem": _STEM},
-        ),
-        Kind(
-            "lsa",
-            "fitted",
-            {
-                "dimensions": Parameter("integer", 128, minimum=1, maximum=10_000),
-                "min_df": Parameter("integer", 2, minimum=1, maximum=_COUNT),
-                "stem": _STEM,
-            },
-            dense=True,
-        ),
-        # 256 tokens is the limit all-MiniLM-L6-v2 was trained with; text picks the
-        # chunk with its "title › section" header (indexed) or without (plain).
-        Kind(
-            "embedder",
-            "pretrained",
-            {
-                "model": Parameter("string", "all-MiniLM-L6-v2", choices=("all-MiniLM-L6-v2",)),
-                "batch_size": Parameter("integer", 32, minimum=1, maximum=4096),
-                "max_tokens": Parameter("integer", 256, minimum=2, maximum=512),
-                "text": Parameter("string", "indexed", choices=("indexed", "plain")),
-                # numpy on the CPU, or torch on a GPU when present (rag.retrieval.dense.sentence_embeddings).
-                "device": Parameter("string", "cpu", choices=("cpu", "cuda", "auto")),
-            },
-            dense=True,
-        ),
-        Kind(
-            "rrf",
-            "fused",
-            {
-                "components": Parameter("names"),
-                "constant": Parameter("number", 60, minimum=0, maximum=_COUNT),
-            },
-        ),
-        Kind("score_sum", "fused", {"components": Parameter("names")}),
-        # Weighted fusion whose weights are chosen by cross-validation on the
-        # labelled questions (rag.evaluation.learned_fusion; rule fuse_learned).
-        Kind(
-            "learned",
-            "learned",
-            {
-                "components": Parameter("names"),
-                "fusion": Parameter("string", "minmax", choices=("rrf", "minmax", "zscore")),
-                "constant": Parameter("number", 60, minimum=0, maximum=_COUNT),
-                "folds": Parameter("integer", 5, minimum=2, maximum=100),
-                "seed": Parameter("integer", 0, minimum=0, maximum=2**32 - 1),
-                "steps": Parameter("integer", 10, minimum=1, maximum=100),
-                "objective": Parameter("string", "ndcg", choices=("ndcg", "recall", "mrr")),
-                "objective_k": Parameter("integer", 10, minimum=1, maximum=_COUNT),
-            },
-        ),
-        Kind(
-            "ivf",
-            "approximate",
-            {
-                "base": Parameter("name"),
-                "lists": Parameter("integer", 16, minimum=1, maximum=_COUNT),
-                "probes": Parameter("integer", 4, minimum=1, maximum=_COUNT),
-                "seed": Parameter("integer", 0, minimum=0, maximum=2**32 - 1),
-            },
-        ),
-        Kind(
-            "funnel",
-            "funnel",
-            {
-                "first": Parameter("name"),
-                "rerank": Parameter("name", None, nullable=True),
-                "candidates": Parameter("integer", 30, minimum=1, maximum=_COUNT),
-                "diversity": Parameter("integer", None, minimum=1, maximum=_COUNT, nullable=True),
-            },
-        ),
-    )
-}
+def _by_name(*kinds: Kind) -> dict[str, Kind]:
+    """The kinds keyed by their names, in table order, so that each name is written once."""
+    return {kind.name: kind for kind in kinds}
+
+
+CHUNKER_KINDS: dict[str, Kind] = _by_name(
+    Kind(
+        "fixed",
+        "chunker",
+        {
+            "words": _WORDS,
+            "overlap": Parameter("integer", 0, minimum=0, maximum=100_000),
+            "header": _HEADER,
+        },
+    ),
+    Kind("sentences", "chunker", {"max_words": _WORDS, "header": _HEADER}),
+    Kind("sections", "chunker", {"header": _HEADER}),
+)
+
+RETRIEVER_KINDS: dict[str, Kind] = _by_name(
+    Kind(
+        "bm25",
+        "fitted",
+        {
+            "k1": Parameter("number", 1.5, minimum=0, maximum=100),
+            "b": Parameter("number", 0.75, minimum=0, maximum=1),
+            "idf": Parameter("string", "lucene", choices=("lucene", "classic")),
+            "stem": _STEM,
+        },
+    ),
+    Kind(
+        "tfidf",
+        "fitted",
+        {"normalize": Parameter("boolean", True), "sublinear": Parameter("boolean", True), "stem": _STEM},
+    ),
+    Kind(
+        "lsa",
+        "fitted",
+        {
+            "dimensions": Parameter("integer", 128, minimum=1, maximum=10_000),
+            "min_df": Parameter("integer", 2, minimum=1, maximum=_COUNT),
+            "stem": _STEM,
+        },
+        dense=True,
+    ),
+    # 256 tokens is the limit all-MiniLM-L6-v2 was trained with; text picks the
+    # chunk with its "title › section" header (indexed) or without (plain).
+    Kind(
+        "embedder",
+        "pretrained",
+        {
+            "model": Parameter("string", "all-MiniLM-L6-v2", choices=("all-MiniLM-L6-v2",)),
+            "batch_size": Parameter("integer", 32, minimum=1, maximum=4096),
+            "max_tokens": Parameter("integer", 256, minimum=2, maximum=512),
+            "text": Parameter("string", "indexed", choices=("indexed", "plain")),
+            # numpy on the CPU, or torch on a GPU when present (rag.retrieval.dense.sentence_embeddings).
+            "device": Parameter("string", "cpu", choices=("cpu", "cuda", "auto")),
+        },
+        dense=True,
+    ),
+    Kind(
+        "rrf",
+        "fused",
+        {
+            "components": Parameter("names"),
+            "constant": Parameter("number", 60, minimum=0, maximum=_COUNT),
+        },
+    ),
+    Kind("score_sum", "fused", {"components": Parameter("names")}),
+    # Weighted fusion whose weights are chosen by cross-validation on the
+    # labelled questions (rag.evaluation.learned_fusion; rule fuse_learned).
+    Kind(
+        "learned",
+        "learned",
+        {
+            "components": Parameter("names"),
+            "fusion": Parameter("string", "minmax", choices=("rrf", "minmax", "zscore")),
+            "constant": Parameter("number", 60, minimum=0, maximum=_COUNT),
+            "folds": Parameter("integer", 5, minimum=2, maximum=100),
+            "seed": Parameter("integer", 0, minimum=0, maximum=2**32 - 1),
+            "steps": Parameter("integer", 10, minimum=1, maximum=100),
+            "objective": Parameter("string", "ndcg", choices=("ndcg", "recall", "mrr")),
+            "objective_k": Parameter("integer", 10, minimum=1, maximum=_COUNT),
+        },
+    ),
+    Kind(
+        "ivf",
+        "approximate",
+        {
+            "base": Parameter("name"),
+            "lists": Parameter("integer", 16, minimum=1, maximum=_COUNT),
+            "probes": Parameter("integer", 4, minimum=1, maximum=_COUNT),
+            "seed": Parameter("integer", 0, minimum=0, maximum=2**32 - 1),
+        },
+    ),
+    Kind(
+        "funnel",
+        "funnel",
+        {
+            "first": Parameter("name"),
+            "rerank": Parameter("name", None, nullable=True),
+            "candidates": Parameter("integer", 30, minimum=1, maximum=_COUNT),
+            "diversity": Parameter("integer", None, minimum=1, maximum=_COUNT, nullable=True),
+        },
+    ),
+)
 
 # Keys every retriever entry may carry besides its kind's parameters.
 COMMON_RETRIEVER_KEYS = ("kind", "chunkers", "optional")

@@ -67,34 +67,33 @@ UNITS: dict[str, frozenset[str]] = {
     RATIO: frozenset("times".split()),
 }
 
+
+def _by_word(rows: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """Word -> acceptable kinds, from rows of space-separated words that ask for the same kinds.
+
+    A row names its kinds once for all its words, so words that ask for the
+    same thing stand together; the dict keeps the words in row order.
+    """
+    return {word: kinds for words, kinds in rows.items() for word in words.split()}
+
+
 # What "how <word>" asks for.
-HOW_KINDS: dict[str, tuple[str, ...]] = {
-    "many": (COUNT,),
-    "much": (NUMBER,),
-    "long": (TIME, LENGTH),
-    "far": (LENGTH,),
-    "high": (LENGTH,),
-    "tall": (LENGTH,),
-    "deep": (LENGTH,),
-    "wide": (LENGTH,),
-    "thick": (LENGTH,),
-    "big": (LENGTH, AREA, MASS, PERCENT, RATIO),
-    "large": (LENGTH, AREA, MASS, PERCENT, RATIO),
-    "small": (LENGTH, AREA, MASS, PERCENT, RATIO),
-    "heavy": (MASS, RATIO),
-    "massive": (MASS, RATIO),
-    "old": (TIME,),
-    "hot": (TEMPERATURE,),
-    "cold": (TEMPERATURE,),
-    "warm": (TEMPERATURE,),
-    "fast": (SPEED, TIME),
-    "quickly": (SPEED, TIME),
-    "slowly": (SPEED, TIME),
-    "strong": (NUMBER,),
-    "bright": (NUMBER,),
-    "dense": (DENSITY, NUMBER),
-    "often": (TIME, COUNT),
-}
+HOW_KINDS: dict[str, tuple[str, ...]] = _by_word(
+    {
+        "many": (COUNT,),
+        "much": (NUMBER,),
+        "long": (TIME, LENGTH),
+        "far high tall deep wide thick": (LENGTH,),
+        "big large small": (LENGTH, AREA, MASS, PERCENT, RATIO),
+        "heavy massive": (MASS, RATIO),
+        "old": (TIME,),
+        "hot cold warm": (TEMPERATURE,),
+        "fast quickly slowly": (SPEED, TIME),
+        "strong bright": (NUMBER,),
+        "dense": (DENSITY, NUMBER),
+        "often": (TIME, COUNT),
+    }
+)
 
 # Words that make "how long" a question about time ("how long is a year",
 # "how long does it take"), not about length.
@@ -104,53 +103,28 @@ DURATION_NOUNS = frozenset(
 )
 
 # Nouns that name a measured quantity: "what is the mean radius of ...".
-MEASURE_KINDS: dict[str, tuple[str, ...]] = {
-    "temperature": (TEMPERATURE,),
-    "temperatures": (TEMPERATURE,),
-    "distance": (LENGTH,),
-    "radius": (LENGTH,),
-    "diameter": (LENGTH,),
-    "height": (LENGTH,),
-    "altitude": (LENGTH,),
-    "depth": (LENGTH,),
-    "width": (LENGTH,),
-    "thickness": (LENGTH,),
-    "circumference": (LENGTH,),
-    "length": (LENGTH, TIME),
-    "size": (LENGTH, AREA),
-    "area": (AREA,),
-    "mass": (MASS,),
-    "weight": (MASS,),
-    "speed": (SPEED,),
-    "velocity": (SPEED,),
-    "period": (TIME,),
-    "duration": (TIME,),
-    "age": (TIME,),
-    "lifetime": (TIME,),
-    "tilt": (ANGLE,),
-    "inclination": (ANGLE,),
-    "obliquity": (ANGLE,),
-    "angle": (ANGLE,),
-    "percentage": (PERCENT,),
-    "percent": (PERCENT,),
-    "share": (PERCENT,),
-    "fraction": (PERCENT, NUMBER),
-    "proportion": (PERCENT, NUMBER),
-    "density": (DENSITY, NUMBER),
-    "gravity": (ACCELERATION, NUMBER),
-    "acceleration": (ACCELERATION,),
-    "cost": (MONEY,),
-    "price": (MONEY,),
-    "budget": (MONEY,),
-    "number": (COUNT,),
-    "magnitude": (NUMBER,),
-    "eccentricity": (NUMBER,),
-    "albedo": (NUMBER,),
-    "pressure": (NUMBER,),
-    "year": (DATE,),
-    "date": (DATE,),
-    "day": (DATE,),
-}
+MEASURE_KINDS: dict[str, tuple[str, ...]] = _by_word(
+    {
+        "temperature temperatures": (TEMPERATURE,),
+        "distance radius diameter height altitude depth width thickness circumference": (LENGTH,),
+        "length": (LENGTH, TIME),
+        "size": (LENGTH, AREA),
+        "area": (AREA,),
+        "mass weight": (MASS,),
+        "speed velocity": (SPEED,),
+        "period duration age lifetime": (TIME,),
+        "tilt inclination obliquity angle": (ANGLE,),
+        "percentage percent share": (PERCENT,),
+        "fraction proportion": (PERCENT, NUMBER),
+        "density": (DENSITY, NUMBER),
+        "acceleration": (ACCELERATION,),
+        "gravity": (ACCELERATION, NUMBER),
+        "cost price budget": (MONEY,),
+        "number": (COUNT,),
+        "magnitude eccentricity albedo pressure": (NUMBER,),
+        "year date day": (DATE,),
+    }
+)
 
 # Question words after "which"/"what" that ask for a person.
 PERSON_NOUNS = frozenset(

@@ -305,6 +305,26 @@ def index_from_bundle(
 
 
 @dataclass(frozen=True)
+class RetrievalSettings:
+    """The query-time options of retrieval: how many chunks become sources, how many IVF
+    lists are probed, and the constant and depth of the fusion.
+
+    One record, so that :func:`retrieve` and :func:`answer_question` share
+    its defaults instead of each repeating them. None of these options
+    shapes the fitted index, so none is part of the cache key: changing them
+    reuses the same index.
+    """
+
+    sources: int = DEFAULT_SOURCES
+    probes: int = DEFAULT_PROBES
+    constant: float = DEFAULT_CONSTANT
+    depth: int = FUSION_DEPTH
+
+
+DEFAULT_RETRIEVAL = RetrievalSettings()
+
+
+@dataclass(frozen=True)
 class RetrievedChunk:
     """A chunk chosen as a source, with its place in the fused list and in each retriever's list.
 
@@ -322,7 +342,14 @@ class RetrievedChunk:
 
 @dataclass(frozen=True)
 class Retrieval:
-    """The chosen chunks of one question and how the two retrievers saw them."""
+    """The chosen chunks of one question and how the two retrievers saw them.
+
+    ``bm25_listed`` and ``dense_listed`` count the chunks each retriever put
+    into the fusion; ``probes`` is the number of IVF lists actually probed
+    (0 without an IVF index) and ``share_scanned`` the share of chunks the
+    dense search scored (1.0 for exact MiniLM search), so a question that
+    found little can be told apart from one whose search looked at little.
+    """
 
     question: str
     chosen: tuple[RetrievedChunk, ...]
@@ -365,18 +392,19 @@ def _minilm_ranking(index: QuestionIndex, question: str, embed: Embed, depth: in
 def retrieve(
     index: QuestionIndex,
     question: str,
-    sources: int = DEFAULT_SOURCES,
-    probes: int = DEFAULT_PROBES,
-    constant: float = DEFAULT_CONSTANT,
-    depth: int = FUSION_DEPTH,
+    settings: RetrievalSettings = DEFAULT_RETRIEVAL,
     embed: Embed | None = None,
 ) -> Retrieval:
-    """Fuse the BM25 ranking with the dense one by reciprocal rank fusion and keep the ``sources`` best.
+    """Fuse the BM25 ranking with the dense one by reciprocal rank fusion and keep the best chunks.
+
+    ``settings`` say how many chunks to keep (``sources``), how many IVF
+    lists to probe, and the fusion's constant and depth.
 
     The dense ranking is exact MiniLM search when the index holds MiniLM
     embeddings (``embed`` then embeds the question), else LSA through IVF,
     where more probes than the index has lists scan every list (with a note).
     """
+    sources, probes, depth = settings.sources, settings.probes, settings.depth
     if sources < 1 or probes < 1:
         raise ValueError(f"sources and probes must be positive, got {sources} and {probes}")
     notes: list[str] = []
@@ -400,7 +428,7 @@ def retrieve(
         notes.append("the question has no searchable terms (only stopwords or punctuation)")
     elif len(bm25_ranking) == 0 and len(dense_ranking) == 0:
         notes.append("no chunk shares a term with the question")
-    fused = reciprocal_rank_fusion([bm25_ranking, dense_ranking], constant, sources, index.tie_order)
+    fused = reciprocal_rank_fusion([bm25_ranking, dense_ranking], settings.constant, sources, index.tie_order)
     bm25_ranks, dense_ranks = _ranks(bm25_ranking), _ranks(dense_ranking)
     chosen = tuple(
         RetrievedChunk(
@@ -492,8 +520,7 @@ def rerank_by_reader(
 def answer_question(
     index: QuestionIndex,
     question: str,
-    sources: int = DEFAULT_SOURCES,
-    probes: int = DEFAULT_PROBES,
+    settings: RetrievalSettings = DEFAULT_RETRIEVAL,
     threshold: float = DEFAULT_THRESHOLD,
     budget: int | None = None,
     generate: Callable[[Prompt], str] | None = None,
@@ -502,7 +529,7 @@ def answer_question(
     similarity: Similarity | None = None,
     pool: int = DEFAULT_POOL,
 ) -> AnswerReport:
-    """Retrieve, assemble the prompt within ``budget``, answer, check the citations and judge.
+    """Retrieve with ``settings``, assemble the prompt within ``budget``, answer, check and judge.
 
     ``generate`` None answers offline with ``reader``: ``extractive`` (the
     spec's generator at coverage ``threshold``) or ``reader`` (:mod:`rag.answering.reader`
@@ -510,15 +537,16 @@ def answer_question(
     other prompt-to-text function (the hosted model) is checked the same way.
     ``embed`` embeds the question for an index with MiniLM embeddings. The
     reader first reads the ``pool`` best fused chunks and keeps the
-    ``sources`` whose best sentence scores highest (:func:`rerank_by_reader`).
+    ``settings.sources`` whose best sentence scores highest (:func:`rerank_by_reader`).
     """
     if reader not in GENERATORS:
         raise ValueError(f"unknown reader {reader!r}; choose one of {list(GENERATORS)}")
     if generate is None and reader == "reader":
-        retrieval = retrieve(index, question, max(sources, pool), probes, embed=embed)
-        retrieval = rerank_by_reader(retrieval, index.idf, sources, similarity)
+        pooled = dataclasses.replace(settings, sources=max(settings.sources, pool))
+        retrieval = retrieve(index, question, pooled, embed=embed)
+        retrieval = rerank_by_reader(retrieval, index.idf, settings.sources, similarity)
     else:
-        retrieval = retrieve(index, question, sources, probes, embed=embed)
+        retrieval = retrieve(index, question, settings, embed=embed)
     prompt = build_prompt(question, [retrieved.chunk for retrieved in retrieval.chosen], budget=budget)
     extractive: ExtractiveAnswer | Abstention | None = None
     reading: Reading | None = None

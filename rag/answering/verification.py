@@ -100,9 +100,26 @@ def _validate_sources(sources: Mapping[int, str]) -> None:
             raise ValueError(f"source [{number}] must be text, got {type(text).__name__}")
 
 
-def _validate_threshold(threshold: float) -> None:
-    if not 0.0 <= threshold <= 1.0:
-        raise ValueError(f"support threshold {threshold!r} is outside [0, 1]")
+@dataclass(frozen=True)
+class SupportRule:
+    """When a claim counts as supported: at least ``threshold`` of its terms occur in the
+    sources it cites, comparing terms stemmed or not as ``stem`` says.
+
+    One record, so that :func:`check_claim` and :func:`check_answer` share
+    the rule and its defaults instead of each repeating them. ``stem`` must
+    match the analyzer of retrieval; a threshold outside [0, 1] is refused
+    here, before any claim is judged by it.
+    """
+
+    threshold: float = DEFAULT_SUPPORT_THRESHOLD
+    stem: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.threshold <= 1.0:
+            raise ValueError(f"support threshold {self.threshold!r} is outside [0, 1]")
+
+
+DEFAULT_SUPPORT_RULE = SupportRule()
 
 
 @dataclass(frozen=True)
@@ -118,14 +135,14 @@ def _source_terms(sources: Mapping[int, str], stem: bool) -> dict[int, _SourceTe
     }
 
 
-def _check(sentence: str, indexed: Mapping[int, _SourceTerms], threshold: float, stem: bool) -> ClaimCheck:
+def _check(sentence: str, indexed: Mapping[int, _SourceTerms], rule: SupportRule) -> ClaimCheck:
     cited, claim = parse_citations(sentence)
     existing = [number for number in cited if number in indexed]
     missing = tuple(number for number in cited if number not in indexed)
     source_terms = frozenset().union(*(indexed[number].terms for number in existing))
     source_numbers = frozenset().union(*(indexed[number].numbers for number in existing))
 
-    terms = analyze(claim, stem=stem)
+    terms = analyze(claim, stem=rule.stem)
     matched = sum(term in source_terms for term in terms)
     support = matched / len(terms) if terms else 0.0
     unsupported_numbers = tuple(
@@ -139,40 +156,32 @@ def _check(sentence: str, indexed: Mapping[int, _SourceTerms], threshold: float,
         term_count=len(terms),
         matched_terms=matched,
         unsupported_numbers=unsupported_numbers,
-        supported=bool(existing) and support >= threshold and not unsupported_numbers,
+        supported=bool(existing) and support >= rule.threshold and not unsupported_numbers,
     )
 
 
 def check_claim(
-    sentence: str,
-    sources: Mapping[int, str],
-    threshold: float = DEFAULT_SUPPORT_THRESHOLD,
-    stem: bool = False,
+    sentence: str, sources: Mapping[int, str], rule: SupportRule = DEFAULT_SUPPORT_RULE
 ) -> ClaimCheck:
     """Check one sentence against the sources, given as label number to text.
 
     It passes when it cites at least one existing source, at least
-    ``threshold`` of its terms occur in the cited sources, and each of its
-    numbers occurs in them. ``stem`` must match the analyzer of retrieval.
+    ``rule.threshold`` of its terms occur in the cited sources, and each of
+    its numbers occurs in them.
     """
     _validate_sources(sources)
-    _validate_threshold(threshold)
-    return _check(sentence, _source_terms(sources, stem), threshold, stem)
+    return _check(sentence, _source_terms(sources, rule.stem), rule)
 
 
 def check_answer(
-    answer: str,
-    sources: Mapping[int, str],
-    threshold: float = DEFAULT_SUPPORT_THRESHOLD,
-    stem: bool = False,
+    answer: str, sources: Mapping[int, str], rule: SupportRule = DEFAULT_SUPPORT_RULE
 ) -> AnswerCheck:
     """Check every sentence of ``answer``; see :func:`check_claim` for the rule."""
     if not isinstance(answer, str):
         raise ValueError(f"the answer must be a string, got {type(answer).__name__}")
     _validate_sources(sources)
-    _validate_threshold(threshold)
-    indexed = _source_terms(sources, stem)
-    claims = tuple(_check(sentence, indexed, threshold, stem) for sentence in split_claims(answer))
+    indexed = _source_terms(sources, rule.stem)
+    claims = tuple(_check(sentence, indexed, rule) for sentence in split_claims(answer))
     supported_claims = sum(claim.supported for claim in claims)
     return AnswerCheck(
         claims=claims,

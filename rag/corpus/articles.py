@@ -349,12 +349,5 @@ def document_from_html(
     version = str(revision).strip()
     if not version:
         raise DocumentError(f"{doc_id}: empty revision id")
-    blocks = parse_article_html(html, doc_id)
-    return Document(
-        doc_id=doc_id,
-        title=title,
-        version=version,
-        blocks=tuple(blocks),
-        url=url,
-        updated=updated,
-    )
+    blocks = tuple(parse_article_html(html, doc_id))
+    return Document(doc_id=doc_id, title=title, version=version, blocks=blocks, url=url, updated=updated)

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from datetime import time as time_of_day
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from rag import __version__, bounded_http
 from rag.corpus.documents import Document, text_digest
@@ -242,6 +242,21 @@ class _TryAgain(Exception):
         self.network = network
 
 
+@dataclass(frozen=True)
+class _Download(Generic[T]):
+    """One GET to make: what to ask for, how to read the body, and what a missing page means.
+
+    Every attempt and redirect of the download needs all of it, so it travels
+    as one record instead of five arguments.
+    """
+
+    url: str
+    what: str  # what is downloaded, for error messages
+    accept: str  # the Accept header
+    read: Callable[[str], T]  # the decoded body -> the result
+    not_found: Callable[[int], Exception]  # HTTP 404 or 410 -> the error to raise
+
+
 class WikipediaClient:
     """Sequential, rate-limited GET requests to one wiki.
 
@@ -279,8 +294,10 @@ class WikipediaClient:
             )
 
         if self.config.endpoint == "rest":
-            return self._get(url, what, "text/html", _html_body, not_found)
-        return self._get(url, what, "application/json", lambda text: _parse_api_html(text, what), not_found)
+            return self._get(_Download(url, what, "text/html", _html_body, not_found))
+        return self._get(
+            _Download(url, what, "application/json", lambda text: _parse_api_html(text, what), not_found)
+        )
 
     def resolve_revision(self, title: str, as_of: str | date | datetime) -> tuple[int, str]:
         """The newest revision of ``title`` at or before ``as_of``: (revision id, timestamp)."""
@@ -305,26 +322,19 @@ class WikipediaClient:
         def not_found(status: int) -> Exception:
             return WikipediaFetchError(f"{what}: the API answered HTTP {status} at {url}")
 
-        payload = self._get(url, what, "application/json", _json_body, not_found)
+        payload = self._get(_Download(url, what, "application/json", _json_body, not_found))
         return revision_from_query(payload, title, timestamp)
 
     # -- one GET with retries ----------------------------------------------------
 
-    def _get(
-        self,
-        url: str,
-        what: str,
-        accept: str,
-        read: Callable[[str], T],
-        not_found: Callable[[int], Exception],
-    ) -> T:
+    def _get(self, download: _Download[T]) -> T:
         config = self.config
         reasons: list[str] = []
         network_failure = False
         for attempt in range(config.max_retries + 1):
             self._wait_for_turn()
             try:
-                return self._attempt(url, what, accept, read, not_found)
+                return self._attempt(download)
             except _TryAgain as failure:
                 reasons.append(failure.reason)
                 network_failure = network_failure or failure.network
@@ -338,20 +348,13 @@ class WikipediaClient:
         summary = "; ".join(dict.fromkeys(reasons))  # distinct reasons, in order of first appearance
         cause = "the wiki could not be reached" if network_failure else "the wiki kept failing"
         raise WikipediaFetchError(
-            f"could not download the {what}: {cause} after {attempts} attempt"
-            f"{'s' if attempts != 1 else ''} ({summary}) at {url}. {OFFLINE_HINT}"
+            f"could not download the {download.what}: {cause} after {attempts} attempt"
+            f"{'s' if attempts != 1 else ''} ({summary}) at {download.url}. {OFFLINE_HINT}"
         )
 
-    def _attempt(
-        self,
-        url: str,
-        what: str,
-        accept: str,
-        read: Callable[[str], T],
-        not_found: Callable[[int], Exception],
-    ) -> T:
+    def _attempt(self, download: _Download[T]) -> T:
         try:
-            return read(self._request(url, what, accept, not_found))
+            return download.read(self._request(download))
         finally:
             # The pause counts from the end of a request, backoff waits included.
             self._last_request_end = self._clock()
@@ -363,11 +366,11 @@ class WikipediaClient:
         if remaining > 0:
             self._sleep(remaining)
 
-    def _request(self, url: str, what: str, accept: str, not_found: Callable[[int], Exception]) -> str:
+    def _request(self, download: _Download[Any]) -> str:
         """One download, redirects included, bounded in time and size, decoded by its declared charset."""
         config = self.config
-        headers = {"User-Agent": config.user_agent, "Accept": accept, "Accept-Encoding": "gzip"}
-        location = url
+        headers = {"User-Agent": config.user_agent, "Accept": download.accept, "Accept-Encoding": "gzip"}
+        location = download.url
         for _ in range(config.max_redirects + 1):
             try:
                 reply = bounded_http.request(
@@ -383,7 +386,7 @@ class WikipediaClient:
                 ) from None
             except bounded_http.BodyTooLarge as error:
                 raise WikipediaFetchError(
-                    f"could not download the {what}: {error} (max_body_bytes) at {location}"
+                    f"could not download the {download.what}: {error} (max_body_bytes) at {location}"
                 ) from None
             except bounded_http.TruncatedBody as error:
                 raise _TryAgain(str(error)) from None
@@ -393,16 +396,18 @@ class WikipediaClient:
                 target = reply.header("Location")
                 if not target:
                     raise WikipediaFetchError(
-                        f"could not download the {what}: HTTP {reply.status} without a Location"
+                        f"could not download the {download.what}: HTTP {reply.status} without a Location"
                     )
                 location = urllib.parse.urljoin(location, target)
                 if urllib.parse.urlsplit(location).scheme not in ("http", "https"):
-                    raise WikipediaFetchError(f"could not download the {what}: redirected to a non-http URL")
+                    raise WikipediaFetchError(
+                        f"could not download the {download.what}: redirected to a non-http URL"
+                    )
                 continue
-            return self._body(reply, location, what, not_found)
+            return self._body(reply, location, download.what, download.not_found)
         raise WikipediaFetchError(
-            f"could not download the {what}: more than {config.max_redirects} redirects starting at {url} "
-            "(a redirect loop?); check the corpus 'api' URL"
+            f"could not download the {download.what}: more than {config.max_redirects} redirects "
+            f"starting at {download.url} (a redirect loop?); check the corpus 'api' URL"
         )
 
     def _body(

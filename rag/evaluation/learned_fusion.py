@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import product
 
 import numpy as np
@@ -31,6 +31,31 @@ from rag.retrieval.search import Ranking, chunk_id_order
 
 OBJECTIVE_DECIMALS = 9
 OBJECTIVES = ("ndcg", "recall", "mrr")
+
+
+@dataclass(frozen=True)
+class LearnedFusionSettings:
+    """How a learned retriever entry chooses its weights, read once from the entry.
+
+    ``fusion`` and ``constant`` say how the components are fused, ``folds``
+    and ``seed`` how the questions are split, ``steps`` how fine the weight
+    grid is, and ``objective`` at depth ``objective_k`` what a weight vector
+    is scored by. The fields are named as the entry's keys, so the entry
+    maps onto them without a list of keys repeated in every function.
+    """
+
+    fusion: str
+    folds: int
+    seed: int
+    steps: int
+    objective: str
+    objective_k: int
+    constant: float = 60.0
+
+    @classmethod
+    def from_entry(cls, entry: Mapping) -> LearnedFusionSettings:
+        """The settings of a learned retriever ``entry`` of the config (its other keys are ignored)."""
+        return cls(**{field.name: entry[field.name] for field in fields(cls)})
 
 
 @dataclass(frozen=True)
@@ -82,13 +107,7 @@ def cross_validated_fusion(
     components: Mapping[str, Sequence[Ranking]],
     relevance: Mapping[str, Relevance],
     chunk_ids: Sequence[str],
-    fusion: str,
-    folds: int,
-    seed: int,
-    steps: int,
-    objective: str,
-    k: int,
-    constant: float = 60.0,
+    settings: LearnedFusionSettings,
     depth: int | None = None,
     tie_order: np.ndarray | None = None,
 ) -> tuple[dict[str, Ranking], list[FoldChoice]]:
@@ -97,7 +116,8 @@ def cross_validated_fusion(
     ``components`` maps each question id to its component rankings (in the
     entry's component order); ``relevance`` holds the labelled questions,
     which alone are used to choose weights. Unlabelled questions are still
-    assigned a fold and ranked with that fold's weights.
+    assigned a fold and ranked with that fold's weights. Weight vectors are
+    scored to depth ``settings.objective_k``; held-out rankings go to ``depth``.
     """
     question_ids = sorted(components)
     unknown = sorted(set(relevance) - set(question_ids))
@@ -108,19 +128,28 @@ def cross_validated_fusion(
     width = {len(lists) for lists in components.values()}
     if len(width) != 1:
         raise ValueError("every question needs one ranking per component")
-    grid = weight_grid(width.pop(), steps)
-    fold_of = assign_folds(question_ids, folds, seed)
+    grid = weight_grid(width.pop(), settings.steps)
+    fold_of = assign_folds(question_ids, settings.folds, settings.seed)
     labelled = sorted(relevance)
     # Each candidate's objective on each labelled question, computed once and reused by every fold.
     scores = {}
     for candidate, weights in enumerate(grid):
         for question_id in labelled:
-            fused = weighted_fusion(components[question_id], weights, fusion, constant, k, tie_order)
+            fused = weighted_fusion(
+                components[question_id],
+                weights,
+                settings.fusion,
+                settings.constant,
+                settings.objective_k,
+                tie_order,
+            )
             ranked = [chunk_ids[position] for position in fused.positions]
-            scores[candidate, question_id] = objective_value(ranked, relevance[question_id], objective, k)
+            scores[candidate, question_id] = objective_value(
+                ranked, relevance[question_id], settings.objective, settings.objective_k
+            )
     rankings: dict[str, Ranking] = {}
     choices: list[FoldChoice] = []
-    for fold in range(folds):
+    for fold in range(settings.folds):
         training = [question_id for question_id in labelled if fold_of[question_id] != fold]
         held_out = [question_id for question_id in question_ids if fold_of[question_id] == fold]
         if not training:
@@ -137,7 +166,7 @@ def cross_validated_fusion(
         best = min(keys)[2]
         for question_id in held_out:
             rankings[question_id] = weighted_fusion(
-                components[question_id], grid[best], fusion, constant, depth, tie_order
+                components[question_id], grid[best], settings.fusion, settings.constant, depth, tie_order
             )
         choices.append(
             FoldChoice(
@@ -157,14 +186,14 @@ def cross_validated_fusion(
 
 
 def learned_fusion(
-    entry: Mapping,
+    settings: LearnedFusionSettings,
     components: Sequence[Mapping[str, Ranking]],
     chunk_ids: Sequence[str],
     questions: Sequence[Question],
     qrels: Mapping[str, Sequence],
     depth: int | None,
 ) -> tuple[dict[str, Ranking], list[FoldChoice]]:
-    """:func:`cross_validated_fusion` with a learned retriever ``entry``'s settings.
+    """:func:`cross_validated_fusion` with a learned retriever entry's ``settings``.
 
     ``components`` are the component rankings (question id -> Ranking, in
     the entry's component order, every one over the same questions), and
@@ -183,21 +212,15 @@ def learned_fusion(
         by_question,
         relevance_from_columns(labelled, qrels),
         chunk_ids,
-        fusion=entry["fusion"],
-        folds=entry["folds"],
-        seed=entry["seed"],
-        steps=entry["steps"],
-        objective=entry["objective"],
-        k=entry["objective_k"],
-        constant=entry["constant"],
+        settings,
         depth=depth,
         tie_order=chunk_id_order(chunk_ids),
     )
 
 
-def describe_choice(choice: FoldChoice, entry: Mapping) -> str:
+def describe_choice(choice: FoldChoice, settings: LearnedFusionSettings) -> str:
     """The fuse_learned log line of one fold: its weights and what they scored in training."""
-    training = f"{entry['objective']}@{int(entry['objective_k'])} = {choice.training_objective:.4f}"
+    training = f"{settings.objective}@{int(settings.objective_k)} = {choice.training_objective:.4f}"
     return f"fold {int(choice.fold)}: weights {choice.weights} (training {training})"
 
 

@@ -23,15 +23,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from rag.kinds import RETRIEVER_KINDS, parameter_problem
-from rag.retrieval.search import (
-    Ranking,
-    TermCounts,
-    count_terms,
-    dense_scores,
-    query_term_counts,
-    sparse_search,
-    vocabulary_lookup,
-)
+from rag.retrieval import search
+from rag.retrieval.stored_arrays import require_arrays, term_matrix_arrays
 
 # Defaults, bounds and idf variants come from the table of kinds, the one place
 # the config plan checks them too.
@@ -95,8 +88,8 @@ class BM25Index:
         return self.counts.shape[0]
 
     @property
-    def term_counts(self) -> TermCounts:
-        return TermCounts(self.vocabulary, self.counts)
+    def term_counts(self) -> search.TermCounts:
+        return search.TermCounts(self.vocabulary, self.counts)
 
     @property
     def average_length(self) -> float:
@@ -112,7 +105,7 @@ class BM25Index:
 
     @cached_property
     def column_of(self) -> dict[str, int]:
-        return vocabulary_lookup(self.vocabulary)
+        return search.vocabulary_lookup(self.vocabulary)
 
     @cached_property
     def weight_matrix(self) -> sp.csc_matrix:
@@ -121,10 +114,7 @@ class BM25Index:
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Plain arrays for ``numpy.savez`` (no pickled objects)."""
         return {
-            "vocabulary": self.vocabulary,
-            "indptr": self.counts.indptr,
-            "indices": self.counts.indices,
-            "counts": self.counts.data,
+            **term_matrix_arrays(self.vocabulary, self.counts, "counts"),
             "weights": self.weights,
             "chunk_lengths": self.chunk_lengths,
             "k1": np.array(self.k1),
@@ -145,7 +135,7 @@ class BM25Index:
             "b",
             "idf_variant",
         )
-        _require(arrays, keys)
+        require_arrays(arrays, keys, "index")
         vocabulary = np.asarray(arrays["vocabulary"])
         chunk_lengths = np.asarray(arrays["chunk_lengths"], dtype=np.int64)
         indptr = np.asarray(arrays["indptr"])
@@ -163,14 +153,8 @@ class BM25Index:
         return cls(vocabulary, counts, weights, chunk_lengths, k1, b, idf_variant)
 
 
-def _require(arrays: Mapping[str, np.ndarray], keys: Sequence[str]) -> None:
-    for key in keys:
-        if key not in arrays:
-            raise ValueError(f"index arrays lack {key!r}")
-
-
 def bm25_index_from_counts(
-    term_counts: TermCounts, k1: float = DEFAULT_K1, b: float = DEFAULT_B, idf: str = "lucene"
+    term_counts: search.TermCounts, k1: float = DEFAULT_K1, b: float = DEFAULT_B, idf: str = "lucene"
 ) -> BM25Index:
     """BM25 weights for already counted terms, so tf-idf and BM25 can share one count."""
     _check_parameters(k1, b, idf)
@@ -197,7 +181,7 @@ def build_bm25_index(
     chunk_terms: Sequence[Sequence[str]], k1: float = DEFAULT_K1, b: float = DEFAULT_B, idf: str = "lucene"
 ) -> BM25Index:
     """Index analyzed chunks (lists of terms, repeats kept) for BM25."""
-    return bm25_index_from_counts(count_terms(chunk_terms), k1=k1, b=b, idf=idf)
+    return bm25_index_from_counts(search.count_terms(chunk_terms), k1=k1, b=b, idf=idf)
 
 
 def bm25_search(
@@ -206,23 +190,25 @@ def bm25_search(
     depth: int,
     tie_order: np.ndarray | None = None,
     allowed: np.ndarray | None = None,
-) -> list[Ranking]:
+) -> list[search.Ranking]:
     """The ``depth`` best chunks of each analyzed query.
 
     Every distinct query term counts once (the sum runs over distinct terms),
     and only chunks containing at least one query term are ranked; a query
     without known terms gets an empty ranking. ``allowed`` restricts the
-    search to a subset of the chunks (a prefilter; see ``sparse_search``).
+    search to a subset of the chunks (a prefilter; see ``search.sparse_search``).
     """
-    indicators = query_term_counts(queries, index.column_of, distinct=True)
+    indicators = search.query_term_counts(queries, index.column_of, distinct=True)
     signed = index.idf_variant != "lucene"
-    return sparse_search(indicators, index.weight_matrix, depth, tie_order, signed=signed, allowed=allowed)
+    return search.sparse_search(
+        indicators, index.weight_matrix, depth, tie_order, signed=signed, allowed=allowed
+    )
 
 
 def bm25_scores(index: BM25Index, queries: Sequence[Sequence[str]]) -> np.ndarray:
     """Queries x chunks BM25 scores, 0 where no query term occurs."""
-    indicators = query_term_counts(queries, index.column_of, distinct=True)
-    return dense_scores(indicators, index.weight_matrix)
+    indicators = search.query_term_counts(queries, index.column_of, distinct=True)
+    return search.dense_scores(indicators, index.weight_matrix)
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 from rag.retrieval.search import Ranking, stable_scores, top_k_among
+from rag.retrieval.stored_arrays import field_arrays, field_names, missing_arrays
+from rag.timing import interleaved_median_seconds
 
 DEFAULT_MAX_ITERATIONS = 20
 
@@ -415,22 +417,13 @@ class IVFIndex:
         return self.stored_vectors.shape[0]
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """Plain arrays for ``numpy.savez``; :meth:`from_arrays` restores them."""
-        return {
-            "centroids": self.centroids,
-            "list_offsets": self.list_offsets,
-            "original_positions": self.original_positions,
-            "stored_vectors": self.stored_vectors,
-        }
+        """The fields as plain arrays for ``numpy.savez``; :meth:`from_arrays` restores them."""
+        return field_arrays(self)
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> IVFIndex:
         """Rebuild an index from :meth:`to_arrays` output, checking it is consistent."""
-        missing = [
-            name
-            for name in ("centroids", "list_offsets", "original_positions", "stored_vectors")
-            if name not in arrays
-        ]
+        missing = missing_arrays(arrays, field_names(cls))
         if missing:
             raise ValueError(f"IVF arrays lack {', '.join(missing)}")
         centroids = _as_matrix("centroids", arrays["centroids"])
@@ -659,18 +652,12 @@ def _interleaved_median_seconds(
     """Median time of each run over ``repeats`` rounds, and its result.
 
     Every run goes once untimed (a warm-up, which also gives the result);
-    then each round times every run once, in turn. A burst of load from other
-    processes therefore slows one round of every run rather than all repeats
-    of one of them, and ratios between the runs stay fair on a busy machine.
+    then each round times every run once, in turn
+    (:func:`rag.timing.interleaved_median_seconds`), so that ratios between
+    the runs stay fair on a busy machine.
     """
     results = {name: run() for name, run in runs.items()}
-    timings: dict[object, list[float]] = {name: [] for name in runs}
-    for _ in range(repeats):
-        for name, run in runs.items():
-            started = time.perf_counter()
-            run()
-            timings[name].append(time.perf_counter() - started)
-    return {name: float(np.median(values)) for name, values in timings.items()}, results
+    return interleaved_median_seconds(runs, repeats), results
 
 
 def probe_tradeoff(

@@ -29,11 +29,13 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Unpack
 
 import numpy as np
 import scipy.sparse as sp
 
 from rag.retrieval.search import (
+    ExactSearchOptions,
     Ranking,
     TermCounts,
     count_terms,
@@ -42,6 +44,7 @@ from rag.retrieval.search import (
     top_k,
     vocabulary_lookup,
 )
+from rag.retrieval.stored_arrays import field_arrays, field_names, require_arrays
 from rag.retrieval.tfidf import normalized_rows, smoothed_idf, sublinear_tf, tfidf_weights
 
 # Below this many rows and columns a dense SVD takes well under a second.
@@ -80,22 +83,13 @@ class LSAModel:
         return vocabulary_lookup(self.vocabulary)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """Plain arrays for ``numpy.savez`` (no pickled objects)."""
-        return {
-            "vocabulary": self.vocabulary,
-            "idf": self.idf,
-            "components": self.components,
-            "singular_values": self.singular_values,
-            "chunk_embeddings": self.chunk_embeddings,
-            "requested_dimensions": np.array(self.requested_dimensions),
-        }
+        """Plain arrays for ``numpy.savez`` (no pickled objects): the fields, under their names."""
+        return field_arrays(self)
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> LSAModel:
+        require_arrays(arrays, field_names(cls), "LSA")
         keys = ("vocabulary", "idf", "components", "singular_values", "chunk_embeddings")
-        for key in (*keys, "requested_dimensions"):
-            if key not in arrays:
-                raise ValueError(f"LSA arrays lack {key!r}")
         vocabulary, idf, components, singular_values, chunk_embeddings = (
             np.asarray(arrays[key]) for key in keys
         )
@@ -235,16 +229,15 @@ def lsa_search(
     queries: Sequence[Sequence[str]],
     depth: int,
     tie_order: np.ndarray | None = None,
-    allowed: np.ndarray | None = None,
+    **options: Unpack[ExactSearchOptions],
 ) -> list[Ranking]:
     """Exact cosine search of the chunk embeddings (empty ranking for a query with no kept term).
 
-    ``allowed`` restricts the search to a subset of the chunks (a prefilter;
-    see ``exact_search``).
+    ``options`` are the keywords of ``exact_search``, passed on as given:
+    ``allowed`` restricts the search to a subset of the chunks (a prefilter),
+    ``batch_size`` sets how many queries one matrix product serves.
     """
-    return exact_search(
-        model.chunk_embeddings, embed_queries(model, queries), depth, tie_order, allowed=allowed
-    )
+    return exact_search(model.chunk_embeddings, embed_queries(model, queries), depth, tie_order, **options)
 
 
 def term_embeddings(model: LSAModel) -> np.ndarray:

@@ -18,7 +18,7 @@ import itertools
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -213,6 +213,18 @@ def top_k(scores: np.ndarray, depth: int, tie_order: np.ndarray | None = None) -
 # --------------------------------------------------------------------------
 # Exact dense search
 # --------------------------------------------------------------------------
+
+
+class ExactSearchOptions(TypedDict, total=False):
+    """The keywords of :func:`exact_search` after the tie order.
+
+    A search that only passes them on (:func:`rag.retrieval.lsa.lsa_search`)
+    takes ``**options: Unpack[ExactSearchOptions]`` rather than repeating the
+    parameters, so their defaults stay in one place: :func:`exact_search`'s signature.
+    """
+
+    batch_size: int
+    allowed: np.ndarray | None
 
 
 def exact_search(

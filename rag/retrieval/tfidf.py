@@ -20,16 +20,8 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from rag.retrieval.search import (
-    QueryVector,
-    Ranking,
-    TermCounts,
-    count_terms,
-    dense_scores,
-    query_term_counts,
-    sparse_search,
-    vocabulary_lookup,
-)
+from rag.retrieval import search
+from rag.retrieval.stored_arrays import require_arrays, term_matrix_arrays
 
 
 def smoothed_idf(document_frequency: np.ndarray, n_chunks: int) -> np.ndarray:
@@ -83,7 +75,7 @@ class TfidfIndex:
 
     @cached_property
     def column_of(self) -> dict[str, int]:
-        return vocabulary_lookup(self.vocabulary)
+        return search.vocabulary_lookup(self.vocabulary)
 
     @cached_property
     def chunk_scale(self) -> np.ndarray:
@@ -92,10 +84,7 @@ class TfidfIndex:
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Plain arrays for ``numpy.savez`` (no pickled objects)."""
         return {
-            "vocabulary": self.vocabulary,
-            "indptr": self.weights.indptr,
-            "indices": self.weights.indices,
-            "weights": self.weights.data,
+            **term_matrix_arrays(self.vocabulary, self.weights, "weights"),
             "idf": self.idf,
             "chunk_norms": self.chunk_norms,
             "sublinear": np.array(self.sublinear),
@@ -103,9 +92,8 @@ class TfidfIndex:
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> TfidfIndex:
-        for key in ("vocabulary", "indptr", "indices", "weights", "idf", "chunk_norms", "sublinear"):
-            if key not in arrays:
-                raise ValueError(f"index arrays lack {key!r}")
+        keys = ("vocabulary", "indptr", "indices", "weights", "idf", "chunk_norms", "sublinear")
+        require_arrays(arrays, keys, "index")
         vocabulary = np.asarray(arrays["vocabulary"])
         chunk_norms = np.asarray(arrays["chunk_norms"], dtype=np.float64)
         idf = np.asarray(arrays["idf"], dtype=np.float64)
@@ -126,7 +114,7 @@ def tfidf_weights(counts: sp.csc_matrix, idf: np.ndarray, sublinear: bool = True
     return sp.csc_matrix((data, counts.indices, counts.indptr), shape=counts.shape)
 
 
-def tfidf_index_from_counts(term_counts: TermCounts, sublinear: bool = True) -> TfidfIndex:
+def tfidf_index_from_counts(term_counts: search.TermCounts, sublinear: bool = True) -> TfidfIndex:
     counts = term_counts.counts
     if counts.shape[0] == 0:
         raise ValueError("cannot build a tf-idf index over zero chunks")
@@ -137,10 +125,10 @@ def tfidf_index_from_counts(term_counts: TermCounts, sublinear: bool = True) -> 
 
 def build_tfidf_index(chunk_terms: Sequence[Sequence[str]], sublinear: bool = True) -> TfidfIndex:
     """Index analyzed chunks (lists of terms, repeats kept) for tf-idf."""
-    return tfidf_index_from_counts(count_terms(chunk_terms), sublinear)
+    return tfidf_index_from_counts(search.count_terms(chunk_terms), sublinear)
 
 
-def query_weights(index: TfidfIndex, queries: Sequence[Sequence[str]]) -> list[QueryVector]:
+def query_weights(index: TfidfIndex, queries: Sequence[Sequence[str]]) -> list[search.QueryVector]:
     """Queries weighted like chunks: tf of the query counts times idf, as (columns, weights).
 
     Terms the collection never saw are dropped: with no chunk to match they
@@ -148,11 +136,11 @@ def query_weights(index: TfidfIndex, queries: Sequence[Sequence[str]]) -> list[Q
     """
     return [
         (columns, term_frequency(counts, index.sublinear) * index.idf[columns])
-        for columns, counts in query_term_counts(queries, index.column_of, distinct=False)
+        for columns, counts in search.query_term_counts(queries, index.column_of, distinct=False)
     ]
 
 
-def query_lengths(vectors: Sequence[QueryVector]) -> np.ndarray:
+def query_lengths(vectors: Sequence[search.QueryVector]) -> np.ndarray:
     """Euclidean length of each query vector."""
     return np.array([np.sqrt(weights @ weights) for _, weights in vectors], dtype=np.float64)
 
@@ -164,17 +152,17 @@ def tfidf_search(
     tie_order: np.ndarray | None = None,
     normalize: bool = True,
     allowed: np.ndarray | None = None,
-) -> list[Ranking]:
+) -> list[search.Ranking]:
     """The ``depth`` best chunks of each analyzed query by cosine (or raw dot product).
 
     Only chunks sharing a term with the query are ranked; a query without known
     terms gets an empty ranking. ``allowed`` restricts the search to a subset
-    of the chunks (a prefilter; see ``sparse_search``).
+    of the chunks (a prefilter; see ``search.sparse_search``).
     """
     weighted = query_weights(index, queries)
     if not normalize:
-        return sparse_search(weighted, index.weights, depth, tie_order, allowed=allowed)
-    return sparse_search(
+        return search.sparse_search(weighted, index.weights, depth, tie_order, allowed=allowed)
+    return search.sparse_search(
         weighted,
         index.weights,
         depth,
@@ -189,8 +177,8 @@ def tfidf_scores(index: TfidfIndex, queries: Sequence[Sequence[str]], normalize:
     """Queries x chunks scores (cosine, or raw dot products), 0 where nothing matches."""
     weighted = query_weights(index, queries)
     if not normalize:
-        return dense_scores(weighted, index.weights)
-    return dense_scores(
+        return search.dense_scores(weighted, index.weights)
+    return search.dense_scores(
         weighted, index.weights, chunk_scale=index.chunk_scale, query_scale=_safe(query_lengths(weighted))
     )
 

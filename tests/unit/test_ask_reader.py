@@ -10,6 +10,7 @@ import pytest
 from rag import io
 from rag.answering.question_answering import (
     IndexOptions,
+    RetrievalSettings,
     answer_question,
     build_question_index,
     cache_key,
@@ -55,7 +56,7 @@ def test_the_dense_index_holds_one_unit_vector_per_chunk_and_no_lsa(dense_index)
 
 def test_the_dense_ranking_is_exact_cosine_search(dense_index):
     question = "How long is a year on Venus?"
-    retrieval = retrieve(dense_index, question, sources=5, embed=fake_embed)
+    retrieval = retrieve(dense_index, question, RetrievalSettings(sources=5), embed=fake_embed)
     scores = dense_index.chunk_embeddings.astype(np.float64) @ fake_embed([question])[0].astype(np.float64)
     best = int(np.argmax(np.round(scores, 6)))
     ranks = {retrieved.chunk.chunk_id: retrieved.dense_rank for retrieved in retrieval.chosen}

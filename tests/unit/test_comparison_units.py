@@ -8,7 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag.evaluation.learned_fusion import assign_folds, cross_validated_fusion, weight_grid
+from rag.evaluation.learned_fusion import (
+    LearnedFusionSettings,
+    assign_folds,
+    cross_validated_fusion,
+    weight_grid,
+)
 from rag.evaluation.significance import SIGNIFICANCE_COLUMNS
 from rag.evaluation.summary import results_readme, summary_table
 from rag.evaluation.trec import (
@@ -149,8 +154,10 @@ def _fusion_problem(questions=20, chunks=30, seed=4):
 
 def test_cross_validation_prefers_the_informative_list_and_never_sees_held_out_labels():
     components, relevance, chunk_ids = _fusion_problem()
-    arguments = dict(fusion="minmax", folds=4, seed=0, steps=4, objective="ndcg", k=10, depth=20)
-    rankings, choices = cross_validated_fusion(components, relevance, chunk_ids, **arguments)
+    settings = LearnedFusionSettings(
+        fusion="minmax", folds=4, seed=0, steps=4, objective="ndcg", objective_k=10
+    )
+    rankings, choices = cross_validated_fusion(components, relevance, chunk_ids, settings, depth=20)
     assert len(choices) == 4 and sum(choice.held_out_questions for choice in choices) == 20
     assert all(choice.weights[1] > choice.weights[0] for choice in choices)
     # Rewriting one question's labels changes the weights of the other folds
@@ -160,7 +167,7 @@ def test_cross_validation_prefers_the_informative_list_and_never_sees_held_out_l
     tampered = dict(
         relevance, **{question: {"0": {chunk_ids[int(components[question][0].positions[0])]: 1.0}}}
     )
-    again, _ = cross_validated_fusion(components, tampered, chunk_ids, **arguments)
+    again, _ = cross_validated_fusion(components, tampered, chunk_ids, settings, depth=20)
     assert list(again[question].positions) == list(rankings[question].positions)
     same_fold = [q for q in components if folds[q] == folds[question]]
     for other in same_fold:

@@ -9,6 +9,7 @@ from rag import io
 from rag.answering.extractive import Abstention, ExtractiveAnswer
 from rag.answering.question_answering import (
     IndexOptions,
+    RetrievalSettings,
     answer_question,
     build_question_index,
     cache_key,
@@ -77,7 +78,7 @@ def test_probing_every_list_fuses_bm25_with_exact_lsa_search(bundled_index, ques
         dense = lsa_search(index.lsa, [terms], 100, index.tie_order)[0].positions.tolist()
         expected = rrf_by_hand([bm25, dense], chunk_ids, 5)
 
-        retrieval = retrieve(index, question, sources=5, probes=index.list_count)
+        retrieval = retrieve(index, question, RetrievalSettings(sources=5, probes=index.list_count))
         assert retrieval.share_scanned == pytest.approx(1.0)
         got = [(position_of[item.chunk.chunk_id], item.fused_score) for item in retrieval.chosen]
         assert [position for position, _ in got] == [position for position, _ in expected], question
@@ -93,8 +94,8 @@ def test_fewer_probes_scan_less_and_only_rank_scanned_chunks(bundled_index, ques
     index = bundled_index
     sizes = index.ivf.list_sizes
     for question in questions[:5]:
-        one = retrieve(index, question, probes=1)
-        three = retrieve(index, question, probes=3)
+        one = retrieve(index, question, RetrievalSettings(probes=1))
+        three = retrieve(index, question, RetrievalSettings(probes=3))
         assert one.share_scanned * len(index.chunks) in {float(size) for size in sizes}
         assert one.share_scanned < three.share_scanned < 1.0
         assert one.dense_listed <= round(one.share_scanned * len(index.chunks))
@@ -180,7 +181,7 @@ def test_probes_beyond_the_lists_of_a_small_index_scan_everything():
     documents = parse_documents([(f"{name}.md", text.format(name)) for name in ("north", "south")])
     index = build_question_index(documents, IndexOptions())
     assert index.list_count == 2
-    retrieval = retrieve(index, "Which harbour has a lighthouse?", probes=3)
+    retrieval = retrieve(index, "Which harbour has a lighthouse?", RetrievalSettings(probes=3))
     assert retrieval.probes == 2 and retrieval.share_scanned == 1.0
     assert "3 probes asked for, but the index has 2 lists" in retrieval.notes[0]
 

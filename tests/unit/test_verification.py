@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answering.verification import check_answer, check_claim, parse_citations, split_claims
+from rag.answering.verification import SupportRule, check_answer, check_claim, parse_citations, split_claims
 
 SOURCES = {
     1: "Mars has two small moons, Phobos and Deimos.",
@@ -74,8 +74,8 @@ def test_threshold_is_a_parameter():
     claim = "Phobos orbits Mars quickly [1]."  # 3 of 4 terms
     assert check_claim(claim, sources).support == 0.75
     assert check_claim(claim, sources).supported  # at the threshold passes
-    assert not check_claim(claim, sources, threshold=0.8).supported
-    assert check_claim("Phobos orbits Mars very fast [1].", sources, threshold=0.6).supported
+    assert not check_claim(claim, sources, SupportRule(threshold=0.8)).supported
+    assert check_claim("Phobos orbits Mars very fast [1].", sources, SupportRule(threshold=0.6)).supported
 
 
 def test_uncited_claim_fails_even_with_full_overlap():
@@ -147,13 +147,13 @@ def test_empty_answer_is_not_supported():
 def test_stemming_matches_inflections_when_asked():
     sources = {1: "Phobos orbits Mars."}
     assert not check_claim("Phobos orbited Mars [1].", sources).supported
-    assert check_claim("Phobos orbited Mars [1].", sources, stem=True).supported
+    assert check_claim("Phobos orbited Mars [1].", sources, SupportRule(stem=True)).supported
 
 
 @pytest.mark.parametrize("threshold", [-0.1, 1.5])
 def test_threshold_outside_unit_interval_is_rejected(threshold):
     with pytest.raises(ValueError, match=str(threshold)):
-        check_answer(DRAFT, SOURCES, threshold=threshold)
+        check_answer(DRAFT, SOURCES, SupportRule(threshold=threshold))
 
 
 @pytest.mark.parametrize("label", [0, -1, "1"])

@@ -3,19 +3,25 @@
 import json
 
 from rag import io
-from rag.evaluation.learned_fusion import describe_choice, learned_fusion, weights_table
+from rag.evaluation.learned_fusion import (
+    LearnedFusionSettings,
+    describe_choice,
+    learned_fusion,
+    weights_table,
+)
 from rag.evaluation.metrics import QRELS_COLUMNS
 from rag.provenance import carried, record_digest
 
 log = io.start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
+settings = LearnedFusionSettings.from_entry(entry)
 chunk_ids = io.read_columns(snakemake.input.chunks, ["chunk_id"])["chunk_id"]
 question_ids, components = io.read_component_rankings(snakemake.input.components, chunk_ids)
 questions = io.read_questions(snakemake.input.questions)
 qrels = io.read_columns(snakemake.input.qrels, QRELS_COLUMNS)
-rankings, choices = learned_fusion(entry, components, chunk_ids, questions, qrels, snakemake.params.depth)
+rankings, choices = learned_fusion(settings, components, chunk_ids, questions, qrels, snakemake.params.depth)
 for choice in choices:
-    log.info("%s", describe_choice(choice, entry))
+    log.info("%s", describe_choice(choice, settings))
 io.write_csv(weights_table(choices, entry["components"]), snakemake.output.weights)
 io.write_parquet(
     io.rankings_to_table(question_ids, [rankings[question_id] for question_id in question_ids], chunk_ids),

@@ -20,12 +20,13 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import numpy as np
 
 from rag.retrieval.dense.embedder import MODEL_PACKAGES
 from rag.retrieval.search import Ranking, top_k, top_k_among
+from rag.retrieval.stored_arrays import field_arrays, field_names, require_arrays
 
 if TYPE_CHECKING:
     from rag.retrieval.dense.embedder import Encoder
@@ -39,6 +40,10 @@ TEXT_COLUMNS: dict[str, str] = {"indexed": "indexed_text", "plain": "text"}
 ENCODER_PACKAGES = ("tokenizers", "safetensors")
 
 INSTALL_COMMAND = 'pip install ".[dense]"'
+
+# Texts encoded together when the caller does not say: the default of
+# rag.retrieval.dense.embedder.encode, which the torch path follows.
+DEFAULT_BATCH_SIZE = 32
 
 
 def required_packages(model: str) -> tuple[str, ...]:
@@ -133,7 +138,7 @@ def _torch_model(model: str, device: str):
 def encode_with_torch(
     model: str,
     texts: Sequence[str],
-    batch_size: int = 32,
+    batch_size: int = DEFAULT_BATCH_SIZE,
     max_tokens: int | None = None,
     device: str = "cuda",
 ) -> np.ndarray:
@@ -151,35 +156,49 @@ def encode_with_torch(
     return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
 
 
+class EncodingOptions(TypedDict, total=False):
+    """The keywords of :func:`.embedder.encode` after the encoder and the texts.
+
+    :func:`encode_texts` only passes them on, so it takes
+    ``**options: Unpack[EncodingOptions]`` rather than repeating the
+    parameters: their defaults stay in one place, the encoder's signature.
+    The list lives here, not in the encoder's module, because that module's
+    source is the embedding cache's fingerprint.
+    """
+
+    batch_size: int
+    max_tokens: int | None
+    progress: Callable[[int, int], None] | None
+    workers: int | None
+
+
 def encode_texts(
-    model: str,
-    texts: Sequence[str],
-    batch_size: int = 32,
-    max_tokens: int | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    workers: int | None = None,
-    device: str = "cpu",
+    model: str, texts: Sequence[str], *, device: str = "cpu", **options: Unpack[EncodingOptions]
 ) -> np.ndarray:
-    """Unit float32 embeddings of ``texts`` with the named model (see :func:`.embedder.encode`).
+    """Unit float32 embeddings of ``texts`` with the named model.
 
     ``device`` is a resolved device (:func:`resolve_device`): "cpu" runs the
-    numpy encoder, anything else torch on that device.
+    numpy encoder, anything else torch on that device. ``options`` are the
+    keywords of :func:`.embedder.encode` (batch size, token limit, progress,
+    workers), passed on to it as given; torch takes the batch size and the
+    token limit from them, schedules its own threads, and reports progress
+    once, at the end.
     """
     if device != "cpu":
-        vectors = encode_with_torch(model, texts, batch_size=batch_size, max_tokens=max_tokens, device=device)
+        vectors = encode_with_torch(
+            model,
+            texts,
+            batch_size=options.get("batch_size", DEFAULT_BATCH_SIZE),
+            max_tokens=options.get("max_tokens"),
+            device=device,
+        )
+        progress = options.get("progress")
         if progress is not None:
             progress(len(vectors), len(vectors))
         return vectors
     from rag.retrieval.dense.embedder import encode
 
-    return encode(
-        cached_encoder(model),
-        texts,
-        batch_size=batch_size,
-        max_tokens=max_tokens,
-        progress=progress,
-        workers=workers,
-    )
+    return encode(cached_encoder(model), texts, **options)
 
 
 @dataclass(frozen=True, eq=False)
@@ -206,19 +225,12 @@ class EmbeddingIndex:
         return encode_texts(self.model, query_texts, batch_size=self.batch_size, max_tokens=self.max_tokens)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
-        """Plain arrays for ``numpy.savez`` (no pickled objects)."""
-        return {
-            "model": np.array(self.model),
-            "max_tokens": np.array(self.max_tokens),
-            "batch_size": np.array(self.batch_size),
-            "chunk_embeddings": self.chunk_embeddings,
-        }
+        """Plain arrays for ``numpy.savez`` (no pickled objects): the fields, under their names."""
+        return field_arrays(self)
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> EmbeddingIndex:
-        for key in ("model", "max_tokens", "batch_size", "chunk_embeddings"):
-            if key not in arrays:
-                raise ValueError(f"embedding index arrays lack {key!r}")
+        require_arrays(arrays, field_names(cls), "embedding index")
         return cls(
             model=str(arrays["model"]),
             max_tokens=int(arrays["max_tokens"]),
