@@ -13,9 +13,19 @@ builds of each is reported beside every build's wall time.
 - ``ungrouped``: the same profile without its groups and arrays: one
   submission per job.
 
-SLURM submissions are counted from Snakemake's log. It needs a running
-cluster (``workflow/profiles/slurm/local-cluster.sh start``) and the
-``slurm`` extra.
+SLURM submissions are counted from Snakemake's log. What the node did is
+read from SLURM's own record afterwards (squeue lists finished jobs for
+MinJobAge, an hour on the local cluster): every job of the build, array
+tasks one by one, the CPU-seconds they held (cores times run time), and the
+seconds in which no job of the build ran, which is what status polls and
+submission delays cost. It needs a running cluster
+(``workflow/profiles/slurm/local-cluster.sh start``) and the ``slurm`` extra.
+
+``--usage-from LISTING`` fills those columns into an existing ``--output``
+table instead of building, from a saved
+``squeue --states=all --noheader --format="%i|%T|%S|%e|%C|%j"`` listing: the
+plugin names every job of a run by the run's id, and the runs, in the order
+they started, are the table's SLURM builds in its order.
 
 Usage:
     python benchmarks/clean_builds.py --builds 3 --output results/benchmarks/clean_builds.csv
@@ -32,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pandas as pd
@@ -44,6 +55,57 @@ from rag.reproduce import copy_inputs  # noqa: E402
 
 MODES = ("local", "grouped", "ungrouped")
 GROUPING_KEYS = ("groups", "group-components", "slurm-array-jobs")
+SQUEUE_FORMAT = "%i|%T|%S|%e|%C|%j"
+USAGE_COLUMNS = ("slurm_jobs", "seconds_first_to_last_job", "allocated_cpu_seconds", "seconds_without_a_job")
+
+
+def usage_by_run(listing: str) -> dict[str, dict]:
+    """Each run's jobs on the node, from an squeue listing in ``SQUEUE_FORMAT``, in order of start.
+
+    A job is (start, end, cores); only completed jobs count, since a build
+    that finished has no other kind left.
+    """
+    jobs: dict[str, list[tuple[datetime, datetime, int]]] = {}
+    for line in listing.splitlines():
+        fields = line.strip().split("|")
+        if len(fields) != 6 or fields[1] != "COMPLETED":
+            continue
+        _, _, start, end, cores, run = fields
+        jobs.setdefault(run, []).append(
+            (datetime.fromisoformat(start), datetime.fromisoformat(end), int(cores))
+        )
+    usage = {run: node_usage(run_jobs) for run, run_jobs in jobs.items()}
+    return dict(sorted(usage.items(), key=lambda item: item[1]["first_start"]))
+
+
+def node_usage(jobs: list[tuple[datetime, datetime, int]]) -> dict:
+    """How many jobs ran, from the first start to the last end; the CPU-seconds they held, and the
+    seconds of that span in which none ran."""
+    held = sum((end - start).total_seconds() * cores for start, end, cores in jobs)
+    first, final = min(start for start, _, _ in jobs), max(end for _, end, _ in jobs)
+    idle, running, last = 0.0, 0, first
+    for moment, change in sorted([(start, 1) for start, _, _ in jobs] + [(end, -1) for _, end, _ in jobs]):
+        if running == 0:
+            idle += (moment - last).total_seconds()
+        running, last = running + change, moment
+    return {
+        "first_start": first,
+        "slurm_jobs": len(jobs),
+        "seconds_first_to_last_job": round((final - first).total_seconds()),
+        "allocated_cpu_seconds": round(held),
+        "seconds_without_a_job": round(idle),
+    }
+
+
+def squeue_listing() -> str:
+    command = ["squeue", "--states=all", "--noheader", f"--format={SQUEUE_FORMAT}"]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
+
+
+def run_name(job_id: str) -> str:
+    """The name the plugin gave the jobs of one run (the run's id), from one of its jobs."""
+    command = ["squeue", "--states=all", "--noheader", "--format=%j", "--jobs", job_id]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.split()[0]
 
 
 def ungrouped_profile(workdir: Path) -> Path:
@@ -78,6 +140,10 @@ def build(mode: str, root: Path, number: int) -> dict:
     submissions = len(re.findall(r"submitted with SLURM jobid \d+|Submitted array job with", output))
     steps = re.findall(r"(\d+) of (\d+) steps \(100%\) done", output)
     shutil.rmtree(workdir, ignore_errors=True)
+    usage = dict.fromkeys(USAGE_COLUMNS, 0)
+    if mode != "local":
+        first_job = re.search(r"submitted with SLURM jobid (\d+)", output).group(1)
+        usage = usage_by_run(squeue_listing())[run_name(first_job)]
     return {
         "mode": mode,
         "build": number,
@@ -85,7 +151,21 @@ def build(mode: str, root: Path, number: int) -> dict:
         "load_average": round(load, 2),
         "jobs": int(steps[-1][1]) if steps else None,
         "slurm_submissions": submissions if mode != "local" else 0,
+        **{column: usage[column] for column in USAGE_COLUMNS},
     }
+
+
+def add_usage(table: pd.DataFrame, listing: str) -> pd.DataFrame:
+    """``table`` with the usage columns filled from a saved listing, run by run in build order."""
+    runs = list(usage_by_run(listing).values())
+    on_slurm = table.index[table["mode"] != "local"]
+    if len(runs) != len(on_slurm):
+        sys.exit(f"clean_builds.py: the listing has {len(runs)} runs for {len(on_slurm)} SLURM builds")
+    table = table.assign(**dict.fromkeys(USAGE_COLUMNS, 0))
+    for row, usage in zip(on_slurm, runs, strict=True):
+        for column in USAGE_COLUMNS:
+            table.loc[row, column] = usage[column]
+    return table
 
 
 def main() -> None:
@@ -95,7 +175,13 @@ def main() -> None:
     parser.add_argument("--builds", type=int, default=3)
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     parser.add_argument("--output", type=Path, required=True)
+    parser.add_argument("--usage-from", type=Path, help="a saved squeue listing; see above")
     arguments = parser.parse_args()
+    if arguments.usage_from:
+        table = add_usage(pd.read_csv(arguments.output), arguments.usage_from.read_text())
+        table.to_csv(arguments.output, index=False)
+        print(table.to_string(index=False))
+        return
     rows = []
     with tempfile.TemporaryDirectory(prefix="clean-builds-") as root:
         for number in range(1, arguments.builds + 1):
