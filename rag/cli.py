@@ -260,18 +260,37 @@ def _shown(path: Path) -> str:
 
 
 def _index_modules(dense: bool = False) -> list[object]:
-    """The modules whose code decides what the cached index contains."""
-    from rag import chunking, text
-    from rag.answering import question_answering
-    from rag.corpus import documents
-    from rag.retrieval import bm25, ivf, lsa, search, stored_arrays, tfidf
+    """The modules whose code decides what the cached index contains.
 
-    modules = [text, documents, chunking, search, stored_arrays, bm25, tfidf, lsa, ivf, question_answering]
+    They are the index's builders and every ``rag`` module those import
+    (:func:`rag.code_digest.import_closure`, the closure that also keys the
+    pipeline's rules), so a module a builder comes to import later, such as
+    the one that stores index arrays, changes the key without being listed
+    here. ``question_answering`` assembles the index but also holds the
+    answering steps, so it enters alone: its imports (the readers, prompts)
+    do not shape the index.
+    """
+    import importlib
+
+    import rag
+    from rag import chunking
+    from rag.answering import question_answering
+    from rag.code_digest import import_closure
+    from rag.corpus import documents
+    from rag.retrieval import bm25, ivf, lsa, tfidf
+
+    builders = [documents, chunking, bm25, tfidf, lsa, ivf]
     if dense:
         from rag.retrieval.dense import embedder
 
-        modules.append(embedder)
-    return modules
+        builders.append(embedder)
+    package_root = Path(rag.__file__).parent
+    names = {module.__name__.removeprefix("rag.") for module in builders}
+    for module in builders:
+        names.update(import_closure(Path(module.__file__), package_root))
+    dotted = ["rag" if name == "__init__" else f"rag.{name}" for name in sorted(names)]
+    modules = [importlib.import_module(name) for name in dotted]
+    return [*modules, question_answering]
 
 
 def load_or_build_index(

@@ -260,36 +260,16 @@ class GroundingComparison:
     sources_log10_odds: float
 
 
-@dataclass(frozen=True)
-class _ModelScore:
-    """One model's score of an answer, before it is filed under the answer as a row."""
-
-    model: str
-    log_likelihood: float
-    geometric_mean: float
-    token_count: int
+# One model's score of an answer: model, log-likelihood, geometric mean, token
+# count; with the answer's kind and text in front, the fields of AnswerLikelihood.
+ModelScore = tuple[str, float, float, int]
 
 
-def _answer_rows(answer_kind: str, answer: str, scores: Sequence[_ModelScore]) -> list[AnswerLikelihood]:
-    """The rows of one answer: one row per model, in the order the models scored it."""
-    return [
-        AnswerLikelihood(
-            answer_kind=answer_kind,
-            answer=answer,
-            model=model_score.model,
-            log_likelihood=model_score.log_likelihood,
-            geometric_mean=model_score.geometric_mean,
-            token_count=model_score.token_count,
-        )
-        for model_score in scores
-    ]
-
-
-def _rag_scores(log_prior: np.ndarray, table: np.ndarray) -> list[_ModelScore]:
+def _rag_scores(log_prior: np.ndarray, table: np.ndarray) -> list[ModelScore]:
     """RAG-Sequence and RAG-Token on one answer's token table, which fixes the token count."""
     prior = np.exp(log_prior)
     return [
-        _ModelScore(
+        (
             model,
             likelihood.log_likelihood,
             float(np.exp(likelihood.log_likelihood / table.shape[1])),
@@ -335,16 +315,14 @@ def grounding_comparison(
     rows: list[AnswerLikelihood] = []
     log_likelihoods: dict[tuple[str, str], float] = {}
     for answer_kind, answer in (("true", true_answer), ("wrong", wrong_answer)):
-        scores: list[_ModelScore] = []
+        scores: list[ModelScore] = []
         for model_name, model in (("memory", memory), ("sources", grounded)):
             result = score(model, prompt, answer, end_of_sentence=True)
             log_likelihoods[answer_kind, model_name] = result.log_likelihood
-            scores.append(
-                _ModelScore(model_name, result.log_likelihood, result.geometric_mean, len(result.tokens))
-            )
+            scores.append((model_name, result.log_likelihood, result.geometric_mean, len(result.tokens)))
         table = chunk_token_probabilities(chunk_models, prompt, answer)
         scores.extend(_rag_scores(log_prior, table))
-        rows.extend(_answer_rows(answer_kind, answer, scores))
+        rows.extend(AnswerLikelihood(answer_kind, answer, *model_score) for model_score in scores)
 
     def log10_odds(model_name: str) -> float:
         difference = log_likelihoods["true", model_name] - log_likelihoods["wrong", model_name]
