@@ -9,7 +9,7 @@ interval and significance tables, so no number is ever copied by hand.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -111,8 +111,14 @@ def results_readme(
     baseline: str,
     resamples: int,
     permutations: int,
+    recommended: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
-    """results/README.md: per corpus, the best configuration of each metric and the whole summary."""
+    """results/README.md: per corpus, the best configuration of each metric and the whole summary.
+
+    ``recommended`` maps a corpus to the Markdown lines of its recommendations
+    (:func:`rag.evaluation.recommendation.recommendation_lines`), placed after
+    the table of maxima.
+    """
     metrics = [item for item in summary_metrics() if item.name in summary.columns]
     lines = [
         "# Results",
@@ -143,6 +149,8 @@ def results_readme(
                 row = row._asdict()
                 best_rows.append([item.label, row["chunker"], row["retriever"], _cell(row, item).strip("*")])
         lines += _markdown_table(["metric", "chunker", "retriever", "value [95 % CI]"], best_rows)
+        if recommended and recommended.get(corpus):
+            lines += ["", *recommended[corpus]]
         lines += ["", "### Every configuration", ""]
         table_rows = [
             [row["chunker"], row["retriever"], *(_cell(row, item) for item in metrics)]

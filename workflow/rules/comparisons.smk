@@ -62,6 +62,7 @@ rule results_readme:
     input:
         summary=f"{RESULTS}/summary.csv",
         significance=f"{RESULTS}/significance.csv",
+        question_values="work/evaluation/question_values.parquet",
     output:
         f"{RESULTS}/README.md",
     log:

@@ -2,6 +2,7 @@
 
 import pandas as pd
 
+from rag.evaluation.recommendation import recommendation_lines, recommendations
 from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
 from rag.evaluation.summary import results_readme
 from rag.io import finish_job, start_log, write_text
@@ -11,8 +12,13 @@ summary = pd.read_csv(snakemake.input.summary, keep_default_na=False, na_values=
 significance = pd.read_csv(snakemake.input.significance, dtype={"k": "Int64"})
 for column in [name for name in summary.columns if name.endswith("_vs_baseline")]:
     summary[column] = summary[column].fillna("")
+values = pd.read_parquet(snakemake.input.question_values)
+recommended = {
+    corpus: recommendation_lines(recommendations(summary, values, corpus))
+    for corpus in sorted(summary["corpus"].unique())
+}
 write_text(
     snakemake.output[0],
-    results_readme(summary, significance, snakemake.params.baseline, RESAMPLES, PERMUTATIONS),
+    results_readme(summary, significance, snakemake.params.baseline, RESAMPLES, PERMUTATIONS, recommended),
 )
 finish_job()
