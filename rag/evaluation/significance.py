@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rag.evaluation import metric_registry
+
 # Bootstrap resamples and randomization-test draws; 10,000 keeps the Monte
 # Carlo error of a p-value near 0.05 at about 0.002.
 RESAMPLES = 10_000
@@ -222,8 +224,9 @@ def compare_paired(
 # ---------------------------------------------------------------------------
 
 RUN_KEYS = ["corpus", "chunker", "retriever"]
-# Metrics with a paired test against the baseline: quality, and the cost in prompt words.
-TESTED_METRICS = ("recall", "ndcg", "mrr", "prompt_words")
+
+# One family of Holm's correction: the metrics of one retriever against one baseline on one chunk set.
+FAMILY_KEYS = ["corpus", "chunker", "retriever", "baseline"]
 
 INTERVAL_COLUMNS = [*RUN_KEYS, "metric", "k", "value", "ci_low", "ci_high", "questions"]
 SIGNIFICANCE_COLUMNS = [
@@ -299,16 +302,18 @@ def significance_table(
 ):
     """Every retriever against ``baseline`` on the same corpus, chunker and questions.
 
-    A family for Holm's correction is one column of a results table: one
-    corpus, metric and k, over every chunker and retriever compared. Both
-    tests are corrected, each within its own families; ``significant`` uses
-    the corrected randomization test at level ``alpha``. A chunker the
-    baseline does not run on has no comparisons.
+    A family for Holm's correction is one comparison: one retriever against
+    the baseline on one corpus and chunker, over every tested metric and k
+    (:data:`FAMILY_KEYS`). Adding or removing any other retriever, chunker or
+    corpus therefore never moves an existing corrected p-value or verdict
+    (docs/comparisons.md). Both tests are corrected, each within its own
+    families; ``significant`` uses the corrected randomization test at level
+    ``alpha``. A chunker the baseline does not run on has no comparisons.
     """
     import pandas as pd
 
     _check_complete(question_metrics)
-    tested = question_metrics[question_metrics["metric"].isin(TESTED_METRICS)]
+    tested = question_metrics[question_metrics["metric"].isin(metric_registry.tested_names())]
     rows = []
     for (corpus, chunker), runs in tested.groupby(["corpus", "chunker"], sort=True):
         matrices = {name: _question_matrix(run) for name, run in runs.groupby("retriever", sort=True)}
@@ -344,7 +349,7 @@ def significance_table(
         return table
     for test in ("p_randomization", "p_t"):
         table[f"{test}_holm"] = 0.0
-        for _, family in table.groupby(["corpus", "metric", "k"], sort=True):
+        for _, family in table.groupby(FAMILY_KEYS, sort=True):
             table.loc[family.index, f"{test}_holm"] = holm(family[test].tolist())
     table["significant"] = table["p_randomization_holm"] < alpha
     for column in ("mean_difference", "difference_ci_low", "difference_ci_high"):
@@ -363,9 +368,6 @@ def question_values(evaluation):
     ``evaluation`` is the evaluation job's long table (corpus, chunker,
     retriever, question_id, type, metric, k, value); whole-list metrics keep k = 0.
     """
-    from rag.evaluation.statistics import AGGREGATED_METRICS
-
-    rows = evaluation[evaluation["metric"].isin(list(AGGREGATED_METRICS))]
+    rows = evaluation[evaluation["metric"].isin(metric_registry.names())]
     table = rows[[*RUN_KEYS, "question_id", "metric", "k", "value"]].copy()
-    table["metric"] = table["metric"].map(AGGREGATED_METRICS)
     return table.sort_values([*RUN_KEYS, "metric", "k", "question_id"], kind="stable", ignore_index=True)

@@ -152,22 +152,19 @@ def funnel_ranking(
     return Ranking(pool.positions[:depth], pool.scores[:depth])
 
 
-def funnel_summary(metrics: pd.DataFrame, funnels: Mapping[str, Mapping], ks: Sequence[int]) -> pd.DataFrame:
+def funnel_summary(
+    metrics: pd.DataFrame, funnels: Mapping[str, Mapping], wanted: Sequence[tuple[str, int | None]]
+) -> pd.DataFrame:
     """One row per (corpus, chunker, funnel): its settings and its metrics, side by side.
 
     ``metrics`` is the evaluation's table (corpus, chunker, retriever,
     metric, k, value, questions); ``funnels`` maps funnel names to their
-    entries. Columns: recall at each k of ``ks``, then the MRR, and nDCG and
-    the duplicate-source rate at the largest k.
+    entries; ``wanted`` names the (metric, k) columns, in order (None for a
+    whole-list metric): the evaluation's metric registry chooses them
+    (``rag.evaluation.metric_registry.funnel_columns``).
     """
-    if not ks:
-        raise ValueError("give at least one k")
-    deepest = max(ks)
-    wanted = [("recall", k) for k in sorted(ks)] + [
-        ("mrr", None),
-        ("ndcg", deepest),
-        ("duplicate_source_rate", deepest),
-    ]
+    if not wanted:
+        raise ValueError("give at least one metric column")
     rows = []
     chosen = metrics[metrics["retriever"].isin(list(funnels))]
     for (corpus, chunker, retriever), group in chosen.groupby(["corpus", "chunker", "retriever"], sort=True):
