@@ -61,11 +61,13 @@ class HttpReply:
         return self.headers.get(name)
 
 
-def _connection(url: urllib.parse.SplitResult, timeout: float) -> tuple[http.client.HTTPConnection, str]:
+def _connection(
+    url: urllib.parse.SplitResult, timeout: float, use_proxy: bool = True
+) -> tuple[http.client.HTTPConnection, str]:
     """A connection to the URL's host (or to the proxy that reaches it) and the request target."""
     host, port = url.hostname or "", url.port
     target = urllib.parse.urlunsplit(("", "", url.path or "/", url.query, ""))
-    proxy = urllib.request.getproxies().get(url.scheme)
+    proxy = urllib.request.getproxies().get(url.scheme) if use_proxy else None
     if proxy and not urllib.request.proxy_bypass(host):
         proxy_url = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
         proxy_host, proxy_port = proxy_url.hostname or "", proxy_url.port or 8080
@@ -91,20 +93,23 @@ def request(
     deadline_seconds: float,
     max_body_bytes: int,
     clock: Callable[[], float] = time.monotonic,
+    use_proxy: bool = True,
 ) -> HttpReply:
     """Send one request and return the whole reply, whatever its status, within the deadline.
 
     Raises :class:`DeadlineExceeded` when the deadline passes (also while the
     server drips bytes), :class:`BodyTooLarge` past ``max_body_bytes`` (announced
     or received), :class:`TruncatedBody` when fewer bytes arrive than announced,
-    and :class:`ConnectionFault` for any other network failure.
+    and :class:`ConnectionFault` for any other network failure. ``use_proxy=False``
+    connects directly whatever the environment says (a loopback endpoint that
+    receives a key must not be reached through a proxy).
     """
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
         raise ConnectionFault(f"not an http(s) URL: {parsed.scheme}://{parsed.hostname or ''}")
     started = clock()
     expired = threading.Event()
-    connection, target = _connection(parsed, deadline_seconds)
+    connection, target = _connection(parsed, deadline_seconds, use_proxy)
 
     def cut() -> None:
         expired.set()
@@ -170,3 +175,12 @@ def gunzip(data: bytes, max_bytes: int) -> bytes:
     if not inflater.eof:
         raise TruncatedBody("truncated gzip body")
     return expanded
+
+
+def proxy_for(url: str) -> str | None:
+    """The proxy the environment would route ``url`` through, or None (callers refuse or bypass it)."""
+    parsed = urllib.parse.urlsplit(url)
+    proxy = urllib.request.getproxies().get(parsed.scheme)
+    if proxy and not urllib.request.proxy_bypass(parsed.hostname or ""):
+        return proxy
+    return None

@@ -92,35 +92,75 @@ class Redactor:
                     self._pieces.add(form[start : start + SECRET_PIECE_CHARACTERS])
         self._whole.sort(key=len, reverse=True)
 
-    def __call__(self, text: str) -> str:
+    @property
+    def active(self) -> bool:
+        """Whether there is any secret to remove."""
+        return bool(self._pieces or self._whole)
+
+    def __call__(self, text: str, deadline: float | None = None) -> str:
+        """The text with every secret piece replaced; linear in its length.
+
+        Past ``deadline`` (a :func:`time.monotonic` value) the rest of the text
+        is dropped and marked, rather than shown unchecked or redacted late.
+        """
         if not isinstance(text, str):
             text = str(text)
+        covered, checked = self._covered(text, len(text), deadline)
+        return self._render(text, covered, checked)
+
+    def quote(self, text: str, limit: int, deadline: float | None = None) -> str:
+        """The first ``limit`` characters of the text, redacted: work bounded by ``limit``.
+
+        A piece of a secret that starts inside the quote and runs past its end
+        is found because the coverage looks ``SECRET_PIECE_CHARACTERS`` further.
+        """
+        if not isinstance(text, str):
+            text = str(text)
+        head = text[: limit + SECRET_PIECE_CHARACTERS]
+        covered, checked = self._covered(head, min(limit, len(head)), deadline)
+        return self._render(head, covered, checked)
+
+    def _covered(self, text: str, end: int, deadline: float | None) -> tuple[bytearray, int]:
+        """Which characters of ``text[:end]`` belong to a secret, and how far the check got."""
         covered = bytearray(len(text))
         width = SECRET_PIECE_CHARACTERS
-        if self._pieces:
-            for start in range(len(text) - width + 1):
-                if text[start : start + width] in self._pieces:
-                    covered[start : start + width] = b"\1" * width
+        pieces = self._pieces
+        checked = end
+        if pieces:
+            step = 1 << 16
+            for block in range(0, max(0, len(text) - width + 1), step):
+                if deadline is not None and time.monotonic() > deadline:
+                    checked = min(end, block)
+                    break
+                for start in range(block, min(block + step, len(text) - width + 1)):
+                    if text[start : start + width] in pieces:
+                        covered[start : start + width] = b"\1" * width
         for whole in self._whole:
             for match in re.finditer(re.escape(whole), text):
                 covered[match.start() : match.end()] = b"\1" * (match.end() - match.start())
-        if not any(covered):
-            return text
-        parts, position = [], 0
-        while position < len(text):
-            if covered[position]:
-                end = position
-                while end < len(text) and covered[end]:
-                    end += 1
-                parts.append(_REDACTED)
-                position = end
-            else:
-                end = position
-                while end < len(text) and not covered[end]:
-                    end += 1
-                parts.append(text[position:end])
-                position = end
+        return covered, checked
+
+    @staticmethod
+    def _render(text: str, covered: bytearray, end: int) -> str:
+        parts = []
+        for run_start, run_end, secret in _runs(covered, end):
+            parts.append(_REDACTED if secret else text[run_start:run_end])
+        if end < len(text) and len(covered) == len(text) and end < len(text) - SECRET_PIECE_CHARACTERS:
+            parts.append(" [rest not checked in time: dropped]")
         return "".join(parts)
+
+
+def _runs(covered: bytearray, end: int) -> list[tuple[int, int, bool]]:
+    """Maximal runs of equal coverage in ``covered[:end]`` as (start, end, is_secret)."""
+    runs, position = [], 0
+    view = bytes(covered[:end])
+    while position < end:
+        secret = view[position] == 1
+        following = view.find(b"\0" if secret else b"\1", position)
+        following = end if following < 0 else following
+        runs.append((position, following, secret))
+        position = following
+    return runs
 
 
 def _secret_forms(secret: str) -> set[str]:

@@ -1,0 +1,472 @@
+"""One client for every OpenAI-compatible endpoint: llama.cpp, vLLM, Ollama, hosted APIs.
+
+All of them accept POST ``{base_url}/chat/completions`` (and most
+``/completions``) with the same standard fields, so only those are sent:
+``model``, ``messages`` (or ``prompt``), ``temperature``, ``max_tokens`` and
+``seed``; ``usage`` is read when the server reports it. The pipeline's ``llm``
+generators, the grounding experiments and ``rag ask`` all go through here, with
+one :class:`~rag.answering.response_cache.ResponseCache`, so a reply is paid
+for once.
+
+Why each rule:
+
+* **A deadline is a deadline.** ``timeout_seconds`` (``RAG_LLM_TIMEOUT`` for
+  ``rag ask``) bounds the whole call: every attempt gets only what is left, a
+  retry whose wait would end past the deadline is not started, and a
+  ``Retry-After`` beyond it ends the call with one line saying so.
+* **The key never leaves over plain http.** It is read from the environment
+  variable the entry names (never from a config file) and sent only over
+  https, or over plain http straight to a loopback address: proxies from the
+  environment are ignored for loopback endpoints, and a proxy (or a
+  non-loopback host) for plain http with a key is refused in one line.
+* **Nothing from the server reaches a terminal raw.** Error quotes are cut
+  before redaction (so the work is bounded by the quote, not by a 7 MiB body),
+  redacted of every 8-character piece of the key, and control characters
+  (ESC, BEL, ...) are escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import threading
+import time
+import unicodedata
+import urllib.parse
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+
+from rag import bounded_http
+from rag.answering.hosted import Redactor, retry_after_seconds, shown_url
+from rag.answering.response_cache import ResponseCache
+from rag.progress import format_duration
+
+logger = logging.getLogger(__name__)
+
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+MAX_REPLY_BYTES = 8 * 1024 * 1024
+QUOTED_REPLY_CHARACTERS = 300
+MAX_RETRIES = 3
+BACKOFF_SECONDS = 1.0
+PROGRESS_EVERY_SECONDS = 5.0
+
+
+class LlmError(RuntimeError):
+    """The endpoint failed or cannot be used safely; the message is one key-free line."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a model is served. ``key_variable`` names the environment variable holding the key."""
+
+    base_url: str
+    model: str
+    key_variable: str | None = None
+    concurrency: int = 1
+    timeout_seconds: float = 120.0
+
+    def __post_init__(self) -> None:
+        parsed = urllib.parse.urlsplit(self.base_url if isinstance(self.base_url, str) else "")
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError(f"base_url {shown_url(str(self.base_url))!r} is not an http(s) URL")
+        if parsed.username or parsed.password or parsed.query:
+            raise ValueError("base_url must not carry credentials or a query; name key_variable instead")
+        if not isinstance(self.model, str) or not self.model.strip() or not self.model.isprintable():
+            raise ValueError("model must be a non-empty printable name")
+        if self.key_variable is not None and (
+            not isinstance(self.key_variable, str) or not self.key_variable.replace("_", "").isalnum()
+        ):
+            raise ValueError(f"key_variable {self.key_variable!r} is not an environment variable name")
+        if (
+            isinstance(self.concurrency, bool)
+            or not isinstance(self.concurrency, int)
+            or not 1 <= self.concurrency <= 64
+        ):
+            raise ValueError(f"concurrency must be an integer from 1 to 64, got {self.concurrency!r}")
+        seconds = self.timeout_seconds
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
+            raise ValueError(f"timeout_seconds must be a number of seconds, got {seconds!r}")
+        if not 0 < seconds <= 24 * 3600:
+            raise ValueError(f"timeout_seconds must be above 0 and at most 86400, got {seconds!r}")
+
+    @property
+    def loopback(self) -> bool:
+        return urllib.parse.urlsplit(self.base_url).hostname in LOOPBACK_HOSTS
+
+    def url(self, path: str) -> str:
+        return self.base_url.rstrip("/") + path
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float = 0.0
+    max_tokens: int = 128
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    cached: bool
+
+
+def escape_controls(text: str) -> str:
+    """One printable line: control and format characters (ESC, BEL, newlines...) as escapes."""
+    if text.isascii() and text.isprintable():
+        return text
+    return "".join(
+        character
+        if unicodedata.category(character) not in ("Cc", "Cf", "Co", "Cs", "Cn")
+        else (f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}")
+        for character in text
+    )
+
+
+def read_key(endpoint: Endpoint, environment: Mapping[str, str]) -> str | None:
+    """The key from the named environment variable, or None when the endpoint needs none."""
+    if endpoint.key_variable is None:
+        return None
+    key = environment.get(endpoint.key_variable, "").strip()
+    if not key:
+        raise LlmError(f"environment variable {endpoint.key_variable} (key_variable) is not set")
+    if not key.isascii() or not key.isprintable() or " " in key or len(key) > 4096:
+        raise LlmError(
+            f"environment variable {endpoint.key_variable} holds a character a header cannot carry"
+        )
+    return key
+
+
+def transport_check(endpoint: Endpoint, key: str | None) -> bool:
+    """Whether to use the environment's proxy; raises when the key would travel in clear text.
+
+    https: the proxy (if any) only tunnels encrypted bytes, so it is used.
+    Plain http to a loopback address: always direct, proxy ignored. Plain
+    http elsewhere: allowed without a key, refused with one.
+    """
+    parsed = urllib.parse.urlsplit(endpoint.base_url)
+    if parsed.scheme == "https":
+        return True
+    if endpoint.loopback:
+        return False
+    if key is not None:
+        proxy = bounded_http.proxy_for(endpoint.base_url)
+        through = (
+            f" through the proxy {shown_url(proxy if '://' in proxy else 'http://' + proxy)}" if proxy else ""
+        )
+        raise LlmError(
+            f"{shown_url(endpoint.base_url)}: refusing to send the key over plain http{through}; "
+            "use https, or a loopback address (127.0.0.1) with no proxy"
+        )
+    return True
+
+
+@dataclass(frozen=True)
+class _Reply:
+    document: dict
+    seconds: float
+
+
+def post_json(
+    endpoint: Endpoint,
+    path: str,
+    body: dict,
+    environment: Mapping[str, str] = os.environ,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> _Reply:
+    """POST ``body`` to ``base_url + path`` with retries, all within ``endpoint.timeout_seconds``."""
+    key = read_key(endpoint, environment)
+    use_proxy = transport_check(endpoint, key)
+    redactor = Redactor([key] if key else [])
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    payload = json.dumps(body).encode("utf-8")
+    shown = shown_url(endpoint.url(path))
+    started = clock()
+    deadline = started + endpoint.timeout_seconds
+    failure = "no attempt was made"
+    attempt = 0
+    while True:
+        attempt += 1
+        remaining = deadline - clock()
+        outcome = _attempt(endpoint.url(path), headers, payload, remaining, use_proxy, redactor, deadline)
+        if isinstance(outcome, dict):
+            return _Reply(outcome, clock() - started)
+        failure, retryable, retry_after = outcome
+        failure = f"{shown} failed: {failure}"
+        if not retryable or attempt > MAX_RETRIES:
+            break
+        wait = max(BACKOFF_SECONDS * 2 ** (attempt - 1), retry_after or 0.0)
+        left = deadline - clock()
+        if retry_after is not None and retry_after >= left:
+            failure += (
+                f"; the server asks to retry after {retry_after:g} s, past the deadline of "
+                f"{endpoint.timeout_seconds:g} s"
+            )
+            break
+        if wait + 0.5 >= left:
+            failure += f"; no time left for a retry within the deadline of {endpoint.timeout_seconds:g} s"
+            break
+        logger.warning("%s; retry %d of %d in %.1f s", escape_controls(failure), attempt, MAX_RETRIES, wait)
+        sleep(wait)
+    raise LlmError(escape_controls(f"{failure} (after {attempt} attempt(s))"))
+
+
+def _attempt(
+    url: str,
+    headers: dict,
+    payload: bytes,
+    seconds: float,
+    use_proxy: bool,
+    redactor: Redactor,
+    deadline: float,
+) -> dict | tuple[str, bool, float | None]:
+    """One request: the parsed JSON reply, or (redacted failure, retryable, retry-after)."""
+    if seconds <= 0:
+        return "no time left before the deadline", False, None
+    try:
+        reply = bounded_http.request(
+            "POST",
+            url,
+            headers,
+            payload,
+            deadline_seconds=seconds,
+            max_body_bytes=MAX_REPLY_BYTES,
+            use_proxy=use_proxy,
+        )
+    except bounded_http.DeadlineExceeded:
+        return f"no whole reply within the {seconds:.1f} s left of the deadline", True, None
+    except bounded_http.BodyTooLarge as error:
+        return f"reply refused: {error}", False, None
+    except bounded_http.HttpFault as error:
+        return redactor.quote(f"connection failed: {error}", QUOTED_REPLY_CHARACTERS), True, None
+    text = reply.body.decode("utf-8", errors="replace")
+    if not 200 <= reply.status < 300:
+        quoted = redactor.quote(text, QUOTED_REPLY_CHARACTERS, deadline)
+        reason = redactor.quote(reply.reason or "", 80)
+        return (
+            f"HTTP {reply.status} {reason}: {quoted}",
+            reply.status in RETRYABLE_STATUS,
+            retry_after_seconds(reply.header("Retry-After")),
+        )
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        return f"the reply is not JSON ({error.msg} at position {error.pos})", False, None
+    if not isinstance(document, dict):
+        return "the reply is not a JSON object", False, None
+    return _redact_document(document, redactor, deadline)
+
+
+def _redact_document(document: dict, redactor: Redactor, deadline: float) -> dict:
+    """A server may echo the key back: every text of the reply is redacted before use."""
+
+    def clean(value: object) -> object:
+        if isinstance(value, str):
+            return redactor(value, deadline)
+        if isinstance(value, list):
+            return [clean(item) for item in value]
+        if isinstance(value, dict):
+            return {redactor(str(name)): clean(item) for name, item in value.items()}
+        return value
+
+    return clean(document) if redactor.active else document
+
+
+def _usage(document: dict) -> tuple[int, int]:
+    usage = document.get("usage")
+    if not isinstance(usage, dict):
+        return 0, 0
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    return (
+        prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else 0,
+        completion if isinstance(completion, int) and not isinstance(completion, bool) else 0,
+    )
+
+
+def chat_request(endpoint: Endpoint, messages: list[dict], sampling: Sampling) -> dict:
+    """What the cache is keyed by: endpoint, model, every sampling parameter, the exact messages."""
+    return {
+        "kind": "chat",
+        "base_url": endpoint.base_url,
+        "model": endpoint.model,
+        "sampling": asdict(sampling),
+        "messages": messages,
+    }
+
+
+def _check_messages(messages: object) -> list[dict]:
+    if not isinstance(messages, list) or not messages:
+        raise LlmError("messages must be a non-empty list of {role, content}")
+    for message in messages:
+        if not (
+            isinstance(message, dict)
+            and isinstance(message.get("role"), str)
+            and isinstance(message.get("content"), str)
+        ):
+            raise LlmError("every message must be a {role: text, content: text} mapping")
+    return messages
+
+
+def chat(
+    endpoint: Endpoint,
+    messages: list[dict],
+    sampling: Sampling,
+    cache: ResponseCache | None,
+    environment: Mapping[str, str] = os.environ,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Completion:
+    """The model's reply to ``messages``, from the cache when it holds exactly this request."""
+    request = chat_request(endpoint, _check_messages(messages), sampling)
+    stored = cache.get(request) if cache is not None else None
+    if stored is not None:
+        return Completion(**{**stored, "cached": True})
+    body = {
+        "model": endpoint.model,
+        "messages": messages,
+        "temperature": sampling.temperature,
+        "max_tokens": sampling.max_tokens,
+        "seed": sampling.seed,
+    }
+    reply = post_json(endpoint, "/chat/completions", body, environment, sleep)
+    try:
+        text = reply.document["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise LlmError(
+            f"{shown_url(endpoint.base_url)}: the reply has no choices[0].message.content"
+        ) from None
+    if not isinstance(text, str):
+        raise LlmError(f"{shown_url(endpoint.base_url)}: choices[0].message.content is not text")
+    prompt_tokens, completion_tokens = _usage(reply.document)
+    completion = Completion(text, prompt_tokens, completion_tokens, round(reply.seconds, 3), cached=False)
+    if cache is not None:
+        stored = asdict(completion)
+        del stored["cached"]
+        cache.put(request, stored)
+    return completion
+
+
+def chat_many(
+    endpoint: Endpoint,
+    conversations: Sequence[list[dict]],
+    sampling: Sampling,
+    cache: ResponseCache | None,
+    progress: Callable[[str], object] | None = None,
+    environment: Mapping[str, str] = os.environ,
+) -> list[Completion]:
+    """Replies in input order, at most ``endpoint.concurrency`` requests in flight.
+
+    A progress line (answers done, tokens, time left) goes to ``progress``
+    (default: this module's logger) at most every few seconds and at the end.
+    """
+    report = progress or logger.info
+    total = len(conversations)
+    lock = threading.Lock()
+    state = {"done": 0, "tokens": 0, "last": time.monotonic()}
+    started = state["last"]
+
+    def one(messages: list[dict]) -> Completion:
+        completion = chat(endpoint, messages, sampling, cache, environment)
+        with lock:
+            state["done"] += 1
+            state["tokens"] += completion.prompt_tokens + completion.completion_tokens
+            now = time.monotonic()
+            if state["done"] == total or now - state["last"] >= PROGRESS_EVERY_SECONDS:
+                state["last"] = now
+                report(progress_text(state["done"], total, state["tokens"], now - started))
+        return completion
+
+    with ThreadPoolExecutor(max_workers=endpoint.concurrency) as pool:
+        return list(pool.map(one, conversations))
+
+
+def progress_text(done: int, total: int, tokens: int, seconds: float) -> str:
+    """``answers: 12/40, 5,310 tokens, about 1 min 05 s left``."""
+    left = seconds / done * (total - done) if done else 0.0
+    remaining = "done" if done >= total else f"about {format_duration(left)} left"
+    return f"answers: {done:,}/{total:,}, {tokens:,} tokens, {remaining}"
+
+
+def continuation_request(endpoint: Endpoint, prefix: str, continuation: str) -> dict:
+    return {
+        "kind": "continuation_logprobs",
+        "base_url": endpoint.base_url,
+        "model": endpoint.model,
+        "prefix": prefix,
+        "continuation": continuation,
+    }
+
+
+def continuation_logprobs(
+    endpoint: Endpoint,
+    prefix: str,
+    continuation: str,
+    cache: ResponseCache | None,
+    environment: Mapping[str, str] = os.environ,
+) -> tuple[float, ...] | None:
+    """The log-probability of each token of ``continuation`` after ``prefix``, or None.
+
+    Asks ``/completions`` to echo the prompt ``prefix + continuation`` with
+    ``logprobs`` (llama-cpp-python's server does, with its default
+    ``logits_all=True``; vLLM does; chat-only APIs do not). The tokens kept are
+    those that end past the prefix, so a token straddling the boundary counts
+    for the continuation: start the continuation with a space to avoid one.
+    None (with a warning) when the server gives no per-token log-probabilities.
+    """
+    request = continuation_request(endpoint, prefix, continuation)
+    stored = cache.get(request) if cache is not None else None
+    if stored is not None:
+        values = stored.get("logprobs")
+        return None if values is None else tuple(float(value) for value in values)
+    body = {
+        "model": endpoint.model,
+        "prompt": prefix + continuation,
+        "max_tokens": 1,
+        "temperature": 0.0,
+        "echo": True,
+        "logprobs": 1,
+        "seed": 0,
+    }
+    try:
+        reply = post_json(endpoint, "/completions", body, environment)
+        values = _continuation_values(reply.document, len(prefix), len(prefix) + len(continuation))
+    except LlmError as error:
+        if "HTTP 4" not in str(error):
+            raise
+        logger.warning("%s gives no echoed log-probabilities: %s", shown_url(endpoint.base_url), error)
+        values = None
+    if values is None:
+        logger.warning(
+            "%s returned no per-token log-probabilities for the prompt", shown_url(endpoint.base_url)
+        )
+    if cache is not None:
+        cache.put(request, {"logprobs": None if values is None else list(values)})
+    return values
+
+
+def _continuation_values(document: dict, prefix_characters: int, end: int) -> tuple[float, ...] | None:
+    """Log-probabilities of the echoed tokens between the prefix and ``end`` (not the generated one)."""
+    try:
+        logprobs = document["choices"][0]["logprobs"]
+        tokens, offsets, values = logprobs["tokens"], logprobs["text_offset"], logprobs["token_logprobs"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if not (isinstance(tokens, list) and isinstance(offsets, list) and isinstance(values, list)):
+        return None
+    kept = []
+    for token, offset, value in zip(tokens, offsets, values, strict=False):
+        if not isinstance(offset, int) or not isinstance(token, str):
+            return None
+        if offset + len(token) > prefix_characters and offset < end:
+            if not isinstance(value, int | float) or isinstance(value, bool) or not math.isfinite(value):
+                return None
+            kept.append(float(value))
+    return tuple(kept) if kept else None
