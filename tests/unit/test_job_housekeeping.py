@@ -106,3 +106,20 @@ def test_visible_escapes_controls_and_bidi_but_keeps_text():
     assert visible("caf\u00e9 \u6587") == "caf\u00e9 \u6587"
     assert visible("a\x1b[31mb\x07\u202e") == "a\\x1b[31mb\\x07\\u202e"
     assert visible("one\ntwo", keep_newlines=False) == "one\\x0atwo"
+
+
+def test_a_config_error_under_snakemake_dry_run_is_one_line_without_frames():
+    snakemake = Path(sys.executable).with_name("snakemake")
+    finished = subprocess.run(
+        [str(snakemake), "-n", "--quiet", "--config", "retrievers=5"],
+        cwd=PROJECT,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert finished.returncode == 1
+    errors = [line for line in finished.stderr.splitlines() if "Error" in line or "File " in line]
+    assert errors == [
+        "Error: ConfigError: invalid config.yaml: config['retrievers']: 5 is not of type 'object'"
+    ]
