@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 
 from rag.corpus.documents import BLOCK_SEPARATOR, PARSER_VERSION, SECTION_SEPARATOR, Document, section_name
+from rag.kinds import CHUNKER_KINDS, behaviour
 from rag.text import count_words, split_sentences, word_spans
 
 
@@ -60,15 +61,20 @@ class ChunkerSpec:
 
     def __post_init__(self) -> None:
         if self.kind not in CHUNKER_KINDS:
-            raise ChunkingError(f"unknown chunker kind {self.kind!r}; expected one of {CHUNKER_KINDS}")
-        if self.kind in ("fixed", "sentences") and self.size < 1:
+            raise ChunkingError(f"unknown chunker kind {self.kind!r}; expected one of {tuple(CHUNKER_KINDS)}")
+        if CHUNKER_KINDS[self.kind].size is not None and self.size < 1:
             raise ChunkingError(f"a {self.kind} chunker needs a positive size, got {self.size}")
         if self.overlap < 0:
             raise ChunkingError(f"overlap must not be negative, got {self.overlap}")
-        if self.kind == "fixed" and self.overlap >= self.size:
+        if self.window is not None and self.overlap >= self.size:
             raise ChunkingError(
                 f"overlap ({self.overlap}) must be smaller than the window ({self.size} words)"
             )
+
+    @property
+    def window(self) -> tuple[int, int] | None:
+        """(size, overlap) of a kind that cuts overlapping windows, else None."""
+        return (self.size, self.overlap) if "overlap" in CHUNKER_KINDS[self.kind].parameters else None
 
     @property
     def stride(self) -> int:
@@ -78,9 +84,6 @@ class ChunkerSpec:
         """Fingerprint of the spec; chunk ids depend on it, so two specs never share ids."""
         canonical = json.dumps(dataclasses.asdict(self), sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
-
-
-CHUNKER_KINDS = ("fixed", "sentences", "sections")
 
 
 def chunk_id(
@@ -173,15 +176,27 @@ def _paragraph_ranges(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return ranges
 
 
+# The chunker kinds' behaviour, as the table of kinds (rag/kinds.py) names it:
+# the (start, end) character ranges of a document's chunks, given its text and
+# its (section name, start, end) runs.
+
+
+def fixed_ranges(text: str, runs: list[tuple[str, int, int]], spec: ChunkerSpec) -> list[tuple[int, int]]:
+    return fixed_windows(text, spec.size, spec.overlap)
+
+
+def sentence_ranges(text: str, runs: list[tuple[str, int, int]], spec: ChunkerSpec) -> list[tuple[int, int]]:
+    return sentence_packs(text, [(start, end) for _, start, end in runs], spec.size)
+
+
+def section_ranges(text: str, runs: list[tuple[str, int, int]], spec: ChunkerSpec) -> list[tuple[int, int]]:
+    return [(start, end) for _, start, end in runs]
+
+
 def chunk_document(document: Document, spec: ChunkerSpec) -> list[Chunk]:
     text = document.full_text
     runs = _section_runs(document)
-    if spec.kind == "fixed":
-        ranges = fixed_windows(text, spec.size, spec.overlap)
-    elif spec.kind == "sentences":
-        ranges = sentence_packs(text, [(start, end) for _, start, end in runs], spec.size)
-    else:
-        ranges = [(start, end) for _, start, end in runs]
+    ranges = behaviour(spec.kind, "chunk")(text, runs, spec)
     digest = spec.digest()
     chunks = []
     for start, end in ranges:
@@ -225,7 +240,8 @@ def cut_probability(span_words: int, size: int, overlap: int) -> float:
 def spec_from_config(entry: dict) -> ChunkerSpec:
     """A ChunkerSpec from a config entry (``words``/``max_words`` name the size)."""
     kind = entry.get("kind", "")
-    size = entry.get("words") if kind == "fixed" else entry.get("max_words", 0)
+    size_key = CHUNKER_KINDS[kind].size if kind in CHUNKER_KINDS else None
+    size = entry.get(size_key, 0) if size_key else 0
     return ChunkerSpec(
         kind=kind,
         size=int(size or 0),

@@ -27,7 +27,7 @@ from rag.corpus.folders import FOLDER_SOURCES, folder_files, skipped_setting
 from rag.corpus.questions import corpus_question_problems
 from rag.experiments import figures_corpus, grounding_corpus, ivf_tradeoff_warning, unlabelled_corpora
 from rag.grounding.cases import swap_values
-from rag.kinds import CHUNKER_KINDS, COMMON_RETRIEVER_KEYS, RETRIEVER_KINDS, kinds_with
+from rag.kinds import CHUNKER_KINDS, COMMON_RETRIEVER_KEYS, RETRIEVER_KINDS, kinds_with, model_kinds
 from rag.kinds import defaults as kind_defaults
 from rag.labels import LabelError, parse_questions
 from rag.retrieval.filters import FilterError, parse_filter
@@ -638,12 +638,25 @@ class Plan:
         """The retrievers whose kind has one of these roles (see :class:`rag.kinds.Kind`)."""
         return [name for name in self.retrievers if self.role(name) in roles]
 
+    def retrievers_ranked_by(self, *rules: str) -> list[str]:
+        """The retrievers whose rankings these workflow rules make (each kind's ``rule``, rag/kinds.py)."""
+        return [name for name in self.retrievers if self.rule(name) in rules]
+
+    def rule(self, retriever: str) -> str | None:
+        """The workflow rule that makes a retriever's rankings, as its kind names it (None: no rankings)."""
+        return RETRIEVER_KINDS[self.retrievers[retriever]["kind"]].rule
+
+    def ranked(self, retriever: str) -> bool:
+        """Whether a retriever has rankings of its own (a rerank-only kind has none)."""
+        return self.rule(retriever) is not None
+
     def grid(self, corpora: Iterable[str] | None = None) -> list[tuple[str, str, str]]:
         """Every (corpus, chunker, retriever) the configuration asks for (labelled corpora by default)."""
         return [
             (corpus, chunker, retriever)
             for corpus in (self.labelled_corpora if corpora is None else corpora)
             for retriever in self.retrievers
+            if self.ranked(retriever)
             for chunker in self.retriever_chunkers[retriever]
         ]
 
@@ -679,12 +692,12 @@ class Plan:
 
     def index_grid(self) -> list[tuple[str, str, str]]:
         """(corpus, chunker, retriever) of every fitted or encoded index, unlabelled corpora included."""
-        plain = self.retrievers_of("fitted", "pretrained")
+        plain = [name for name in self.retrievers if RETRIEVER_KINDS[self.retrievers[name]["kind"]].plain]
         return [triple for triple in self.grid(list(self.corpora)) if triple[2] in plain]
 
     def index_benchmark(self, corpus: str, chunker: str, retriever: str) -> str:
         """The benchmark file of the job that built an index (rule rank or rank_embedder)."""
-        rule = "rank_embedder" if self.role(retriever) == "pretrained" else "rank"
+        rule = self.rule(retriever)
         return f"benchmarks/logs/{rule}/{corpus}/{chunker}/{retriever}.tsv"
 
     def corpus_settings(self, corpus: str, evaluation_keys: Iterable[str] = ()) -> dict:
@@ -1104,7 +1117,21 @@ def _check_learned(plan: Plan) -> None:
             )
 
 
+def _check_rerank_only(plan: Plan) -> None:
+    """A kind without rankings of its own (a reranker) can only be a funnel's ``rerank``."""
+    for name, entry in plan.retrievers.items():
+        for key in ("first", "base", "components"):
+            named = entry.get(key)
+            for part in named if isinstance(named, list) else [named] if named else []:
+                if part in plan.retrievers and not plan.ranked(part):
+                    raise ConfigError(
+                        f"config['retrievers'][{name!r}][{key!r}]: {part!r} only reranks a funnel's "
+                        "candidates and has no rankings; name it as a funnel's 'rerank'"
+                    )
+
+
 def _check_funnels(plan: Plan) -> None:
+    _check_rerank_only(plan)
     for name in plan.retrievers_of("funnel"):
         entry, where = plan.retrievers[name], f"config['retrievers'][{name!r}]"
         if entry["candidates"] > plan.depth:
@@ -1126,7 +1153,7 @@ def _check_funnels(plan: Plan) -> None:
                 f"{where}['rerank']: {rerank!r} adds raw scores; rerank with a retriever or an rrf fusion"
             )
         for part in plan.retrievers[rerank].get("components", []):
-            if plan.role(part) not in ("fitted", "pretrained"):
+            if not RETRIEVER_KINDS[plan.retrievers[part]["kind"]].plain:
                 raise ConfigError(
                     f"{where}['rerank']: the fusion {rerank!r} reranks with its components, "
                     f"which must be plain retrievers; {part!r} is not"
@@ -1202,7 +1229,7 @@ def build_plan(
     problems = schema_errors(config, schema, fill_defaults=True)
     if problems:
         raise ConfigError("invalid config.yaml: " + "; ".join(problems))
-    pretrained = kinds_with("pretrained")
+    pretrained = model_kinds()
     warnings = prune_unavailable(config, pretrained)
     chunkers, retrievers = _canonical_grid(config, pretrained)
     corpora = {name: entry for name, entry in sorted(config["corpora"].items()) if entry.get("enabled", True)}

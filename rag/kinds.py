@@ -1,18 +1,26 @@
-"""The one table of chunker and retriever kinds.
+"""The one table of chunker and retriever kinds, with what each kind does.
 
 Every place that needs to know what a kind takes or how it is run reads this
 table: the config plan (:mod:`rag.config`) fills defaults and checks bounds
-from it, the workflow schedules a kind's rankings by its ``role``,
-:mod:`rag.retrieval.retrievers` and :mod:`rag.retrieval.funnel` dispatch on the same roles, and a
-test ties ``workflow/schemas/config.schema.yaml`` to it. Adding a kind starts
-here. The module imports nothing from the rest of ``rag`` so that every other
-module can read it.
+from it, the workflow schedules a kind's rankings by the ``rule`` it names,
+:mod:`rag.retrieval.retrievers`, :mod:`rag.retrieval.fusion`,
+:mod:`rag.retrieval.funnel` and :mod:`rag.chunking` call the functions it names
+(its *behaviour*), and a test ties ``workflow/schemas/config.schema.yaml`` to
+it. Adding a kind is one module with its functions, one entry here and its
+schema block (docs/configuration.md, "Adding a kind").
+
+Behaviour is named by dotted paths (``"package.module:function"``) that
+:func:`behaviour` imports on first use, so this module imports nothing from
+the rest of ``rag`` and every other module can read it; a kind whose module
+needs an optional extra costs nothing until it is used.
 """
 
 from __future__ import annotations
 
+import importlib
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # A parameter without a default must be given in the entry.
@@ -76,28 +84,96 @@ class Parameter:
 
 @dataclass(frozen=True)
 class Kind:
-    """A chunker or retriever kind.
+    """A chunker or retriever kind: its parameters, its place in the workflow and its behaviour.
 
-    ``role`` says how a retriever kind's rankings are made, and so which rule
-    makes them: ``fitted`` kinds are fitted on chunk texts (rule rank),
-    ``pretrained`` ones encode them with a pretrained model (rank_embedder),
-    ``fused`` ones combine their components' rankings (fuse), ``approximate``
-    ones index a dense base's vectors (rank_ivf), ``learned`` ones fuse their
-    components with weights chosen by cross-validation (fuse_learned) and
-    ``funnel`` ones rerank a first stage's candidates (funnel). ``dense`` kinds embed chunks and
-    queries in one vector space, which an IVF index can hold.
+    ``role`` says what an entry of the kind is to the config plan: ``fitted``
+    kinds index chunk texts, ``pretrained`` ones encode them with a model from
+    the embedding cache, ``fused`` ones combine their components' rankings,
+    ``approximate`` ones index a dense base's vectors, ``learned`` ones fuse
+    with weights chosen by cross-validation, ``funnel`` ones rerank a first
+    stage's candidates and ``rerank`` ones only rescore a funnel's candidates
+    (they make no rankings of their own). ``rule`` is the workflow rule that
+    makes the kind's rankings (None: it makes none). ``dense`` kinds embed
+    chunks and queries in one vector space, which an IVF index can hold.
+
+    The behaviour fields are dotted paths resolved by :func:`behaviour`, each
+    with one signature for every kind that has it:
+
+    - ``build(entry, texts) -> index``: fit or encode an index over chunk texts;
+    - ``index``: the index class, whose ``from_arrays`` loads a saved index;
+    - ``search(index, entry, query_texts, depth, tie_order, allowed) -> [Ranking]``;
+    - ``embed(index, entry, query_texts) -> vectors``: a dense kind's queries;
+    - ``fuse(entry, rankings, depth, tie_order) -> Ranking``: one question's fusion;
+    - ``rerank(entry, chunk_texts, tie_order) -> Reranker``: a funnel reranker
+      that scores candidates itself (``(query, positions) -> scores``);
+    - ``chunk(document, spec) -> [(start, end)]``: a chunker's character ranges.
+
+    A field nobody uses yet (a generator's ``generate``, say) is one more
+    line here and one more argument in the entries that have it.
     """
 
     name: str
     role: str
     parameters: dict[str, Parameter]
     dense: bool = False
+    rule: str | None = None
+    build: str | None = None
+    index: str | None = None
+    search: str | None = None
+    embed: str | None = None
+    fuse: str | None = None
+    rerank: str | None = None
+    chunk: str | None = None
+    # The parameter a chunker's size is read from (rag.chunking.spec_from_config).
+    size: str | None = None
+
+    @property
+    def plain(self) -> bool:
+        """Whether the kind indexes chunk texts itself (a fusion's or a funnel's part can be one)."""
+        return self.build is not None
+
+
+def resolve(path: str) -> Callable:
+    """The object a ``"package.module:name"`` path names, imported on first use."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def behaviour(kind: str, field: str) -> Callable:
+    """What a kind does for ``field`` (build, search, embed, fuse, rerank, chunk, index).
+
+    Raises ValueError naming the kinds that have it when this one has not, so
+    a caller that reaches the wrong kind gets one clear line.
+    """
+    table = RETRIEVER_KINDS if kind in RETRIEVER_KINDS else CHUNKER_KINDS
+    if kind not in table:
+        raise ValueError(f"unknown kind {kind!r}; kinds: {sorted({*RETRIEVER_KINDS, *CHUNKER_KINDS})}")
+    path = getattr(table[kind], field)
+    if path is None:
+        having = [name for name, entry in table.items() if getattr(entry, field) is not None]
+        raise ValueError(f"a {kind!r} entry has no {field}; kinds with one: {having}")
+    return resolve(path)
 
 
 _STEM = Parameter("boolean", False)
 _HEADER = Parameter("boolean", True)
 _WORDS = Parameter("integer", REQUIRED, minimum=1, maximum=100_000)
 _COUNT = 1_000_000
+
+
+def _indexes_texts(module: str, index: str, rule: str = "rank") -> dict[str, str]:
+    """The behaviour of a kind that indexes chunk texts, in ``module``'s conventional names."""
+    return {
+        "rule": rule,
+        "build": f"{module}:index_entry",
+        "index": f"{module}:{index}",
+        "search": f"{module}:search_entry",
+    }
+
+
+# Where a pretrained model may run: numpy on the CPU, torch on a GPU, or
+# whichever is present (rag.retrieval.dense.sentence_embeddings.resolve_device).
+DEVICES = ("cpu", "cuda", "auto")
 
 
 def _by_name(*kinds: Kind) -> dict[str, Kind]:
@@ -114,9 +190,17 @@ CHUNKER_KINDS: dict[str, Kind] = _by_name(
             "overlap": Parameter("integer", 0, minimum=0, maximum=100_000),
             "header": _HEADER,
         },
+        chunk="rag.chunking:fixed_ranges",
+        size="words",
     ),
-    Kind("sentences", "chunker", {"max_words": _WORDS, "header": _HEADER}),
-    Kind("sections", "chunker", {"header": _HEADER}),
+    Kind(
+        "sentences",
+        "chunker",
+        {"max_words": _WORDS, "header": _HEADER},
+        chunk="rag.chunking:sentence_ranges",
+        size="max_words",
+    ),
+    Kind("sections", "chunker", {"header": _HEADER}, chunk="rag.chunking:section_ranges"),
 )
 
 RETRIEVER_KINDS: dict[str, Kind] = _by_name(
@@ -129,11 +213,13 @@ RETRIEVER_KINDS: dict[str, Kind] = _by_name(
             "idf": Parameter("string", "lucene", choices=("lucene", "classic")),
             "stem": _STEM,
         },
+        **_indexes_texts("rag.retrieval.bm25", "BM25Index"),
     ),
     Kind(
         "tfidf",
         "fitted",
         {"normalize": Parameter("boolean", True), "sublinear": Parameter("boolean", True), "stem": _STEM},
+        **_indexes_texts("rag.retrieval.tfidf", "TfidfIndex"),
     ),
     Kind(
         "lsa",
@@ -144,6 +230,8 @@ RETRIEVER_KINDS: dict[str, Kind] = _by_name(
             "stem": _STEM,
         },
         dense=True,
+        embed="rag.retrieval.lsa:embed_entry",
+        **_indexes_texts("rag.retrieval.lsa", "LSAModel"),
     ),
     # 256 tokens is the limit all-MiniLM-L6-v2 was trained with; text picks the
     # chunk with its "title › section" header (indexed) or without (plain).
@@ -155,10 +243,11 @@ RETRIEVER_KINDS: dict[str, Kind] = _by_name(
             "batch_size": Parameter("integer", 32, minimum=1, maximum=4096),
             "max_tokens": Parameter("integer", 256, minimum=2, maximum=512),
             "text": Parameter("string", "indexed", choices=("indexed", "plain")),
-            # numpy on the CPU, or torch on a GPU when present (rag.retrieval.dense.sentence_embeddings).
-            "device": Parameter("string", "cpu", choices=("cpu", "cuda", "auto")),
+            "device": Parameter("string", "cpu", choices=DEVICES),
         },
         dense=True,
+        embed="rag.retrieval.dense.sentence_embeddings:embed_entry",
+        **_indexes_texts("rag.retrieval.dense.sentence_embeddings", "EmbeddingIndex", rule="rank_embedder"),
     ),
     Kind(
         "rrf",
@@ -167,8 +256,16 @@ RETRIEVER_KINDS: dict[str, Kind] = _by_name(
             "components": Parameter("names"),
             "constant": Parameter("number", 60, minimum=0, maximum=_COUNT),
         },
+        rule="fuse",
+        fuse="rag.retrieval.fusion:fuse_rrf",
     ),
-    Kind("score_sum", "fused", {"components": Parameter("names")}),
+    Kind(
+        "score_sum",
+        "fused",
+        {"components": Parameter("names")},
+        rule="fuse",
+        fuse="rag.retrieval.fusion:fuse_score_sum",
+    ),
     # Weighted fusion whose weights are chosen by cross-validation on the
     # labelled questions (rag.evaluation.learned_fusion; rule fuse_learned).
     Kind(
@@ -184,6 +281,7 @@ RETRIEVER_KINDS: dict[str, Kind] = _by_name(
             "objective": Parameter("string", "ndcg", choices=("ndcg", "recall", "mrr")),
             "objective_k": Parameter("integer", 10, minimum=1, maximum=_COUNT),
         },
+        rule="fuse_learned",
     ),
     Kind(
         "ivf",
@@ -194,6 +292,9 @@ RETRIEVER_KINDS: dict[str, Kind] = _by_name(
             "probes": Parameter("integer", 4, minimum=1, maximum=_COUNT),
             "seed": Parameter("integer", 0, minimum=0, maximum=2**32 - 1),
         },
+        rule="rank_ivf",
+        index="rag.retrieval.ivf:IVFIndex",
+        search="rag.retrieval.retrievers:approximate_search",
     ),
     Kind(
         "funnel",
@@ -204,6 +305,7 @@ RETRIEVER_KINDS: dict[str, Kind] = _by_name(
             "candidates": Parameter("integer", 30, minimum=1, maximum=_COUNT),
             "diversity": Parameter("integer", None, minimum=1, maximum=_COUNT, nullable=True),
         },
+        rule="funnel",
     ),
 )
 
@@ -211,13 +313,23 @@ RETRIEVER_KINDS: dict[str, Kind] = _by_name(
 COMMON_RETRIEVER_KEYS = ("kind", "chunkers", "optional")
 
 
-def kinds_with(role: str | None = None, *, dense: bool | None = None) -> tuple[str, ...]:
-    """The retriever kinds of a role and/or density, in table order."""
+def kinds_with(
+    role: str | None = None, *, dense: bool | None = None, rule: str | None = None, plain: bool | None = None
+) -> tuple[str, ...]:
+    """The retriever kinds of a role, density, ranking rule and/or plainness, in table order."""
     return tuple(
         name
         for name, kind in RETRIEVER_KINDS.items()
-        if (role is None or kind.role == role) and (dense is None or kind.dense == dense)
+        if (role is None or kind.role == role)
+        and (dense is None or kind.dense == dense)
+        and (rule is None or kind.rule == rule)
+        and (plain is None or kind.plain == plain)
     )
+
+
+def model_kinds() -> tuple[str, ...]:
+    """The retriever kinds that encode with a pretrained ``model`` (they need its optional packages)."""
+    return tuple(name for name, kind in RETRIEVER_KINDS.items() if "model" in kind.parameters)
 
 
 def defaults(kinds: dict[str, Kind]) -> dict[str, dict[str, object]]:

@@ -300,8 +300,8 @@ def grounding_figure(answers: pd.DataFrame, swap: pd.DataFrame, setting: dict) -
         color = PALETTE[index % len(PALETTE)]
         rows = answers[answers.model == model]
 
-        def values(kind: str, rows: pd.DataFrame = rows) -> np.ndarray:
-            picked = rows[rows.answer_kind == kind].set_index("case").reindex(cases)
+        def values(answer: str, rows: pd.DataFrame = rows) -> np.ndarray:
+            picked = rows[rows["answer_kind"].eq(answer)].set_index("case").reindex(cases)
             return picked["log10_likelihood"].to_numpy(dtype=float)
 
         true, wrong = values("true"), values("wrong")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 # A documented English stopword list: function words only. Number words
@@ -97,6 +97,12 @@ def analyze(text: str, stem: bool = False) -> list[str]:
         stemmer = _stemmer("english")
         terms = [term if term[0].isdigit() else stemmer.stemWord(term) for term in terms]
     return terms
+
+
+def analyze_entry(texts: Sequence[str], entry: Mapping) -> list[list[str]]:
+    """The terms of each text as a retriever entry analyzes them (its ``stem`` setting)."""
+    stem = bool(entry.get("stem", False))
+    return [analyze(text, stem=stem) for text in texts]
 
 
 def numbers_in(text: str) -> list[str]:

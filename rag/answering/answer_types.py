@@ -311,17 +311,17 @@ def has_expected_value(sentence: str, answer_type: AnswerType, question: str = "
     content word to the question's.
     """
     excluded = frozenset(_words(question)) | frozenset(_words(label))
-    for kind in answer_type.kinds:
-        if kind in UNITS:
-            if any(found == kind for _, found in quantities(sentence)):
+    for value_type in answer_type.kinds:
+        if value_type in UNITS:
+            if any(found == value_type for _, found in quantities(sentence)):
                 return True
-        elif kind == NAME:
+        elif value_type == NAME:
             if names_in(sentence, excluded):
                 return True
-        elif kind == DATE:
+        elif value_type == DATE:
             if has_date(sentence):
                 return True
-        elif kind in {COUNT, NUMBER}:
+        elif value_type in {COUNT, NUMBER}:
             if has_number(sentence):
                 return True
         else:  # a noun phrase or a description: something the question does not already say

@@ -149,7 +149,7 @@ def diversity_ablation(
                     "recall": means["recall", k],
                     "ndcg": means["ndcg", k],
                     "duplicate_source_rate": means["duplicate_source_rate", k],
-                    "mrr": means["reciprocal_rank", 0],
+                    "mrr": means["mrr", 0],
                     "questions": len(relevance),
                 }
             )

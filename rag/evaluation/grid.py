@@ -15,8 +15,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from rag.evaluation import metric_registry
 from rag.evaluation.cohorts import document_cohorts
-from rag.evaluation.metrics import QRELS_COLUMNS, Relevance, evaluate_rankings, relevance_by_question
+from rag.evaluation.metrics import (
+    QRELS_COLUMNS,
+    WHOLE_LIST,
+    Relevance,
+    evaluate_rankings,
+    relevance_by_question,
+)
 from rag.evaluation.significance import RUN_KEYS, question_values
 from rag.evaluation.statistics import aggregate_metrics, per_question_table
 from rag.labels import Question
@@ -67,10 +74,31 @@ def evaluate_run(
     split by type (results/metrics_by_type.csv).
     """
     frame = evaluate_rankings(ranked, labels.relevance, ks, labels.words, labels.documents)
+    extras = registered_extras(ranked, labels.relevance, ks, set(frame["metric"]))
+    if len(extras):
+        frame = pd.concat([frame, extras], ignore_index=True)
     frame.insert(
         1, "type", frame["question_id"].map({question.question_id: question.type for question in questions})
     )
     return frame
+
+
+def registered_extras(
+    ranked: Mapping[str, Sequence[str]], relevance: Mapping[str, Relevance], ks: Sequence[int], computed: set
+) -> pd.DataFrame:
+    """Rows of the registry's metrics that :func:`evaluate_rankings`' one pass does not compute,
+    from each metric's per-question function: a metric added to the registry needs nothing else."""
+    records = []
+    for entry in metric_registry.metrics():
+        if entry.name in computed or entry.function is None:
+            continue
+        for k in ks if entry.at_k else [WHOLE_LIST]:
+            depth = k if entry.at_k else max(ks)
+            for question_id in sorted(relevance):
+                value = entry.function(list(ranked[question_id]), relevance[question_id], depth)
+                records.append((question_id, entry.name, int(k), float(value)))
+    frame = pd.DataFrame.from_records(records, columns=["question_id", "metric", "k", "value"])
+    return frame.astype({"question_id": str, "metric": str, "k": "int64", "value": "float64"})
 
 
 @dataclass(frozen=True)

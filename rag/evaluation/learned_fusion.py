@@ -24,13 +24,14 @@ from itertools import product
 import numpy as np
 import pandas as pd
 
-from rag.evaluation.metrics import Relevance, ndcg_at, recall_at, reciprocal_rank, relevance_from_columns
+from rag.evaluation import metric_registry
+from rag.evaluation.metrics import Relevance, relevance_from_columns
 from rag.labels import Question
 from rag.retrieval.fusion import weighted_fusion
 from rag.retrieval.search import Ranking, chunk_id_order
 
 OBJECTIVE_DECIMALS = 9
-OBJECTIVES = ("ndcg", "recall", "mrr")
+OBJECTIVES = tuple(metric_registry.objectives())
 
 
 @dataclass(frozen=True)
@@ -89,13 +90,7 @@ def assign_folds(question_ids: Sequence[str], folds: int, seed: int) -> dict[str
 
 
 def objective_value(ranked: Sequence[str], relevance: Relevance, objective: str, k: int) -> float:
-    if objective == "ndcg":
-        return ndcg_at(ranked, relevance, k)
-    if objective == "recall":
-        return recall_at(ranked, relevance, k)
-    if objective == "mrr":
-        return reciprocal_rank(ranked, relevance)
-    raise ValueError(f"unknown objective {objective!r}; expected one of {OBJECTIVES}")
+    return metric_registry.objective(objective)(ranked, relevance, k)
 
 
 def _closeness_to_equal(weights: Sequence[float]) -> float:

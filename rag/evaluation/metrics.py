@@ -169,6 +169,10 @@ def question_metrics(
 ) -> list[tuple[str, int, float]]:
     """(metric, k, value) rows of one question; whole-list metrics carry k = 0.
 
+    Metric names are those of :mod:`rag.evaluation.metric_registry` (one
+    question's reciprocal rank is its ``mrr``), plus ``dcg`` and
+    ``first_relevant_rank``, which only per_question.csv shows.
+
     ``first_relevant_rank`` is NaN when no relevant chunk is ranked, so that a
     mean over questions skips it instead of counting it as some rank. With
     ``chunk_documents`` (chunk id -> document id) the duplicate-source rate is
@@ -200,7 +204,7 @@ def question_metrics(
         if documents is not None:
             rows.append(("duplicate_source_rate", int(k), _repeat_share(documents[:k])))
     rank = first_relevant_rank(ranked, relevance)
-    rows.append(("reciprocal_rank", WHOLE_LIST, 0.0 if rank is None else 1.0 / rank))
+    rows.append(("mrr", WHOLE_LIST, 0.0 if rank is None else 1.0 / rank))
     rows.append(("first_relevant_rank", WHOLE_LIST, math.nan if rank is None else float(rank)))
     return rows
 

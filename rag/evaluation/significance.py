@@ -24,11 +24,14 @@ to the grid leaves every other row unchanged.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from rag.evaluation import metric_registry
 
 # Bootstrap resamples and randomization-test draws; 10,000 keeps the Monte
 # Carlo error of a p-value near 0.05 at about 0.002.
@@ -43,6 +46,8 @@ SCALE = 1_000_000
 VALUE_DECIMALS = 6
 P_DECIMALS = 4
 _EXACT = 2.0**53
+# Columns resampled together: one product with the shared draws per block of columns.
+BLOCK_COLUMNS = 256
 
 
 @dataclass(frozen=True)
@@ -70,16 +75,41 @@ def bootstrap_counts(questions: int, resamples: int = RESAMPLES, seed: int = SEE
     """
     if questions < 1:
         raise ValueError("a bootstrap needs at least one question")
+    return _shared_counts(questions, resamples, seed)
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_counts(questions: int, resamples: int, seed: int) -> np.ndarray:
+    """One seeded draw matrix per question count, shared (read-only) by every interval and comparison."""
     generator = np.random.default_rng(seed)
     drawn = generator.integers(0, questions, size=(resamples, questions))
     offsets = (np.arange(resamples) * questions)[:, None]
     counts = np.bincount((drawn + offsets).ravel(), minlength=resamples * questions)
-    return counts.reshape(resamples, questions).astype(np.float64)
+    counts = counts.reshape(resamples, questions).astype(np.float64)
+    counts.setflags(write=False)
+    return counts
 
 
-def _exact_products(weights: np.ndarray, units: np.ndarray) -> np.ndarray:
-    """weights @ units for integer-valued float64 matrices, refused when a sum could round."""
-    bound = np.abs(weights).sum(axis=1).max(initial=0.0) * np.abs(units).max(initial=0.0)
+@functools.lru_cache(maxsize=8)
+def sign_flips(questions: int, permutations: int = PERMUTATIONS, seed: int = SEED) -> np.ndarray:
+    """The randomization test's seeded (permutations, questions) matrix of ±1, drawn once per
+    question count and shared (read-only) by every comparison over that many questions."""
+    generator = np.random.default_rng(seed)
+    signs = 2.0 * generator.integers(0, 2, size=(permutations, questions)) - 1.0
+    signs.setflags(write=False)
+    return signs
+
+
+def _exact_products(weights: np.ndarray, units: np.ndarray, row_weight: float | None = None) -> np.ndarray:
+    """weights @ units for integer-valued float64 matrices, refused when a sum could round.
+
+    ``row_weight`` is the largest sum of |weights| over a row when the caller
+    knows it (the shared draw and sign matrices: the number of questions), so
+    it is not recomputed over a 10,000-row matrix for every comparison.
+    """
+    if row_weight is None:
+        row_weight = np.abs(weights).sum(axis=1).max(initial=0.0)
+    bound = row_weight * np.abs(units).max(initial=0.0)
     if bound >= _EXACT:
         raise ValueError("values too large for exact resampled sums; rescale the metric")
     return weights @ units
@@ -102,17 +132,36 @@ def bootstrap_intervals(
         raise ValueError("values must be a questions x columns matrix")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must lie between 0 and 1, got {confidence!r}")
-    present = ~np.isnan(values)
-    units = np.where(present, to_units(values), 0.0)
     counts = bootstrap_counts(values.shape[0], resamples, seed)
-    sums = _exact_products(counts, units)
-    drawn = counts @ present.astype(np.float64)  # integers below 2**53: exact
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = sums / drawn / SCALE
     tail = (1 - confidence) / 2
     low = np.full(values.shape[1], np.nan)
     high = np.full(values.shape[1], np.nan)
-    for column in range(values.shape[1]):
+    # Columns in blocks: one product with the shared draws per block, whatever
+    # the number of runs, with the resampled means of one block in memory.
+    for start in range(0, values.shape[1], BLOCK_COLUMNS):
+        block = slice(start, start + BLOCK_COLUMNS)
+        low[block], high[block] = _block_intervals(counts, values[:, block], tail)
+    return low, high
+
+
+def _block_intervals(counts: np.ndarray, values: np.ndarray, tail: float) -> tuple[np.ndarray, np.ndarray]:
+    present = ~np.isnan(values)
+    units = np.where(present, to_units(values), 0.0)
+    sums = _exact_products(counts, units, float(values.shape[0]))  # a resample draws n questions
+    if present.all():
+        drawn = np.full((1, values.shape[1]), float(values.shape[0]))  # every drawn question has a value
+    else:
+        drawn = counts @ present.astype(np.float64)  # integers below 2**53: exact
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = sums / drawn / SCALE
+    low = np.full(values.shape[1], np.nan)
+    high = np.full(values.shape[1], np.nan)
+    # Columns with a mean in every resample: one vectorised quantile (the same
+    # interpolation as per column); the rest one by one over their finite means.
+    complete = ~np.isnan(means).any(axis=0)
+    if complete.any():
+        low[complete], high[complete] = np.quantile(means[:, complete], [tail, 1 - tail], axis=0)
+    for column in np.flatnonzero(~complete):
         finite = means[:, column][~np.isnan(means[:, column])]
         if len(finite):
             low[column], high[column] = np.quantile(finite, [tail, 1 - tail])
@@ -135,11 +184,13 @@ def randomization_p_values(
     if np.isnan(differences).any():
         raise ValueError("a paired test needs a value for every question of both retrievers")
     units = to_units(differences)
-    generator = np.random.default_rng(seed)
-    signs = 2.0 * generator.integers(0, 2, size=(permutations, differences.shape[0])) - 1.0
-    flipped = np.abs(_exact_products(signs, units))
-    observed = np.abs(units.sum(axis=0))  # integers: exact in any order
-    reached = (flipped >= observed[None, :]).sum(axis=0)
+    signs = sign_flips(differences.shape[0], permutations, seed)
+    reached = np.zeros(differences.shape[1])
+    for start in range(0, differences.shape[1], BLOCK_COLUMNS):
+        block = units[:, start : start + BLOCK_COLUMNS]
+        flipped = np.abs(_exact_products(signs, block, float(differences.shape[0])))
+        observed = np.abs(block.sum(axis=0))  # integers: exact in any order
+        reached[start : start + BLOCK_COLUMNS] = (flipped >= observed[None, :]).sum(axis=0)
     return (reached + 1) / (permutations + 1)
 
 
@@ -151,18 +202,35 @@ def paired_t_p_value(differences: Sequence[float]) -> float:
     than two questions leave no spread to estimate, so p = 1: a corpus of one
     question can never show a significant difference.
     """
+    return paired_t_p_values([differences])[0]
+
+
+def paired_t_p_values(columns: Sequence[Sequence[float]]) -> list[float]:
+    """:func:`paired_t_p_value` of each vector, with one call of Student's t for all of them."""
     from scipy.stats import t as student_t  # lazy: the package imports without scipy
 
-    differences = [float(value) for value in differences]
-    count = len(differences)
-    if count < 2:
-        return 1.0
-    mean = math.fsum(differences) / count
-    variance = math.fsum((value - mean) ** 2 for value in differences) / (count - 1)
-    if variance == 0.0:
-        return 1.0 if mean == 0.0 else 0.0
-    statistic = mean / math.sqrt(variance / count)
-    return float(2.0 * student_t.sf(abs(statistic), count - 1))
+    p_values: list[float | None] = []
+    statistics, freedoms, pending = [], [], []
+    for index, column in enumerate(columns):
+        differences = [float(value) for value in column]
+        count = len(differences)
+        if count < 2:
+            p_values.append(1.0)
+            continue
+        mean = math.fsum(differences) / count
+        variance = math.fsum((value - mean) ** 2 for value in differences) / (count - 1)
+        if variance == 0.0:
+            p_values.append(1.0 if mean == 0.0 else 0.0)
+            continue
+        p_values.append(None)
+        statistics.append(abs(mean / math.sqrt(variance / count)))
+        freedoms.append(count - 1)
+        pending.append(index)
+    if pending:
+        tails = 2.0 * student_t.sf(np.array(statistics), np.array(freedoms))
+        for index, value in zip(pending, tails, strict=True):
+            p_values[index] = float(value)
+    return p_values
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -201,19 +269,18 @@ def compare_paired(
     differences = (to_units(retriever) - to_units(baseline)) / SCALE
     low, high = bootstrap_intervals(differences, resamples, seed)
     p_random = randomization_p_values(differences, permutations, seed)
-    comparisons = []
-    for column in range(differences.shape[1]):
-        units = to_units(differences[:, column])
-        comparisons.append(
-            Comparison(
-                mean_difference=math.fsum(units) / len(units) / SCALE,
-                difference_low=float(low[column]),
-                difference_high=float(high[column]),
-                p_randomization=float(p_random[column]),
-                p_t=paired_t_p_value(units / SCALE),
-            )
+    units = to_units(differences)
+    p_t = paired_t_p_values([units[:, column] / SCALE for column in range(units.shape[1])])
+    return [
+        Comparison(
+            mean_difference=math.fsum(units[:, column]) / len(units) / SCALE,
+            difference_low=float(low[column]),
+            difference_high=float(high[column]),
+            p_randomization=float(p_random[column]),
+            p_t=p_t[column],
         )
-    return comparisons
+        for column in range(units.shape[1])
+    ]
 
 
 # ---------------------------------------------------------------------------
@@ -222,8 +289,9 @@ def compare_paired(
 # ---------------------------------------------------------------------------
 
 RUN_KEYS = ["corpus", "chunker", "retriever"]
-# Metrics with a paired test against the baseline: quality, and the cost in prompt words.
-TESTED_METRICS = ("recall", "ndcg", "mrr", "prompt_words")
+
+# One family of Holm's correction: the metrics of one retriever against one baseline on one chunk set.
+FAMILY_KEYS = ["corpus", "chunker", "retriever", "baseline"]
 
 INTERVAL_COLUMNS = [*RUN_KEYS, "metric", "k", "value", "ci_low", "ci_high", "questions"]
 SIGNIFICANCE_COLUMNS = [
@@ -271,17 +339,20 @@ def interval_table(question_metrics, resamples: int = RESAMPLES, seed: int = SEE
 
     _check_complete(question_metrics)
     rows = []
-    for (corpus, chunker, retriever), run in question_metrics.groupby(RUN_KEYS, sort=True):
-        wide = _question_matrix(run)
-        values = wide.to_numpy(dtype=np.float64)
+    for _, runs in question_metrics.groupby("corpus", sort=True):
+        # Every run of a corpus has the same questions: one resampling of all their columns.
+        labels, matrices = [], []
+        for (corpus, chunker, retriever), run in runs.groupby(RUN_KEYS, sort=True):
+            wide = _question_matrix(run)
+            labels += [(corpus, chunker, retriever, metric, int(k)) for metric, k in wide.columns]
+            matrices.append(wide.to_numpy(dtype=np.float64))
+        values = np.hstack(matrices)
         low, high = bootstrap_intervals(values, resamples, seed)
-        for column, (metric, k) in enumerate(wide.columns):
-            units = to_units(values[:, column])
-            present = units[~np.isnan(units)]
+        units = to_units(values)
+        for column, label in enumerate(labels):
+            present = units[:, column][~np.isnan(units[:, column])]
             mean = math.fsum(present) / len(present) / SCALE if len(present) else math.nan
-            rows.append(
-                (corpus, chunker, retriever, metric, int(k), mean, low[column], high[column], len(present))
-            )
+            rows.append((*label, mean, low[column], high[column], len(present)))
     table = pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
     for column in ("value", "ci_low", "ci_high"):
         table[column] = table[column].round(VALUE_DECIMALS)
@@ -299,52 +370,63 @@ def significance_table(
 ):
     """Every retriever against ``baseline`` on the same corpus, chunker and questions.
 
-    A family for Holm's correction is one column of a results table: one
-    corpus, metric and k, over every chunker and retriever compared. Both
-    tests are corrected, each within its own families; ``significant`` uses
-    the corrected randomization test at level ``alpha``. A chunker the
-    baseline does not run on has no comparisons.
+    A family for Holm's correction is one comparison: one retriever against
+    the baseline on one corpus and chunker, over every tested metric and k
+    (:data:`FAMILY_KEYS`). Adding or removing any other retriever, chunker or
+    corpus therefore never moves an existing corrected p-value or verdict
+    (docs/comparisons.md). Both tests are corrected, each within its own
+    families; ``significant`` uses the corrected randomization test at level
+    ``alpha``. A chunker the baseline does not run on has no comparisons.
     """
     import pandas as pd
 
     _check_complete(question_metrics)
-    tested = question_metrics[question_metrics["metric"].isin(TESTED_METRICS)]
+    tested = question_metrics[question_metrics["metric"].isin(metric_registry.tested_names())]
     rows = []
-    for (corpus, chunker), runs in tested.groupby(["corpus", "chunker"], sort=True):
-        matrices = {name: _question_matrix(run) for name, run in runs.groupby("retriever", sort=True)}
-        if baseline not in matrices:
-            continue
-        reference = matrices[baseline]
-        for retriever, wide in matrices.items():
-            if retriever == baseline:
+    for _, corpus_runs in tested.groupby("corpus", sort=True):
+        # Every comparison of a corpus has the same questions: one call tests all their columns
+        # with the shared draws and sign flips (each column's result is what a call of its own gives).
+        labels, treated, controls = [], [], []
+        for (corpus, chunker), runs in corpus_runs.groupby(["corpus", "chunker"], sort=True):
+            matrices = {name: _question_matrix(run) for name, run in runs.groupby("retriever", sort=True)}
+            if baseline not in matrices:
                 continue
-            wide = wide.reindex(index=reference.index, columns=reference.columns)
-            comparisons = compare_paired(
-                wide.to_numpy(np.float64), reference.to_numpy(np.float64), resamples, permutations, seed
+            reference = matrices[baseline]
+            for retriever, wide in matrices.items():
+                if retriever == baseline:
+                    continue
+                wide = wide.reindex(index=reference.index, columns=reference.columns)
+                size = len(reference)
+                labels += [(corpus, chunker, retriever, metric, k, size) for metric, k in wide.columns]
+                treated.append(wide.to_numpy(np.float64))
+                controls.append(reference.to_numpy(np.float64))
+        if not labels:
+            continue
+        comparisons = compare_paired(np.hstack(treated), np.hstack(controls), resamples, permutations, seed)
+        for label, result in zip(labels, comparisons, strict=True):
+            corpus, chunker, retriever, metric, k, questions = label
+            rows.append(
+                {
+                    "corpus": corpus,
+                    "chunker": chunker,
+                    "retriever": retriever,
+                    "baseline": baseline,
+                    "metric": metric,
+                    "k": int(k),
+                    "questions": questions,
+                    "mean_difference": result.mean_difference,
+                    "difference_ci_low": result.difference_low,
+                    "difference_ci_high": result.difference_high,
+                    "p_randomization": result.p_randomization,
+                    "p_t": result.p_t,
+                }
             )
-            for (metric, k), result in zip(reference.columns, comparisons, strict=True):
-                rows.append(
-                    {
-                        "corpus": corpus,
-                        "chunker": chunker,
-                        "retriever": retriever,
-                        "baseline": baseline,
-                        "metric": metric,
-                        "k": int(k),
-                        "questions": len(reference),
-                        "mean_difference": result.mean_difference,
-                        "difference_ci_low": result.difference_low,
-                        "difference_ci_high": result.difference_high,
-                        "p_randomization": result.p_randomization,
-                        "p_t": result.p_t,
-                    }
-                )
     table = pd.DataFrame(rows, columns=SIGNIFICANCE_COLUMNS)
     if table.empty:
         return table
     for test in ("p_randomization", "p_t"):
         table[f"{test}_holm"] = 0.0
-        for _, family in table.groupby(["corpus", "metric", "k"], sort=True):
+        for _, family in table.groupby(FAMILY_KEYS, sort=True):
             table.loc[family.index, f"{test}_holm"] = holm(family[test].tolist())
     table["significant"] = table["p_randomization_holm"] < alpha
     for column in ("mean_difference", "difference_ci_low", "difference_ci_high"):
@@ -363,9 +445,6 @@ def question_values(evaluation):
     ``evaluation`` is the evaluation job's long table (corpus, chunker,
     retriever, question_id, type, metric, k, value); whole-list metrics keep k = 0.
     """
-    from rag.evaluation.statistics import AGGREGATED_METRICS
-
-    rows = evaluation[evaluation["metric"].isin(list(AGGREGATED_METRICS))]
+    rows = evaluation[evaluation["metric"].isin(metric_registry.names())]
     table = rows[[*RUN_KEYS, "question_id", "metric", "k", "value"]].copy()
-    table["metric"] = table["metric"].map(AGGREGATED_METRICS)
     return table.sort_values([*RUN_KEYS, "metric", "k", "question_id"], kind="stable", ignore_index=True)

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from rag.corpus.documents import SKIPPABLE
+from rag.evaluation import metric_registry
 from rag.labels import QUESTION_TYPES, PieceCut, Question
 
 
@@ -106,29 +107,27 @@ def cut_summary(cuts: Sequence[PieceCut], corpus: str, chunker: str) -> dict:
     }
 
 
-# Metrics averaged into results/metrics.csv, with the name of the mean.
-AGGREGATED_METRICS = {
-    "recall": "recall",
-    "ndcg": "ndcg",
-    "prompt_words": "prompt_words",
-    "reciprocal_rank": "mrr",
-    "duplicate_source_rate": "duplicate_source_rate",
-}
-
-
 def aggregate_metrics(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """Means over questions; ``k`` is empty for metrics of the whole list (MRR)."""
-    rows = evaluation[evaluation["metric"].isin(list(AGGREGATED_METRICS))]
-    grouped = rows.groupby([*keys, "metric", "k"], sort=True)["value"]
-    table = grouped.agg(value="mean", questions="count").reset_index()
-    table["metric"] = table["metric"].map(AGGREGATED_METRICS)
+    """Each registry metric's aggregate over questions (:mod:`rag.evaluation.metric_registry`);
+    ``k`` is empty for metrics of the whole list (MRR). Rows of metrics the registry does not
+    name (dcg, first_relevant_rank) are left out."""
+    registry = {entry.name: entry for entry in metric_registry.metrics()}
+    rows = evaluation[evaluation["metric"].isin(list(registry))]
+    parts = []
+    for name, part in rows.groupby("metric", sort=True):
+        grouped = part.groupby([*keys, "metric", "k"], sort=True)["value"]
+        parts.append(grouped.agg(value=registry[name].aggregate, questions="count").reset_index())
+    columns = [*keys, "metric", "k", "value", "questions"]
+    if not parts:
+        return pd.DataFrame(columns=columns)
+    table = pd.concat(parts, ignore_index=True).sort_values([*keys, "metric", "k"], ignore_index=True)
     table["k"] = table["k"].astype("Int64").where(table["k"] > 0)
-    return table[[*keys, "metric", "k", "value", "questions"]]
+    return table[columns]
 
 
 def per_question_table(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     """One row per question: first relevant rank, reciprocal rank and recall at each k."""
-    whole = evaluation[evaluation["metric"].isin(["first_relevant_rank", "reciprocal_rank"])]
+    whole = evaluation[evaluation["metric"].isin(["first_relevant_rank", "mrr"])]
     index = [*keys, "question_id", "type"]
     # unstack keeps a question's NaN rank (nothing relevant ranked) without
     # crossing every question with every type, as pivot_table(dropna=False) would.
@@ -140,6 +139,7 @@ def per_question_table(evaluation: pd.DataFrame, keys: Sequence[str]) -> pd.Data
     table = wide.join(recall_wide[ordered]).reset_index()
     table["first_relevant_rank"] = table["first_relevant_rank"].astype("Int64")
     table.columns.name = None
+    table = table.rename(columns=metric_registry.PER_QUESTION_COLUMN)
     return table[[*keys, "question_id", "type", "first_relevant_rank", "reciprocal_rank", *ordered]]
 
 

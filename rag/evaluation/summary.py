@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from rag.evaluation import metric_registry
+
 RUN_KEYS = ["corpus", "chunker", "retriever"]
 
 
@@ -28,15 +30,12 @@ class SummaryMetric:
     higher_is_better: bool = True
 
 
-SUMMARY_METRICS = (
-    SummaryMetric("recall_at_1", "recall", 1, "R@1"),
-    SummaryMetric("recall_at_5", "recall", 5, "R@5"),
-    SummaryMetric("recall_at_10", "recall", 10, "R@10"),
-    SummaryMetric("mrr", "mrr", None, "MRR"),
-    SummaryMetric("ndcg_at_10", "ndcg", 10, "nDCG@10"),
-    # The cost side: fewer words in the prompt is better.
-    SummaryMetric("prompt_words_at_5", "prompt_words", 5, "words@5", higher_is_better=False),
-)
+def summary_metrics() -> tuple[SummaryMetric, ...]:
+    """The summary's column groups, from :mod:`rag.evaluation.metric_registry` (read at call time)."""
+    return tuple(
+        SummaryMetric(name, metric, k, label, higher_is_better)
+        for name, metric, k, label, higher_is_better in metric_registry.summary_columns()
+    )
 
 
 def _key(k) -> int:
@@ -46,7 +45,7 @@ def _key(k) -> int:
 def available_metrics(intervals: pd.DataFrame) -> list[SummaryMetric]:
     """The summary metrics the evaluation computed (a k outside evaluation.ks has no column)."""
     present = {(metric, _key(k)) for metric, k in zip(intervals["metric"], intervals["k"], strict=True)}
-    return [item for item in SUMMARY_METRICS if (item.metric, item.k or 0) in present]
+    return [item for item in summary_metrics() if (item.metric, item.k or 0) in present]
 
 
 def summary_table(intervals: pd.DataFrame, significance: pd.DataFrame, baseline: str) -> pd.DataFrame:
@@ -114,7 +113,7 @@ def results_readme(
     permutations: int,
 ) -> str:
     """results/README.md: per corpus, the best configuration of each metric and the whole summary."""
-    metrics = [item for item in SUMMARY_METRICS if item.name in summary.columns]
+    metrics = [item for item in summary_metrics() if item.name in summary.columns]
     lines = [
         "# Results",
         "",
@@ -123,7 +122,8 @@ def results_readme(
         f"Each cell is the mean over the labelled questions with its 95 % bootstrap interval "
         f"({resamples:,} resamples). ▲ / ▼: higher / lower than the baseline `{baseline}` on the same "
         f"chunker, by a paired randomization test ({permutations:,} sign flips) Holm-corrected over the "
-        "comparisons of one corpus, metric and k, at 0.05. **Bold**: the best value of the corpus "
+        "tested metrics of that one comparison (so adding another configuration never moves it), at 0.05. "
+        "**Bold**: the best value of the corpus "
         "(for words@5, the fewest words).",
     ]
     for corpus, rows in summary.groupby("corpus", sort=True):

@@ -25,6 +25,7 @@ import scipy.sparse as sp
 from rag.kinds import RETRIEVER_KINDS, parameter_problem
 from rag.retrieval import search
 from rag.retrieval.stored_arrays import require_arrays, term_matrix_arrays
+from rag.text import analyze_entry
 
 # Defaults, bounds and idf variants come from the table of kinds, the one place
 # the config plan checks them too.
@@ -255,3 +256,23 @@ def bm25_breakdown(index: BM25Index, query_terms: Sequence[str]) -> list[TermCon
                 )
             )
     return rows
+
+
+# The bm25 kind's behaviour, as the table of kinds (rag/kinds.py) names it.
+
+
+def index_entry(entry: Mapping, texts: Sequence[str]) -> BM25Index:
+    """Fit the index a bm25 entry describes over chunk texts."""
+    return build_bm25_index(analyze_entry(texts, entry), k1=entry["k1"], b=entry["b"], idf=entry["idf"])
+
+
+def search_entry(
+    index: BM25Index,
+    entry: Mapping,
+    query_texts: Sequence[str],
+    depth: int,
+    tie_order: np.ndarray | None,
+    allowed: np.ndarray | None = None,
+) -> list[search.Ranking]:
+    """Rank the chunks for query texts as a bm25 entry analyzes them."""
+    return bm25_search(index, analyze_entry(query_texts, entry), depth, tie_order, allowed=allowed)

@@ -19,7 +19,7 @@ several rerankers over the candidates is :func:`fused_reranker`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -27,6 +27,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
+from rag.kinds import RETRIEVER_KINDS, behaviour
 from rag.retrieval.diversity import cap_ranking
 from rag.retrieval.fusion import reciprocal_rank_fusion
 from rag.retrieval.retrievers import Retriever, search
@@ -152,22 +153,19 @@ def funnel_ranking(
     return Ranking(pool.positions[:depth], pool.scores[:depth])
 
 
-def funnel_summary(metrics: pd.DataFrame, funnels: Mapping[str, Mapping], ks: Sequence[int]) -> pd.DataFrame:
+def funnel_summary(
+    metrics: pd.DataFrame, funnels: Mapping[str, Mapping], wanted: Sequence[tuple[str, int | None]]
+) -> pd.DataFrame:
     """One row per (corpus, chunker, funnel): its settings and its metrics, side by side.
 
     ``metrics`` is the evaluation's table (corpus, chunker, retriever,
     metric, k, value, questions); ``funnels`` maps funnel names to their
-    entries. Columns: recall at each k of ``ks``, then the MRR, and nDCG and
-    the duplicate-source rate at the largest k.
+    entries; ``wanted`` names the (metric, k) columns, in order (None for a
+    whole-list metric): the evaluation's metric registry chooses them
+    (``rag.evaluation.metric_registry.funnel_columns``).
     """
-    if not ks:
-        raise ValueError("give at least one k")
-    deepest = max(ks)
-    wanted = [("recall", k) for k in sorted(ks)] + [
-        ("mrr", None),
-        ("ndcg", deepest),
-        ("duplicate_source_rate", deepest),
-    ]
+    if not wanted:
+        raise ValueError("give at least one metric column")
     rows = []
     chosen = metrics[metrics["retriever"].isin(list(funnels))]
     for (corpus, chunker, retriever), group in chosen.groupby(["corpus", "chunker", "retriever"], sort=True):
@@ -200,27 +198,35 @@ def configured_reranker(
     indexes: Mapping[str, Mapping[str, np.ndarray]],
     n_chunks: int,
     tie_order: np.ndarray | None = None,
+    chunk_texts: Callable[[str], Sequence[str]] | None = None,
 ) -> tuple[Reranker | None, dict | None]:
-    """A funnel entry's reranker and its provenance record, dispatched by the kind's role.
+    """A funnel entry's reranker and its provenance record, as the table of kinds says.
 
     ``rerank_entries`` holds the reranker's entry (and a fusion's components)
     by name, ``indexes`` the saved arrays of each plain retriever among them.
-    A fused reranker (the plan admits only rrf) fuses its components'
-    rerankers; any other kind reranks with its own loaded index.
+    A kind with a ``rerank`` behaviour (rag/kinds.py) builds its own reranker
+    from the chunk texts (``chunk_texts(column)`` reads a column of the chunk
+    table); a fused kind fuses its components' rerankers; a plain kind
+    reranks with its own loaded index.
     """
-    from rag.kinds import RETRIEVER_KINDS
     from rag.provenance import record_digest, retriever_record
-    from rag.retrieval.retrievers import load_retriever
+    from rag.retrieval.retrievers import chunk_text_column, load_retriever
 
     name = entry["rerank"]
     if name is None:
         return None, None
     rerank_entry = rerank_entries[name]
+    kind = RETRIEVER_KINDS[rerank_entry["kind"]]
 
     def plain(part: str) -> Reranker:
         return retriever_reranker(load_retriever(rerank_entries[part], indexes[part]), n_chunks, tie_order)
 
-    if RETRIEVER_KINDS[rerank_entry["kind"]].role != "fused":
+    if kind.rerank is not None:
+        if chunk_texts is None:
+            raise ValueError(f"the reranker {name!r} scores chunk texts; pass chunk_texts")
+        texts = chunk_texts(chunk_text_column(rerank_entry))
+        return behaviour(kind.name, "rerank")(rerank_entry, texts, tie_order), retriever_record(rerank_entry)
+    if kind.fuse is None:
         return plain(name), retriever_record(rerank_entry)
     parts = rerank_entry["components"]
     record = {

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from rag.kinds import RETRIEVER_KINDS, parameter_problem
+from rag.kinds import RETRIEVER_KINDS, behaviour, parameter_problem
 from rag.retrieval.search import Ranking, top_k_among
 
 DEFAULT_CONSTANT = float(RETRIEVER_KINDS["rrf"].parameters["constant"].default)
@@ -88,19 +88,25 @@ def score_sum_fusion(
 def fuse(
     entry: Mapping, rankings: Sequence[Ranking], depth: int | None, tie_order: np.ndarray | None
 ) -> Ranking:
-    """Fuse one question's rankings as a fused kind's entry says (see :data:`FUSERS`)."""
-    if entry["kind"] not in FUSERS:
-        raise ValueError(f"kind {entry['kind']!r} is not a fusion; fused kinds: {sorted(FUSERS)}")
-    return FUSERS[entry["kind"]](entry, rankings, depth, tie_order)
+    """Fuse one question's rankings with the ``fuse`` behaviour the table of kinds names for the kind."""
+    return behaviour(entry["kind"], "fuse")(entry, rankings, depth, tie_order)
 
 
-# One fuser per fused kind of the table of kinds (rag/kinds.py); a test checks they match.
-FUSERS = {
-    "rrf": lambda entry, rankings, depth, tie_order: reciprocal_rank_fusion(
-        rankings, entry["constant"], depth, tie_order
-    ),
-    "score_sum": lambda entry, rankings, depth, tie_order: score_sum_fusion(rankings, depth, tie_order),
-}
+# The fused kinds' behaviour, as the table of kinds (rag/kinds.py) names it.
+
+
+def fuse_rrf(
+    entry: Mapping, rankings: Sequence[Ranking], depth: int | None, tie_order: np.ndarray | None
+) -> Ranking:
+    """An rrf entry's fusion of one question's rankings."""
+    return reciprocal_rank_fusion(rankings, entry["constant"], depth, tie_order)
+
+
+def fuse_score_sum(
+    entry: Mapping, rankings: Sequence[Ranking], depth: int | None, tie_order: np.ndarray | None
+) -> Ranking:
+    """A score_sum entry's fusion of one question's rankings."""
+    return score_sum_fusion(rankings, depth, tie_order)
 
 
 # ---------------------------------------------------------------------------

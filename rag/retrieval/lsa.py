@@ -46,6 +46,7 @@ from rag.retrieval.search import (
 )
 from rag.retrieval.stored_arrays import field_arrays, field_names, require_arrays
 from rag.retrieval.tfidf import normalized_rows, smoothed_idf, sublinear_tf, tfidf_weights
+from rag.text import analyze_entry
 
 # Below this many rows and columns a dense SVD takes well under a second.
 DENSE_SVD_LIMIT = 400
@@ -257,3 +258,28 @@ def nearest_terms(model: LSAModel, term: str, count: int = 10) -> list[tuple[str
     return [
         (str(model.vocabulary[p]), float(s)) for p, s in zip(ranking.positions, ranking.scores, strict=True)
     ]
+
+
+# The lsa kind's behaviour, as the table of kinds (rag/kinds.py) names it.
+
+
+def index_entry(entry: Mapping, texts: Sequence[str]) -> LSAModel:
+    """Fit the model an lsa entry describes over chunk texts."""
+    return fit_lsa(analyze_entry(texts, entry), entry["dimensions"], entry["min_df"])
+
+
+def search_entry(
+    model: LSAModel,
+    entry: Mapping,
+    query_texts: Sequence[str],
+    depth: int,
+    tie_order: np.ndarray | None,
+    allowed: np.ndarray | None = None,
+) -> list[Ranking]:
+    """Rank the chunks for query texts as an lsa entry analyzes them."""
+    return lsa_search(model, analyze_entry(query_texts, entry), depth, tie_order, allowed=allowed)
+
+
+def embed_entry(model: LSAModel, entry: Mapping, query_texts: Sequence[str]) -> np.ndarray:
+    """Query vectors in the model's space (zeros for a query with no kept term)."""
+    return embed_queries(model, analyze_entry(query_texts, entry))

@@ -21,32 +21,22 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.kinds import kinds_with
+from rag.kinds import RETRIEVER_KINDS, behaviour, kinds_with, resolve
 from rag.progress import Progress, in_slices, progress_line
-from rag.retrieval.bm25 import BM25Index, bm25_search, build_bm25_index
-from rag.retrieval.dense.sentence_embeddings import (
-    TEXT_COLUMNS,
-    EmbeddingIndex,
-    embedding_search,
-    encode_texts,
-)
+from rag.retrieval.dense.sentence_embeddings import TEXT_COLUMNS, EmbeddingIndex
 from rag.retrieval.ivf import IVFIndex, build_ivf, rank_probed_lists
-from rag.retrieval.lsa import LSAModel, embed_queries, fit_lsa, lsa_search
 from rag.retrieval.search import Ranking
-from rag.retrieval.tfidf import TfidfIndex, build_tfidf_index, tfidf_search
 from rag.text import analyze
 
-# Kind tuples read from the table of kinds (rag/kinds.py): kinds that rank the
-# chunk texts themselves, kinds whose chunks and queries are vectors in one
-# space (what an IVF index can hold), kinds that encode texts with a pretrained
-# model (the optional dense extra), and kinds built from another retriever's
-# index instead of the chunk texts.
-SPARSE_AND_DENSE_KINDS = kinds_with("fitted") + kinds_with("pretrained")
+# Kind tuples read from the table of kinds (rag/kinds.py): kinds that index
+# the chunk texts themselves, kinds whose chunks and queries are vectors in one
+# space (what an IVF index can hold), kinds whose chunk vectors come from the
+# embedding cache (rule rank_embedder), and kinds built from another
+# retriever's index instead of the chunk texts.
+SPARSE_AND_DENSE_KINDS = kinds_with(plain=True)
 DENSE_KINDS = kinds_with(dense=True)
-PRETRAINED_KINDS = kinds_with("pretrained")
+PRETRAINED_KINDS = kinds_with(rule="rank_embedder")
 APPROXIMATE_KINDS = kinds_with("approximate")
-
-INDEX_TYPES = {"bm25": BM25Index, "tfidf": TfidfIndex, "lsa": LSAModel, "embedder": EmbeddingIndex}
 
 
 class RetrieverError(ValueError):
@@ -58,7 +48,7 @@ class Retriever:
     """A fitted retriever: its configuration entry and its index."""
 
     entry: Mapping
-    index: BM25Index | TfidfIndex | LSAModel | EmbeddingIndex | ApproximateIndex
+    index: object  # the class the table of kinds names as the kind's index
 
     @property
     def kind(self) -> str:
@@ -95,11 +85,11 @@ def chunk_embeddings(retriever: Retriever) -> np.ndarray:
 
 def query_embeddings(retriever: Retriever, query_texts: Sequence[str]) -> np.ndarray:
     """Query vectors of a dense retriever, in its chunks' space (zeros for a query with no known term)."""
-    if retriever.kind == "lsa":
-        return embed_queries(retriever.index, [retriever.analyze(text) for text in query_texts])
-    if retriever.kind == "embedder":
-        return retriever.index.embed_queries(query_texts)
-    raise RetrieverError(f"a {retriever.kind!r} retriever does not embed queries; dense kinds: {DENSE_KINDS}")
+    if retriever.kind not in DENSE_KINDS:
+        raise RetrieverError(
+            f"a {retriever.kind!r} retriever does not embed queries; dense kinds: {DENSE_KINDS}"
+        )
+    return behaviour(retriever.kind, "embed")(retriever.index, retriever.entry, query_texts)
 
 
 def build_ivf_retriever(entry: Mapping, base: Retriever, name: str = "retriever") -> Retriever:
@@ -124,15 +114,13 @@ def build_ivf_retriever(entry: Mapping, base: Retriever, name: str = "retriever"
 
 
 def chunk_text_column(entry: Mapping) -> str:
-    """The chunk table's column a retriever reads: an embedder's ``text`` choice, else the indexed text."""
-    if entry["kind"] == "embedder":
-        return TEXT_COLUMNS[entry["text"]]
-    return "indexed_text"
+    """The chunk table's column a retriever reads: its ``text`` choice, else the indexed text."""
+    return TEXT_COLUMNS[entry["text"]] if "text" in entry else "indexed_text"
 
 
 def embedder_retriever(entry: Mapping, chunk_embeddings: np.ndarray, name: str = "retriever") -> Retriever:
-    """An ``embedder`` retriever over chunk vectors encoded elsewhere (the workflow's cache)."""
-    if entry["kind"] != "embedder":
+    """A retriever of the embedding cache (rule rank_embedder) over chunk vectors encoded elsewhere."""
+    if entry["kind"] not in PRETRAINED_KINDS:
         raise RetrieverError(f"retriever {name!r}: kind {entry['kind']!r} is not an embedder")
     if len(chunk_embeddings) == 0:
         raise RetrieverError(f"retriever {name!r}: the chunk set is empty")
@@ -143,30 +131,19 @@ def embedder_retriever(entry: Mapping, chunk_embeddings: np.ndarray, name: str =
 
 
 def build_retriever(entry: Mapping, indexed_texts: Sequence[str], name: str = "retriever") -> Retriever:
-    """Fit the index a config entry describes over the chunks' texts.
+    """Fit (or encode) the index a config entry describes over the chunks' texts.
 
     The texts are those of :func:`chunk_text_column`: the indexed texts, or
-    the plain ones for an embedder entry with ``text: plain``. An embedder
-    encodes them here, without a cache.
+    the plain ones for an embedder entry with ``text: plain``. The kind's
+    ``build`` behaviour (rag/kinds.py) does the work; an embedder encodes
+    here, without a cache.
     """
     kind = entry["kind"]
     if not indexed_texts:
         raise RetrieverError(f"retriever {name!r}: the chunk set is empty")
-    if kind == "embedder":
-        embeddings = encode_texts(
-            entry["model"], indexed_texts, batch_size=entry["batch_size"], max_tokens=entry["max_tokens"]
-        )
-        return embedder_retriever(entry, embeddings, name)
-    terms = [analyze(text, stem=bool(entry.get("stem", False))) for text in indexed_texts]
-    if kind == "bm25":
-        index = build_bm25_index(terms, k1=entry["k1"], b=entry["b"], idf=entry["idf"])
-    elif kind == "tfidf":
-        index = build_tfidf_index(terms, sublinear=entry["sublinear"])
-    elif kind == "lsa":
-        index = fit_lsa(terms, entry["dimensions"], entry["min_df"])
-    else:
+    if kind not in SPARSE_AND_DENSE_KINDS:
         raise RetrieverError(f"retriever {name!r}: kind {kind!r} is not built from chunk texts")
-    return Retriever(entry, index)
+    return Retriever(entry, behaviour(kind, "build")(entry, indexed_texts))
 
 
 def build_with_progress(
@@ -239,29 +216,31 @@ def search(
     a prefilter applied inside the search of every kind: chunks outside it
     are never scored, so they can never be ranked.
     """
-    if retriever.kind == "ivf":
-        base = retriever.index.base
-        return rank_probed_lists(
-            retriever.index.lists,
-            chunk_embeddings(base),
-            query_embeddings(base, query_texts),
-            retriever.entry["probes"],
-            depth,
-            tie_order,
-            allowed=allowed,
-        )
-    if retriever.kind == "embedder":
-        embedded = query_embeddings(retriever, query_texts)
-        return embedding_search(retriever.index, embedded, depth, tie_order, allowed=allowed)
-    queries = [retriever.analyze(text) for text in query_texts]
-    if retriever.kind == "bm25":
-        return bm25_search(retriever.index, queries, depth, tie_order, allowed=allowed)
-    if retriever.kind == "tfidf":
-        normalize = retriever.entry["normalize"]
-        return tfidf_search(retriever.index, queries, depth, tie_order, normalize=normalize, allowed=allowed)
-    if retriever.kind == "lsa":
-        return lsa_search(retriever.index, queries, depth, tie_order, allowed=allowed)
-    raise RetrieverError(f"retriever kind {retriever.kind!r} cannot search chunk texts directly")
+    if RETRIEVER_KINDS[retriever.kind].search is None:
+        raise RetrieverError(f"retriever kind {retriever.kind!r} cannot search chunk texts directly")
+    search_kind = behaviour(retriever.kind, "search")
+    return search_kind(retriever.index, retriever.entry, query_texts, depth, tie_order, allowed)
+
+
+def approximate_search(
+    index: ApproximateIndex,
+    entry: Mapping,
+    query_texts: Sequence[str],
+    depth: int,
+    tie_order: np.ndarray | None,
+    allowed: np.ndarray | None = None,
+) -> list[Ranking]:
+    """The ivf kind's search: the base embeds the queries, the probed lists hold the candidates."""
+    base = index.base
+    return rank_probed_lists(
+        index.lists,
+        chunk_embeddings(base),
+        query_embeddings(base, query_texts),
+        entry["probes"],
+        depth,
+        tie_order,
+        allowed=allowed,
+    )
 
 
 def load_retriever(
@@ -271,8 +250,9 @@ def load_retriever(
 
     An ``ivf`` retriever also needs its loaded ``base``, which embeds the queries.
     """
+    if entry["kind"] in APPROXIMATE_KINDS and base is None:
+        raise RetrieverError(f"loading a {entry['kind']!r} retriever needs its base retriever")
+    index = resolve(RETRIEVER_KINDS[entry["kind"]].index).from_arrays(arrays)
     if entry["kind"] in APPROXIMATE_KINDS:
-        if base is None:
-            raise RetrieverError(f"loading a {entry['kind']!r} retriever needs its base retriever")
-        return Retriever(entry, ApproximateIndex(base, IVFIndex.from_arrays(arrays)))
-    return Retriever(entry, INDEX_TYPES[entry["kind"]].from_arrays(arrays))
+        return Retriever(entry, ApproximateIndex(base, index))
+    return Retriever(entry, index)

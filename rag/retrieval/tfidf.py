@@ -22,6 +22,7 @@ import scipy.sparse as sp
 
 from rag.retrieval import search
 from rag.retrieval.stored_arrays import require_arrays, term_matrix_arrays
+from rag.text import analyze_entry
 
 
 def smoothed_idf(document_frequency: np.ndarray, n_chunks: int) -> np.ndarray:
@@ -188,3 +189,24 @@ def normalized_rows(matrix: sp.spmatrix) -> sp.csr_matrix:
     matrix = sp.csr_matrix(matrix, dtype=np.float64)
     lengths = _safe(_row_lengths(matrix))
     return sp.csr_matrix(sp.diags(1.0 / lengths) @ matrix)
+
+
+# The tfidf kind's behaviour, as the table of kinds (rag/kinds.py) names it.
+
+
+def index_entry(entry: Mapping, texts: Sequence[str]) -> TfidfIndex:
+    """Fit the index a tfidf entry describes over chunk texts."""
+    return build_tfidf_index(analyze_entry(texts, entry), sublinear=entry["sublinear"])
+
+
+def search_entry(
+    index: TfidfIndex,
+    entry: Mapping,
+    query_texts: Sequence[str],
+    depth: int,
+    tie_order: np.ndarray | None,
+    allowed: np.ndarray | None = None,
+) -> list[search.Ranking]:
+    """Rank the chunks for query texts as a tfidf entry analyzes and normalizes them."""
+    queries = analyze_entry(query_texts, entry)
+    return tfidf_search(index, queries, depth, tie_order, normalize=entry["normalize"], allowed=allowed)

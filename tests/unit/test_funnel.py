@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from rag.evaluation.metric_registry import funnel_columns
 from rag.retrieval.bm25 import bm25_scores, build_bm25_index
 from rag.retrieval.funnel import funnel_ranking, funnel_summary, fused_reranker, retriever_reranker
 from rag.retrieval.lsa import embed_queries, fit_lsa
@@ -168,7 +169,7 @@ def test_funnel_summary_puts_settings_beside_metrics():
         columns=["corpus", "chunker", "retriever", "metric", "k", "value"],
     )
     funnels = {"f1": {"first": "bm25", "rerank": None, "candidates": 30, "diversity": 2}}
-    table = funnel_summary(metrics, funnels, [1, 5])
+    table = funnel_summary(metrics, funnels, funnel_columns([1, 5]))
     assert table.to_dict("records") == [
         {
             "corpus": "c",

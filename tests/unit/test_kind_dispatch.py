@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,7 @@ from rag.answering.routing import Route, accuracy_row, route_and_rank, route_que
 from rag.answering.summaries import LeadSummary
 from rag.evaluation.ablations import FilterLeak, filter_ablation_row
 from rag.grounding.cases import configured_cases, document_texts, ranked_rows
-from rag.kinds import RETRIEVER_KINDS, kinds_with
+from rag.kinds import CHUNKER_KINDS, RETRIEVER_KINDS, Kind, behaviour, kinds_with, resolve
 from rag.retrieval.filters import allowed_by_config, describe_filtered
 from rag.retrieval.funnel import (
     configured_reranker,
@@ -19,7 +21,7 @@ from rag.retrieval.funnel import (
     fused_reranker,
     retriever_reranker,
 )
-from rag.retrieval.fusion import FUSERS, fuse, reciprocal_rank_fusion, score_sum_fusion
+from rag.retrieval.fusion import fuse, reciprocal_rank_fusion, score_sum_fusion
 from rag.retrieval.retrievers import (
     DENSE_KINDS,
     PRETRAINED_KINDS,
@@ -47,8 +49,30 @@ TEXTS = [
 pytestmark = pytest.mark.usefixtures("single_threaded_blas")
 
 
-def test_the_retriever_tuples_and_fusers_come_from_the_table():
-    assert set(FUSERS) == set(kinds_with("fused")) == {"rrf", "score_sum"}
+BEHAVIOUR_FIELDS = ("build", "index", "search", "embed", "fuse", "rerank", "chunk")
+
+
+def test_every_behaviour_the_table_names_resolves():
+    for kind in (*CHUNKER_KINDS.values(), *RETRIEVER_KINDS.values()):
+        for field in BEHAVIOUR_FIELDS:
+            path = getattr(kind, field)
+            if path is not None and not (path.startswith("rag.retrieval.dense") and kind.name != "embedder"):
+                assert callable(resolve(path)), (kind.name, field, path)
+    field_names = {f.name for f in dataclasses.fields(Kind)}
+    assert set(BEHAVIOUR_FIELDS) <= field_names
+
+
+def test_a_kind_without_a_behaviour_says_which_kinds_have_it():
+    with pytest.raises(
+        ValueError, match=r"a 'bm25' entry has no fuse; kinds with one: \['rrf', 'score_sum'\]"
+    ):
+        behaviour("bm25", "fuse")
+    with pytest.raises(ValueError, match="unknown kind 'nope'"):
+        behaviour("nope", "search")
+
+
+def test_the_retriever_tuples_come_from_the_table():
+    assert kinds_with(rule="fuse") == kinds_with("fused") == ("rrf", "score_sum")
     assert SPARSE_AND_DENSE_KINDS == ("bm25", "tfidf", "lsa", "embedder")
     assert DENSE_KINDS == ("lsa", "embedder") and PRETRAINED_KINDS == ("embedder",)
     assert {kind.role for kind in RETRIEVER_KINDS.values()} == {
@@ -70,7 +94,7 @@ def test_fuse_dispatches_by_kind():
     assert rrf.positions.tolist() == reciprocal_rank_fusion(lists, 10).positions.tolist() == [0, 2, 1]
     summed = fuse({"kind": "score_sum"}, lists, None, None)
     assert summed.positions.tolist() == score_sum_fusion(lists).positions.tolist() == [0, 2, 1]
-    with pytest.raises(ValueError, match="not a fusion"):
+    with pytest.raises(ValueError, match="a 'bm25' entry has no fuse"):
         fuse({"kind": "bm25"}, lists, None, None)
 
 

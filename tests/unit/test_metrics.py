@@ -121,11 +121,11 @@ def test_evaluate_rankings_returns_a_tidy_frame():
     assert value[("q1", "recall", 1)] == 0.5
     assert value[("q1", "recall", 3)] == 1.0
     assert value[("q1", "prompt_words", 3)] == 60
-    assert value[("q2", "reciprocal_rank", WHOLE_LIST)] == 0.5
+    assert value[("q2", "mrr", WHOLE_LIST)] == 0.5
     assert value[("q2", "first_relevant_rank", WHOLE_LIST)] == 2
     means = frame.groupby(["metric", "k"])["value"].mean()
     assert means[("recall", 1)] == pytest.approx(0.25)
-    assert means[("reciprocal_rank", WHOLE_LIST)] == pytest.approx(0.75)
+    assert means[("mrr", WHOLE_LIST)] == pytest.approx(0.75)
 
 
 def test_first_relevant_rank_is_nan_when_nothing_relevant_is_ranked():

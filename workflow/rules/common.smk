@@ -54,15 +54,16 @@ UNLABELLED_CORPORA = PLAN.unlabelled_corpora
 LEVELS, DOCUMENT_KS = PLAN.levels, PLAN.document_ks
 SPAN_CORPORA, CHUNK_LEVEL_CORPORA = PLAN.span_corpora, PLAN.chunk_level_corpora
 DOCUMENT_LEVEL_CORPORA = PLAN.document_level_corpora
-# Retrievers grouped by the role of their kind (rag/kinds.py), which decides
-# what makes their rankings: rank (fitted), rank_embedder (pretrained), fuse,
-# rank_ivf and funnel.
-FITTED_RETRIEVERS, EMBEDDER_RETRIEVERS = PLAN.retrievers_of("fitted"), PLAN.retrievers_of("pretrained")
-BASE_RETRIEVERS = PLAN.retrievers_of("fitted", "pretrained")
-FUSED_RETRIEVERS, IVF_RETRIEVERS = PLAN.retrievers_of("fused"), PLAN.retrievers_of("approximate")
-FUNNEL_RETRIEVERS = PLAN.retrievers_of("funnel")
-# Fused with weights chosen on the labels by cross-validation (learned_fusion.smk).
-LEARNED_RETRIEVERS = PLAN.retrievers_of("learned")
+# Retrievers grouped by the rule that makes their rankings, which each kind
+# names in the table of kinds (rag/kinds.py, Kind.rule): rank, rank_embedder,
+# fuse, rank_ivf, funnel and fuse_learned (learned_fusion.smk). A kind that
+# only reranks a funnel's candidates names none and has no rankings.
+FITTED_RETRIEVERS = PLAN.retrievers_ranked_by("rank")
+EMBEDDER_RETRIEVERS = PLAN.retrievers_ranked_by("rank_embedder")
+BASE_RETRIEVERS = PLAN.retrievers_ranked_by("rank", "rank_embedder")
+FUSED_RETRIEVERS, IVF_RETRIEVERS = PLAN.retrievers_ranked_by("fuse"), PLAN.retrievers_ranked_by("rank_ivf")
+FUNNEL_RETRIEVERS = PLAN.retrievers_ranked_by("funnel")
+LEARNED_RETRIEVERS = PLAN.retrievers_ranked_by("fuse_learned")
 FIGURES, GROUNDING, ANSWERS, FILTERS = PLAN.figures, PLAN.grounding, PLAN.answers, PLAN.filters
 IVF_TRADEOFF, IVF_SYNTHETIC = PLAN.ivf_tradeoff, PLAN.ivf_synthetic
 FILTER_ABLATION, DIVERSITY_ABLATION = config.get("filter_ablation"), config.get("diversity_ablation")

@@ -24,7 +24,15 @@ question_ids = [q.question_id for q in questions]
 first = io.read_rankings(snakemake.input.first, chunk_ids, question_ids)
 indexes = io.load_indexes(snakemake.input.rerank)
 rerank_entries = json.loads(snakemake.params.rerank)
-reranker, rerank_record = configured_reranker(entry, rerank_entries, indexes, len(chunk_ids), tie_order)
+
+
+def chunk_texts(column):
+    return io.read_columns(snakemake.input.chunks, [column])[column].tolist()
+
+
+reranker, rerank_record = configured_reranker(
+    entry, rerank_entries, indexes, len(chunk_ids), tie_order, chunk_texts
+)
 allowed = None
 if filter_config is not None:
     allowed = allowed_by_config(chunks, filter_config, snakemake.wildcards.filter_name)

@@ -4,12 +4,13 @@ import json
 
 import pandas as pd
 
+from rag.evaluation.metric_registry import funnel_columns
 from rag.io import finish_job, start_log, write_csv
 from rag.retrieval.funnel import funnel_summary
 
 log = start_log(snakemake.log[0])
 funnels = json.loads(snakemake.params.funnels)
-table = funnel_summary(pd.read_csv(snakemake.input.metrics), funnels, snakemake.params.ks)
+table = funnel_summary(pd.read_csv(snakemake.input.metrics), funnels, funnel_columns(snakemake.params.ks))
 log.info("%d funnel rows", len(table))
 write_csv(table, snakemake.output[0])
 finish_job()

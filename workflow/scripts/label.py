@@ -27,7 +27,7 @@ spec = spec_from_config(json.loads(snakemake.params.chunker))
 
 locations = locate_spans(questions, documents, snakemake.input.questions)
 judgements = judge_chunks(questions, locations, chunks)
-window = (spec.size, spec.overlap) if spec.kind == "fixed" else None
+window = spec.window
 cuts = evidence_cuts(questions, locations, judgements, window)
 log.info(
     "%d questions, %d relevant (question, chunk) pairs, %d of %d pieces cut",

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, TypedDict, Unpack
 
 import numpy as np
 
+from rag import kinds
 from rag.retrieval.dense.embedder import MODEL_PACKAGES
 from rag.retrieval.search import Ranking, top_k, top_k_among
 from rag.retrieval.stored_arrays import field_arrays, field_names, require_arrays
@@ -80,7 +81,7 @@ def cached_encoder(model: str) -> Encoder:
 # cuda runs the same model through torch on a GPU (sentence-transformers, the
 # dense-check extra, over the same packaged weights); auto takes cuda when
 # torch sees a GPU and cpu otherwise.
-DEVICES = ("cpu", "cuda", "auto")
+DEVICES = kinds.DEVICES
 
 
 def resolve_device(device: str) -> str:
@@ -337,3 +338,30 @@ def embed_chunks_and_questions(
     chunk_vectors = cache.embed(f"chunk texts ({TEXT_COLUMNS[entry['text']]})", chunk_texts, encode)
     query_vectors = cache.embed("question texts", question_texts, encode)
     return chunk_vectors, query_vectors, settings.fingerprint
+
+
+# The embedder kind's behaviour, as the table of kinds (rag/kinds.py) names it.
+
+
+def index_entry(entry: Mapping, texts: Sequence[str]) -> EmbeddingIndex:
+    """Encode chunk texts with an embedder entry's model, without a cache."""
+    model, batch_size, max_tokens = entry["model"], entry["batch_size"], entry["max_tokens"]
+    vectors = encode_texts(model, texts, batch_size=batch_size, max_tokens=max_tokens)
+    return EmbeddingIndex(model, max_tokens, batch_size, vectors)
+
+
+def embed_entry(index: EmbeddingIndex, entry: Mapping, query_texts: Sequence[str]) -> np.ndarray:
+    """Query vectors encoded as the index's chunks were."""
+    return index.embed_queries(query_texts)
+
+
+def search_entry(
+    index: EmbeddingIndex,
+    entry: Mapping,
+    query_texts: Sequence[str],
+    depth: int,
+    tie_order: np.ndarray | None,
+    allowed: np.ndarray | None = None,
+) -> list[Ranking]:
+    """Rank the chunks for query texts by cosine with the chunk vectors."""
+    return embedding_search(index, embed_entry(index, entry, query_texts), depth, tie_order, allowed=allowed)
