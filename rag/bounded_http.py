@@ -56,6 +56,11 @@ class HttpReply:
     reason: str
     headers: Message
     body: bytes
+    # Whether the body's end is known to be its real end: it matched a declared
+    # Content-Length, or its chunked framing ended with the last chunk. A body
+    # read until the server hung up has no such proof; a cut cannot be told
+    # from a whole one, so callers that cache (the Wikipedia source) refuse it.
+    framed: bool = True
 
     def header(self, name: str) -> str | None:
         return self.headers.get(name)
@@ -146,7 +151,8 @@ def request(
             raise DeadlineExceeded(f"no whole reply within {deadline_seconds:g} s")
         if announced is not None and len(pieces) != announced:
             raise TruncatedBody(f"truncated body ({len(pieces)} of {announced} announced bytes)")
-        return HttpReply(response.status, response.reason, response.headers, bytes(pieces))
+        framed = announced is not None or bool(getattr(response, "chunked", False))
+        return HttpReply(response.status, response.reason, response.headers, bytes(pieces), framed)
     except HttpFault:
         raise
     except http.client.IncompleteRead as error:

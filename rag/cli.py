@@ -62,10 +62,11 @@ import argparse
 import os
 import sys
 import time
-import unicodedata
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
+
+from rag.escaping import visible
 
 if TYPE_CHECKING:
     from rag.answering.question_answering import AnswerReport, IndexOptions, QuestionIndex
@@ -633,23 +634,6 @@ def ask(arguments: argparse.Namespace) -> int:
     ]
     print(visible("\n".join(lines)))
     return 0
-
-
-def visible(text: str) -> str:
-    """Text safe to print on a terminal: control and format characters shown as escapes.
-
-    Document text is untrusted; printed raw, ESC and OSC sequences would
-    drive the terminal (colours, titles, hyperlinks, cursor moves), BEL rings
-    and a bidi override (U+202E) reorders what is shown. Line breaks stay.
-    """
-    if text.isascii() and text.isprintable():
-        return text
-    return "".join(
-        character
-        if character == "\n" or unicodedata.category(character) not in ("Cc", "Cf", "Co", "Cs", "Cn")
-        else (f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}")
-        for character in text
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import secrets
+import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import yaml
 
+from rag import job_errors
 from rag.chunking import Chunk
 from rag.corpus.documents import Block, Document, section_name
 
@@ -93,6 +95,27 @@ def remove_stale_partials(
     return removed
 
 
+# Inside a workflow job Snakemake runs one writer per output, so every partial
+# file of an output is a leftover of a killed run, whatever its age; start_log
+# sets this. Elsewhere (two ``rag ask`` runs may share a cache) the grace holds.
+_ONE_WRITER_PER_OUTPUT = False
+
+
+def _keep_mode(target: Path, temporary: Path) -> None:
+    """A rewrite keeps the mode the user gave the existing file (``chmod 600`` survives)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.chmod(temporary, stat.S_IMODE(target.stat().st_mode))
+
+
+def _fsync(path: Path) -> None:
+    """Flush a file's or a folder's data to disk: a rename counts only once its content is there."""
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``path``; rename it into place on success.
@@ -104,7 +127,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_partials(target)
+    remove_stale_partials(target, 0 if _ONE_WRITER_PER_OUTPUT else PARTIAL_GRACE_SECONDS)
     while True:
         temporary = target.parent / f".{target.name}.{secrets.token_hex(6)}.partial"
         try:
@@ -114,7 +137,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
             continue
     try:
         yield temporary
+        _keep_mode(target, temporary)
+        _fsync(temporary)
         os.replace(temporary, target)
+        _fsync(target.parent)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
@@ -366,6 +392,9 @@ def start_log(path: str | os.PathLike) -> logging.Logger:
     logger.addHandler(handler)
     logging.captureWarnings(True)
     logging.getLogger("py.warnings").addHandler(handler)
+    job_errors.install(logger)
+    global _ONE_WRITER_PER_OUTPUT
+    _ONE_WRITER_PER_OUTPUT = True
     return logger
 
 

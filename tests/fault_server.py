@@ -147,3 +147,27 @@ def redirect(location: str, status: int = 302) -> Behaviour:
         connection.sendall(head(status, {"Location": location, "Content-Length": "0"}, reason="Found"))
 
     return behave
+
+
+def cut_unannounced(body: bytes, fraction: float, headers: dict[str, str] | None = None) -> Behaviour:
+    """The first ``fraction`` of the body, no Content-Length, then hang up: a cut that looks whole."""
+
+    def behave(request: Request, connection: socket.socket) -> None:
+        connection.sendall(head(200, headers) + body[: int(len(body) * fraction)])
+
+    return behave
+
+
+def chunked(body: bytes, headers: dict[str, str] | None = None, complete: bool = True) -> Behaviour:
+    """The body in chunked framing; without ``complete`` the last chunk never comes."""
+
+    def behave(request: Request, connection: socket.socket) -> None:
+        connection.sendall(head(200, {"Transfer-Encoding": "chunked", **(headers or {})}))
+        for start in range(0, len(body), 4096):
+            piece = body[start : start + 4096]
+            if not complete and start + 4096 >= len(body) // 2:
+                return
+            connection.sendall(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+        connection.sendall(b"0\r\n\r\n")
+
+    return behave

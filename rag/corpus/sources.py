@@ -19,8 +19,8 @@ from rag.corpus.wikipedia import (
     WikipediaConfig,
     WikipediaFetchError,
     article_doc_id,
+    article_shape_problem,
     check_digest,
-    looks_like_article,
     revision_url,
 )
 
@@ -81,8 +81,9 @@ def article_html(client: WikipediaClient, cache: HtmlCache, title: str, revision
 
 
 def _check_article(html: str, title: str, revision: int) -> None:
-    if not looks_like_article(html):
-        raise DocumentError("not rendered article HTML (an error or maintenance page?)")
+    problem = article_shape_problem(html)
+    if problem is not None:
+        raise DocumentError(problem)
     document_from_html(html, article_doc_id(title), title, revision)
 
 

@@ -57,9 +57,6 @@ _MEDIAWIKI_TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
 _LOCK_KEYS = ("title", "revision", "timestamp", "sha256")
 _NOT_FOUND_API_CODES = frozenset({"nosuchrevid", "missingtitle", "nosuchpageid", "invalidtitle"})
 _UTF8_CHARSETS = frozenset({"utf-8", "utf8", "us-ascii", "ascii"})
-# Rendered article HTML carries one of these: the parser's wrapper (action API and
-# legacy pages) or Parsoid's revision link. Error and maintenance pages carry neither.
-_ARTICLE_MARKERS = ("mw-parser-output", "Special:Redirect/revision/", 'property="mw:')
 
 T = TypeVar("T")
 
@@ -331,10 +328,16 @@ class WikipediaClient:
         config = self.config
         reasons: list[str] = []
         network_failure = False
+        deadline = math.inf
+        attempts = 0
         for attempt in range(config.max_retries + 1):
             self._wait_for_turn()
+            if attempt == 0:
+                # timeout_seconds bounds the whole call: every attempt, redirect and backoff wait.
+                deadline = self._clock() + config.timeout_seconds
+            attempts += 1
             try:
-                return self._attempt(download)
+                return self._attempt(download, deadline)
             except _TryAgain as failure:
                 reasons.append(failure.reason)
                 network_failure = network_failure or failure.network
@@ -343,8 +346,14 @@ class WikipediaClient:
                 wait = failure.retry_after
                 if wait is None:
                     wait = config.backoff_base_seconds * 2**attempt
-                self._sleep(min(wait, config.max_wait_seconds))
-        attempts = config.max_retries + 1
+                wait = min(wait, config.max_wait_seconds)
+                if self._clock() + max(wait, config.pause_seconds) >= deadline:
+                    # A retry that cannot start before the deadline is not started.
+                    reasons.append(
+                        f"the next attempt could not start within timeout_seconds={config.timeout_seconds:g}"
+                    )
+                    break
+                self._sleep(wait)
         summary = "; ".join(dict.fromkeys(reasons))  # distinct reasons, in order of first appearance
         cause = "the wiki could not be reached" if network_failure else "the wiki kept failing"
         raise WikipediaFetchError(
@@ -352,9 +361,9 @@ class WikipediaClient:
             f"{'s' if attempts != 1 else ''} ({summary}) at {download.url}. {OFFLINE_HINT}"
         )
 
-    def _attempt(self, download: _Download[T]) -> T:
+    def _attempt(self, download: _Download[T], deadline: float) -> T:
         try:
-            return download.read(self._request(download))
+            return download.read(self._request(download, deadline))
         finally:
             # The pause counts from the end of a request, backoff waits included.
             self._last_request_end = self._clock()
@@ -366,18 +375,23 @@ class WikipediaClient:
         if remaining > 0:
             self._sleep(remaining)
 
-    def _request(self, download: _Download[Any]) -> str:
+    def _request(self, download: _Download[Any], deadline: float) -> str:
         """One download, redirects included, bounded in time and size, decoded by its declared charset."""
         config = self.config
         headers = {"User-Agent": config.user_agent, "Accept": download.accept, "Accept-Encoding": "gzip"}
         location = download.url
         for _ in range(config.max_redirects + 1):
+            remaining = deadline - self._clock()
+            if remaining <= 0:
+                raise _TryAgain(
+                    f"timed out (no whole reply within {config.timeout_seconds:g} s)", network=True
+                )
             try:
                 reply = bounded_http.request(
                     "GET",
                     location,
                     headers,
-                    deadline_seconds=config.timeout_seconds,
+                    deadline_seconds=remaining,
                     max_body_bytes=config.max_body_bytes,
                 )
             except bounded_http.DeadlineExceeded:
@@ -430,6 +444,10 @@ class WikipediaClient:
             )
         body = reply.body
         encoding = (reply.header("Content-Encoding") or "identity").strip().lower()
+        if not reply.framed and encoding != "gzip":
+            # Read until the server hung up, with no length and no chunks: a body cut at 60 %
+            # looks exactly like a whole one, so it is retried, never cached or pinned.
+            raise _TryAgain("a body with no declared length and no chunked or gzip framing")
         if encoding == "gzip":
             try:
                 body = bounded_http.gunzip(body, self.config.max_body_bytes)
@@ -469,17 +487,53 @@ def _check_revision(revision: Any, title: str) -> None:
         raise ValueError(f"revision of {title!r} must be a positive integer, got {revision!r}")
 
 
+_MARKER_ELEMENT = re.compile(r"<(body|div)\b[^>]*?\bclass\s*=\s*[\"'][^\"']*\bmw-parser-output\b", re.I)
+_TRAILING_COMMENTS = re.compile(r"(?:\s*<!--.*?-->)*\s*\Z", re.S)
+_PAGE_END = re.compile(r"</body\s*>\s*</html\s*>\Z", re.I)
+_DIV_OPEN = re.compile(r"<div\b", re.I)
+_DIV_CLOSE = re.compile(r"</div\s*>", re.I)
+
+
+def article_shape_problem(text: str) -> str | None:
+    """Why HTML is not a whole rendered article, or None when it is one.
+
+    Two things must both hold. The marker: an element whose class is
+    ``mw-parser-output`` (Parsoid's ``<body>``, or the action API's wrapping
+    ``<div>``), not merely the word somewhere in the page. And the closing
+    structure: a whole Parsoid page is an ``<html>`` whose ``about`` names its
+    revision and that ends in ``</body></html>``; an action API fragment starts
+    with the marked ``<div>`` and ends by closing every ``<div>`` it opened
+    (trailing parser-report comments allowed). A body cut short, or a
+    maintenance page that happens to carry the class, fails one of the two.
+    """
+    if "<" not in text:
+        return "empty or non-HTML body"
+    marker = _MARKER_ELEMENT.search(text)
+    if marker is None:
+        return "the body is not rendered article HTML (an error or maintenance page?)"
+    end = _TRAILING_COMMENTS.search(text)
+    content = text[: end.start()] if end else text
+    if marker.group(1).lower() == "body":
+        if "Special:Redirect/revision/" not in text[: marker.start()] or not _PAGE_END.search(content):
+            return "the body is not a whole rendered article page (cut short, or a maintenance page?)"
+        return None
+    if text[: marker.start()].strip() or not content.endswith("</div>"):
+        return "the body is not a whole rendered article fragment (cut short, or a maintenance page?)"
+    if len(_DIV_OPEN.findall(content)) != len(_DIV_CLOSE.findall(content)):
+        return "the body's elements are not all closed (cut short?)"
+    return None
+
+
 def looks_like_article(text: str) -> bool:
-    """Whether HTML carries the markers of a rendered article (not an error or maintenance page)."""
-    return any(marker in text for marker in _ARTICLE_MARKERS)
+    """Whether HTML is a whole rendered article (not an error or maintenance page, not cut short)."""
+    return article_shape_problem(text) is None
 
 
 def _html_body(text: str) -> str:
     """Rendered article HTML, or a retry: an error or maintenance page served with status 200 is not one."""
-    if "<" not in text:
-        raise _TryAgain("empty or non-HTML body")
-    if not looks_like_article(text):
-        raise _TryAgain("the body is not rendered article HTML (an error or maintenance page?)")
+    problem = article_shape_problem(text)
+    if problem is not None:
+        raise _TryAgain(problem)
     return text
 
 

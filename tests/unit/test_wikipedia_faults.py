@@ -8,15 +8,34 @@ or oversized body, no leftover partial file.
 
 from __future__ import annotations
 
+import gzip
+import json
+import logging
 import time
 from pathlib import Path
 
 import pytest
 
-from rag.corpus.sources import article_html
-from rag.corpus.wikipedia import WikipediaClient, WikipediaConfig, WikipediaFetchError
+from rag.corpus.sources import article_html, resolve_lock
+from rag.corpus.wikipedia import (
+    WikipediaClient,
+    WikipediaConfig,
+    WikipediaFetchError,
+    article_shape_problem,
+    build_lock,
+)
 from rag.io import FolderCache
-from tests.fault_server import FaultServer, cut_short, drip, gzip_bomb, redirect, reply, stream
+from tests.fault_server import (
+    FaultServer,
+    chunked,
+    cut_short,
+    cut_unannounced,
+    drip,
+    gzip_bomb,
+    redirect,
+    reply,
+    stream,
+)
 
 PELL_HTML = (
     Path(__file__).resolve().parents[1] / "fixtures" / "wikipedia" / "parsoid_rest.html"
@@ -151,3 +170,118 @@ def test_an_interrupted_download_leaves_nothing_and_its_partial_file_is_removed(
     server.script[:] = [reply(PELL_HTML, headers=HTML)]
     assert fetch(server, folder) == PELL_HTML.decode()
     assert cached_files(folder) == [f"pell-{REVISION}.html"]
+
+
+# -- downloads complete or absent (issue 27) -----------------------------------------------
+
+REVISION_ANSWER = json.dumps(
+    {
+        "query": {
+            "pages": [
+                {"title": "Pell", "revisions": [{"revid": REVISION, "timestamp": "2024-01-02T03:04:05Z"}]}
+            ]
+        }
+    }
+).encode()
+JSON = {"Content-Type": "application/json; charset=utf-8"}
+ENTRY = {"titles": ["Pell"], "as_of": "2024-06-01"}
+# A maintenance page that carries the marker word (in a comment and a stray class) and closes properly.
+MARKED_MAINTENANCE = (
+    b"<!DOCTYPE html><html><head><title>Maintenance</title></head><body><!-- mw-parser-output -->"
+    b'<p class="note mw-parser-output-note">Our servers are under maintenance; please try again.</p>'
+    b"</body></html>"
+)
+
+
+def lock_of(server: FaultServer, folder: Path) -> dict:
+    articles = resolve_lock(ENTRY, client_for(server), FolderCache(folder), logging.getLogger("test"))
+    return build_lock(articles)
+
+
+def test_a_body_cut_at_60_percent_without_a_length_is_refused_and_a_rerun_is_clean(server, tmp_path):
+    server.script[:] = [reply(REVISION_ANSWER, headers=JSON), cut_unannounced(PELL_HTML, 0.6, HTML)]
+    with pytest.raises(WikipediaFetchError) as caught:
+        lock_of(server, tmp_path / "cut")
+    assert caught.value.__cause__ is None and "\n" not in str(caught.value)
+    assert "no declared length" in str(caught.value)
+    assert cached_files(tmp_path / "cut") == []  # nothing cached, and no lock was built to pin it
+    server.script[:] = [reply(REVISION_ANSWER, headers=JSON), reply(PELL_HTML, headers=HTML)]
+    recovered = lock_of(server, tmp_path / "cut")
+    server.script[:] = [reply(REVISION_ANSWER, headers=JSON), reply(PELL_HTML, headers=HTML)]
+    clean = lock_of(server, tmp_path / "clean")
+    assert recovered == clean
+    assert (tmp_path / "cut" / f"pell-{REVISION}.html").read_bytes() == (
+        tmp_path / "clean" / f"pell-{REVISION}.html"
+    ).read_bytes()
+
+
+@pytest.mark.parametrize("fraction", [0.2, 0.6, 0.95])
+def test_every_cut_of_the_article_fails_the_article_checks(fraction):
+    text = PELL_HTML.decode()
+    assert article_shape_problem(text) is None
+    assert article_shape_problem(text[: int(len(text) * fraction)]) is not None
+
+
+def test_a_maintenance_page_carrying_the_marker_is_never_cached(server, tmp_path):
+    message = refused(server, tmp_path / "cache", reply(MARKED_MAINTENANCE, headers=HTML))
+    assert "not rendered article HTML" in message
+
+
+def test_a_complete_chunked_or_gzip_body_without_a_length_is_accepted(server, tmp_path):
+    server.script[:] = [chunked(PELL_HTML, HTML)]
+    assert fetch(server, tmp_path / "chunked") == PELL_HTML.decode()
+    zipped = gzip.compress(PELL_HTML)
+    server.script[:] = [
+        cut_unannounced(zipped, 1.0, {"Content-Encoding": "gzip", **HTML}),
+    ]
+    assert fetch(server, tmp_path / "gzip") == PELL_HTML.decode()
+
+
+def test_a_chunked_body_that_stops_before_its_last_chunk_is_refused(server, tmp_path):
+    big = PELL_HTML * 4
+    message = refused(server, tmp_path / "cache", chunked(big, HTML, complete=False))
+    assert "truncated" in message or "attempt" in message
+
+
+def test_a_gzip_body_cut_without_a_length_is_refused(server, tmp_path):
+    zipped = gzip.compress(PELL_HTML)
+    message = refused(
+        server, tmp_path / "cache", cut_unannounced(zipped, 0.6, {"Content-Encoding": "gzip", **HTML})
+    )
+    assert "gzip" in message
+
+
+def test_a_cached_cut_entry_is_removed_and_downloaded_again(server, tmp_path):
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    (folder / f"pell-{REVISION}.html").write_bytes(PELL_HTML[: len(PELL_HTML) * 6 // 10])
+    server.script[:] = [reply(PELL_HTML, headers=HTML)]
+    assert fetch(server, folder) == PELL_HTML.decode()
+    assert (folder / f"pell-{REVISION}.html").read_bytes() == PELL_HTML
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_timeout_seconds_bounds_the_whole_call_backoff_included(server, tmp_path):
+    clock = FakeClock()
+    config = WikipediaConfig(
+        base_url=server.url, pause_seconds=0.0, max_retries=6, timeout_seconds=5.0, backoff_base_seconds=1.0
+    )
+    client = WikipediaClient(config, sleep=clock.sleep, clock=clock)
+    server.script[:] = [reply(b"busy", status=503, headers={"Retry-After": "2", **HTML})]
+    with pytest.raises(WikipediaFetchError) as caught:
+        article_html(client, FolderCache(tmp_path / "cache"), "Pell", REVISION)
+    assert sum(clock.sleeps) < 5.0  # without the bound: 6 waits of 2 s
+    assert "could not start within timeout_seconds=5" in str(caught.value)
+    assert len(server.received) == len(clock.sleeps) + 1 < 7

@@ -22,21 +22,30 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ[_variable] = "1"
 
-from rag import code_digest
+from rag import code_digest, job_errors
+from rag.escaping import visible
 from rag.config import BEIR_DEFAULTS, ConfigError, build_plan, canonical_json
 from rag.corpus.folders import FOLDER_SOURCES
 from rag.io import beir_files, read_yaml
 
 # The whole configuration, checked before any job runs: every mistake is one line
 # naming its key (docs/configuration.md). Grid entries are in name order.
-PLAN = build_plan(
-    config,
-    read_yaml(PROJECT_ROOT / "workflow/schemas/config.schema.yaml"),
-    config_files=workflow.configfiles,
-    questions_schema=read_yaml(PROJECT_ROOT / "workflow/schemas/questions.schema.yaml"),
-)
+# A ConfigError is the user's mistake: its one line, escaped, and exit status 1,
+# instead of Snakemake's report with the frames of the planning code.
+try:
+    PLAN = build_plan(
+        config,
+        read_yaml(PROJECT_ROOT / "workflow/schemas/config.schema.yaml"),
+        config_files=workflow.configfiles,
+        questions_schema=read_yaml(PROJECT_ROOT / "workflow/schemas/questions.schema.yaml"),
+    )
+except Exception as _error:
+    if not job_errors.is_user_error(_error):
+        raise
+    print(f"Error: {job_errors.one_line(_error)}", file=sys.stderr)
+    sys.exit(job_errors.EXIT_USER_ERROR)
 for _warning in PLAN.warnings:
-    print(f"WARNING: {_warning}", file=sys.stderr)
+    print(f"WARNING: {visible(_warning, keep_newlines=False)}", file=sys.stderr)
 CORPORA, CHUNKERS, RETRIEVERS = PLAN.corpora, PLAN.chunkers, PLAN.retrievers
 # The folder of the tables and figures (config key results); unlabelled corpora
 # (no questions) are parsed, chunked and indexed only.

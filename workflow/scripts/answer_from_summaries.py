@@ -15,6 +15,7 @@ from rag.answering.answers import (
 )
 from rag.answering.summaries import lead_summaries, summary_chunks
 from rag.answering.tokens import CL100K_BASE, optional_token_counter
+from rag.escaping import visible
 from rag.labels import parse_questions
 
 # How the summary rows are named in the tables beside the (chunker, retriever) rows.
@@ -34,7 +35,7 @@ if not any(chunk.text.strip() for chunk in sources):
         "(text before a document's first section heading), and no document has one"
     )
     log.warning("%s", warning)
-    print(f"WARNING: {warning}", file=sys.stderr)
+    print(f"WARNING: {visible(str(warning), keep_newlines=False)}", file=sys.stderr)
     frame = answers_frame([], corpus=corpus, chunker=CHUNKER, retriever=RETRIEVER, reader=reader["name"])
     stage = io.provenance(stage="answer_from_summaries", generation=generation, reader=reader)
     io.write_parquet(frame, snakemake.output[0], stage)

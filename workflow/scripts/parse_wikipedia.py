@@ -6,6 +6,7 @@ import warnings
 from rag.corpus.articles import parse_article_html_counted
 from rag.corpus.sources import cache_key, locked_documents, wikipedia_client
 from rag.corpus.wikipedia import article_doc_id, parse_lock
+from rag.escaping import visible
 from rag.io import FolderCache, finish_job, read_yaml, start_log, write_parsed_documents
 
 log = start_log(snakemake.log[0])
@@ -17,7 +18,7 @@ with warnings.catch_warnings(record=True) as caught:
     documents = locked_documents(entry, articles, wikipedia_client(entry), cache)
 for warning in caught:
     log.warning("%s", warning.message)
-    print(f"WARNING: {warning.message}")
+    print(f"WARNING: {visible(str(warning.message), keep_newlines=False)}")
 # What the article reader left out of each article (tables, lists, references,
 # code), counted in results/corpus_statistics.csv; the HTML is in the cache now.
 skipped = {
