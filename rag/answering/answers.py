@@ -26,6 +26,13 @@ import pandas as pd
 
 from rag.answering.extractive import ABSTENTION_TEXT, ExtractiveAnswer, cite, extract_answer
 from rag.answering.prompts import Prompt, PromptBudgetError, build_prompt
+from rag.answering.question_answering import (
+    Embed,
+    IndexOptions,
+    QuestionIndex,
+    build_question_index,
+)
+from rag.answering.question_answering import answer_question as ask_question
 from rag.answering.reader import READER_NAMES, Similarity, read
 from rag.answering.tokens import TokenCounter, count_word_and_punctuation
 from rag.answering.verification import check_answer, check_responsive
@@ -727,7 +734,7 @@ def settings_from_config(
 def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
     """Rows of results/answers_heldout.csv: per question group, what ``rag ask`` got right.
 
-    ``judgements`` are :class:`rag.answering.question_answering.AskJudgement` records;
+    ``judgements`` are :class:`AskJudgement` records;
     shares come with the same bootstrap intervals as the answer summary.
     """
     frame = pd.DataFrame([dataclasses.asdict(judgement) for judgement in judgements])
@@ -761,7 +768,6 @@ def measure_ask(
     embedding them all through the cache is cheap.
     """
     from rag.answering.extractive import DEFAULT_COVERAGE_THRESHOLD
-    from rag.answering.question_answering import IndexOptions, build_question_index, judge_ask_answers
     from rag.answering.reader import DEFAULT_MODEL, DEFAULT_THRESHOLD, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
 
     setups = [("bm25_lsa_ivf", None)] + ([("bm25_minilm", embedder)] if embedder is not None else [])
@@ -785,3 +791,61 @@ def measure_ask(
                 keys = {"questions_file": questions_file, "retriever": retriever, "generator": name}
                 rows += ask_summary(judged, **keys, threshold=f"{threshold:g}")
     return rows
+
+
+# --------------------------------------------------------------------------
+# Judging rag ask's answers on labelled questions
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AskJudgement:
+    """One labelled question answered through ``rag ask``'s path, and what the labels say of it."""
+
+    question_id: str
+    group: str
+    answered: bool
+    correct: bool
+    faithful: bool | None
+    responsive: bool | None
+    answer: str
+
+
+def judge_ask_answers(
+    index: QuestionIndex,
+    questions: Sequence,
+    documents: Sequence[Document],
+    reader: str,
+    threshold: float,
+    embed: Embed | None = None,
+    similarity: Similarity | None = None,
+) -> list[AskJudgement]:
+    """Answer every question as ``rag ask`` would (its defaults) and judge the answers by the labels.
+
+    Correct means the quoted sentence quotes labelled evidence, exactly as
+    in the answer experiments (:func:`quoted_piece`).
+    """
+    holding = evidence_documents(questions, locate_spans(questions, documents))
+    judged = []
+    for question in questions:
+        report = ask_question(
+            index, question.text, threshold=threshold, reader=reader, embed=embed, similarity=similarity
+        )
+        answered = not report.abstained
+        correct = False
+        if answered:
+            best = report.reading.best if report.reading is not None else report.extractive
+            source = report.prompt.sources[best.source_number]
+            correct = quoted_piece(best.sentence, source.doc_id, question) is not None
+        judged.append(
+            AskJudgement(
+                question_id=question.question_id,
+                group=question_group(question, holding[question.question_id]),
+                answered=answered,
+                correct=correct,
+                faithful=report.verdicts.faithful if report.verdicts else None,
+                responsive=report.verdicts.responsive if report.verdicts else None,
+                answer=report.answer,
+            )
+        )
+    return judged

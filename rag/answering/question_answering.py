@@ -31,7 +31,7 @@ import hashlib
 import json
 import math
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -42,7 +42,8 @@ from rag.answering.prompts import Prompt, build_prompt
 from rag.answering.reader import Reading, Similarity, read, read_candidates
 from rag.answering.verification import AnswerCheck, Verdicts, check_answer, verdicts
 from rag.chunking import Chunk, ChunkerSpec, chunk_corpus
-from rag.corpus.documents import Document, DocumentError, parse_markdown
+from rag.corpus.documents import DEFAULT_ACCESS, SKIPPABLE, Document, DocumentError
+from rag.corpus.folders import read_document
 from rag.retrieval.bm25 import BM25Index, bm25_index_from_counts, bm25_search
 from rag.retrieval.fusion import DEFAULT_CONSTANT, reciprocal_rank_fusion
 from rag.retrieval.ivf import IVFIndex, build_ivf
@@ -51,7 +52,7 @@ from rag.retrieval.search import Ranking, chunk_id_order, count_terms, top_k, to
 from rag.text import analyze
 
 # Bumped whenever the bundle layout changes, so old cache entries are never misread.
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 # The retrievers of ``rag ask``: the spec's BM25 + LSA through IVF, and BM25 +
 # exact MiniLM search (the dense extra). The index holds what its retriever needs.
 SPEC_RETRIEVER = "bm25_lsa_ivf"
@@ -89,8 +90,11 @@ class IndexOptions:
     lists: int = DEFAULT_LISTS
     seed: int = 0
     dense_model: str | None = None
+    # What the Markdown reader leaves out (rag.corpus.documents.SKIPPABLE), as a corpus's ``skip``.
+    skip: tuple[str, ...] = SKIPPABLE
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "skip", tuple(self.skip))
         for name in ("max_words", "dimensions", "lists"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -112,17 +116,27 @@ def chunker_spec(options: IndexOptions) -> ChunkerSpec:
 # --------------------------------------------------------------------------
 
 
-def parse_documents(files: Sequence[tuple[str, str]], location: str = "") -> list[Document]:
-    """Parse (file name, Markdown text) pairs into documents sorted by id.
+def parse_documents(
+    files: Sequence[tuple[str, str]],
+    location: str = "",
+    skip: Collection[str] = SKIPPABLE,
+    source: str = "markdown",
+    default_access: str = DEFAULT_ACCESS,
+) -> list[Document]:
+    """Parse (file name, text) pairs into documents sorted by id, with the pipeline's reader.
 
-    ``location`` is put in front of the file name in error messages (the
-    folder, say), since the file name alone is also the default document id.
-    Two files declaring the same id are an error: chunk ids derive from it.
+    Each file goes through :func:`rag.corpus.folders.read_document`, the
+    reader of the pipeline's parse rule, with the same ``skip`` and
+    ``default_access`` settings, so ``rag ask`` and ``corpus_statistics.csv``
+    see the same text. ``location`` is put in front of the file name in error
+    messages (the folder, say), since the file name alone is also the default
+    document id. Two files declaring the same id are an error: chunk ids
+    derive from it.
     """
     documents: dict[str, tuple[str, Document]] = {}
     for name, text in files:
         try:
-            document = parse_markdown(text, name)
+            document, _ = read_document(text, name, source, tuple(skip), default_access)
         except DocumentError as error:
             raise DocumentError(f"{location}{error}") from None
         if document.doc_id in documents:
@@ -174,6 +188,10 @@ class QuestionIndex:
     options: IndexOptions
     notes: tuple[str, ...] = ()
     chunk_embeddings: np.ndarray | None = None
+    # Each document's access level, by id, and the words of the parsed documents
+    # (counted as results/corpus_statistics.csv counts them).
+    access: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    words: int = 0
 
     @property
     def list_count(self) -> int:
@@ -190,7 +208,17 @@ class QuestionIndex:
 
     @property
     def word_count(self) -> int:
-        return sum(len(chunk.text.split()) for chunk in self.chunks)
+        return self.words
+
+    @property
+    def document_count(self) -> int:
+        return len({chunk.doc_id for chunk in self.chunks})
+
+    def withheld(self, access: Collection[str]) -> np.ndarray:
+        """Per chunk, whether its document's access level is outside ``access``."""
+        return np.array(
+            [self.access.get(chunk.doc_id, DEFAULT_ACCESS) not in access for chunk in self.chunks], dtype=bool
+        )
 
 
 def build_question_index(
@@ -210,6 +238,16 @@ def build_question_index(
     # threadpoolctl limits only the BLAS libraries already loaded, and SciPy
     # loads its own OpenBLAS with scipy.linalg, so that comes first.
     import scipy.sparse.linalg  # noqa: F401
+
+    index = _build_retrievers(documents, options, embed)
+    access = {document.doc_id: document.access for document in documents}
+    words = sum(len(block.text.split()) for document in documents for block in document.blocks)
+    return dataclasses.replace(index, access=access, words=words)
+
+
+def _build_retrievers(
+    documents: Sequence[Document], options: IndexOptions, embed: Embed | None
+) -> QuestionIndex:
     from threadpoolctl import threadpool_limits
 
     if options.dense_model is not None:
@@ -261,7 +299,11 @@ def index_to_bundle(index: QuestionIndex) -> tuple[dict[str, dict], dict[str, ob
         arrays["ivf"] = index.ivf.to_arrays()
     if index.chunk_embeddings is not None:
         arrays["dense"] = {"chunk_embeddings": index.chunk_embeddings}
-    values = {"chunks": [dataclasses.asdict(chunk) for chunk in index.chunks]}
+    values = {
+        "chunks": [dataclasses.asdict(chunk) for chunk in index.chunks],
+        "access": dict(index.access),
+        "words": index.words,
+    }
     manifest = {
         "format": INDEX_FORMAT,
         "options": index.options.as_dict(),
@@ -282,6 +324,7 @@ def index_from_bundle(
         options = IndexOptions(**manifest["options"])
         notes = tuple(str(note) for note in manifest["notes"])
         bm25 = BM25Index.from_arrays(arrays["bm25"])
+        access, words = dict(values["access"]), int(values["words"])
     except (KeyError, TypeError) as error:
         raise ValueError(f"incomplete index: {error}") from None
     lsa = LSAModel.from_arrays(arrays["lsa"]) if "lsa" in arrays else None
@@ -296,7 +339,7 @@ def index_from_bundle(
         sizes.add(dense.shape[0])
     if len(sizes) != 1:
         raise ValueError(f"the stored pieces disagree on the number of chunks: {sorted(map(str, sizes))}")
-    return QuestionIndex(chunks, bm25, lsa, ivf, options, notes, dense)
+    return QuestionIndex(chunks, bm25, lsa, ivf, options, notes, dense, access, words)
 
 
 # --------------------------------------------------------------------------
@@ -358,6 +401,9 @@ class Retrieval:
     probes: int
     share_scanned: float
     notes: tuple[str, ...] = ()
+    # Chunks of documents outside the allowed access levels that ranked above
+    # the last chosen chunk and were left out (0 when every level is allowed).
+    withheld: int = 0
 
 
 def _dense_ranking(index: QuestionIndex, terms: list[str], probes: int, depth: int) -> tuple[Ranking, float]:
@@ -394,6 +440,7 @@ def retrieve(
     question: str,
     settings: RetrievalSettings = DEFAULT_RETRIEVAL,
     embed: Embed | None = None,
+    withheld: np.ndarray | None = None,
 ) -> Retrieval:
     """Fuse the BM25 ranking with the dense one by reciprocal rank fusion and keep the best chunks.
 
@@ -403,6 +450,9 @@ def retrieve(
     The dense ranking is exact MiniLM search when the index holds MiniLM
     embeddings (``embed`` then embeds the question), else LSA through IVF,
     where more probes than the index has lists scan every list (with a note).
+    ``withheld`` (a boolean mask over the chunks, :meth:`QuestionIndex.withheld`)
+    marks chunks that must never be chosen; how many of them ranked among the
+    chosen ones is counted in the result.
     """
     sources, probes, depth = settings.sources, settings.probes, settings.depth
     if sources < 1 or probes < 1:
@@ -428,7 +478,14 @@ def retrieve(
         notes.append("the question has no searchable terms (only stopwords or punctuation)")
     elif len(bm25_ranking) == 0 and len(dense_ranking) == 0:
         notes.append("no chunk shares a term with the question")
-    fused = reciprocal_rank_fusion([bm25_ranking, dense_ranking], settings.constant, sources, index.tie_order)
+    rankings = [bm25_ranking, dense_ranking]
+    left_out = 0
+    if withheld is None:
+        fused = reciprocal_rank_fusion(rankings, settings.constant, sources, index.tie_order)
+    else:
+        fused, left_out = _without_withheld(
+            reciprocal_rank_fusion(rankings, settings.constant, None, index.tie_order), withheld, sources
+        )
     bm25_ranks, dense_ranks = _ranks(bm25_ranking), _ranks(dense_ranking)
     chosen = tuple(
         RetrievedChunk(
@@ -448,7 +505,17 @@ def retrieve(
         probes=used_probes,
         share_scanned=share,
         notes=tuple(notes),
+        withheld=left_out,
     )
+
+
+def _without_withheld(fused: Ranking, withheld: np.ndarray, sources: int) -> tuple[Ranking, int]:
+    """The ``sources`` best allowed chunks of a fused list, and how many withheld ones ranked among them."""
+    allowed = ~withheld[fused.positions]
+    kept = np.flatnonzero(allowed)[:sources]
+    last = kept[-1] + 1 if len(kept) else len(fused)
+    left_out = int(np.count_nonzero(~allowed[:last]))
+    return Ranking(fused.positions[kept], fused.scores[kept]), left_out
 
 
 # --------------------------------------------------------------------------
@@ -528,6 +595,7 @@ def answer_question(
     embed: Embed | None = None,
     similarity: Similarity | None = None,
     pool: int = DEFAULT_POOL,
+    access: Collection[str] | None = None,
 ) -> AnswerReport:
     """Retrieve with ``settings``, assemble the prompt within ``budget``, answer, check and judge.
 
@@ -538,15 +606,18 @@ def answer_question(
     ``embed`` embeds the question for an index with MiniLM embeddings. The
     reader first reads the ``pool`` best fused chunks and keeps the
     ``settings.sources`` whose best sentence scores highest (:func:`rerank_by_reader`).
+    ``access`` names the access levels whose documents may reach the prompt
+    (None: every level); a chunk of any other document is never a source.
     """
     if reader not in GENERATORS:
         raise ValueError(f"unknown reader {reader!r}; choose one of {list(GENERATORS)}")
+    withheld = None if access is None else index.withheld(access)
     if generate is None and reader == "reader":
         pooled = dataclasses.replace(settings, sources=max(settings.sources, pool))
-        retrieval = retrieve(index, question, pooled, embed=embed)
+        retrieval = retrieve(index, question, pooled, embed=embed, withheld=withheld)
         retrieval = rerank_by_reader(retrieval, index.idf, settings.sources, similarity)
     else:
-        retrieval = retrieve(index, question, settings, embed=embed)
+        retrieval = retrieve(index, question, settings, embed=embed, withheld=withheld)
     prompt = build_prompt(question, [retrieved.chunk for retrieved in retrieval.chosen], budget=budget)
     extractive: ExtractiveAnswer | Abstention | None = None
     reading: Reading | None = None
@@ -567,64 +638,3 @@ def answer_question(
         quoted = reading.best.text
         withheld = verdicts(check_answer(quoted, prompt.source_texts), quoted, question, labels)
     return AnswerReport(retrieval, prompt, answer, extractive, check, reading, judged, withheld)
-
-
-# --------------------------------------------------------------------------
-# Judging rag ask's answers on labelled questions
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AskJudgement:
-    """One labelled question answered through ``rag ask``'s path, and what the labels say of it."""
-
-    question_id: str
-    group: str
-    answered: bool
-    correct: bool
-    faithful: bool | None
-    responsive: bool | None
-    answer: str
-
-
-def judge_ask_answers(
-    index: QuestionIndex,
-    questions: Sequence,
-    documents: Sequence[Document],
-    reader: str,
-    threshold: float,
-    embed: Embed | None = None,
-    similarity: Similarity | None = None,
-) -> list[AskJudgement]:
-    """Answer every question as ``rag ask`` would (its defaults) and judge the answers by the labels.
-
-    Correct means the quoted sentence quotes labelled evidence, exactly as
-    in the answer experiments (:func:`rag.answering.answers.quoted_piece`).
-    """
-    from rag.answering.answers import evidence_documents, question_group, quoted_piece
-    from rag.labels import locate_spans
-
-    holding = evidence_documents(questions, locate_spans(questions, documents))
-    judged = []
-    for question in questions:
-        report = answer_question(
-            index, question.text, threshold=threshold, reader=reader, embed=embed, similarity=similarity
-        )
-        answered = not report.abstained
-        correct = False
-        if answered:
-            best = report.reading.best if report.reading is not None else report.extractive
-            source = report.prompt.sources[best.source_number]
-            correct = quoted_piece(best.sentence, source.doc_id, question) is not None
-        judged.append(
-            AskJudgement(
-                question_id=question.question_id,
-                group=question_group(question, holding[question.question_id]),
-                answered=answered,
-                correct=correct,
-                faithful=report.verdicts.faithful if report.verdicts else None,
-                responsive=report.verdicts.responsive if report.verdicts else None,
-                answer=report.answer,
-            )
-        )
-    return judged

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from rag import io
+from rag.answering.answers import judge_ask_answers
 from rag.answering.question_answering import (
     IndexOptions,
     RetrievalSettings,
@@ -16,7 +17,6 @@ from rag.answering.question_answering import (
     cache_key,
     index_from_bundle,
     index_to_bundle,
-    judge_ask_answers,
     parse_documents,
     retrieve,
 )

@@ -129,7 +129,9 @@ def test_bundle_round_trip_gives_the_same_answers(bundled_index, questions):
 def test_bundle_pieces_that_disagree_are_refused(bundled_index):
     arrays, values, manifest = index_to_bundle(bundled_index)
     with pytest.raises(ValueError, match="disagree on the number of chunks"):
-        index_from_bundle(arrays, {"chunks": values["chunks"][:-1]}, {**manifest, "chunk_count": 513})
+        index_from_bundle(
+            arrays, {**values, "chunks": values["chunks"][:-1]}, {**manifest, "chunk_count": 513}
+        )
     with pytest.raises(ValueError, match="index format"):
         index_from_bundle(arrays, values, {**manifest, "format": 0})
 
