@@ -9,8 +9,9 @@ read from the sources themselves with ``ast``, so it cannot drift: every
 import, at module level or inside a function (the lazy imports of short
 jobs), counts, and so does a behaviour named by its dotted path in the table
 of kinds (``"rag.retrieval.fusion:fuse_rrf"``), which is imported when resolved;
-only imports under ``if TYPE_CHECKING:`` do not, because they never run. ``rag/__init__.py`` is always part of the closure, because
-Python runs it before any submodule.
+only imports under ``if TYPE_CHECKING:`` do not, because they never run.
+``rag/__init__.py`` is always part of the closure, because Python runs it
+before any submodule.
 
 Nothing is imported or executed: reading the sources is enough, and it keeps
 the digest a pure function of the files.
