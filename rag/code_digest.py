@@ -7,11 +7,9 @@ import, and the tables then silently describe old code. Here the list is
 read from the sources themselves with ``ast``, so it cannot drift: every
 ``import rag.x``, ``from rag.x import y``, ``from rag import x`` and relative
 import, at module level or inside a function (the lazy imports of short
-jobs), counts, and so does a behaviour named by its dotted path in the table
-of kinds (``"rag.retrieval.fusion:fuse_rrf"``), which is imported when resolved;
-only imports under ``if TYPE_CHECKING:`` do not, because they never run.
-``rag/__init__.py`` is always part of the closure, because Python runs it
-before any submodule.
+jobs), counts; only imports under ``if TYPE_CHECKING:`` do not, because
+they never run. ``rag/__init__.py`` is always part of the closure, because
+Python runs it before any submodule.
 
 Nothing is imported or executed: reading the sources is enough, and it keeps
 the digest a pure function of the files.
@@ -22,12 +20,9 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
-import re
 from pathlib import Path
 
 PACKAGE = "rag"
-# "rag.<module>:<name>", the form of a lazily resolved behaviour in rag.kinds.
-_DOTTED_BEHAVIOUR = re.compile(r"rag\.([a-z_][a-z0-9_.]*):[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _module_file(package_root: Path, module: str) -> Path | None:
@@ -106,13 +101,6 @@ def _imported_modules(source: str, package_root: Path, current: str | None) -> f
                 candidate = f"{base}.{alias.name}" if base else alias.name
                 if _module_file(package_root, candidate) is not None:
                     found.add(candidate)
-    # A behaviour named in a table of kinds ("rag.retrieval.fusion:fuse_rrf") is
-    # imported lazily when it is resolved, so the dotted path counts as an import.
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            match = _DOTTED_BEHAVIOUR.fullmatch(node.value)
-            if match:
-                found.add(match.group(1))
     return frozenset(module for module in found if _module_file(package_root, module) is not None)
 
 
