@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 
 from tests import workdir
+from tests.fault_server import FaultServer
 
 PIPELINE_FOLDER = Path(__file__).resolve().parent / "pipeline"
 
@@ -132,3 +133,26 @@ def single_threaded_blas() -> Iterator[None]:
 
     with threadpool_limits(limits=1):
         yield
+
+
+# Every variable through which urllib or a client could route a request to a proxy.
+PROXY_VARIABLES = (
+    "http_proxy",
+    "HTTP_PROXY",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+)
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch):
+    """A scripted :class:`tests.fault_server.FaultServer` on 127.0.0.1, reached with no proxy in between."""
+    for variable in PROXY_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    running = FaultServer()
+    yield running
+    running.close()

@@ -43,15 +43,6 @@ def completion_body(content: str, prompt_tokens: int = 7, completion_tokens: int
     ).encode()
 
 
-@pytest.fixture
-def server(monkeypatch):
-    for variable in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY"):
-        monkeypatch.delenv(variable, raising=False)
-    running = FaultServer()
-    yield running
-    running.close()
-
-
 def endpoint_for(server: FaultServer, **fields) -> Endpoint:
     return Endpoint(base_url=server.url + "/v1", model="m", key_variable="TEST_LLM_KEY", **fields)
 

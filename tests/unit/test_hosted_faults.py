@@ -41,15 +41,6 @@ def completion(content: str) -> bytes:
     return json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
 
 
-@pytest.fixture
-def server(monkeypatch):
-    for variable in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(variable, raising=False)
-    running = FaultServer()
-    yield running
-    running.close()
-
-
 def config_for(server: FaultServer, **overrides) -> HostedConfig:
     settings = {"timeout_seconds": 2.0, "max_retries": 0, **overrides}
     return HostedConfig(base_url=server.url + "/v1", model="m", api_key=KEY, **settings)

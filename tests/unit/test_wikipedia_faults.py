@@ -49,15 +49,6 @@ MAINTENANCE = (
 )
 
 
-@pytest.fixture
-def server(monkeypatch):
-    for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(name, raising=False)
-    running = FaultServer()
-    yield running
-    running.close()
-
-
 def client_for(server: FaultServer, **settings) -> WikipediaClient:
     options = {"pause_seconds": 0.0, "max_retries": 1, "timeout_seconds": 5.0, **settings}
     return WikipediaClient(WikipediaConfig(base_url=server.url, **options), sleep=lambda seconds: None)
