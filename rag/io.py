@@ -25,7 +25,7 @@ import yaml
 
 from rag import job_errors
 from rag.chunking import Chunk
-from rag.corpus.documents import Block, Document, section_name
+from rag.corpus.documents import DEFAULT_ACCESS, Block, Document, section_name
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -893,12 +893,18 @@ def beir_files(folder: str | os.PathLike, split: str) -> dict[str, Path]:
 
 
 def read_beir_collection(
-    corpus: str | os.PathLike, queries: str | os.PathLike, qrels: str | os.PathLike
+    corpus: str | os.PathLike,
+    queries: str | os.PathLike,
+    qrels: str | os.PathLike,
+    default_access: str = DEFAULT_ACCESS,
 ) -> tuple[list[Document], list, list]:
-    """Documents, questions and judgements of one BEIR split; errors name file and line."""
+    """Documents, questions and judgements of one BEIR split; errors name file and line.
+
+    ``default_access`` is the access of a document whose record has no ``access``.
+    """
     from rag.corpus.beir import beir_questions, parse_corpus, parse_qrels, parse_queries
 
-    documents = parse_corpus(_read_lines(Path(corpus)), str(corpus))
+    documents = parse_corpus(_read_lines(Path(corpus)), str(corpus), default_access)
     parsed_queries = parse_queries(_read_lines(Path(queries)), str(queries))
     judgements = parse_qrels(
         _read_lines(Path(qrels)),

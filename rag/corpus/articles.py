@@ -26,6 +26,8 @@ from html import unescape
 from html.parser import HTMLParser
 
 from rag.corpus.documents import (
+    ACCESS_LEVELS,
+    DEFAULT_ACCESS,
     SKIPPABLE,
     SKIPPED_SECTIONS,
     Block,
@@ -313,19 +315,68 @@ def parse_article_html_counted(html: str, name: str) -> tuple[list[Block], dict[
 _TITLE = re.compile(r"<(title|h1)\b[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
 
 
-def document_from_html_file(html: str, doc_id: str) -> tuple[Document, dict[str, int]]:
+class _AccessMeta(HTMLParser):
+    """Every ``<meta name="access" content="...">`` of a page, with its line."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.found: list[tuple[int, str | None]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "meta" and (attributes.get("name") or "").strip().lower() == "access":
+            self.found.append((self.getpos()[0], attributes.get("content")))
+
+    handle_startendtag = handle_starttag
+
+
+def declared_html_access(html: str, name: str, default_access: str = DEFAULT_ACCESS) -> str:
+    """The access a page declares in ``<meta name="access" content="...">``, else ``default_access``.
+
+    Fails closed like Markdown front matter: two such tags (even agreeing
+    ones, since a later edit could make them disagree) or a value outside
+    :data:`ACCESS_LEVELS` are errors naming the file and line, never a guess.
+    """
+    reader = _AccessMeta()
+    reader.feed(html)
+    reader.close()
+    if len(reader.found) > 1:
+        line = reader.found[1][0]
+        raise DocumentError(
+            f'{name}, line {line}: a second <meta name="access"> (the first is on line '
+            f"{reader.found[0][0]}); declare the access level once"
+        )
+    if not reader.found:
+        return default_access
+    line, value = reader.found[0]
+    level = (value or "").strip()
+    if level not in ACCESS_LEVELS:
+        raise DocumentError(
+            f'{name}, line {line}: <meta name="access"> must be one of {", ".join(ACCESS_LEVELS)}, '
+            f"got {(value or '')[:40]!r}"
+        )
+    return level
+
+
+def document_from_html_file(
+    html: str, doc_id: str, default_access: str = DEFAULT_ACCESS, name: str | None = None
+) -> tuple[Document, dict[str, int]]:
     """A local HTML file as a document: the article reader's paragraphs, its <h1> or <title>.
 
     Tables, lists, code and reference sections are always left out (and
     counted): the reader keeps only paragraphs under headings. Without a
     heading or title element the file's name is the title; the version is a
-    digest of the text.
+    digest of the text. The access level is the page's
+    ``<meta name="access">`` (:func:`declared_html_access`), else ``default_access``.
     """
+    access = declared_html_access(html, name or doc_id, default_access)
     blocks, skipped = parse_article_html_counted(html, doc_id)
     titles = {match.group(1).lower(): match.group(2) for match in reversed(list(_TITLE.finditer(html)))}
     raw_title = titles.get("h1") or titles.get("title") or doc_id
     title = normalize_passage(unescape(re.sub(r"<[^>]+>", "", raw_title))) or doc_id
-    document = Document(doc_id=doc_id, title=title, version=content_version(blocks), blocks=tuple(blocks))
+    document = Document(
+        doc_id=doc_id, title=title, version=content_version(blocks), blocks=tuple(blocks), access=access
+    )
     return document, skipped
 
 
@@ -336,6 +387,7 @@ def document_from_html(
     revision: int | str,
     url: str | None = None,
     updated: str | None = None,
+    access: str = DEFAULT_ACCESS,
 ) -> Document:
     """A :class:`Document` whose version is the article's revision id.
 
@@ -350,4 +402,6 @@ def document_from_html(
     if not version:
         raise DocumentError(f"{doc_id}: empty revision id")
     blocks = tuple(parse_article_html(html, doc_id))
-    return Document(doc_id=doc_id, title=title, version=version, blocks=blocks, url=url, updated=updated)
+    return Document(
+        doc_id=doc_id, title=title, version=version, blocks=blocks, url=url, updated=updated, access=access
+    )

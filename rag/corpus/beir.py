@@ -22,7 +22,16 @@ import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from rag.corpus.documents import BLOCK_SEPARATOR, Block, Document, content_version, section_name
+from rag.corpus.documents import (
+    ACCESS_LEVELS,
+    BLOCK_SEPARATOR,
+    DEFAULT_ACCESS,
+    Block,
+    Document,
+    check_access_level,
+    content_version,
+    section_name,
+)
 from rag.labels import DocumentJudgement, Question, SpanLocation, evidence_judgements
 
 CORPUS_FILE = "corpus.jsonl"
@@ -133,20 +142,36 @@ def _identified_records(lines: Iterable[str], source: str, kind: str) -> Iterato
         yield where, record, identifier
 
 
-def parse_corpus(lines: Iterable[str], source: str) -> list[Document]:
+def _record_access(record: dict, where: str, default_access: str) -> str:
+    """A record's ``access`` field, else the corpus's ``default_access``; any other value is an error."""
+    if "access" not in record:
+        return default_access
+    value = record["access"]
+    if not isinstance(value, str) or value not in ACCESS_LEVELS:
+        levels = ", ".join(ACCESS_LEVELS)
+        raise BeirFormatError(f"{where}: 'access' must be one of {levels}, got {repr(value)[:60]}")
+    return value
+
+
+def parse_corpus(lines: Iterable[str], source: str, default_access: str = DEFAULT_ACCESS) -> list[Document]:
     """The documents of ``corpus.jsonl``, in file order.
 
     A document whose text is empty is indexed by its title (a few BEIR
     collections have such records); one with neither cannot be retrieved by
-    anything and is an error.
+    anything and is an error. A record may carry an ``access`` field (one of
+    :data:`ACCESS_LEVELS`); one without it takes ``default_access``, the
+    corpus's setting, as every source does.
     """
+    default_access = check_access_level(default_access, "default_access")
     documents: list[Document] = []
     for where, record, doc_id in _identified_records(lines, source, "document"):
+        access = _record_access(record, where, default_access)
         title = _SPACES.sub(" ", _text_field(record, "title", where)).strip()
         blocks = paragraph_blocks(_text_field(record, "text", where)) or paragraph_blocks(title)
         if not blocks:
             raise BeirFormatError(f"{where}: document {doc_id!r} has neither title nor text")
-        documents.append(Document(doc_id=doc_id, title=title, version=content_version(blocks), blocks=blocks))
+        version = content_version(blocks)
+        documents.append(Document(doc_id=doc_id, title=title, version=version, blocks=blocks, access=access))
     if not documents:
         raise BeirFormatError(f"{source}: no documents")
     return documents

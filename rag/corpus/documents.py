@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass
 
-import yaml
+from rag.corpus.front_matter import OTHER_LINE_SEPARATORS, FrontMatterError, load_front_matter
 
 SECTION_SEPARATOR = " › "
 BLOCK_SEPARATOR = "\n\n"
@@ -90,7 +90,9 @@ class Document:
     url: str | None = None
     updated: str | None = None
     tags: tuple[str, ...] = ()
-    access: str = "public"
+    # Restricted unless a reader says otherwise: a document built without an
+    # access level never reaches a public ranking or prompt by accident.
+    access: str = DEFAULT_ACCESS
 
     @property
     def full_text(self) -> str:
@@ -144,6 +146,8 @@ _SPACES = re.compile(r"\s+")
 # a stray byte-order mark, zero-width characters.
 _INVISIBLE_EDGES = " \t\ufeff\u200b\u200c\u200d\u2060"
 _STRAY_ACCESS = re.compile(r"^[\s\ufeff\u200b]*access\s*:", re.IGNORECASE)
+# A first line that is a fence followed by a separator the line split does not see.
+_OTHER_SEPARATOR_FENCE = re.compile(f"---[ \t]*[{OTHER_LINE_SEPARATORS}]")
 _ALLOWED_FRONT_MATTER = {"id", "title", "version", "url", "updated", "tags", "access"}
 
 
@@ -183,7 +187,13 @@ def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
     """
     lines = text.split("\n")
     opening = next((index for index, line in enumerate(lines) if line.strip(_INVISIBLE_EDGES)), None)
-    if opening is None or lines[opening].strip(_INVISIBLE_EDGES) != "---":
+    first = "" if opening is None else lines[opening].strip(_INVISIBLE_EDGES)
+    if opening is not None and first != "---" and _OTHER_SEPARATOR_FENCE.match(first):
+        raise DocumentError(
+            f"{name}, line {opening + 1}: the front matter fence is followed by a line separator "
+            "other than LF, CRLF or CR"
+        )
+    if opening is None or first != "---":
         for number, line in enumerate(lines, start=1):
             if _HEADING.match(line):
                 break
@@ -193,6 +203,11 @@ def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
                     "'---' line missing?)"
                 )
         return {}, text, 1
+    if opening != 0:
+        raise DocumentError(
+            f"{name}, line {opening + 1}: front matter must open on line 1 "
+            "(remove the blank lines above '---')"
+        )
     closing = next(
         (
             index
@@ -206,13 +221,9 @@ def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
             f"{name}, line {opening + 1}: front matter opened by '---' is never closed by a '---' line"
         )
     try:
-        meta = yaml.safe_load("\n".join(lines[opening + 1 : closing]))
-    except (yaml.YAMLError, ValueError) as error:
-        # PyYAML raises ValueError (no mark) for a timestamp such as 2026-13-45.
-        mark = getattr(error, "problem_mark", None)
-        line = opening + 2 + mark.line if mark is not None else opening + 1
-        problem = " ".join(str(getattr(error, "problem", None) or error or "not valid YAML").split())
-        raise DocumentError(f"{name}, line {line}: front matter is not valid YAML ({problem})") from None
+        meta = load_front_matter("\n".join(lines[opening + 1 : closing]), opening + 2)
+    except FrontMatterError as error:
+        raise DocumentError(f"{name}, {error}") from None
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):

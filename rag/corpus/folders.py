@@ -20,6 +20,7 @@ from rag.corpus.documents import (
     Block,
     Document,
     DocumentError,
+    check_access_level,
     check_skipped,
     content_version,
     normalize_passage,
@@ -57,13 +58,18 @@ def skipped_setting(entry: dict, where: str) -> tuple[str, ...]:
     return skip
 
 
-def parse_text(text: str, doc_id: str) -> Document:
-    """Plain text: paragraphs separated by blank lines, all in the lead; the file name is the title."""
+def parse_text(text: str, doc_id: str, access: str = DEFAULT_ACCESS) -> Document:
+    """Plain text: paragraphs separated by blank lines, all in the lead; the file name is the title.
+
+    Plain text has nowhere to state an access level, so ``access`` (the
+    corpus's ``default_access``) is every text document's level.
+    """
     paragraphs = (normalize_passage(part) for part in _BLANK_LINES.split(text.replace("\r\n", "\n")))
     blocks = tuple(Block((), paragraph) for paragraph in paragraphs if paragraph)
     if not blocks:
         raise DocumentError(f"{doc_id}: no paragraphs to index")
-    return Document(doc_id=doc_id, title=doc_id, version=content_version(blocks), blocks=blocks)
+    version = content_version(blocks)
+    return Document(doc_id=doc_id, title=doc_id, version=version, blocks=blocks, access=access)
 
 
 def read_document(
@@ -77,15 +83,17 @@ def read_document(
 
     ``name`` is the file's name: it identifies the file in errors and, without
     the ending, is the document's id (a Markdown front matter may set another).
-    ``default_access`` is the access of a Markdown document whose front matter
-    declares none.
+    ``default_access`` is the access of a document that declares none: a
+    Markdown file without ``access`` in its front matter, an HTML file without
+    ``<meta name="access">``, and every plain text file.
     """
+    default_access = check_access_level(default_access, "default_access")
     if source == "markdown":
         skip = DEFAULT_SKIPPED["markdown"] if skip is None else skip
         return parse_markdown_counted(text, name, skip, default_access)
     doc_id = Path(name).stem
     if source == "text":
-        return parse_text(text, doc_id), dict.fromkeys(SKIPPABLE, 0)
+        return parse_text(text, doc_id, default_access), dict.fromkeys(SKIPPABLE, 0)
     if source == "html":
-        return document_from_html_file(text, doc_id)
+        return document_from_html_file(text, doc_id, default_access, name)
     raise DocumentError(f"{name}: unknown folder source {source!r}; expected one of {sorted(FOLDER_SOURCES)}")

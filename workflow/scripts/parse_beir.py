@@ -10,7 +10,7 @@ from rag.provenance import documents_record
 log = io.start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.corpus)
 documents, questions, judgements = io.read_beir_collection(
-    snakemake.input.corpus, snakemake.input.queries, snakemake.input.qrels
+    snakemake.input.corpus, snakemake.input.queries, snakemake.input.qrels, entry["default_access"]
 )
 log.info(
     "%d documents, %d queries (%d judged), %d judgements (%d with score 0)",

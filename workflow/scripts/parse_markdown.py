@@ -13,7 +13,7 @@ from rag.io import finish_job, read_markdown_file, start_log, write_parsed_docum
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.corpus)
-default_access = entry.get("default_access", DEFAULT_ACCESS)
+default_access = entry.get("default_access", DEFAULT_ACCESS)  # every source, not only Markdown
 documents, origin, skipped = [], {}, {}
 for path in map(Path, snakemake.input):
     document, counts = read_document(
