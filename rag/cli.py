@@ -229,8 +229,29 @@ def build_parser() -> argparse.ArgumentParser:
         default=DEFAULT_CACHE,
         help="folder for the fitted indexes (default: %(default)s in the current directory)",
     )
+    ask.add_argument(
+        "--access",
+        type=_access_levels,
+        default=("public",),
+        metavar="LEVELS",
+        help="access levels whose documents may reach the prompt, comma-separated, e.g. "
+        "public,internal (default: public only; a document without an access key is restricted)",
+    )
     ask.set_defaults(command_parser=ask)
     return parser
+
+
+def _access_levels(text: str) -> tuple[str, ...]:
+    """``--access``: comma-separated access levels, each one of the corpus format's levels."""
+    from rag.corpus.documents import ACCESS_LEVELS
+
+    levels = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    unknown = [level for level in levels if level not in ACCESS_LEVELS]
+    if not levels or unknown:
+        raise argparse.ArgumentTypeError(
+            f"expected access levels among {', '.join(ACCESS_LEVELS)} separated by commas, got {text!r}"
+        )
+    return levels
 
 
 def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -377,6 +398,13 @@ def _preview(text: str) -> str:
 
 def _rank(rank: int | None) -> str:
     return "-" if rank is None else str(rank)
+
+
+def access_line(index: QuestionIndex, access: Sequence[str], left_out: int) -> str:
+    """Which access levels may reach the prompt, and how many chunks that left out."""
+    others = int(index.withheld(access).sum())
+    line = f"Access: {', '.join(access)} (--access); {others} of {len(index.chunks)} chunks are of other levels"
+    return line + f" and never reach the prompt; {left_out} of them ranked among the best and were left out"
 
 
 def format_retrieval(report: AnswerReport, index: QuestionIndex) -> list[str]:
@@ -603,6 +631,7 @@ def ask(arguments: argparse.Namespace) -> int:
             reader="extractive" if arguments.generator == "extractive" else "reader",
             embed=embed,
             similarity=similarity,
+            access=arguments.access,
         )
     except PromptBudgetError as error:
         raise AskError(f"--budget {arguments.budget}: {error}") from None
@@ -618,6 +647,7 @@ def ask(arguments: argparse.Namespace) -> int:
         f"Documents: {_shown(folder)}: {documents} documents, {index.word_count:,} words, "
         f"{len(index.chunks)} chunks of at most {options.max_words} words",
         *index_lines,
+        access_line(index, arguments.access, report.retrieval.withheld),
         *(f"note: {note}" for note in index.notes),
         "",
         *format_retrieval(report, index),

@@ -25,6 +25,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 LIGHTHOUSE = """---
 id: lighthouse
+access: public
 ---
 
 # Harbour lighthouse
@@ -39,7 +40,11 @@ The lighthouse tower opens to visitors on summer weekends. Visitors climb 112 st
 to reach the lamp room, which looks out over the harbour and the town.
 """
 
-BAKERY = """# Corner bakery
+BAKERY = """---
+access: public
+---
+
+# Corner bakery
 
 The corner bakery opened in 1952 on the market square of the town. It bakes rye
 bread and cinnamon buns every morning before sunrise.
@@ -54,6 +59,9 @@ LIGHTHOUSE_SENTENCE = "The lighthouse was built in 1874 from grey granite quarri
 # The spec's setup (BM25 + LSA through IVF, the extractive generator): the
 # tests of its details ask for it, since the defaults now depend on the extras.
 SPEC = ["--retriever", "bm25_lsa_ivf", "--generator", "extractive"]
+# Every access level: the bundled corpus's Ceres and Pluto are restricted, and the
+# tests pinning the spec generator's behaviour on the whole corpus ask for them.
+EVERY_ACCESS = ["--access", "public,internal,restricted"]
 
 
 def run_rag(*arguments: str, cwd: Path = PROJECT, extra_environment: dict | None = None):
@@ -108,7 +116,7 @@ def quoted_answer(output: str) -> tuple[str, int]:
 
 
 def test_bundled_corpus_gives_a_cited_answer_and_its_check(tmp_path):
-    result = run_rag("ask", "Who discovered Uranus?", "--cache", str(tmp_path / "cache"), *SPEC)
+    result = run_rag("ask", "Who discovered Uranus?", "--cache", str(tmp_path / "cache"), *SPEC, *EVERY_ACCESS)
     assert result.returncode == 0, result.stderr
     output = result.stdout
     assert "index: cache miss" in output
@@ -465,6 +473,60 @@ def test_hosted_answer_with_an_invented_number_fails_the_check(notes, tmp_path, 
     assert "numbers not in the cited sources: 1875" in output
     assert "0 of 1 claims pass" in output
     assert "Faithful: NO" in output and "Responsive: yes" in output
+
+
+VAULT = """---
+id: vault
+access: restricted
+---
+
+# Harbour vault
+
+The harbour vault code of the lighthouse is 4711, known to the keeper only. The lighthouse
+vault was built in 1874 under the lighthouse from grey granite.
+"""
+
+
+@pytest.mark.parametrize(
+    ("options", "expected_sources"),
+    [([], {"lighthouse"}), (["--access", "public,restricted"], {"lighthouse", "vault"})],
+    ids=["default-public-only", "asked-for-restricted"],
+)
+def test_rag_ask_never_sends_a_restricted_chunk_unless_asked(
+    options, expected_sources, notes, tmp_path, server, monkeypatch, capsys
+):
+    from tests.fault_server import reply
+
+    (notes / "vault.md").write_text(VAULT, encoding="utf-8")
+    answer = {"choices": [{"message": {"content": "It was built in 1874 [1]."}}]}
+    server.script[:] = [reply(json.dumps(answer).encode())]
+    monkeypatch.setenv("RAG_LLM_BASE_URL", server.url + "/v1")
+    monkeypatch.setenv("RAG_LLM_API_KEY", "test-key")
+    monkeypatch.setenv("RAG_LLM_MODEL", "stub")
+    arguments = ["ask", "When was the lighthouse vault built?", "--documents", str(notes)]
+    arguments += ["--cache", str(tmp_path / "cache"), "--generator", "hosted", "--retriever", "bm25_lsa_ivf"]
+    assert cli.main([*arguments, *options]) == 0
+    output = capsys.readouterr().out
+    (request,) = server.received
+    prompt = json.loads(request.body)["messages"][0]["content"]
+    # Every vault sentence is in the prompt only when restricted documents were asked for.
+    assert ("4711" in prompt) == ("vault" in expected_sources)
+    assert ("Harbour vault" in prompt) == ("vault" in expected_sources)
+    assert "Harbour lighthouse" in prompt
+    vault_chunks = 1
+    if options:
+        assert "Access: public, restricted (--access); 0 of" in output
+    else:
+        assert f"Access: public (--access); {vault_chunks} of" in output
+        # The vault outranks the lighthouse for this question: it was left out, and said so.
+        assert re.search(r"never reach the prompt; [1-9]\d* of them ranked among the best", output)
+
+
+def test_an_unknown_access_level_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["ask", "Why?", "--access", "public,secret"])
+    assert caught.value.code == 2
+    assert "--access: expected access levels among public, internal, restricted" in capsys.readouterr().err
 
 
 def test_hosted_without_configuration_names_the_variable(notes, tmp_path, monkeypatch, capsys):
