@@ -403,7 +403,9 @@ def _rank(rank: int | None) -> str:
 def access_line(index: QuestionIndex, access: Sequence[str], left_out: int) -> str:
     """Which access levels may reach the prompt, and how many chunks that left out."""
     others = int(index.withheld(access).sum())
-    line = f"Access: {', '.join(access)} (--access); {others} of {len(index.chunks)} chunks are of other levels"
+    line = (
+        f"Access: {', '.join(access)} (--access); {others} of {len(index.chunks)} chunks are of other levels"
+    )
     return line + f" and never reach the prompt; {left_out} of them ranked among the best and were left out"
 
 

@@ -12,8 +12,9 @@ configuration files or notebooks:
 * ``RAG_LLM_BASE_URL``: e.g. ``https://api.openai.com/v1`` or ``http://127.0.0.1:8000/v1``
 * ``RAG_LLM_API_KEY``: sent as ``Authorization: Bearer ...`` (local servers accept any value)
 * ``RAG_LLM_MODEL``: the model name the endpoint expects
-* ``RAG_LLM_TIMEOUT`` (optional): seconds per request, default 60; a total
-  deadline for the whole request, reply included, not a socket timeout
+* ``RAG_LLM_TIMEOUT`` (optional): seconds for the whole call, default 60: every
+  attempt, its reply and the waits between retries together, not a socket
+  timeout; a retry that cannot start before the deadline is not made
 
 The key is kept out of reprs, exception messages (including any chained
 exception) and log records. Every message this module emits passes through one
@@ -371,11 +372,12 @@ class _Attempt:
     retryable: bool = False
 
 
-def _post(config: HostedConfig, payload: bytes) -> _Attempt:
+def _post(config: HostedConfig, payload: bytes, seconds: float) -> _Attempt:
     """One request, bounded in time and size; redirects are reported, never followed.
 
     Texts in the outcome are not yet redacted; :func:`complete` redacts every
     message before it is logged or raised (the reply quote too, before it is cut).
+    ``seconds`` is what is left of the whole call's deadline.
     """
     headers = {
         "Content-Type": "application/json",
@@ -388,11 +390,14 @@ def _post(config: HostedConfig, payload: bytes) -> _Attempt:
             config.endpoint,
             headers,
             payload,
-            deadline_seconds=config.timeout_seconds,
+            deadline_seconds=seconds,
             max_body_bytes=config.max_reply_bytes,
         )
     except bounded_http.DeadlineExceeded:
-        return _Attempt(failure=f"no reply within {config.timeout_seconds:g} s", retryable=True)
+        return _Attempt(
+            failure=f"no reply within {config.timeout_seconds:g} s (the whole call's deadline)",
+            retryable=True,
+        )
     except bounded_http.BodyTooLarge as error:
         return _Attempt(failure=f"reply refused: {error} (max_reply_bytes)")
     except bounded_http.TruncatedBody as error:
@@ -436,14 +441,18 @@ def complete(
     429 and 5xx replies, timeouts and refused connections are retried up to
     ``max_retries`` times, waiting ``backoff_seconds`` doubled on each retry
     or the server's Retry-After if that is longer, never more than
-    ``max_wait_seconds``. Every failure raises :class:`HostedModelError`.
+    ``max_wait_seconds``. ``timeout_seconds`` bounds the whole call:
+    each attempt gets what is left of it, and a retry whose wait would reach
+    the deadline is not made (the error says so, naming the wait). Every
+    failure raises :class:`HostedModelError`.
     """
     if not isinstance(prompt_text, str) or not prompt_text.strip():
         raise ValueError("the prompt text is empty")
     payload = json.dumps(request_body(prompt_text, config.model)).encode("utf-8")
     failure = "no attempt was made"
+    deadline = time.monotonic() + config.timeout_seconds
     for attempt in range(config.max_retries + 1):
-        outcome = _post(config, payload)
+        outcome = _post(config, payload, max(deadline - time.monotonic(), 0.001))
         if outcome.reply is not None:
             try:
                 # A model (or a proxy) may echo the key back: the answer is redacted like any message.
@@ -457,6 +466,18 @@ def complete(
         wait = min(
             max(config.backoff_seconds * 2**attempt, outcome.retry_after or 0.0), config.max_wait_seconds
         )
+        left = deadline - time.monotonic()
+        if wait >= left:
+            asked = (
+                "the server asks to wait"
+                if outcome.retry_after and wait > config.backoff_seconds * 2**attempt
+                else "a retry would wait"
+            )
+            failure += (
+                f"; {asked} {wait:g} s, past the whole call's {config.timeout_seconds:g} s deadline "
+                f"({TIMEOUT_VARIABLE}), so no retry was made"
+            )
+            break
         logger.warning(
             "%s; retry %d of %d in %.1f s",
             config.redact(failure),

@@ -116,7 +116,9 @@ def quoted_answer(output: str) -> tuple[str, int]:
 
 
 def test_bundled_corpus_gives_a_cited_answer_and_its_check(tmp_path):
-    result = run_rag("ask", "Who discovered Uranus?", "--cache", str(tmp_path / "cache"), *SPEC, *EVERY_ACCESS)
+    result = run_rag(
+        "ask", "Who discovered Uranus?", "--cache", str(tmp_path / "cache"), *SPEC, *EVERY_ACCESS
+    )
     assert result.returncode == 0, result.stderr
     output = result.stdout
     assert "index: cache miss" in output

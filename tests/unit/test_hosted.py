@@ -182,7 +182,8 @@ def test_429_then_success_honours_retry_after(stub):
         Reply(body=completion("Phobos and Deimos [1].")),
     ]
     sleeps = Sleeps()
-    assert complete("prompt", make_config(stub), sleep=sleeps) == "Phobos and Deimos [1]."
+    config = make_config(stub, timeout_seconds=30.0)
+    assert complete("prompt", config, sleep=sleeps) == "Phobos and Deimos [1]."
     assert sleeps == [7.0]  # longer than the 0.5 s backoff, so the server's wait wins
     assert len(stub.received) == 2
 
@@ -213,7 +214,7 @@ def test_server_errors_exhaust_retries_with_exponential_backoff(stub, caplog):
 def test_wait_is_capped(stub):
     stub.script += [Reply(429, b"", {"Retry-After": "3600"}), Reply(body=completion("ok"))]
     sleeps = Sleeps()
-    complete("prompt", make_config(stub, max_wait_seconds=10.0), sleep=sleeps)
+    complete("prompt", make_config(stub, max_wait_seconds=10.0, timeout_seconds=60.0), sleep=sleeps)
     assert sleeps == [10.0]
 
 
@@ -236,14 +237,38 @@ def test_redirect_is_not_followed(stub, status):
     assert [request.path for request in stub.received] == ["/v1/chat/completions"]
 
 
-def test_timeout_is_retried_then_reported(stub):
+def test_timeout_is_retried_within_the_whole_call_deadline(stub):
     stub.script += [Reply(body=completion("late"), delay=1.0), Reply(body=completion("late"), delay=1.0)]
     sleeps = Sleeps()
-    config = make_config(stub, timeout_seconds=0.2, max_retries=1)
-    with pytest.raises(HostedModelError, match=r"no reply within 0\.2 s.*after 2 attempt") as caught:
+    config = make_config(stub, timeout_seconds=0.2, max_retries=3, backoff_seconds=0.0)
+    with pytest.raises(HostedModelError, match=r"no reply within 0\.2 s") as caught:
         complete("prompt", config, sleep=sleeps)
-    assert sleeps == [0.5]
+    # The first attempt used the whole deadline: at most a retry with no time left, never four.
+    assert len(stub.received) <= 2 and "after 4 attempt" not in str(caught.value)
     assert_secret_absent(caught.value)
+
+
+def test_a_timeout_is_not_retried_when_the_backoff_would_pass_the_deadline(stub):
+    stub.script += [Reply(body=completion("late"), delay=1.0)] * 2
+    sleeps = Sleeps()
+    config = make_config(stub, timeout_seconds=0.2, max_retries=3, backoff_seconds=0.5)
+    with pytest.raises(HostedModelError) as caught:
+        complete("prompt", config, sleep=sleeps)
+    assert sleeps == [] and len(stub.received) == 1
+    assert "a retry would wait 0.5 s, past the whole call's 0.2 s deadline (RAG_LLM_TIMEOUT)" in str(
+        caught.value
+    )
+
+
+def test_a_retry_after_beyond_the_deadline_ends_the_call_in_one_line(stub):
+    stub.script += [Reply(429, b"busy", {"Retry-After": "30"}), Reply(body=completion("ok"))]
+    sleeps = Sleeps()
+    with pytest.raises(HostedModelError) as caught:
+        complete("prompt", make_config(stub, timeout_seconds=3.0, max_wait_seconds=60.0), sleep=sleeps)
+    message = str(caught.value)
+    assert sleeps == [] and len(stub.received) == 1 and "\n" not in message
+    assert "HTTP 429" in message
+    assert "the server asks to wait 30 s, past the whole call's 3 s deadline (RAG_LLM_TIMEOUT)" in message
 
 
 def test_refused_connection_is_reported():
