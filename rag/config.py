@@ -16,7 +16,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 
 import jsonschema
 import yaml
@@ -507,6 +507,9 @@ def corpus_level(entry: Mapping) -> str:
 MAX_NAME_LENGTH = 100
 
 
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """A YAML loader that refuses a mapping key given twice (PyYAML keeps the last silently)."""
 
@@ -516,6 +519,11 @@ class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
 def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
     seen: dict[object, int] = {}
     for key_node, _ in node.value:
+        if key_node.tag == MERGE_TAG:
+            raise ConfigError(
+                f"{loader.path}, line {key_node.start_mark.line + 1}: a YAML merge key (<<); "
+                "write the keys out in full"
+            )
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise ConfigError(
@@ -527,6 +535,17 @@ def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, 
 
 
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
+
+
+def read_unique_yaml(path: str | Path) -> object:
+    """A YAML file (a question file) read as configs are: a key given twice or a merge key is an error."""
+    path = Path(path)
+    loader = _UniqueKeyLoader(path.read_text(encoding="utf-8"))
+    loader.path = str(path)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 def check_duplicate_keys(paths: Iterable[str | Path]) -> None:
@@ -885,10 +904,8 @@ def _check_corpora(plan: Plan, root: Path, questions_schema: Mapping | None) -> 
             _check_beir_files(entry, root, where)
     # Every question file is checked against its schema, every problem reported at once.
     if questions_schema is not None:
-        from rag.io import read_yaml
-
         problems = corpus_question_problems(
-            plan.corpora, questions_schema, lambda path: read_yaml(root / path)
+            plan.corpora, questions_schema, lambda path: read_unique_yaml(root / path)
         )
         if problems:
             raise ConfigError(
@@ -1230,6 +1247,7 @@ def build_plan(
     if problems:
         raise ConfigError("invalid config.yaml: " + "; ".join(problems))
     pretrained = model_kinds()
+    check_optional_entries(config)
     warnings = prune_unavailable(config, pretrained)
     chunkers, retrievers = _canonical_grid(config, pretrained)
     corpora = {name: entry for name, entry in sorted(config["corpora"].items()) if entry.get("enabled", True)}
@@ -1241,8 +1259,9 @@ def build_plan(
         depth=config["evaluation"]["depth"],
         ks=list(config["evaluation"]["ks"]),
         warnings=warnings,
-        results_folder=str(config.get("results", "results")).rstrip("/") or ".",
+        results_folder=results_folder(config.get("results", "results")),
     )
+    check_distinct_components(retrievers)
     plan.retriever_chunkers = _chunkers_of(retrievers, chunkers)
     _check_corpora(plan, root, questions_schema)
     plan.figures = _figures(plan)
@@ -1256,3 +1275,57 @@ def build_plan(
     _check_ablations(plan)
     plan.cohorts = {"k": 5 if 5 in plan.ks else min(plan.ks), "min_questions": 3, **config.get("cohorts", {})}
     return plan
+
+
+# --------------------------------------------------------------------------
+# Checks that keep every mistake before any job (issue 27); each stands alone
+# so it can move with the stage it belongs to.
+# --------------------------------------------------------------------------
+
+
+def results_folder(value: object) -> str:
+    """``results:`` as a relative folder inside the working folder; anything else is an error.
+
+    An absolute path, or one climbing out with ``..``, would write tables
+    outside the run (``/`` used to become ``.`` silently).
+    """
+    where = "config['results']"
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: must be a folder name relative to the working folder, got {value!r:.60}")
+    path = PurePosixPath(value.replace("\\", "/"))
+    if path.is_absolute() or PureWindowsPath(value).drive:
+        raise ConfigError(f"{where}: {value!r:.60} is absolute; give a folder relative to the working folder")
+    if ".." in path.parts:
+        raise ConfigError(f"{where}: {value!r:.60} leaves the working folder ('..'); give a folder inside it")
+    return path.as_posix()
+
+
+def check_distinct_components(retrievers: Mapping[str, Mapping]) -> None:
+    """A fusion needs two different components: ``[bm25, bm25]`` fuses a ranking with itself."""
+    for name, entry in retrievers.items():
+        components = entry.get("components")
+        if not isinstance(components, list) or RETRIEVER_KINDS[entry["kind"]].role == "funnel":
+            continue
+        repeated = sorted({part for part in components if components.count(part) > 1})
+        if repeated:
+            raise ConfigError(
+                f"config['retrievers'][{name!r}]['components']: {repeated[0]!r} is named twice; "
+                "a fusion needs distinct components"
+            )
+        if len(components) < 2:
+            raise ConfigError(
+                f"config['retrievers'][{name!r}]['components']: a fusion needs two distinct components, "
+                f"got {components}"
+            )
+
+
+def check_optional_entries(config: Mapping) -> None:
+    """Check ``optional: true`` retrievers as fully as the others before any is pruned.
+
+    An optional entry whose extra is missing is left out of the run; its
+    typos (an unknown parameter, a kind's wrong type) must still be errors,
+    or they surface only on the machine that has the extra.
+    """
+    for name, entry in config.get("retrievers", {}).items():
+        if isinstance(entry, Mapping) and entry.get("optional"):
+            canonical_entry(RETRIEVER_PARAMETERS, entry, f"config['retrievers'][{name!r}]")

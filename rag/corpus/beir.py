@@ -219,9 +219,10 @@ def parse_qrels(
         fields = _qrels_fields(line)
         if not header_seen:
             header_seen = True
-            if len(fields) == 3 and _is_integer(fields[2]):
+            if len(fields) != 3 or _is_integer(fields[2]):
                 raise BeirFormatError(
-                    f"{where}: expected a header line ({', '.join(QRELS_HEADER)}) before the judgements"
+                    f"{where}: expected a header line of three columns ({', '.join(QRELS_HEADER)}) "
+                    "before the judgements; a file without one would lose its first judgement"
                 )
             continue
         if len(fields) != 3:
@@ -250,6 +251,8 @@ def parse_qrels(
         judgements.append(DocumentJudgement(query_id, doc_id, int(score)))
     if not header_seen:
         raise BeirFormatError(f"{source}: empty file; expected a header line and judgements")
+    if not judgements:
+        raise BeirFormatError(f"{source}: a header and no judgements; nothing could be evaluated")
     return judgements
 
 

@@ -13,6 +13,7 @@ corpus has.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Mapping
 
 import jsonschema
@@ -44,6 +45,18 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
     if error.validator == "type" and error.instance is None:
         return f"is empty; expected {error.validator_value}"
     return error.message
+
+
+def _gain_problems(index: int, evidence: object) -> list[tuple[int, str, str]]:
+    """NaN passes every bound of a schema (each comparison with it is false): refuse it here."""
+    problems = []
+    for number, piece in enumerate(evidence if isinstance(evidence, list) else []):
+        gain = piece.get("gain") if isinstance(piece, Mapping) else None
+        if isinstance(gain, float) and math.isnan(gain):
+            problems.append(
+                (index, _key_path(["evidence", number, "gain"]), "must be a finite number, got nan")
+            )
+    return problems
 
 
 def question_problems(
@@ -92,6 +105,7 @@ def question_problems(
             problems.append((index, "['evidence']", "an answerable question needs evidence"))
         if answerable is False and evidence:
             problems.append((index, "['evidence']", "an unanswerable question must not have evidence"))
+        problems += _gain_problems(index, evidence)
         if documents is None or not isinstance(evidence, list):
             continue
         for number, piece in enumerate(evidence):
