@@ -18,6 +18,14 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from rag.corpus.front_matter import OTHER_LINE_SEPARATORS, FrontMatterError, load_front_matter
+from rag.corpus.inline_markup import (
+    ACTIVE_ELEMENTS,
+    remove_active_elements,
+    remove_comments,
+    remove_tags,
+    unwrap_emphasis,
+    unwrap_links,
+)
 
 SECTION_SEPARATOR = " › "
 BLOCK_SEPARATOR = "\n\n"
@@ -66,7 +74,7 @@ def normalize_passage(text: str) -> str:
     function, so a span copied from the source file matches the parsed text.
     """
     folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
-    return _SPACES.sub(" ", folded).strip()
+    return " ".join(folded.split())  # the same as collapsing runs of \s, in one pass
 
 
 class DocumentError(ValueError):
@@ -132,15 +140,9 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:([-*+])|(\d+)[.)])\s+")
 _TABLE_ROW = re.compile(r"^\s*\|")
 _FENCE = re.compile(r"^\s*(```|~~~)")
-_HTML_TAG = re.compile(r"<[^>\n]+>")
 # Elements whose content is code or hidden markup, not prose: removed with their
 # content, so "<script>steal()</script>" leaves nothing behind, not "steal()".
-_ACTIVE = r"script|style|iframe|object|embed|template|noscript|svg|math"
-_ACTIVE_ELEMENT = re.compile(rf"<({_ACTIVE})\b[^>]*>.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_UNCLOSED = re.compile(rf"(?:<!--|<(?:{_ACTIVE})\b).*", re.IGNORECASE | re.DOTALL)
-_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
-_EMPHASIS = re.compile(r"(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1")
+_UNCLOSED = re.compile(rf"(?:<!--|<(?:{ACTIVE_ELEMENTS})\b).*", re.IGNORECASE | re.DOTALL)
 _SPACES = re.compile(r"\s+")
 # Characters around a front matter fence that do not make it another line: spaces,
 # a stray byte-order mark, zero-width characters.
@@ -159,7 +161,7 @@ def strip_markup(body: str) -> str:
     layer escapes whatever markup-like text is left, so parsing is a first
     line of defence, not the only one.
     """
-    return _ACTIVE_ELEMENT.sub("", _COMMENT.sub("", body))
+    return remove_active_elements(remove_comments(body))
 
 
 def _inline_text(text: str) -> str:
@@ -171,9 +173,7 @@ def _inline_text(text: str) -> str:
     becomes the text "</sources>", never a tag to strip again.
     """
     text = _UNCLOSED.sub("", text)
-    text = _HTML_TAG.sub("", text)
-    text = _LINK.sub(r"\1", text)
-    text = _EMPHASIS.sub(r"\2", text)
+    text = unwrap_emphasis(unwrap_links(remove_tags(text)))
     return normalize_passage(html.unescape(text))
 
 

@@ -1,0 +1,199 @@
+"""Markdown inline markup removed in linear time.
+
+The Markdown reader used to remove tags, links, emphasis, comments and active
+elements with regular expressions such as ``<[^>\\n]+>`` and
+``!?\\[([^\\]]*)\\]\\([^)]*\\)``. Each is correct, but on a paragraph of
+unclosed openers (a run of ``[``, ``*a ``, `` `x ``, ``<a ``, ``<!-``) the
+engine retries from every opener and scans to the end each time: a 40 KB
+paragraph took 16-30 s, so one hostile file could stall a run. (A CommonMark
+library is no cure: markdown-it-py takes 8-90 s on 1 MB of the same runs.)
+
+Each function here gives exactly what its regular expression gives (a test
+compares them on random and adversarial inputs) but finds every closer with a
+forward-only pointer or a binary search, so a 1 MB paragraph is read in well
+under a second (``benchmarks/adversarial_parsing.py``).
+"""
+
+from __future__ import annotations
+
+import re
+
+# Elements whose content is code or hidden markup, not prose: removed with their
+# content, so "<script>steal()</script>" leaves nothing behind, not "steal()".
+ACTIVE_ELEMENTS = r"script|style|iframe|object|embed|template|noscript|svg|math"
+_ACTIVE_OPENING = re.compile(rf"<({ACTIVE_ELEMENTS})\b", re.IGNORECASE)
+# Delimiters of emphasis and code spans, longest first, as the regex tried them.
+EMPHASIS_DELIMITERS = ("**", "__", "*", "_", "`")
+
+
+class _NextOf:
+    """The next position at or after ``start`` holding one of ``characters``, for rising starts.
+
+    Starts only ever rise while a text is read, so the position found last is
+    still the answer until the start passes it: the text is searched once per
+    pointer, whatever the number of questions.
+    """
+
+    def __init__(self, text: str, characters: str) -> None:
+        self.text = text
+        self.pattern = re.compile("[" + re.escape(characters) + "]")
+        self.found = -1
+
+    def at_or_after(self, start: int) -> int:
+        """The position, or ``len(text)`` when there is none."""
+        if self.found < start:
+            match = self.pattern.search(self.text, start)
+            self.found = match.start() if match else len(self.text)
+        return self.found
+
+
+def remove_comments(text: str) -> str:
+    """``<!--.*?-->`` (across lines) removed; an unclosed comment is left for the paragraph reader."""
+    pieces, position = [], 0
+    while True:
+        start = text.find("<!--", position)
+        if start < 0:
+            break
+        end = text.find("-->", start + 4)
+        if end < 0:  # no later opener can be closed either
+            break
+        pieces.append(text[position:start])
+        position = end + 3
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def remove_active_elements(text: str) -> str:
+    """``<script ...>...</script>`` and the other active elements removed with their content.
+
+    The same as ``<(tag)\\b[^>]*>.*?</\\1\\s*>`` (case-insensitive, across
+    lines): the opening tag runs to the first ``>``, the element to the first
+    closing tag of its name. A name that is never closed after some point is
+    never closed after any later one, so it is not searched for again.
+    """
+    pieces, position, search_from = [], 0, 0
+    tag_end = _NextOf(text, ">")
+    unclosed_after: dict[str, int] = {}
+    while True:
+        opening = _ACTIVE_OPENING.search(text, search_from)
+        if opening is None:
+            break
+        name = opening.group(1).lower()
+        close_of_tag = tag_end.at_or_after(opening.end())
+        if close_of_tag >= len(text) or name in unclosed_after:
+            search_from = opening.start() + 1
+            if close_of_tag >= len(text):
+                break  # no '>' remains: no later opening tag can end either
+            continue
+        closing = re.compile(rf"</{name}\s*>", re.IGNORECASE).search(text, close_of_tag + 1)
+        if closing is None:
+            unclosed_after[name] = opening.start()
+            search_from = opening.start() + 1
+            continue
+        pieces.append(text[position : opening.start()])
+        position = search_from = closing.end()
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def remove_tags(text: str) -> str:
+    """``<[^>\\n]+>`` removed: a ``<`` with at least one character before the next ``>`` on its line."""
+    pieces, position, start = [], 0, 0
+    stop = _NextOf(text, ">\n")
+    length = len(text)
+    while True:
+        start = text.find("<", start)
+        if start < 0:
+            break
+        end = stop.at_or_after(start + 1)
+        if end < length and text[end] == ">" and end > start + 1:
+            pieces.append(text[position:start])
+            position = start = end + 1
+        elif end < length and text[end] == ">":
+            start += 1  # "<>": the next '<' may still open a tag
+        else:
+            start = end + 1  # every '<' before this line break or the end fails alike
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+def unwrap_links(text: str) -> str:
+    """``!?\\[([^\\]]*)\\]\\([^)]*\\)`` replaced by the link text: ``[Ceres](ceres.md)`` becomes ``Ceres``."""
+    pieces, position, start = [], 0, 0
+    close_bracket = _NextOf(text, "]")
+    close_parenthesis = _NextOf(text, ")")
+    length = len(text)
+    while True:
+        start = text.find("[", start)
+        if start < 0:
+            break
+        bracket = close_bracket.at_or_after(start + 1)
+        if bracket + 1 < length and text[bracket + 1] == "(":
+            parenthesis = close_parenthesis.at_or_after(bracket + 2)
+            if parenthesis < length:
+                begin = start - 1 if start > position and text[start - 1] == "!" else start
+                pieces += [text[position:begin], text[start + 1 : bracket]]
+                position = start = parenthesis + 1
+                continue
+        if bracket >= length:
+            break  # no ']' remains: no later '[' can close
+        if bracket + 1 < length and text[bracket + 1] == "(":
+            break  # no ')' remains: no later link can close
+        start = bracket + 1  # every '[' before this ']' meets the same ']' and fails alike
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+class _Closers:
+    """The first place at or after a rising ``start`` where ``delimiter`` follows a non-space character."""
+
+    def __init__(self, text: str, delimiter: str) -> None:
+        self.text = text
+        self.pattern = re.compile(r"(?<=\S)" + re.escape(delimiter))
+        self.found = -1
+
+    def at_or_after(self, start: int) -> int:
+        """The position, or ``len(text)`` when there is none."""
+        if self.found < start:
+            match = self.pattern.search(self.text, start)
+            self.found = match.start() if match else len(self.text)
+        return self.found
+
+
+def unwrap_emphasis(text: str) -> str:
+    """``(\\*\\*|__|\\*|_|`)(?=\\S)(.+?)(?<=\\S)\\1`` replaced by its content, on one line.
+
+    At each delimiter the longest delimiter is tried first, and the content
+    ends at the first closing delimiter that follows a non-space character
+    and lies on the same line, as the lazy ``.+?`` found it.
+    """
+    closers = {delimiter: _Closers(text, delimiter) for delimiter in EMPHASIS_DELIMITERS}
+    line_end = _NextOf(text, "\n")
+    # A delimiter with no closer after some point has none after any later one.
+    alive = [delimiter for delimiter in EMPHASIS_DELIMITERS if delimiter in text]
+    opener = re.compile(r"[*_`]")
+    pieces, position, index, length = [], 0, 0, len(text)
+    while alive:
+        match = opener.search(text, index)
+        if match is None:
+            break
+        index = match.start()
+        for delimiter in alive:
+            width = len(delimiter)
+            content = index + width
+            if not text.startswith(delimiter, index) or content >= length or text[content].isspace():
+                continue
+            if text[content] == "\n":
+                continue
+            end = closers[delimiter].at_or_after(content + 1)
+            if end >= length:
+                alive = [other for other in alive if other != delimiter]
+                break  # tried again at the same index without it
+            if end <= line_end.at_or_after(content):
+                pieces += [text[position:index], text[content:end]]
+                position = index = end + width
+                break
+        else:
+            index += 1
+    pieces.append(text[position:])
+    return "".join(pieces)
