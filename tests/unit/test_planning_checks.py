@@ -59,7 +59,8 @@ def test_a_fusion_needs_distinct_components(components):
     config["retrievers"]["tfidf"] = {"kind": "tfidf"}
     config["retrievers"]["fused"] = {"kind": "rrf", "components": components}
     assert refusal(config) == (
-        "config['retrievers']['fused']['components']: 'bm25' is named twice; a fusion needs distinct components"
+        "config['retrievers']['fused']['components']: 'bm25' is named twice; "
+        "a fusion needs distinct components"
     )
 
 
@@ -114,7 +115,8 @@ def test_a_duplicate_type_in_a_question_file_is_refused(tmp_path):
     workdir = questions_workdir(tmp_path, text)
     message = refusal(tiny(), workdir, questions_schema=QUESTIONS_SCHEMA)
     assert message.endswith(
-        "questions.yaml, line 5: duplicate key 'type' (first given on line 4); YAML would silently keep only the last"
+        "questions.yaml, line 5: duplicate key 'type' (first given on line 4); "
+        "YAML would silently keep only the last"
     )
 
 
