@@ -1,0 +1,187 @@
+"""The hardening table of docs/contracts.md, from tests that could fail (issue 27's "Must show").
+
+Each family of the issue is a list of test selections; each selection is
+marked ``error`` (the case must be refused with one clear line), ``result``
+(the case must give the correct result) or ``data`` (the case must lose
+nothing). The script runs them with pytest, counts every parametrised case,
+and writes the table between the markers in docs/contracts.md:
+
+- a passing ``error`` case is a clear error, a passing ``result`` or ``data``
+  case a correct result;
+- a failing ``error`` case is a silent acceptance when pytest says the error
+  was not raised, else a traceback; a failing ``result`` case is a wrong
+  result; a failing ``data`` case is data lost.
+
+Usage (from the repository root; the pipeline cases take a few minutes):
+    PYTHONPATH=. .venv/bin/python docs/contracts_table.py
+    PYTHONPATH=. .venv/bin/python docs/contracts_table.py --check   # fail if the table in the doc differs
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ElementTree
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCUMENT = ROOT / "docs" / "contracts.md"
+BEGIN, END = "<!-- hardening table: begin -->", "<!-- hardening table: end -->"
+U = "tests/unit/"
+
+# family -> (title, [(test module, name pattern, kind)])
+FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
+    1: (
+        "Access for every source",
+        [
+            (U + "test_access_model.py", "an_html_access_not_read", "error"),
+            (U + "test_access_model.py", "takes_the|declares|carry_access|built_without", "result"),
+            ("tests/pipeline/test_pipeline_access.py", ".", "result"),
+        ],
+    ),
+    2: (
+        "Front matter read with certainty",
+        [
+            (U + "test_front_matter.py", "refused|error_naming", "error"),
+            (U + "test_front_matter.py", "still_read", "result"),
+            (U + "test_hardening.py", "bad_front_matter", "error"),
+            (U + "test_hardening.py", "recognised_in_every_form", "result"),
+        ],
+    ),
+    3: (
+        "rag ask and access",
+        [
+            (U + "test_cli.py", "never_sends_a_restricted_chunk", "result"),
+            (U + "test_cli.py", "unknown_access_level", "error"),
+        ],
+    ),
+    4: (
+        "The key and plain http",
+        [
+            (U + "test_chat_client.py", "proxy_receives_nothing", "result"),
+            (
+                U + "test_chat_client.py",
+                "plain_http_to_another_host|missing_key|credentials_in_the_url",
+                "error",
+            ),
+            (U + "test_hosted_faults.py", "key_|credentials|redact", "result"),
+        ],
+    ),
+    5: (
+        "Downloads complete or absent",
+        [
+            (U + "test_wikipedia_faults.py", "refused|never_cached|cut|interrupted|redirect_loop", "error"),
+            (U + "test_wikipedia_faults.py", "accepted|replaced|removed_and|within_the_limit", "data"),
+        ],
+    ),
+    6: (
+        "Bounded parsing",
+        [
+            (U + "test_inline_markup.py", ".", "result"),
+            (U + "test_front_matter.py", "alias_bomb", "error"),
+        ],
+    ),
+    7: (
+        "Every mistake before any job",
+        [
+            (U + "test_planning_checks.py", "refused|finite|duplicate|merge_key|strictly", "error"),
+            (U + "test_planning_checks.py", "kept|keep_every", "result"),
+            (U + "test_hardening.py", "impossible_gain|enormous_beir_score", "error"),
+        ],
+    ),
+    8: (
+        "One clean line, escaped",
+        [
+            (U + "test_job_housekeeping.py", "one_escaped_line|one_line_without_frames", "error"),
+            (U + "test_job_housekeeping.py", "visible_escapes", "result"),
+            (U + "test_hardening.py", "visible|control_characters", "result"),
+        ],
+    ),
+    9: (
+        "Housekeeping and deadlines",
+        [
+            (U + "test_job_housekeeping.py", "kill_9|keeps_the_mode|fsynced", "data"),
+            (U + "test_hardening.py", "partial", "data"),
+            (U + "test_hosted.py", "deadline|retry_after_beyond", "error"),
+            (U + "test_chat_client.py", "whole_call_deadline|beyond_the_deadline", "error"),
+            (U + "test_wikipedia_faults.py", "bounds_the_whole_call", "error"),
+        ],
+    ),
+}
+COLUMNS = [
+    "family",
+    "cases tried",
+    "clear errors",
+    "correct results",
+    "tracebacks",
+    "silent acceptances",
+    "wrong results",
+    "data lost",
+]
+
+
+def run_cases(modules: list[str]) -> dict[tuple[str, str], tuple[bool, str]]:
+    """(module, test name with parameters) -> (passed, failure message), from one pytest run."""
+    with tempfile.TemporaryDirectory() as folder:
+        report = Path(folder) / "report.xml"
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"]
+        subprocess.run([*command, *modules], cwd=ROOT, capture_output=True, text=True, check=False)
+        tree = ElementTree.parse(report)
+    cases = {}
+    for case in tree.iter("testcase"):
+        module = case.get("classname", "").replace(".", "/") + ".py"
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("error")
+        if case.find("skipped") is not None:
+            continue
+        message = "" if problem is None else (problem.get("message") or "")
+        cases[(module, case.get("name", ""))] = (problem is None, message)
+    return cases
+
+
+def table(cases: dict[tuple[str, str], tuple[bool, str]]) -> str:
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    for number, (title, selections) in FAMILIES.items():
+        counts: Counter[str] = Counter()
+        counted: set[tuple[str, str]] = set()
+        for module, pattern, kind in selections:
+            for (case_module, name), (passed, message) in sorted(cases.items()):
+                if case_module != module or (case_module, name) in counted or not re.search(pattern, name):
+                    continue
+                counted.add((case_module, name))
+                counts["tried"] += 1
+                if passed:
+                    counts["error" if kind == "error" else "result"] += 1
+                elif kind == "error":
+                    counts["silent" if "DID NOT RAISE" in message else "traceback"] += 1
+                else:
+                    counts["wrong" if kind == "result" else "lost"] += 1
+        row = [f"{number}. {title}", counts["tried"], counts["error"], counts["result"]]
+        row += [counts["traceback"], counts["silent"], counts["wrong"], counts["lost"]]
+        lines.append("| " + " | ".join(map(str, row)) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="fail if docs/contracts.md holds another table")
+    arguments = parser.parse_args(argv)
+    modules = sorted({module for _, selections in FAMILIES.values() for module, _, _ in selections})
+    text = table(run_cases(modules))
+    print(text)
+    document = DOCUMENT.read_text(encoding="utf-8")
+    start, end = document.index(BEGIN) + len(BEGIN), document.index(END)
+    updated = document[:start] + "\n" + text + "\n" + document[end:]
+    if arguments.check:
+        return 0 if updated == document else 1
+    DOCUMENT.write_text(updated, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
