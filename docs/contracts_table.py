@@ -88,7 +88,12 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
     7: (
         "Every mistake before any job",
         [
-            (U + "test_planning_checks.py", "refused|finite|duplicate|merge_key|strictly", "error"),
+            (
+                U + "test_planning_checks.py",
+                "working_folder_are_refused|fusion|optional|finite|duplicate",
+                "error",
+            ),
+            (U + "test_planning_checks.py", "merge_key|strictly", "error"),
             (U + "test_planning_checks.py", "kept|keep_every", "result"),
             (U + "test_hardening.py", "impossible_gain|enormous_beir_score", "error"),
         ],
@@ -105,6 +110,8 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
         "Housekeeping and deadlines",
         [
             (U + "test_job_housekeeping.py", "kill_9|keeps_the_mode|fsynced", "data"),
+            (U + "test_planning_checks.py", "link_leading_out", "error"),
+            (U + "test_planning_checks.py", "link_inside", "result"),
             (U + "test_hardening.py", "partial", "data"),
             (U + "test_hosted.py", "deadline|retry_after_beyond", "error"),
             (U + "test_chat_client.py", "whole_call_deadline|beyond_the_deadline", "error"),

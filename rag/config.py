@@ -895,9 +895,8 @@ def _check_corpora(plan: Plan, root: Path, questions_schema: Mapping | None) -> 
         folder_key = "folder" if entry["source"] == "beir" else "documents"
         if folder_key in entry and not (root / entry[folder_key]).is_dir():
             raise ConfigError(f"{where}[{folder_key!r}]: no such folder {entry[folder_key]}")
-        if entry["source"] in FOLDER_SOURCES and not folder_files(root / entry["documents"], entry["source"]):
-            endings = " or ".join(f"*{ending}" for ending in FOLDER_SOURCES[entry["source"]])
-            raise ConfigError(f"{where}['documents']: no {endings} files in {entry['documents']}")
+        if entry["source"] in FOLDER_SOURCES:
+            _check_folder_files(entry, root, where)
         if "questions" in entry and not (root / entry["questions"]).is_file():
             raise ConfigError(f"{where}['questions']: no such file {entry['questions']}")
         if entry["source"] == "beir":
@@ -928,6 +927,17 @@ def _check_corpora(plan: Plan, root: Path, questions_schema: Mapping | None) -> 
                 f"{key}: corpus {name!r} is evaluated at k = {deepest} ({plan.levels[name]} level) "
                 f"but ranks only {plan.ranking_depth(name)} chunks"
             )
+
+
+def _check_folder_files(entry: Mapping, root: Path, where: str) -> None:
+    """A folder corpus has files of its kind, and none is a link leading out of the folder."""
+    try:
+        files = folder_files(root / entry["documents"], entry["source"])
+    except DocumentError as error:
+        raise ConfigError(f"{where}['documents']: {error}") from None
+    if not files:
+        endings = " or ".join(f"*{ending}" for ending in FOLDER_SOURCES[entry["source"]])
+        raise ConfigError(f"{where}['documents']: no {endings} files in {entry['documents']}")
 
 
 def _check_beir_files(entry: Mapping, root: Path, where: str) -> None:

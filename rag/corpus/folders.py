@@ -37,12 +37,27 @@ FOLDER_SOURCES: dict[str, tuple[str, ...]] = {
 _BLANK_LINES = re.compile(r"\n[ \t\r\f\v]*\n")
 
 
+def check_inside(path: Path, folder: Path) -> None:
+    """Refuse a file that is, or leads through a link to, something outside ``folder``.
+
+    A symbolic link in a corpus folder could index any file the user can
+    read (``notes.md -> ~/.ssh/config``); nothing is followed out of the folder.
+    """
+    if not path.resolve().is_relative_to(folder.resolve()):
+        raise DocumentError(
+            f"{path}: a link to a file outside the corpus folder {folder}; copy the file in instead"
+        )
+
+
 def folder_files(folder: str | Path, source: str) -> list[Path]:
-    """The folder's files of the source's kind, in name order (not recursive)."""
+    """The folder's files of the source's kind, in name order (not recursive); none may lead outside it."""
     endings = FOLDER_SOURCES[source]
-    return sorted(
+    files = sorted(
         path for path in Path(folder).iterdir() if path.is_file() and path.suffix.lower() in endings
     )
+    for path in files:
+        check_inside(path, Path(folder))
+    return files
 
 
 def skipped_setting(entry: dict, where: str) -> tuple[str, ...]:

@@ -54,6 +54,10 @@ def read_markdown_folder(folder: str | os.PathLike) -> list[MarkdownFile]:
         raise FolderError(f"{folder}: no Markdown documents (*.md) in this folder")
     documents = []
     for file in files:
+        if not file.resolve().is_relative_to(path.resolve()):
+            raise FolderError(
+                f"{file}: a link to a file outside the folder {folder}; copy the file in instead"
+            )
         try:
             text = file.read_text(encoding="utf-8")
         except UnicodeDecodeError as error:

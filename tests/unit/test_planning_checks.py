@@ -149,3 +149,24 @@ def test_qrels_with_a_header_keep_every_judgement():
         ["query-id\tcorpus-id\tscore", "q1\td1\t1", "q1\td2\t0"], "q.tsv", {"d1", "d2"}, {"q1"}
     )
     assert [(j.question_id, j.doc_id, j.gain) for j in judgements] == [("q1", "d1", 1), ("q1", "d2", 0)]
+
+
+def test_a_link_leading_out_of_the_corpus_folder_is_refused_at_planning_and_by_rag_ask(tmp_path, capsys):
+    from rag import cli
+
+    workdir = make_workdir(tmp_path / "run")
+    outside = tmp_path / "secret.md"
+    outside.write_text("# Secret\n\nThe vault code is 4711.\n", encoding="utf-8")
+    (workdir / "documents" / "notes.md").symlink_to(outside)
+    message = refusal(tiny(), workdir)
+    assert message.startswith("config['corpora']['tiny']['documents']: ")
+    assert "notes.md: a link to a file outside the corpus folder" in message
+    assert cli.main(["ask", "What is the vault code?", "--documents", str(workdir / "documents")]) == 1
+    error = capsys.readouterr().err
+    assert "notes.md: a link to a file outside the folder" in error and "4711" not in error
+
+
+def test_a_link_inside_the_corpus_folder_is_read(tmp_path):
+    workdir = make_workdir(tmp_path / "run")
+    (workdir / "documents" / "alpha_again.md").symlink_to(workdir / "documents" / "alpha.md")
+    assert "tiny" in build_plan(tiny(), SCHEMA, workdir).corpora
