@@ -103,6 +103,7 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
         [
             (U + "test_job_housekeeping.py", "one_escaped_line|one_line_without_frames", "error"),
             (U + "test_job_housekeeping.py", "visible_escapes", "result"),
+            (U + "test_access_model.py", "control_characters|beir_id_with_an_escape", "error"),
             (U + "test_hardening.py", "visible|control_characters", "result"),
         ],
     ),

@@ -28,7 +28,9 @@ from rag.corpus.documents import (
     DEFAULT_ACCESS,
     Block,
     Document,
+    DocumentError,
     check_access_level,
+    check_document_id,
     content_version,
     section_name,
 )
@@ -104,6 +106,10 @@ def _identifier(record: dict, where: str) -> str:
     identifier = str(value).strip()
     if not identifier:
         raise BeirFormatError(f"{where}: '_id' is empty")
+    try:
+        check_document_id(identifier, where)
+    except DocumentError as error:
+        raise BeirFormatError(str(error)) from None
     return identifier
 
 

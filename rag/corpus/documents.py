@@ -289,6 +289,18 @@ def _metadata_access(meta: dict, name: str, default_access: str) -> str:
     return value
 
 
+def check_document_id(doc_id: str, name: str) -> str:
+    """A document id without control or format characters; ``name`` identifies the file in the error.
+
+    Ids reach terminals, logs and CSV tables (metrics_by_document.csv): an
+    ESC or a bidi override in one would rewrite what a reader sees, so it is
+    refused at parsing, shown escaped.
+    """
+    if any(unicodedata.category(character) in ("Cc", "Cf", "Zl", "Zp") for character in doc_id):
+        raise DocumentError(f"{name}: document id {doc_id!r} holds control or invisible characters")
+    return doc_id
+
+
 def check_access_level(value: object, what: str) -> str:
     """A default access level from a corpus setting, checked against :data:`ACCESS_LEVELS`."""
     if not isinstance(value, str) or value not in ACCESS_LEVELS:
@@ -434,8 +446,9 @@ def parse_markdown_counted(
     if not blocks:
         raise DocumentError(f"{name}: no paragraphs to index")
     # Without an id in the front matter, the file's name without folder or ending.
+    doc_id = check_document_id(doc_id or re.sub(r"\.md$", "", re.split(r"[\\/]", name)[-1]), name)
     document = Document(
-        doc_id=doc_id or re.sub(r"\.md$", "", re.split(r"[\\/]", name)[-1]),
+        doc_id=doc_id,
         title=title,
         version=version if version is not None else content_version(blocks),
         blocks=tuple(blocks),

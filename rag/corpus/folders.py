@@ -21,6 +21,7 @@ from rag.corpus.documents import (
     Document,
     DocumentError,
     check_access_level,
+    check_document_id,
     check_skipped,
     content_version,
     normalize_passage,
@@ -106,7 +107,7 @@ def read_document(
     if source == "markdown":
         skip = DEFAULT_SKIPPED["markdown"] if skip is None else skip
         return parse_markdown_counted(text, name, skip, default_access)
-    doc_id = Path(name).stem
+    doc_id = check_document_id(Path(name).stem, name)
     if source == "text":
         return parse_text(text, doc_id, default_access), dict.fromkeys(SKIPPABLE, 0)
     if source == "html":

@@ -77,3 +77,27 @@ def test_wikipedia_articles_take_the_corpus_default():
 
 def test_a_document_built_without_an_access_level_is_restricted():
     assert Document(doc_id="x", title="X", version="1", blocks=()).access == "restricted"
+
+
+@pytest.mark.parametrize(
+    ("text", "name", "source"),
+    [
+        ('---\nid: "evil\\e[2Jid"\n---\n# T\n\nText.\n', "notes/evil.md", "markdown"),  # YAML's \e is ESC
+        ("# T\n\nText.\n", "notes/evil\x1b]0;x\x07.md", "markdown"),
+        ("Text.\n", "notes/evil\u202e.txt", "text"),
+    ],
+)
+def test_a_document_id_with_control_characters_is_refused_shown_escaped(text, name, source):
+    with pytest.raises(DocumentError) as caught:
+        read_document(text, name, source, None, "public")
+    message = str(caught.value)
+    assert "holds control or invisible characters" in message
+    assert (
+        "\x1b" not in message.split(": document id ")[1]
+        and "\u202e" not in message.split(": document id ")[1]
+    )
+
+
+def test_a_beir_id_with_an_escape_is_refused():
+    with pytest.raises(BeirFormatError, match=r"^corpus\.jsonl:1: document id 'a\\x1b\[31m' holds control"):
+        parse_corpus([json.dumps({"_id": "a\x1b[31m", "text": "x"})], "corpus.jsonl")
