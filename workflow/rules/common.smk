@@ -273,7 +273,9 @@ def llm_questions_path(corpus, questions):
     for path in heldout["questions"]:
         if Path(path).stem == questions:
             return path
-    raise ConfigError(f"work/llm_answers: no question set {questions!r} (development or a held-out file's stem)")
+    raise ConfigError(
+        f"work/llm_answers: no question set {questions!r} (development or a held-out file's stem)"
+    )
 
 
 def llm_answer_inputs(wildcards):
