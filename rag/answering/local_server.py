@@ -148,7 +148,11 @@ def running(log_path: str | Path, logprobs: bool = False) -> Iterator[str]:
         log.write(f"starting the bundled model on {HOST}:{port}\n")
         log.flush()
         process = subprocess.Popen(
-            server_command(port, logprobs), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            server_command(port, logprobs),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_stop_with_parent,
         )
     try:
         deadline = time.monotonic() + START_SECONDS
@@ -166,6 +170,19 @@ def running(log_path: str | Path, logprobs: bool = False) -> Iterator[str]:
         yield base_url
     finally:
         stop(process)
+
+
+def _stop_with_parent() -> None:
+    """On Linux, the server gets SIGTERM when the job that started it dies, even by SIGKILL.
+
+    A ``finally`` cannot run in a killed job (a Snakemake run stopped by a
+    timeout), and the orphaned server would hold its port and its cores.
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1 = PR_SET_PDEATHSIG
 
 
 def stop(process: subprocess.Popen) -> None:
