@@ -127,6 +127,7 @@ def _unify(text: str) -> str:
         text = re.sub(rf"(\d){space}(\d{{3}})", r"\1,\2", text)
     text = unicodedata.normalize("NFKC", text).replace("\u2019", "'")
     text = re.sub(r"'s\b", "", text)
+    text = re.sub(r"\[\d+(?:\s*[,;]\s*\d+)*\]", " ", text)  # citation markers are not numbers of the answer
     for character, replacement in _MINUS.items():
         text = text.replace(character, replacement)
     text = re.sub(r"\s*°\s*C\b", " degrees Celsius", text)

@@ -72,6 +72,8 @@ def test_answers_that_state_the_reference_are_correct(answer, reference):
         # A long explanatory reference is not matched by its one incidental name.
         ("Earth", "the spacecraft ran out of the hydrazine needed to keep its antenna pointed at Earth"),
         ("carbon monoxide", "carbon dioxide"),
+        # A citation marker is not a number of the answer.
+        ("It arrived in July 2004 [1].", "1 July 2004"),
     ],
 )
 def test_answers_that_do_not_state_the_reference_are_wrong(answer, reference):
