@@ -828,6 +828,7 @@ def judge_ask_answers(
     threshold: float,
     embed: Embed | None = None,
     similarity: Similarity | None = None,
+    weights=None,
 ) -> list[AskJudgement]:
     """Answer every question as ``rag ask`` would (its defaults) and judge the answers by the labels.
 
@@ -835,14 +836,23 @@ def judge_ask_answers(
     in the answer experiments (:func:`quoted_piece`); ``outcome`` judges the
     same answer against the reference answer instead, as a language model's
     answers are judged, so the verdicts of every generator are measured alike.
+    ``weights`` (a :class:`rag.answering.reader.ReaderWeights`) change the
+    reader's weights and rules; None keeps its defaults.
     """
     from rag.answering.correctness import judge_answer
 
     holding = evidence_documents(questions, locate_spans(questions, documents))
     judged = []
     for question in questions:
+        options = {} if weights is None else {"weights": weights}
         report = ask_question(
-            index, question.text, threshold=threshold, reader=reader, embed=embed, similarity=similarity
+            index,
+            question.text,
+            threshold=threshold,
+            reader=reader,
+            embed=embed,
+            similarity=similarity,
+            **options,
         )
         answered = not report.abstained
         outcome = judge_answer(report.answer, question.answer, question.answerable, not answered).outcome

@@ -174,7 +174,7 @@ def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
         correct = setup[outcome == CORRECT]
         row = dict(zip(SETUP_KEYS, values, strict=True))
         row |= {
-            "questions": len(setup),
+            "question_count": len(setup),
             "answerable": int(setup["answerable"].astype(bool).sum()),
             "unanswerable": len(unanswerable),
             "correct": int((outcome == CORRECT).sum()),
@@ -257,7 +257,7 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
                         "retriever": setup[1],
                         "k": setup[2],
                         "outcome": measure,
-                        "questions": len(answers),
+                        "question_count": len(answers),
                         "share": float(answers[measure].mean()),
                         "closed_book_share": float(baseline[measure].mean()),
                         "difference": comparison.mean_difference,
@@ -276,7 +276,7 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
 _COMPARISON_COLUMNS = [
     *SETUP_KEYS,
     "outcome",
-    "questions",
+    "question_count",
     "share",
     "closed_book_share",
     "difference",

@@ -99,13 +99,37 @@ Similarity = Callable[[str, Sequence[str]], Sequence[float]]
 
 @dataclass(frozen=True)
 class ReaderWeights:
-    """How much each signal counts; ``type_penalty`` is subtracted when the type is missing."""
+    """How much each signal counts, and which of the reader's rules apply.
+
+    ``type_penalty`` is subtracted when the type is missing. Each rule can
+    be switched off so that its effect can be measured on the development
+    and the held-out questions alike (:mod:`rag.answering.reader_rules`):
+    ``synonyms`` (:data:`SYNONYM_GROUPS`), ``duration_synonyms``
+    (:data:`DURATION_SYNONYM_GROUPS`), ``referring_context`` (a sentence
+    opening with "it" is read with the sentence before), ``how_adjective``
+    (the adjective after "how" is a question term), ``duration_frame`` (a
+    duration question's "take"/"last" is not), ``unit_words`` (time units
+    after numbers are not terms); ``entity_boost`` and ``label`` are the
+    weights of named things and of terms found in a source's label.
+    """
 
     coverage: float = COVERAGE_WEIGHT
     proximity: float = PROXIMITY_WEIGHT
     similarity: float = SIMILARITY_WEIGHT
     type_penalty: float = TYPE_PENALTY
     topic: float = TOPIC_WEIGHT
+    entity_boost: float = ENTITY_BOOST
+    label: float = LABEL_WEIGHT
+    synonyms: bool = True
+    duration_synonyms: bool = True
+    referring_context: bool = True
+    how_adjective: bool = True
+    duration_frame: bool = True
+    unit_words: bool = True
+
+
+# The reader as it answers: every signal at its frozen weight, every rule on.
+DEFAULT_WEIGHTS = ReaderWeights()
 
 
 @dataclass(frozen=True)
@@ -199,7 +223,7 @@ def _entity_terms(question: str) -> set[str]:
     return {term for word in words[1:] if word[0].isupper() for term in analyze(word)}
 
 
-def _question_terms(question: str) -> list[str]:
+def _question_terms(question: str, weights: ReaderWeights = ReaderWeights()) -> list[str]:
     """The extractive generator's question terms, with two changes for the reader.
 
     The adjective after "how" is kept unless it names the kind of answer
@@ -210,22 +234,26 @@ def _question_terms(question: str) -> list[str]:
     terms = question_terms(question)
     words = tokenize(question)
     for first, second in zip(words, words[1:], strict=False):
+        if not weights.how_adjective:
+            break
         if first == "how" and second not in _KIND_WORDS_AFTER_HOW and second not in terms:
             terms.extend(analyze(second))
     answer_type = expected_type(question)
-    if TIME in answer_type.kinds:
+    if weights.duration_frame and TIME in answer_type.kinds:
         terms = [term for term in terms if term not in _DURATION_FRAME]
     return terms
 
 
-def _weights(question: str, idf: Mapping[str, float]) -> dict[str, float]:
+def _weights(
+    question: str, idf: Mapping[str, float], weights: ReaderWeights = ReaderWeights()
+) -> dict[str, float]:
     """idf weight of each question term; named things ("Ceres", "Voyager") count ENTITY_BOOST
     times, because a sentence about another body answers a different question."""
     fallback = default_unknown_idf(idf)
     entities = _entity_terms(question)
     return {
-        term: max(idf.get(term, fallback), 0.0) * (ENTITY_BOOST if term in entities else 1.0)
-        for term in _question_terms(question)
+        term: max(idf.get(term, fallback), 0.0) * (weights.entity_boost if term in entities else 1.0)
+        for term in _question_terms(question, weights)
     }
 
 
@@ -243,13 +271,21 @@ def _synonym_stems(table: Sequence[Sequence[str]]) -> dict[str, frozenset[str]]:
     return groups
 
 
-_SYNONYMS = _synonym_stems(SYNONYM_GROUPS)
-_DURATION_SYNONYMS = _synonym_stems(SYNONYM_GROUPS + DURATION_SYNONYM_GROUPS)
+# (general synonyms on, duration synonyms on) -> the table of aliases.
+_SYNONYM_TABLES = {
+    (True, False): _synonym_stems(SYNONYM_GROUPS),
+    (True, True): _synonym_stems(SYNONYM_GROUPS + DURATION_SYNONYM_GROUPS),
+    (False, False): {},
+    (False, True): _synonym_stems(DURATION_SYNONYM_GROUPS),
+}
 
 
-def _aliases(question_stems: Sequence[str], answer_type: AnswerType) -> dict[str, str]:
+def _aliases(
+    question_stems: Sequence[str], answer_type: AnswerType, weights: ReaderWeights = ReaderWeights()
+) -> dict[str, str]:
     """Sentence stem -> the question stem it stands for, for the question's terms with synonyms."""
-    table = _DURATION_SYNONYMS if TIME in answer_type.kinds else _SYNONYMS
+    duration = weights.duration_synonyms and TIME in answer_type.kinds
+    table = _SYNONYM_TABLES[weights.synonyms, duration]
     aliases: dict[str, str] = {}
     for stem in question_stems:
         for synonym in sorted(table.get(stem, ())):
@@ -277,7 +313,7 @@ def read_candidates(
     "rotates".
     """
     question = prompt.question
-    plain_weights = _weights(question, idf)
+    plain_weights = _weights(question, idf, weights)
     term_weights: dict[str, float] = {}
     for term, weight in plain_weights.items():
         stems = _stems([term])
@@ -287,16 +323,17 @@ def read_candidates(
     answer_type = expected_type(question)
     entity_stems = set(_stems(sorted(_entity_terms(question))))
     title_of = {number: chunk.title for number, chunk in prompt.sources.items()}
-    aliases = _aliases(list(term_weights), answer_type)
+    aliases = _aliases(list(term_weights), answer_type, weights)
 
     def stems_of(text: str) -> list[str]:
-        return [aliases.get(term, term) for term in analyze(_without_unit_words(text), stem=True)]
+        text = _without_unit_words(text) if weights.unit_words else text
+        return [aliases.get(term, term) for term in analyze(text, stem=True)]
 
     entries: list[tuple[int, int, str, str, str]] = []
     for number, chunk in prompt.sources.items():
         previous = ""
         for position, sentence in enumerate(chunk_sentences(chunk)):
-            context = previous if _opens_with_reference(sentence) else ""
+            context = previous if weights.referring_context and _opens_with_reference(sentence) else ""
             entries.append((number, position, sentence, chunk.label, context))
             previous = sentence
     similarities: list[float | None] = [None] * len(entries)
@@ -309,7 +346,7 @@ def read_candidates(
         in_sentence = set(sentence_terms)
         in_label = set(stems_of(label)) | set(stems_of(context))
         covered = sum(
-            weight * (1.0 if term in in_sentence else LABEL_WEIGHT)
+            weight * (1.0 if term in in_sentence else weights.label)
             for term, weight in term_weights.items()
             if term in in_sentence or term in in_label
         )

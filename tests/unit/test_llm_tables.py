@@ -117,12 +117,14 @@ def test_the_summary_counts_and_shares(judged):
     assert (closed.correct, closed.wrong, closed.answered_unanswerable) == (2, 1, 1)
     assert closed.refused_share == 0.0 and closed.correct_from_memory == 2
     assert bm25.mean_prompt_tokens == 100 and closed.mean_prompt_tokens == 20
-    assert bm25.cached_answers == 6
+    assert bm25.cached_answers == 6 and bm25.question_count == 6
+    assert set(summary["questions"]) == {"development"}  # the question set's name, not a count
 
 
 def test_retrieval_is_compared_with_the_closed_book_on_the_same_questions(judged):
     table = closed_book_comparisons(judged).set_index("outcome")
     assert set(table["retriever"]) == {"bm25"}  # the closed book is the baseline, not a row
+    assert set(table["questions"]) == {"development"} and set(table["question_count"]) == {6}
     correct = table.loc["correct"]
     assert correct.share == pytest.approx(3 / 6) and correct.closed_book_share == pytest.approx(2 / 6)
     assert correct.difference == pytest.approx(1 / 6)

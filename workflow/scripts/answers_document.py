@@ -7,10 +7,14 @@ from rag.answering.answers_document import answers_document
 
 log = io.start_log(snakemake.log[0])
 heldout = pd.read_csv(snakemake.input.heldout[0]) if snakemake.input.heldout else None
+# The language models' tables (summary, closed book, citation check, verdicts), then the reader's rules.
+llm = [pd.read_csv(path) for path in snakemake.input.llm] or [None] * 4
+rules = pd.read_csv(snakemake.input.reader_rules[0]) if snakemake.input.reader_rules else None
 document = answers_document(
     pd.read_csv(snakemake.input.summary),
     pd.read_csv(snakemake.input.thresholds, dtype={"fold": str}),
     heldout,
+    (*llm, rules),
 )
 io.write_text(snakemake.output[0], document)
 io.finish_job()
