@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from rag import io
 from rag.answering.correctness import (
     ABSTAINED,
     ANSWERED_UNANSWERABLE,
@@ -20,6 +19,7 @@ from rag.answering.correctness import (
     reference_names,
     reference_numbers,
 )
+from rag.formats.files import read_yaml
 from rag.labels import parse_questions
 
 BUNDLED = Path(__file__).resolve().parents[2] / "resources" / "solar_system"
@@ -122,7 +122,7 @@ def test_content_in_text_finds_the_reference_in_sources():
 def test_every_reference_answer_is_found_in_itself_and_in_its_evidence(name):
     """An independent check of the judge on the labels: each reference answer was written from
     its evidence span, so the span (written separately) must state it, and so must the answer itself."""
-    questions = parse_questions(io.read_yaml(BUNDLED / name), name)
+    questions = parse_questions(read_yaml(BUNDLED / name), name)
     judged = [question for question in questions if question.answerable and question.answer]
     assert judged
     missing = []

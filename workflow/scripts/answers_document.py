@@ -2,10 +2,11 @@
 
 import pandas as pd
 
-from rag import io
 from rag.answering.answers_document import answers_document
+from rag.formats.files import write_text
+from rag.jobs import finish_job, start_log
 
-log = io.start_log(snakemake.log[0])
+log = start_log(snakemake.log[0])
 heldout = pd.read_csv(snakemake.input.heldout[0]) if snakemake.input.heldout else None
 # The language models' tables (summary, closed book, citation check, verdicts), then the reader's rules.
 llm = [pd.read_csv(path) for path in snakemake.input.llm] or [None] * 4
@@ -16,5 +17,5 @@ document = answers_document(
     heldout,
     (*llm, rules),
 )
-io.write_text(snakemake.output[0], document)
-io.finish_job()
+write_text(snakemake.output[0], document)
+finish_job()

@@ -11,7 +11,9 @@ from rag.answering.llm_tables import (
     summarize_llm_answers,
 )
 from rag.answering.verdicts import verdicts_table
-from rag.io import finish_job, read_columns, start_log, write_csv
+from rag.formats.files import write_csv
+from rag.formats.tables import read_columns
+from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 answers = gather_answer_files([(path, pd.read_parquet(path)) for path in snakemake.input.answers])

@@ -3,7 +3,9 @@
 import json
 from pathlib import Path
 
-from rag.io import finish_job, load_arrays, read_columns, read_yaml, start_log, write_job_ranking
+from rag.formats.files import read_yaml
+from rag.formats.tables import load_arrays, read_columns
+from rag.jobs import finish_job, start_log, write_job_ranking
 from rag.labels import parse_questions
 from rag.retrieval.question_sets import rank_question_set, ranking_provenance
 from rag.retrieval.search import chunk_id_order

@@ -7,7 +7,9 @@ import pandas as pd
 from rag.answering.question_answering import IndexOptions, build_question_index, parse_documents
 from rag.answering.reader import DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
 from rag.answering.reader_rules import development_only_rules, rule_ablation
-from rag.io import finish_job, read_markdown_folder, read_yaml, start_log, write_csv
+from rag.corpus.markdown_files import read_markdown_folder
+from rag.formats.files import read_yaml, write_csv
+from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
 
 log = start_log(snakemake.log[0])
