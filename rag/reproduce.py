@@ -41,6 +41,8 @@ TIMING_COLUMNS: Mapping[str, frozenset[str]] = {
     ),
     # Read from each index job's benchmark file: wall time and peak memory.
     "index_statistics.csv": frozenset({"seconds", "max_rss_mb"}),
+    # A language model's request time, and whether this run read the reply from the cache.
+    "llm_answers.csv": frozenset({"seconds", "cached"}),
     # A language model's answers: seconds per answer, and whether it came from the response
     # cache (a rebuild from the committed cache reads every answer from it).
     "llm_answers_judged.csv": frozenset({"seconds", "cached"}),

@@ -9,7 +9,7 @@
 rule rank_question_set:
     input:
         chunks=CHUNKS,
-        questions=lambda wildcards: question_set_path(wildcards.corpus, wildcards.questions),
+        questions=lambda wildcards: llm_questions_path(wildcards.corpus, wildcards.questions),
         indexes=question_set_indexes,
     output:
         ranking="work/question_sets/{corpus}/{questions}/{chunker}/{retriever}.parquet",
