@@ -24,6 +24,7 @@ randomization test of :mod:`rag.evaluation.significance`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -68,15 +69,15 @@ ANSWER_FILE_COLUMNS: list[str] = [
 TIMING_COLUMNS = frozenset({"seconds", "cached", "seconds_per_answer", "cached_answers"})
 # The per-question outcomes compared with the closed book, each a 0/1 value per question.
 COMPARED: tuple[str, ...] = ("correct", "wrong", "abstained", "refused", "correct_from_memory")
-SEPARATOR = ";"
 
 
 def identifiers(value: object) -> list[str]:
-    """A list cell of an answer file as strings: a list or array, or text joined by ';' ('' is none)."""
+    """A list cell of an answer file as strings: a list or array, or text separated by spaces (the
+    llm generator's files) or ';' ('' is none)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return []
     if isinstance(value, str):
-        return [part.strip() for part in value.split(SEPARATOR) if part.strip()]
+        return [part for part in re.split(r"[;\s]+", value) if part]
     return [str(part) for part in value]
 
 
