@@ -45,7 +45,8 @@ CLOSED = {
 }
 BM25 = {
     "q1": ("1550 km [1]", False, "1", "c1;c2", True, True),
-    "q2": ("Gerard Kuiper [2]", False, "2", "c3 c4", True, True),  # space-separated, as llm-core writes  # right, but cites the wrong source
+    # Space-separated sources, as the llm generator writes them.
+    "q2": ("Gerard Kuiper [2]", False, "2", "c3 c4", True, True),  # right, but cites the wrong source
     "q3": ("", True, "", "c2;c4", None, None),
     "q4": ("Titania [1]", False, "1", "c5", False, True),  # right, from memory: no source says it
     "q5": ("Something [1]", False, "1", "c2", True, True),
