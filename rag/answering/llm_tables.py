@@ -132,11 +132,11 @@ def judge_llm_answers(frame: pd.DataFrame, chunk_texts: Mapping[str, str]) -> pd
                 "supported": judged.correct and in_cited,
             }
         )
-    judged_columns = pd.DataFrame(rows, index=frame.index, columns=list(_JUDGED_COLUMNS))
+    judged_columns = pd.DataFrame(rows, index=frame.index, columns=list(JUDGED_COLUMNS))
     return pd.concat([frame, judged_columns], axis=1)
 
 
-_JUDGED_COLUMNS = (
+JUDGED_COLUMNS = (
     "outcome",
     "correct",
     "reference_in_sources",
