@@ -20,12 +20,9 @@ from rag.answering.reader import DEFAULT_WEIGHTS, ReaderWeights
 
 # Each rule and the reader's weights with that rule off (everything else as it answers).
 RULES: dict[str, ReaderWeights] = {
-    "synonyms": dataclasses.replace(DEFAULT_WEIGHTS, synonyms=False),
     "duration_synonyms": dataclasses.replace(DEFAULT_WEIGHTS, duration_synonyms=False),
     "referring_context": dataclasses.replace(DEFAULT_WEIGHTS, referring_context=False),
-    "how_adjective": dataclasses.replace(DEFAULT_WEIGHTS, how_adjective=False),
     "duration_frame": dataclasses.replace(DEFAULT_WEIGHTS, duration_frame=False),
-    "unit_words": dataclasses.replace(DEFAULT_WEIGHTS, unit_words=False),
     "entity_boost": dataclasses.replace(DEFAULT_WEIGHTS, entity_boost=1.0),
     "topic": dataclasses.replace(DEFAULT_WEIGHTS, topic=0.0),
     "label": dataclasses.replace(DEFAULT_WEIGHTS, label=0.0),

@@ -9,16 +9,16 @@ from rag.answering.reader import DEFAULT_WEIGHTS, read_candidates
 from rag.answering.reader_rules import ALL_RULES, RULES, development_only_rules
 from rag.chunking import Chunk
 
-URANUS = Chunk(
-    "u1",
-    "uranus",
-    "Uranus",
-    "Recognition",
+VENUS = Chunk(
+    "v1",
+    "venus",
+    "Venus",
+    "Orbit",
     0,
-    70,
-    "Before 1781 it was seen as a star. In 1781 W. Herschel noticed a small disc in his telescope.",
+    75,
+    "Venus is bright. The planet completes one circuit around the Sun every 224.7 Earth days.",
 )
-IDF = {"discovered": 2.0, "uranus": 2.5, "who": 0.1}
+IDF = {"year": 1.0, "venus": 1.0, "long": 0.5}
 
 
 def test_each_rule_switches_off_exactly_one_setting():
@@ -28,11 +28,11 @@ def test_each_rule_switches_off_exactly_one_setting():
         assert changed == [rule], rule
 
 
-def test_switching_the_synonyms_off_loses_the_sentence_that_says_noticed():
-    prompt = build_prompt("Who discovered Uranus?", [URANUS])
+def test_switching_the_duration_synonyms_off_loses_the_sentence_that_says_circuit():
+    prompt = build_prompt("How long is a year on Venus?", [VENUS])
     with_rule = read_candidates(prompt, IDF)
-    without = read_candidates(prompt, IDF, weights=RULES["synonyms"])
-    # The second sentence answers with "noticed", a synonym of "discovered".
+    without = read_candidates(prompt, IDF, weights=RULES["duration_synonyms"])
+    # The second sentence answers with "circuit", which stands for "year" in a duration question.
     assert with_rule[1].coverage > without[1].coverage
     assert with_rule[0].coverage == without[0].coverage  # the first has no synonym to lose
 
