@@ -17,7 +17,7 @@ log.info(
     "memory: %d sentences, %d tokens, vocabulary %d",
     *(memory.sentence_count, memory.token_count, len(memory.vocabulary)),
 )
-results, swap = run_grounding(memory, settings, parsed, chunks, ranking)
+results, swaps = run_grounding(memory, settings, parsed, chunks, ranking)
 for result in results:
     log.info("%s", describe_case(result))
 log.info("swap %r -> %r", swap.swap.correct, swap.swap.swapped)

@@ -1,0 +1,271 @@
+"""The grounding cases with a served language model, scored from the token log-probabilities it returns.
+
+The trigram stand-in of :mod:`rag.grounding.trigram` is conditioned on the
+chunks by mixing counts; a real model is conditioned by reading them. So each
+model of the comparison becomes a prompt, and the server scores the answer
+after it (``/completions`` echoing the prompt with ``logprobs``, through
+:func:`rag.answering.chat_client.continuation_logprobs` and its cache):
+
+* **memory**: the prompt alone (closed book);
+* **sources**: the question's top k chunks, numbered, before the prompt;
+* **rag_sequence**, **rag_token**: one request per chunk, that chunk alone
+  before the prompt, giving the table ``log a[z, i]`` of each answer token's
+  log-probability given chunk z; mixed with the retrieval prior exactly as
+  for the trigram model (:mod:`rag.grounding.rag_models`).
+
+What the server cannot give is said in the rows' ``note`` instead of being
+guessed: a server that does not echo per-token log-probabilities (chat-only
+APIs) leaves every score NaN; an answer tokenised into a different number of
+tokens after different chunks has no per-token mixture, so RAG-Token is NaN
+while RAG-Sequence, which needs only each chunk's total, is still exact.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from rag.answering.chat_client import (
+    Endpoint,
+    Sampling,
+    TextCompletion,
+    complete_text,
+    continuation_logprobs,
+)
+from rag.answering.response_cache import ResponseCache
+from rag.grounding.cases import (
+    CaseResult,
+    GroundingCase,
+    RetrievedChunks,
+    SwapCase,
+    SwapResult,
+    check_against_sources,
+    log10_odds_by_model,
+)
+from rag.grounding.rag_models import (
+    AnswerLikelihood,
+    CandidateLikelihood,
+    GroundingComparison,
+    log_retrieval_prior,
+    log_sum_exp,
+    rag_sequence_likelihood,
+    rag_token_likelihood,
+)
+from rag.grounding.trigram import Completion
+
+NO_LOG_PROBABILITIES = "the server gives no per-token log-probabilities of an echoed prompt"
+TOKENS_DIFFER = "the answer has a different number of tokens after different chunks, so no per-token mixture"
+
+# (prefix, continuation) -> the log-probability of each token of the continuation, or None.
+Scorer = Callable[[str, str], "tuple[float, ...] | None"]
+
+
+@dataclass(frozen=True)
+class ServedModel:
+    """A served language model as the grounding cases use it: named, scoring and completing text."""
+
+    name: str
+    score: Scorer
+    complete: Callable[[str], TextCompletion]
+
+
+def served_model(name: str, endpoint: Endpoint, cache: ResponseCache | None, max_tokens: int) -> ServedModel:
+    """The model at ``endpoint``: greedy completions of at most ``max_tokens``, every request cached."""
+    sampling = Sampling(temperature=0.0, max_tokens=max_tokens, seed=0)
+    return ServedModel(
+        name=name,
+        score=lambda prefix, continuation: continuation_logprobs(endpoint, prefix, continuation, cache),
+        complete=lambda prompt: complete_text(endpoint, prompt, sampling, cache),
+    )
+
+
+# --------------------------------------------------------------------------
+# Prompts
+# --------------------------------------------------------------------------
+
+
+def sources_prefix(chunk_texts: Sequence[str], prompt: str) -> str:
+    """The chunks numbered from 1, one per line, then ``prompt``: what "reading the sources" means here."""
+    numbered = "\n".join(f"[{number}] {text}" for number, text in enumerate(chunk_texts, start=1))
+    return f"Sources:\n{numbered}\n\n{prompt}"
+
+
+def continuation_after(prefix: str, text: str) -> str:
+    """``text`` as the server should see it after ``prefix``: one space between words.
+
+    The space belongs to the continuation, so the boundary token is the
+    answer's own first word and not a piece straddling the prompt.
+    """
+    if not prefix or prefix[-1].isspace():
+        return text
+    return " " + text
+
+
+# --------------------------------------------------------------------------
+# Scores
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TokenScores:
+    """One answer after one prefix: its tokens' log-probabilities, or None with the reason."""
+
+    values: tuple[float, ...] | None
+
+    @property
+    def log_likelihood(self) -> float:
+        return math.fsum(self.values) if self.values else math.nan
+
+    @property
+    def token_count(self) -> int:
+        return len(self.values) if self.values else 0
+
+
+def score_after(model: ServedModel, prefix: str, text: str) -> TokenScores:
+    """Each token of ``text`` after ``prefix``: its log-probability, capped at 0 (rounding)."""
+    values = model.score(prefix, continuation_after(prefix, text))
+    return TokenScores(None if values is None else tuple(min(value, 0.0) for value in values))
+
+
+@dataclass(frozen=True)
+class MixtureScores:
+    """RAG-Sequence and RAG-Token log-likelihoods from per-chunk token scores, with why one is missing."""
+
+    token_count: int
+    rag_sequence: float
+    rag_token: float
+    rag_sequence_note: str
+    rag_token_note: str
+
+
+def mixture_scores(log_prior: np.ndarray, per_chunk: Sequence[TokenScores]) -> MixtureScores:
+    """Mix the chunks' token scores with the retrieval prior.
+
+    With one token count for every chunk, the same functions as for the
+    trigram model; RAG-Sequence otherwise from the chunks' totals,
+    ``log sum_z p(z) prod_i a[z, i]``, which needs no token alignment.
+    """
+    if any(scores.values is None for scores in per_chunk):
+        return MixtureScores(0, math.nan, math.nan, NO_LOG_PROBABILITIES, NO_LOG_PROBABILITIES)
+    counts = {scores.token_count for scores in per_chunk}
+    if len(counts) > 1:
+        totals = np.array([scores.log_likelihood for scores in per_chunk])
+        sequence = float(log_sum_exp(log_prior + totals))
+        return MixtureScores(per_chunk[0].token_count, sequence, math.nan, "", TOKENS_DIFFER)
+    prior = np.exp(log_prior)
+    prior = prior / prior.sum()
+    table = np.exp(np.array([scores.values for scores in per_chunk], dtype=float))
+    return MixtureScores(
+        token_count=table.shape[1],
+        rag_sequence=rag_sequence_likelihood(prior, table).log_likelihood,
+        rag_token=rag_token_likelihood(prior, table).log_likelihood,
+        rag_sequence_note="",
+        rag_token_note="",
+    )
+
+
+def _geometric_mean(log_likelihood: float, token_count: int) -> float:
+    return (
+        math.exp(log_likelihood / token_count) if token_count and math.isfinite(log_likelihood) else math.nan
+    )
+
+
+def _answer(
+    kind: str, answer: str, model: str, log_likelihood: float, count: int, note: str
+) -> AnswerLikelihood:
+    return AnswerLikelihood(
+        kind, answer, model, log_likelihood, _geometric_mean(log_likelihood, count), count, note
+    )
+
+
+def answer_likelihoods(
+    model: ServedModel, retrieved: RetrievedChunks, prompt: str, kind: str, answer: str, temperature: float
+) -> list[AnswerLikelihood]:
+    """One answer under memory, sources, RAG-Sequence and RAG-Token: 2 + k requests."""
+    rows = []
+    for name, prefix in (("memory", prompt), ("sources", sources_prefix(retrieved.texts, prompt))):
+        scores = score_after(model, prefix, answer)
+        note = "" if scores.values is not None else NO_LOG_PROBABILITIES
+        rows.append(_answer(kind, answer, name, scores.log_likelihood, scores.token_count, note))
+    per_chunk = [score_after(model, sources_prefix([text], prompt), answer) for text in retrieved.texts]
+    mixed = mixture_scores(log_retrieval_prior(retrieved.scores, temperature), per_chunk)
+    for name in ("rag_sequence", "rag_token"):
+        log_likelihood, note = getattr(mixed, name), getattr(mixed, f"{name}_note")
+        rows.append(_answer(kind, answer, name, log_likelihood, mixed.token_count, note))
+    return rows
+
+
+def memory_completion(model: ServedModel, prompt: str) -> Completion:
+    """The model's greedy continuation of ``prompt`` alone, in the trigram model's record."""
+    reply = model.complete(prompt)
+    values = reply.logprobs
+    log_likelihood = math.fsum(values) if values else math.nan
+    return Completion(
+        prompt=prompt,
+        tokens=reply.tokens,
+        text=reply.text.strip(),
+        log_likelihood=log_likelihood,
+        geometric_mean=_geometric_mean(log_likelihood, len(values or ())),
+        finished=reply.finished,
+    )
+
+
+# --------------------------------------------------------------------------
+# Cases and the swap
+# --------------------------------------------------------------------------
+
+
+def run_served_case(
+    model: ServedModel, case: GroundingCase, retrieved: RetrievedChunks, temperature: float
+) -> CaseResult:
+    """The grounding case with the served model: its completion from memory, both answers scored."""
+    answers = [
+        row
+        for kind, answer in (("true", case.true_answer), ("wrong", case.wrong_answer))
+        for row in answer_likelihoods(model, retrieved, case.prompt, kind, answer, temperature)
+    ]
+    completion = memory_completion(model, case.prompt)
+    partial = GroundingComparison(case.prompt, completion, tuple(answers), math.nan, math.nan)
+    odds = log10_odds_by_model(partial)
+    comparison = GroundingComparison(case.prompt, completion, tuple(answers), odds["memory"], odds["sources"])
+    return CaseResult(
+        case=case,
+        retrieved=retrieved,
+        comparison=comparison,
+        log10_odds=odds,
+        completion_check=check_against_sources(case.prompt, completion.text, retrieved.texts),
+        true_check=check_against_sources(case.prompt, case.true_answer, retrieved.texts),
+        wrong_check=check_against_sources(case.prompt, case.wrong_answer, retrieved.texts),
+        generator=model.name,
+    )
+
+
+def candidate_likelihood(
+    model: ServedModel, retrieved: RetrievedChunks, sentence: str, temperature: float
+) -> CandidateLikelihood:
+    """A whole sentence after each chunk alone, mixed as RAG-Sequence and RAG-Token."""
+    per_chunk = [score_after(model, sources_prefix([text], ""), sentence) for text in retrieved.texts]
+    mixed = mixture_scores(log_retrieval_prior(retrieved.scores, temperature), per_chunk)
+    return CandidateLikelihood(
+        candidate=sentence,
+        token_count=mixed.token_count,
+        rag_sequence_log_likelihood=mixed.rag_sequence,
+        rag_token_log_likelihood=mixed.rag_token,
+        rag_sequence_note=mixed.rag_sequence_note,
+        rag_token_note=mixed.rag_token_note,
+    )
+
+
+def run_served_swap(
+    model: ServedModel, swap: SwapCase, retrieved: RetrievedChunks, temperature: float
+) -> SwapResult:
+    return SwapResult(
+        swap=swap,
+        retrieved=retrieved,
+        correct=candidate_likelihood(model, retrieved, swap.correct, temperature),
+        swapped=candidate_likelihood(model, retrieved, swap.swapped, temperature),
+        generator=model.name,
+    )
