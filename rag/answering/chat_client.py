@@ -63,9 +63,9 @@ class LlmError(RuntimeError):
 class Endpoint:
     """Where a model is served. ``key_variable`` names the environment variable holding the key.
 
-    ``cache_name`` replaces ``base_url`` in the response cache's keys: a
-    server the pipeline starts itself listens on a port that changes every
-    run, so it is keyed by a stable name (its model file) instead.
+    ``identity`` is how the response cache knows the endpoint when its URL
+    is not stable: the bundled server listens on a fresh port each time, so it
+    is known by its model file and server version instead. Default: the base URL.
     """
 
     base_url: str
@@ -73,7 +73,7 @@ class Endpoint:
     key_variable: str | None = None
     concurrency: int = 1
     timeout_seconds: float = 120.0
-    cache_name: str | None = None
+    identity: str | None = None
 
     def __post_init__(self) -> None:
         parsed = urllib.parse.urlsplit(self.base_url if isinstance(self.base_url, str) else "")
@@ -98,17 +98,11 @@ class Endpoint:
             raise ValueError(f"timeout_seconds must be a number of seconds, got {seconds!r}")
         if not 0 < seconds <= 24 * 3600:
             raise ValueError(f"timeout_seconds must be above 0 and at most 86400, got {seconds!r}")
-        if self.cache_name is not None and (
-            not isinstance(self.cache_name, str)
-            or not self.cache_name.strip()
-            or not self.cache_name.isprintable()
-        ):
-            raise ValueError(f"cache_name must be a non-empty printable name, got {self.cache_name!r}")
 
     @property
-    def cache_identity(self) -> str:
-        """What the cache keys this endpoint by: its stable name, else its base URL."""
-        return self.cache_name or self.base_url
+    def cache_name(self) -> str:
+        """The endpoint in cache keys: its identity, else its base URL."""
+        return self.identity or self.base_url
 
     @property
     def loopback(self) -> bool:
@@ -313,7 +307,7 @@ def chat_request(endpoint: Endpoint, messages: list[dict], sampling: Sampling) -
     """What the cache is keyed by: endpoint, model, every sampling parameter, the exact messages."""
     return {
         "kind": "chat",
-        "base_url": endpoint.cache_identity,
+        "endpoint": endpoint.cache_name,
         "model": endpoint.model,
         "sampling": asdict(sampling),
         "messages": messages,
@@ -415,7 +409,7 @@ def progress_text(done: int, total: int, tokens: int, seconds: float) -> str:
 def continuation_request(endpoint: Endpoint, prefix: str, continuation: str) -> dict:
     return {
         "kind": "continuation_logprobs",
-        "base_url": endpoint.cache_identity,
+        "endpoint": endpoint.cache_name,
         "model": endpoint.model,
         "prefix": prefix,
         "continuation": continuation,
@@ -507,7 +501,7 @@ class TextCompletion:
 def completion_request(endpoint: Endpoint, prompt: str, sampling: Sampling, stop: Sequence[str]) -> dict:
     return {
         "kind": "completion",
-        "base_url": endpoint.cache_identity,
+        "endpoint": endpoint.cache_name,
         "model": endpoint.model,
         "sampling": asdict(sampling),
         "stop": list(stop),

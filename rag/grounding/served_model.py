@@ -33,7 +33,9 @@ from rag.answering.chat_client import (
     Sampling,
     TextCompletion,
     complete_text,
+    completion_request,
     continuation_logprobs,
+    continuation_request,
 )
 from rag.answering.response_cache import ResponseCache
 from rag.grounding.cases import (
@@ -72,14 +74,42 @@ class ServedModel:
     complete: Callable[[str], TextCompletion]
 
 
-def served_model(name: str, endpoint: Endpoint, cache: ResponseCache | None, max_tokens: int) -> ServedModel:
-    """The model at ``endpoint``: greedy completions of at most ``max_tokens``, every request cached."""
+COMPLETION_STOP = ("\n",)
+
+
+def served_model(
+    name: str,
+    endpoint: Endpoint,
+    cache: ResponseCache | None,
+    max_tokens: int,
+    start: Callable[[], Endpoint] | None = None,
+) -> ServedModel:
+    """The model at ``endpoint``: greedy completions of at most ``max_tokens``, every request cached.
+
+    With ``start``, ``endpoint`` only names the model for the cache, and
+    ``start`` (called once, at the first reply the cache lacks) returns the
+    live endpoint: a bundled server is started only when something must be
+    asked, so a re-run and the reproduction check need no model.
+    """
     sampling = Sampling(temperature=0.0, max_tokens=max_tokens, seed=0)
-    return ServedModel(
-        name=name,
-        score=lambda prefix, continuation: continuation_logprobs(endpoint, prefix, continuation, cache),
-        complete=lambda prompt: complete_text(endpoint, prompt, sampling, cache),
-    )
+    live: list[Endpoint] = []
+
+    def reach(request: dict) -> Endpoint:
+        if start is None or (cache is not None and cache.get(request) is not None):
+            return endpoint
+        if not live:
+            live.append(start())
+        return live[0]
+
+    def score(prefix: str, continuation: str) -> tuple[float, ...] | None:
+        asked = reach(continuation_request(endpoint, prefix, continuation))
+        return continuation_logprobs(asked, prefix, continuation, cache)
+
+    def complete(prompt: str) -> TextCompletion:
+        asked = reach(completion_request(endpoint, prompt, sampling, COMPLETION_STOP))
+        return complete_text(asked, prompt, sampling, cache, COMPLETION_STOP)
+
+    return ServedModel(name=name, score=score, complete=complete)
 
 
 # --------------------------------------------------------------------------

@@ -253,7 +253,7 @@ def test_complete_text_reads_the_generated_tokens_and_keys_the_cache_by_the_stab
     logprobs = {"tokens": [" about", " 2"], "token_logprobs": [-0.5, -1.5]}
     document = {"choices": [{"text": " about 2", "logprobs": logprobs, "finish_reason": "length"}]}
     server.script[:] = [reply(json.dumps(document).encode())]
-    endpoint = Endpoint(base_url=server.url + "/v1", model="m", cache_name="model.gguf")
+    endpoint = Endpoint(base_url=server.url + "/v1", model="m", identity="model.gguf")
     cache = ResponseCache(tmp_path)
     completion = complete_text(endpoint, "A day on Pluto lasts", Sampling(max_tokens=2), cache)
     assert completion == TextCompletion(" about 2", (" about", " 2"), (-0.5, -1.5), finished=False)
@@ -261,6 +261,6 @@ def test_complete_text_reads_the_generated_tokens_and_keys_the_cache_by_the_stab
     assert server.received[0].path == "/v1/completions" and body["stop"] == ["\n"] and body["max_tokens"] == 2
     (entry,) = tmp_path.glob("*.json")
     assert "model.gguf" in entry.read_text() and server.url not in entry.read_text()
-    moved = Endpoint(base_url="http://127.0.0.1:9/v1", model="m", cache_name="model.gguf")
+    moved = Endpoint(base_url="http://127.0.0.1:9/v1", model="m", identity="model.gguf")
     assert complete_text(moved, "A day on Pluto lasts", Sampling(max_tokens=2), cache) == completion
     assert len(server.received) == 1

@@ -185,10 +185,14 @@ def test_served_case_through_the_client_prefers_what_the_sources_state_and_is_ca
     server, tmp_path
 ) -> None:
     server.script[:] = [stub_language_model]
-    endpoint = Endpoint(base_url=server.url + "/v1", model="stub", cache_name="stub.gguf")
+    live = Endpoint(base_url=server.url + "/v1", model="stub", identity="stub.gguf")
+    # Known to the cache by its identity only: the live endpoint is started at the first miss, once.
+    named = Endpoint(base_url="http://127.0.0.1:9/v1", model="stub", identity="stub.gguf")
+    starts = []
     cache = ResponseCache(tmp_path)
-    model = served_model("stub", endpoint, cache, max_tokens=30)
+    model = served_model("stub", named, cache, max_tokens=30, start=lambda: starts.append(1) or live)
     result = run_served_case(model, CASE, CHUNKS, temperature=1.0)
+    assert starts == [1]
     # 2 answers x (memory, sources, 2 chunks) and one completion.
     assert len(server.received) == 2 * 4 + 1
     assert all(request.path == "/v1/completions" for request in server.received)
@@ -214,9 +218,8 @@ def test_served_case_through_the_client_prefers_what_the_sources_state_and_is_ca
 
     server.script[:] = [reply(b"{}", status=500)]
     before = len(server.received)
-    again = run_served_case(
-        served_model("stub", endpoint, cache, max_tokens=30), CASE, CHUNKS, temperature=1.0
-    )
+    model = served_model("stub", named, cache, max_tokens=30, start=lambda: pytest.fail("nothing to ask"))
+    again = run_served_case(model, CASE, CHUNKS, temperature=1.0)
     assert len(server.received) == before
     assert answer_rows(again) == answer_rows(result) and case_row(again) == case_row(result)
 
