@@ -65,7 +65,8 @@ class Endpoint:
 
     ``identity`` is how the response cache knows the endpoint when its URL
     is not stable: the bundled server listens on a fresh port each time, so it
-    is known by its model file and server version instead. Default: the base URL.
+    is known by its model file and server version instead
+    (:func:`rag.answering.local_server.identity`). Default: the base URL.
     """
 
     base_url: str
@@ -305,10 +306,15 @@ def _usage(document: dict) -> tuple[int, int]:
 
 def chat_request(endpoint: Endpoint, messages: list[dict], sampling: Sampling) -> dict:
     """What the cache is keyed by: endpoint, model, every sampling parameter, the exact messages."""
+    return chat_request_key(endpoint.cache_name, endpoint.model, messages, sampling)
+
+
+def chat_request_key(endpoint_name: str, model: str, messages: list[dict], sampling: Sampling) -> dict:
+    """The cache key of a chat request, from the endpoint's stable name (no port of a local server)."""
     return {
         "kind": "chat",
-        "endpoint": endpoint.cache_name,
-        "model": endpoint.model,
+        "endpoint": endpoint_name,
+        "model": model,
         "sampling": asdict(sampling),
         "messages": messages,
     }
