@@ -22,9 +22,13 @@ while RAG-Sequence, which needs only each chunk's total, is still exact.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -58,6 +62,9 @@ from rag.grounding.rag_models import (
 )
 from rag.grounding.trigram import Completion
 
+if TYPE_CHECKING:
+    from rag.answering.llm_answers import LlmGenerator
+
 NO_LOG_PROBABILITIES = "the server gives no per-token log-probabilities of an echoed prompt"
 TOKENS_DIFFER = "the answer has a different number of tokens after different chunks, so no per-token mixture"
 
@@ -83,15 +90,17 @@ def served_model(
     cache: ResponseCache | None,
     max_tokens: int,
     start: Callable[[], Endpoint] | None = None,
+    sampling: Sampling | None = None,
 ) -> ServedModel:
-    """The model at ``endpoint``: greedy completions of at most ``max_tokens``, every request cached.
+    """The model at ``endpoint``: completions of at most ``max_tokens``, every request cached.
 
     With ``start``, ``endpoint`` only names the model for the cache, and
     ``start`` (called once, at the first reply the cache lacks) returns the
     live endpoint: a bundled server is started only when something must be
-    asked, so a re-run and the reproduction check need no model.
+    asked, so a re-run and the reproduction check need no model. The
+    completion uses ``sampling``'s temperature and seed (default greedy, 0).
     """
-    sampling = Sampling(temperature=0.0, max_tokens=max_tokens, seed=0)
+    sampling = dataclasses.replace(sampling or Sampling(temperature=0.0, seed=0), max_tokens=max_tokens)
     live: list[Endpoint] = []
 
     def reach(request: dict) -> Endpoint:
@@ -110,6 +119,36 @@ def served_model(
         return complete_text(asked, prompt, sampling, cache, COMPLETION_STOP)
 
     return ServedModel(name=name, score=score, complete=complete)
+
+
+def generator_model(
+    generator: LlmGenerator,
+    cache: ResponseCache | None,
+    max_tokens: int,
+    server_log: str | Path,
+    stack: contextlib.ExitStack,
+) -> ServedModel:
+    """An ``llm`` generator entry as a served model; the bundled server is started on the first cache miss.
+
+    The bundled server is started with ``logits_all`` (the log-probability
+    of every prompt token, which echoed scoring needs) and stopped when
+    ``stack`` closes; another endpoint is asked where it is.
+    """
+    from rag.answering.llm_answers import endpoint_identity
+
+    identity = endpoint_identity(generator)
+    if not generator.bundled:
+        endpoint = generator.endpoint(None, identity)
+        return served_model(generator.name, endpoint, cache, max_tokens, sampling=generator.sampling)
+
+    def start() -> Endpoint:
+        from rag.answering import local_server
+
+        base_url = stack.enter_context(local_server.running(server_log, logprobs=True))
+        return generator.endpoint(base_url, identity)
+
+    named = generator.endpoint("http://127.0.0.1/v1", identity)
+    return served_model(generator.name, named, cache, max_tokens, start=start, sampling=generator.sampling)
 
 
 # --------------------------------------------------------------------------
