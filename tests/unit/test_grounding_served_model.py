@@ -257,3 +257,59 @@ def _stub_costs(prefix: str, continuation: str) -> list[float]:
         costs.append(STATED if word in said else UNSTATED)
         said.add(word)
     return costs
+
+
+# --------------------------------------------------------------------------
+# The real bundled server (the llm extra), against the model run in-process
+# --------------------------------------------------------------------------
+
+
+def _bundled_or_skip():
+    from rag.answering import local_server
+
+    missing = local_server.missing_packages()
+    if missing:
+        pytest.skip(f"needs {', '.join(missing)}: {local_server.INSTALL_COMMAND}")
+    return local_server
+
+
+def _in_process_logprobs(model_path: str, prefix: str, continuation: str) -> list[float]:
+    """Each continuation token's log-probability from llama.cpp's logits, computed here, not by the server."""
+    from llama_cpp import Llama
+
+    model = Llama(model_path=model_path, n_ctx=512, n_threads=1, logits_all=True, verbose=False)
+    text = (prefix + continuation).encode("utf-8")
+    tokens = model.tokenize(text, special=True)
+    model.eval(tokens)
+    scores = np.asarray(model.scores[: len(tokens)], dtype=float)
+    peak = scores.max(axis=1, keepdims=True)
+    log_softmax = scores - peak - np.log(np.exp(scores - peak).sum(axis=1, keepdims=True))
+    values, end = [], 0
+    for position, token in enumerate(tokens):
+        end += len(model.detokenize([token], prev_tokens=tokens[:position]))
+        if end > len(prefix.encode("utf-8")) and position > 0:
+            values.append(float(log_softmax[position - 1, token]))
+    return values
+
+
+@pytest.mark.pipeline
+def test_the_bundled_server_scores_as_the_model_does_in_process(tmp_path, monkeypatch) -> None:
+    local_server = _bundled_or_skip()
+    from rag.answering.chat_client import continuation_logprobs
+
+    for variable in ("http_proxy", "HTTP_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(variable, raising=False)
+    log = tmp_path / "server.log"
+    prefix, continuation = "A day on Pluto lasts", " 6.387 Earth days."
+    with local_server.running(log, logprobs=True) as base_url:
+        endpoint = Endpoint(base_url, local_server.MODEL_ALIAS, identity=local_server.identity())
+        served = continuation_logprobs(endpoint, prefix, continuation, ResponseCache(tmp_path / "cache"))
+        model = served_model("smollm2", endpoint, None, max_tokens=12)
+        completion = model.complete(prefix)
+    assert served is not None and len(served) >= 4
+    expected = _in_process_logprobs(str(local_server.model_path()), prefix, continuation)
+    assert served == pytest.approx(expected, abs=0.05)
+    assert (
+        completion.text.strip() and completion.logprobs and len(completion.logprobs) == len(completion.tokens)
+    )
+    assert "/v1/completions" in log.read_text()
