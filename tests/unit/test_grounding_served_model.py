@@ -8,9 +8,7 @@ its ``/completions`` echo requests and the response cache.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 
 import numpy as np
 import pytest
@@ -39,7 +37,7 @@ from rag.grounding.served_model import (
     served_model,
     sources_prefix,
 )
-from tests.fault_server import reply
+from tests.fault_server import WORD_MODEL_STATED, WORD_MODEL_UNSTATED, reply, word_language_model
 
 LOG_10 = math.log(10.0)
 CASE = GroundingCase(
@@ -152,39 +150,13 @@ def test_prompts_number_the_sources_and_put_one_space_before_the_answer() -> Non
 # Through the client, against a stub server
 # --------------------------------------------------------------------------
 
-STATED, UNSTATED = -0.1, -2.0
-COMPLETION = " about 2 years"
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\s*\S+", text)
-
-
-def stub_language_model(request, connection) -> None:
-    """Echo the prompt word by word: a word stated earlier in the prompt costs 0.1 nats, another 2."""
-    body = json.loads(request.body)
-    if not body.get("echo"):
-        tokens = _words(COMPLETION)
-        logprobs = {"tokens": tokens, "token_logprobs": [-0.5] * len(tokens)}
-        document = {"choices": [{"text": COMPLETION, "logprobs": logprobs, "finish_reason": "stop"}]}
-        reply(json.dumps(document).encode())(request, connection)
-        return
-    tokens, offsets, values, position = _words(body["prompt"]), [], [], 0
-    for index, token in enumerate(tokens):
-        offsets.append(position)
-        earlier = {word.strip() for word in tokens[:index]}
-        values.append(None if index == 0 else STATED if token.strip() in earlier else UNSTATED)
-        position += len(token)
-    logprobs = {"tokens": tokens, "text_offset": offsets, "token_logprobs": values}
-    reply(json.dumps({"choices": [{"text": body["prompt"], "logprobs": logprobs}]}).encode())(
-        request, connection
-    )
+STATED, UNSTATED = WORD_MODEL_STATED, WORD_MODEL_UNSTATED
 
 
 def test_served_case_through_the_client_prefers_what_the_sources_state_and_is_cached(
     server, tmp_path
 ) -> None:
-    server.script[:] = [stub_language_model]
+    server.script[:] = [word_language_model]
     live = Endpoint(base_url=server.url + "/v1", model="stub", identity="stub.gguf")
     # Known to the cache by its identity only: the live endpoint is started at the first miss, once.
     named = Endpoint(base_url="http://127.0.0.1:9/v1", model="stub", identity="stub.gguf")
@@ -225,7 +197,7 @@ def test_served_case_through_the_client_prefers_what_the_sources_state_and_is_ca
 
 
 def test_served_swap_scores_both_sentences_after_each_chunk(server, tmp_path) -> None:
-    server.script[:] = [stub_language_model]
+    server.script[:] = [word_language_model]
     endpoint = Endpoint(base_url=server.url + "/v1", model="stub")
     swap = SwapCase(
         "saturn-vs-jupiter-moons", "Saturn has 274 known moons and Jupiter has 95.", ("274", "95")

@@ -23,7 +23,8 @@ rule grounding:
         "../envs/rag.yaml"
     params:
         grounding=canonical_json(GROUNDING),
-        generators=canonical_json(
+        # A function: the prompt templates hold {question}, which is no wildcard.
+        generators=lambda wildcards: canonical_json(
             {name: PLAN.generators[name] for name in GROUNDING["generators"]} if GROUNDING else {}
         ),
         cache=LLM_CACHE,
