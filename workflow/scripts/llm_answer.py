@@ -4,7 +4,6 @@ import json
 
 import pandas as pd
 
-from rag import io
 from rag.answering.answers import evidence_chunks
 from rag.answering.llm_answers import (
     CLOSED_BOOK,
@@ -15,22 +14,28 @@ from rag.answering.llm_answers import (
     generator_from_entry,
 )
 from rag.answering.response_cache import ResponseCache
+from rag.chunk_tables import chunks_from_frame
+from rag.corpus.document_tables import documents_from_frame
+from rag.formats.files import read_yaml
+from rag.formats.tables import provenance, write_parquet
+from rag.jobs import finish_job, start_log
 from rag.labels import judge_chunks, locate_spans, parse_questions
+from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
-log = io.start_log(snakemake.log.job)
+log = start_log(snakemake.log.job)
 keys = ("corpus", "questions", "generator", "chunker", "retriever")
 names = {key: snakemake.wildcards[key] for key in keys}
 entry = json.loads(snakemake.params.generator)
 generator = generator_from_entry(names["generator"], entry)
 setting = Setting(**names, k=int(snakemake.params.k))
-questions = parse_questions(io.read_yaml(snakemake.input.questions), snakemake.input.questions)
+questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
 
 top_chunks, evidence = None, {}
 if setting.retriever != CLOSED_BOOK:
-    chunk_list = io.chunks_from_frame(pd.read_parquet(snakemake.input.chunks))
+    chunk_list = chunks_from_frame(pd.read_parquet(snakemake.input.chunks))
     chunks = {chunk.chunk_id: chunk for chunk in chunk_list}
-    ranked = io.read_ranked_chunk_ids(snakemake.input.ranking, [q.question_id for q in questions])
-    documents = io.documents_from_frame(pd.read_parquet(snakemake.input.parsed))
+    ranked = read_ranked_chunk_ids(snakemake.input.ranking, [q.question_id for q in questions])
+    documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
     evidence = evidence_chunks(judge_chunks(questions, locate_spans(questions, documents), list(chunk_list)))
 
     def top_chunks(question):
@@ -51,5 +56,5 @@ log.info(
     int(frame["faithful"].sum()),
     int(frame["responsive"].sum()),
 )
-io.write_parquet(frame, snakemake.output[0], io.provenance(stage="llm_answer", generator=entry, k=setting.k))
-io.finish_job()
+write_parquet(frame, snakemake.output[0], provenance(stage="llm_answer", generator=entry, k=setting.k))
+finish_job()

@@ -3,7 +3,8 @@
 import pandas as pd
 
 from rag.evaluation.significance import PERMUTATIONS, RESAMPLES, SEED, interval_table, significance_table
-from rag.io import finish_job, start_log, write_csv
+from rag.formats.files import write_csv
+from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 values = pd.read_parquet(snakemake.input.question_values)
