@@ -231,6 +231,38 @@ def _stub_costs(prefix: str, continuation: str) -> list[float]:
     return costs
 
 
+def test_a_bundled_generator_starts_its_server_with_logits_all_only_on_a_cache_miss(
+    server, tmp_path, monkeypatch
+) -> None:
+    import contextlib
+
+    from rag.answering import llm_answers, local_server
+    from rag.grounding.served_model import generator_model
+    from rag.kinds import GENERATOR_KINDS, defaults
+
+    server.script[:] = [word_language_model]
+    started = []
+
+    @contextlib.contextmanager
+    def running(log, logprobs=False):
+        started.append((str(log), logprobs))
+        yield server.url + "/v1"
+
+    monkeypatch.setattr(local_server, "running", running)
+    monkeypatch.setattr(llm_answers, "endpoint_identity", lambda generator: "bundled:model.gguf")
+    generator = llm_answers.generator_from_entry("smollm2", defaults(GENERATOR_KINDS)["llm"])
+    assert generator.bundled
+    cache = ResponseCache(tmp_path / "cache")
+    for _ in range(2):
+        with contextlib.ExitStack() as stack:
+            model = generator_model(generator, cache, 30, tmp_path / "server.log", stack)
+            result = run_served_case(model, CASE, CHUNKS, temperature=1.0)
+    # Started once, for the first run's first miss, with the logits of every prompt token kept.
+    assert started == [(str(tmp_path / "server.log"), True)]
+    assert case_row(result)["generator"] == "smollm2"
+    assert all("bundled:model.gguf" in path.read_text() for path in (tmp_path / "cache").glob("*.json"))
+
+
 # --------------------------------------------------------------------------
 # The real bundled server (the llm extra), against the model run in-process
 # --------------------------------------------------------------------------
