@@ -540,7 +540,15 @@ def complete_text(
             "stop": list(stop),
             "logprobs": 1,
         }
-        reply = post_json(endpoint, "/completions", body, environment)
+        try:
+            reply = post_json(endpoint, "/completions", body, environment)
+        except LlmError as error:
+            # A server that refuses logprobs (llama.cpp without logits_all, say) still completes.
+            if "HTTP 4" not in str(error):
+                raise
+            logger.warning("%s refuses logprobs (%s); asking without", shown_url(endpoint.base_url), error)
+            del body["logprobs"]
+            reply = post_json(endpoint, "/completions", body, environment)
         stored = _completion_reply(reply.document, shown_url(endpoint.base_url))
         if cache is not None:
             cache.put(request, stored)

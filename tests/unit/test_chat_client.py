@@ -264,3 +264,16 @@ def test_complete_text_reads_the_generated_tokens_and_keys_the_cache_by_the_stab
     moved = Endpoint(base_url="http://127.0.0.1:9/v1", model="m", identity="model.gguf")
     assert complete_text(moved, "A day on Pluto lasts", Sampling(max_tokens=2), cache) == completion
     assert len(server.received) == 1
+
+
+def test_complete_text_asks_again_without_logprobs_when_the_server_refuses_them(server):
+    document = {"choices": [{"text": " about 2 years", "finish_reason": "stop"}]}
+    server.script[:] = [
+        reply(b'{"error": "logprobs not supported"}', status=400),
+        reply(json.dumps(document).encode()),
+    ]
+    endpoint = Endpoint(base_url=server.url + "/v1", model="m")
+    completion = complete_text(endpoint, "A day on Pluto lasts", Sampling(max_tokens=8), None)
+    assert completion == TextCompletion(" about 2 years", (), None, finished=True)
+    first, second = (json.loads(request.body) for request in server.received)
+    assert first["logprobs"] == 1 and "logprobs" not in second
