@@ -66,6 +66,15 @@ if TYPE_CHECKING:
     from rag.answering.llm_answers import LlmGenerator
 
 NO_LOG_PROBABILITIES = "the server gives no per-token log-probabilities of an echoed prompt"
+# llama-cpp-python 0.3.36 reports, for each echoed prompt token, the log-probability
+# of that token under the distribution *after* it (Llama._create_completion pairs
+# token i with logits row i instead of i - 1): checked against the same model's
+# logits in-process (tests/unit/test_grounding_served_model.py). Its completions
+# are not affected, since they are offset by the prompt length minus one.
+MISALIGNED_ECHO = (
+    "the bundled llama-cpp-python server misaligns echoed log-probabilities by one token, "
+    "so they are not used"
+)
 TOKENS_DIFFER = "the answer has a different number of tokens after different chunks, so no per-token mixture"
 
 # (prefix, continuation) -> the log-probability of each token of the continuation, or None.
@@ -79,6 +88,8 @@ class ServedModel:
     name: str
     score: Scorer
     complete: Callable[[str], TextCompletion]
+    # Why a score is missing when ``score`` returns None.
+    unscored: str = NO_LOG_PROBABILITIES
 
 
 COMPLETION_STOP = ("\n",)
@@ -148,7 +159,8 @@ def generator_model(
         return generator.endpoint(base_url, identity)
 
     named = generator.endpoint("http://127.0.0.1/v1", identity)
-    return served_model(generator.name, named, cache, max_tokens, start=start, sampling=generator.sampling)
+    model = served_model(generator.name, named, cache, max_tokens, start=start, sampling=generator.sampling)
+    return dataclasses.replace(model, score=lambda prefix, continuation: None, unscored=MISALIGNED_ECHO)
 
 
 # --------------------------------------------------------------------------
@@ -210,7 +222,9 @@ class MixtureScores:
     rag_token_note: str
 
 
-def mixture_scores(log_prior: np.ndarray, per_chunk: Sequence[TokenScores]) -> MixtureScores:
+def mixture_scores(
+    log_prior: np.ndarray, per_chunk: Sequence[TokenScores], unscored: str = NO_LOG_PROBABILITIES
+) -> MixtureScores:
     """Mix the chunks' token scores with the retrieval prior.
 
     With one token count for every chunk, the same functions as for the
@@ -218,7 +232,7 @@ def mixture_scores(log_prior: np.ndarray, per_chunk: Sequence[TokenScores]) -> M
     ``log sum_z p(z) prod_i a[z, i]``, which needs no token alignment.
     """
     if any(scores.values is None for scores in per_chunk):
-        return MixtureScores(0, math.nan, math.nan, NO_LOG_PROBABILITIES, NO_LOG_PROBABILITIES)
+        return MixtureScores(0, math.nan, math.nan, unscored, unscored)
     counts = {scores.token_count for scores in per_chunk}
     if len(counts) > 1:
         totals = np.array([scores.log_likelihood for scores in per_chunk])
@@ -257,10 +271,10 @@ def answer_likelihoods(
     rows = []
     for name, prefix in (("memory", prompt), ("sources", sources_prefix(retrieved.texts, prompt))):
         scores = score_after(model, prefix, answer)
-        note = "" if scores.values is not None else NO_LOG_PROBABILITIES
+        note = "" if scores.values is not None else model.unscored
         rows.append(_answer(kind, answer, name, scores.log_likelihood, scores.token_count, note))
     per_chunk = [score_after(model, sources_prefix([text], prompt), answer) for text in retrieved.texts]
-    mixed = mixture_scores(log_retrieval_prior(retrieved.scores, temperature), per_chunk)
+    mixed = mixture_scores(log_retrieval_prior(retrieved.scores, temperature), per_chunk, model.unscored)
     for name in ("rag_sequence", "rag_token"):
         log_likelihood, note = getattr(mixed, name), getattr(mixed, f"{name}_note")
         rows.append(_answer(kind, answer, name, log_likelihood, mixed.token_count, note))
@@ -317,7 +331,7 @@ def candidate_likelihood(
 ) -> CandidateLikelihood:
     """A whole sentence after each chunk alone, mixed as RAG-Sequence and RAG-Token."""
     per_chunk = [score_after(model, sources_prefix([text], ""), sentence) for text in retrieved.texts]
-    mixed = mixture_scores(log_retrieval_prior(retrieved.scores, temperature), per_chunk)
+    mixed = mixture_scores(log_retrieval_prior(retrieved.scores, temperature), per_chunk, model.unscored)
     return CandidateLikelihood(
         candidate=sentence,
         token_count=mixed.token_count,
