@@ -518,6 +518,11 @@ def canonical_answers(
                 f"{where}['generators']: {kinds.count(kind)} generators of kind {kind!r}; "
                 "its rows are named after the kind, so list one"
             )
+    if not any(kind in OFFLINE_GENERATOR_KINDS for kind in kinds):
+        raise ConfigError(
+            f"{where}['generators']: lists neither the extractive generator nor the reader; the answer "
+            "tables, the abstention sweep and routing are made from their answers, so list one"
+        )
     reader_entry = next((generators[name] for name in names if generators[name]["kind"] == "reader"), None)
     reader_settings = {key: value for key, value in (reader_entry or {}).items() if key != "kind"}
     reader = canonical_reader(reader_settings, f"{where}['reader']")

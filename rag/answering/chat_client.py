@@ -94,6 +94,10 @@ class Endpoint:
             or not 1 <= self.concurrency <= 64
         ):
             raise ValueError(f"concurrency must be an integer from 1 to 64, got {self.concurrency!r}")
+        if self.identity is not None and (
+            not isinstance(self.identity, str) or not self.identity.strip() or not self.identity.isprintable()
+        ):
+            raise ValueError("identity must be a non-empty printable name")
         seconds = self.timeout_seconds
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
             raise ValueError(f"timeout_seconds must be a number of seconds, got {seconds!r}")

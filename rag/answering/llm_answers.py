@@ -159,11 +159,11 @@ def messages_for(question: str, chunks: Sequence[Chunk] | None, template: Prompt
     asked = neutralize(question)
     if chunks is None:
         return [
-            {"role": "system", "content": template.closed_book_system},
+            {"role": "system", "content": template.closed_book_system.format()},
             {"role": "user", "content": template.closed_book_user.format(question=asked)},
         ]
     user = template.user.format(question=asked, sources=render_sources(chunks))
-    return [{"role": "system", "content": template.system}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": template.system.format()}, {"role": "user", "content": user}]
 
 
 def is_abstention(answer: str) -> bool:

@@ -82,7 +82,7 @@ def bundled(tmp_path_factory):
     root = tmp_path_factory.mktemp("llm-bundled")
     project = copy_project(root / "project")
     workdir = make_workdir(root / "work")
-    configure(workdir, {"kind": "llm", "base_url": "bundled", "max_tokens": 48})
+    configure(workdir, {"kind": "llm", "base_url": "bundled", "max_tokens": 16, "timeout": 900})
     first = snakemake(workdir, "--cores", "2", *TARGETS, snakefile=project / "Snakefile")
     return project, workdir, first.stdout + first.stderr
 

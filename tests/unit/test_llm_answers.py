@@ -152,7 +152,7 @@ def test_an_llm_generator_answers_closed_book_and_from_each_listed_ranking():
 )
 def test_generator_mistakes_are_one_line_naming_the_key(generators, answers, expected):
     config = tiny(**answers)
-    config["generators"] = generators
+    config["generators"] = {"extractive": {"kind": "extractive"}, **generators}
     message = error_of(config)
     assert expected in message, message
     assert "\n" not in message
@@ -421,3 +421,9 @@ def test_a_fully_cached_bundled_generator_starts_no_server(monkeypatch, tmp_path
     (completion,) = complete_with_cache(bundled, cache)([conversation])
     assert completion == Completion("6.4 days.", 9, 3, 0.25, cached=True)
     assert llm_answers.endpoint_identity(bundled) == "bundled:test.gguf:sha256=00"
+
+
+def test_the_answer_tables_need_an_offline_generator():
+    config = tiny(generators=["stub"])
+    config["generators"] = {"stub": stub_generator()}
+    assert error_of(config).startswith("config['answers']['generators']: lists neither the extractive")

@@ -247,9 +247,11 @@ def reader_params(wildcards):
 
 
 def answer_files(stem):
-    """One answer file per reader: the extractive generator's, then each reader's."""
-    names = ANSWERS["reader"]["names"] if ANSWERS is not None else []
-    return [f"{stem}.parquet", *(f"{stem}.{name}.parquet" for name in names)]
+    """One answer file per offline generator listed in answers.generators: the extractive one's, then each reader's."""
+    if ANSWERS is None:
+        return []
+    extractive = [f"{stem}.parquet"] if "extractive" in ANSWERS["offline"] else []
+    return [*extractive, *(f"{stem}.{name}.parquet" for name in ANSWERS["reader"]["names"])]
 
 
 def heldout_input(kind):
