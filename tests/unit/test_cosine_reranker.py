@@ -19,6 +19,7 @@ from rag.kinds import RETRIEVER_KINDS, defaults, kinds_with
 from rag.retrieval.dense import sentence_embeddings
 from rag.retrieval.funnel import configured_reranker, funnel_ranking
 from rag.retrieval.search import Ranking, chunk_id_order
+from tests.extras import needs
 from tests.workdir import FIXTURES, PROJECT
 
 SCHEMA = yaml.safe_load((PROJECT / "workflow/schemas/config.schema.yaml").read_text())
@@ -45,6 +46,7 @@ def test_the_kind_is_a_reranker_with_no_rankings_of_its_own():
     assert "minilm_cosine" in kinds_with("rerank") and "minilm_cosine" not in kinds_with(plain=True)
 
 
+@needs("dense")  # the plan refuses a model kind whose packages are missing
 def test_a_funnel_reranks_with_it_and_the_plan_makes_no_rankings_for_it():
     funnel = {"kind": "funnel", "first": "bm25", "rerank": "mc", "candidates": 3}
     plan = build_plan(tiny_with({"mc": {"kind": "minilm_cosine"}, "f": funnel}), SCHEMA, FIXTURES / "tiny")
@@ -54,6 +56,7 @@ def test_a_funnel_reranks_with_it_and_the_plan_makes_no_rankings_for_it():
     assert set(plan.rerank_entries("f")) == {"mc"}
 
 
+@needs("dense")  # the plan refuses a model kind whose packages are missing
 def test_naming_it_as_a_first_stage_is_one_line_naming_the_key():
     funnel = {"kind": "funnel", "first": "mc", "rerank": None, "candidates": 3}
     with pytest.raises(ConfigError, match=r"config\['retrievers'\]\['f'\]\['first'\]: 'mc' only reranks"):
