@@ -53,6 +53,12 @@ a usage error (bad or inconsistent options), 1 for any other error (missing or
 empty folder, a document that does not parse, a hosted model that fails). Errors
 are one line on stderr.
 
+``rag compare BEFORE AFTER`` compares two results folders (the committed
+``results/`` and an ablation's ``--config results=...`` folder, say): the
+configurations added or removed, every metric mean that changed with both 95 %
+intervals, and every verdict of significance.csv that flipped
+(rag.evaluation.compare_results). Provenance and timing columns are ignored.
+
 This is the only module of the package that prints.
 """
 
@@ -230,6 +236,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder for the fitted indexes (default: %(default)s in the current directory)",
     )
     ask.set_defaults(command_parser=ask)
+    compare = commands.add_parser(
+        "compare",
+        help="what changed between two results folders",
+        description=(
+            "Compare two results folders (e.g. results/ and an ablation's --config results=... folder): "
+            "configurations added or removed, metric means that changed with their 95 %% intervals, "
+            "and flipped verdicts of significance.csv. Provenance and timing columns are ignored."
+        ),
+        epilog="Exit status: 0 compared, 2 usage error, 1 a folder without the tables.",
+    )
+    compare.add_argument("before", type=Path, metavar="BEFORE", help="the first results folder")
+    compare.add_argument("after", type=Path, metavar="AFTER", help="the second results folder")
+    compare.set_defaults(command_parser=compare)
     return parser
 
 
@@ -636,11 +655,23 @@ def ask(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def compare(arguments: argparse.Namespace) -> int:
+    """``rag compare``: print what changed between two results folders."""
+    from rag.evaluation.compare_results import CompareError, compare_results
+
+    try:
+        comparison = compare_results(arguments.before, arguments.after)
+    except CompareError as error:
+        raise AskError(str(error)) from None
+    print(visible("\n".join(comparison.lines(_shown(arguments.before), _shown(arguments.after)))))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rag`` script and of ``python -m rag``; returns the exit status."""
     arguments = parse_arguments(argv)
     try:
-        return ask(arguments)
+        return compare(arguments) if arguments.command == "compare" else ask(arguments)
     except AskError as error:
         message = visible(" ".join(str(error).split()))
         print(f"{PROGRAM} {arguments.command}: error: {message}", file=sys.stderr)
