@@ -313,12 +313,23 @@ def _index_modules(dense: bool = False) -> list[object]:
     return [*modules, question_answering]
 
 
+def _progress(line: str) -> None:
+    """A progress line of a long step (building the index, encoding), on stderr as it happens."""
+    print(f"{PROGRAM} ask: {visible(line, keep_newlines=False)}", file=sys.stderr, flush=True)
+
+
 def load_or_build_index(
-    folder: Path, cache: Path, options: IndexOptions, embed: Callable | None = None
+    folder: Path,
+    cache: Path,
+    options: IndexOptions,
+    embed: Callable | None = None,
+    report: Callable[[str], None] = _progress,
 ) -> tuple[QuestionIndex, list[str]]:
     """The index of ``folder`` from the cache, or built and cached; plus the lines to show about it.
 
     ``embed`` embeds the chunks when ``options.dense_model`` asks for MiniLM embeddings.
+    Building can take minutes on a large folder: ``report`` hears when it
+    starts, and the embedder reports its own progress.
     """
     from rag.answering.question_answering import (
         build_question_index,
@@ -358,6 +369,7 @@ def load_or_build_index(
     except (BundleError, ValueError) as error:
         lines.append(f"note: the cached index in {_shown(entry)} is unreadable ({error}); rebuilding it")
 
+    report(f"index: not cached, building it from {len(files)} documents of {_shown(folder)}")
     try:
         documents = parse_documents(files, location=f"{folder}{os.sep}")
     except DocumentError as error:
@@ -598,7 +610,7 @@ def ask(arguments: argparse.Namespace) -> int:
     if dense:
         from rag.answering.reader import CachedSentenceEmbedder
 
-        embedder = CachedSentenceEmbedder(arguments.cache / EMBEDDINGS_FOLDER, DENSE_MODEL)
+        embedder = CachedSentenceEmbedder(arguments.cache / EMBEDDINGS_FOLDER, DENSE_MODEL, report=_progress)
     embed = embedder.embed if embedder is not None else None
     # The MiniLM similarity made the reader worse on the labelled questions
     # (docs/answers.md), so it is used only when asked for.

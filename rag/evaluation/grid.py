@@ -172,6 +172,7 @@ def evaluate_runs_from_pieces(
     """
     from rag.evaluation.pieces import describe, file_digest, piece_key, reuse_or_compute
     from rag.io import read_ranked_chunk_ids
+    from rag.progress import Progress
 
     keys = {
         run: piece_key(code, list(ks), label_digests[run[:2]], file_digest(path))
@@ -180,12 +181,12 @@ def evaluate_runs_from_pieces(
 
     def compute(missing):
         scored = {}
-        for run in missing:
+        progress = Progress("scored rankings", len(missing), report or (lambda line: None))
+        for done, run in enumerate(missing, start=1):
             corpus, chunker = run[:2]
             ranked = read_ranked_chunk_ids(rankings[run], [q.question_id for q in questions[corpus]])
             scored[run] = evaluate_run(ranked, questions[corpus], labels[corpus, chunker], ks)
-            if report is not None:
-                report(f"{'/'.join(run)}: {len(ranked)} questions")
+            progress.update(done)
         return scored
 
     runs, computed = reuse_or_compute(store, "evaluate", keys, compute)

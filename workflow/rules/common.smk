@@ -77,6 +77,12 @@ EMBEDDING_CACHE = "cache/embeddings"
 # computes only the pieces of new or changed rankings (rag.evaluation.pieces).
 # Outside the DAG too; deleting it costs only time.
 PIECES = "work/pieces"
+# Every metric of every question of one results folder: an ablation sent to a
+# folder of its own (--config results=...) keeps its own, so running it never
+# re-runs the jobs of the committed results/ (README.md, "Add an ablation").
+QUESTION_VALUES = "work/evaluation/{}/question_values.parquet".format(
+    RESULTS.strip("/").replace("/", "_") or "root"
+)
 # Corpus keys that only steer evaluation: changing them must not re-parse.
 EVALUATION_KEYS = ("level", "depth")
 

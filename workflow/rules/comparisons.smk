@@ -9,7 +9,7 @@ BASELINE = PLAN.baseline
 
 rule significance:
     input:
-        question_values="work/evaluation/question_values.parquet",
+        question_values=QUESTION_VALUES,
     output:
         intervals=report(
             f"{RESULTS}/metrics_ci.csv",
@@ -63,7 +63,7 @@ rule results_readme:
     input:
         summary=f"{RESULTS}/summary.csv",
         significance=f"{RESULTS}/significance.csv",
-        question_values="work/evaluation/question_values.parquet",
+        question_values=QUESTION_VALUES,
     output:
         f"{RESULTS}/README.md",
     log:

@@ -18,7 +18,7 @@ rule evaluate:
         per_question=f"{RESULTS}/per_question.csv",
         by_type=f"{RESULTS}/metrics_by_type.csv",
         by_document=f"{RESULTS}/metrics_by_document.csv",
-        question_values="work/evaluation/question_values.parquet",
+        question_values=QUESTION_VALUES,
     log:
         "logs/evaluate.log",
     benchmark:
@@ -89,6 +89,12 @@ rule plot_retrieval:
             category="1. Retrieval",
             subcategory="Figures",
         ),
+        overview=report(
+            f"{RESULTS}/figures/overview.png",
+            caption="../report/overview.rst",
+            category="1. Retrieval",
+            subcategory="Figures",
+        ),
     log:
         "logs/plot_retrieval.log",
     conda:
@@ -96,6 +102,7 @@ rule plot_retrieval:
     params:
         figures=canonical_json(FIGURES),
         depth=config["evaluation"]["depth"],
+        baseline=PLAN.baseline,
         code=script_digest("plot_retrieval.py"),
     script:
         "../scripts/plot_retrieval.py"
