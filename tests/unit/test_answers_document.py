@@ -71,6 +71,9 @@ def test_the_document_names_the_best_setup_its_threshold_and_every_row():
     # Only fold "all" counts: the fold-0 threshold of 2.0 is not reported.
     assert "- `reader`: 0.75 to 0.90 over 2 rankings" in document
     assert "held-out" not in document
+    # Why its best can differ from results/README.md's recommendation: it ranks only the answer pairs.
+    assert "This ranks the 2 (chunker, retriever) pairs the answer experiments run (`answers`" in document
+    assert "[README.md](README.md) recommends from the whole retrieval grid" in document
 
 
 def test_the_heldout_table_pairs_single_document_and_unanswerable_rows():
