@@ -171,7 +171,7 @@ def evaluate_runs_from_pieces(
     in the order of ``rankings`` and a line saying how many were reused.
     """
     from rag.evaluation.pieces import describe, file_digest, piece_key, reuse_or_compute
-    from rag.io import read_ranked_chunk_ids
+    from rag.retrieval.ranking_files import read_ranked_chunk_ids
     from rag.progress import Progress
 
     keys = {

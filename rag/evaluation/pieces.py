@@ -17,7 +17,7 @@ so a stored piece is exactly what computing it again would give; a changed
 input, parameter or module gives a new key, and the old piece is never read.
 
 The store lies outside the DAG, like the embedding cache (docs/pipeline.md):
-deleting it costs only time. Pieces are written atomically (rag.io.atomic_path),
+deleting it costs only time. Pieces are written atomically (rag.formats.files.atomic_path),
 so a killed job leaves no half-written piece behind.
 """
 
@@ -81,7 +81,7 @@ class PieceStore:
             return None
 
     def save_bytes(self, kind: str, key: str, data: bytes, suffix: str = ".bin") -> None:
-        from rag.io import atomic_path
+        from rag.formats.files import atomic_path
 
         with atomic_path(self.path(kind, key, suffix)) as temporary:
             temporary.write_bytes(data)

@@ -5,14 +5,10 @@ import pandas as pd
 from rag.evaluation.document_relevance import beir_summary, collapse_to_documents, document_relevance
 from rag.evaluation.metrics import WHOLE_LIST, evaluate_rankings
 from rag.evaluation.statistics import aggregate_metrics
-from rag.io import (
-    finish_job,
-    judgements_from_frame,
-    read_questions,
-    read_ranked_chunk_ids,
-    start_log,
-    write_csv,
-)
+from rag.formats.files import write_csv
+from rag.jobs import finish_job, start_log
+from rag.question_tables import judgements_from_frame, read_questions
+from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
 log = start_log(snakemake.log[0])
 ks = snakemake.params.ks

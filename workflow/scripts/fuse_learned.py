@@ -2,7 +2,6 @@
 
 import json
 
-from rag import io
 from rag.evaluation.learned_fusion import (
     LearnedFusionSettings,
     describe_choice,
@@ -10,28 +9,33 @@ from rag.evaluation.learned_fusion import (
     weights_table,
 )
 from rag.evaluation.metrics import QRELS_COLUMNS
+from rag.formats.files import write_csv
+from rag.formats.tables import provenance, read_columns, read_provenance, write_parquet
+from rag.jobs import finish_job, start_log
 from rag.provenance import carried, record_digest
+from rag.question_tables import read_questions
+from rag.retrieval.ranking_files import rankings_to_table, read_component_provenance, read_component_rankings
 
-log = io.start_log(snakemake.log[0])
+log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
 settings = LearnedFusionSettings.from_entry(entry)
-chunk_ids = io.read_columns(snakemake.input.chunks, ["chunk_id"])["chunk_id"]
-question_ids, components = io.read_component_rankings(snakemake.input.components, chunk_ids)
-questions = io.read_questions(snakemake.input.questions)
-qrels = io.read_columns(snakemake.input.qrels, QRELS_COLUMNS)
+chunk_ids = read_columns(snakemake.input.chunks, ["chunk_id"])["chunk_id"]
+question_ids, components = read_component_rankings(snakemake.input.components, chunk_ids)
+questions = read_questions(snakemake.input.questions)
+qrels = read_columns(snakemake.input.qrels, QRELS_COLUMNS)
 rankings, choices = learned_fusion(settings, components, chunk_ids, questions, qrels, snakemake.params.depth)
 for choice in choices:
     log.info("%s", describe_choice(choice, settings))
-io.write_csv(weights_table(choices, entry["components"]), snakemake.output.weights)
-io.write_parquet(
-    io.rankings_to_table(question_ids, [rankings[question_id] for question_id in question_ids], chunk_ids),
+write_csv(weights_table(choices, entry["components"]), snakemake.output.weights)
+write_parquet(
+    rankings_to_table(question_ids, [rankings[question_id] for question_id in question_ids], chunk_ids),
     snakemake.output.ranking,
-    io.provenance(
-        **carried(io.read_provenance(snakemake.input.chunks)),
+    provenance(
+        **carried(read_provenance(snakemake.input.chunks)),
         stage="fuse_learned",
         retriever=entry,
         retriever_digest=record_digest(entry),
-        components=io.read_component_provenance(entry["components"], snakemake.input.components),
+        components=read_component_provenance(entry["components"], snakemake.input.components),
     ),
 )
-io.finish_job()
+finish_job()

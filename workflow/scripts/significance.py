@@ -17,7 +17,8 @@ from rag.evaluation.significance import (
     interval_table_from_pieces,
     significance_table_from_pieces,
 )
-from rag.io import finish_job, start_log, write_csv
+from rag.formats.files import write_csv
+from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 values = pd.read_parquet(snakemake.input.question_values)

@@ -11,7 +11,8 @@ import pandas as pd
 from rag.evaluation.metrics import relevance_by_question
 from rag.evaluation.pieces import PieceStore, describe, file_digest, piece_key, reuse_or_compute
 from rag.evaluation.trec import chunk_judgements, piece_judgements, qrels_lines, run_file
-from rag.io import atomic_path, finish_job, read_yaml, start_log, write_text
+from rag.formats.files import atomic_path, read_yaml, write_text
+from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
 
 log = start_log(snakemake.log[0])
