@@ -171,8 +171,8 @@ def evaluate_runs_from_pieces(
     in the order of ``rankings`` and a line saying how many were reused.
     """
     from rag.evaluation.pieces import describe, file_digest, piece_key, reuse_or_compute
-    from rag.retrieval.ranking_files import read_ranked_chunk_ids
     from rag.progress import Progress
+    from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
     keys = {
         run: piece_key(code, list(ks), label_digests[run[:2]], file_digest(path))

@@ -160,7 +160,8 @@ def gzip_bytes(text: str) -> bytes:
 
 
 def run_file(path, run_name: str) -> bytes:
-    """A ranking file (rag.retrieval.ranking_files.RANKING_COLUMNS) as the gzip bytes of its TREC run named ``run_name``."""
+    """A ranking file (rag.retrieval.ranking_files.RANKING_COLUMNS) as the gzip bytes of its
+    TREC run named ``run_name``."""
     from rag.formats.tables import read_columns
     from rag.retrieval.ranking_files import RANKING_COLUMNS
 
