@@ -82,7 +82,7 @@ PIECES = "work/pieces"
 # folder of its own (--config results=...) keeps its own, so running it never
 # re-runs the jobs of the committed results/ (README.md, "Add an ablation").
 QUESTION_VALUES = "work/evaluation/{}/question_values.parquet".format(
-    RESULTS.strip("/").replace("/", "_") or "root"
+    "_".join(part for part in Path(RESULTS).parts if part != os.sep) or "root"
 )
 # Corpus keys that only steer evaluation: changing them must not re-parse.
 EVALUATION_KEYS = ("level", "depth")
