@@ -1,10 +1,11 @@
-"""Fuse a learned entry's components with cross-validated weights; record each fold's weights."""
+"""Fuse a learned entry's components with weights chosen by nested cross-validation; record each fold."""
 
 import json
 
 from rag import io
 from rag.evaluation.learned_fusion import (
     LearnedFusionSettings,
+    chunk_relevance,
     describe_choice,
     learned_fusion,
     weights_table,
@@ -18,11 +19,15 @@ settings = LearnedFusionSettings.from_entry(entry)
 chunk_ids = io.read_columns(snakemake.input.chunks, ["chunk_id"])["chunk_id"]
 question_ids, components = io.read_component_rankings(snakemake.input.components, chunk_ids)
 questions = io.read_questions(snakemake.input.questions)
-qrels = io.read_columns(snakemake.input.qrels, QRELS_COLUMNS)
-rankings, choices = learned_fusion(settings, components, chunk_ids, questions, qrels, snakemake.params.depth)
+relevance = chunk_relevance(questions, io.read_columns(snakemake.input.qrels, QRELS_COLUMNS))
+rankings, choices, warnings = learned_fusion(
+    settings, components, chunk_ids, questions, relevance, snakemake.params.depth
+)
+for warning in warnings:
+    log.warning("%s", warning)
 for choice in choices:
     log.info("%s", describe_choice(choice, settings))
-io.write_csv(weights_table(choices, entry["components"]), snakemake.output.weights)
+io.write_csv(weights_table(choices, entry["components"], settings), snakemake.output.weights)
 io.write_parquet(
     io.rankings_to_table(question_ids, [rankings[question_id] for question_id in question_ids], chunk_ids),
     snakemake.output.ranking,
