@@ -471,6 +471,9 @@ CORPUS_SOURCES: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 BEIR_DEFAULTS: dict[str, object] = {"split": "test", "queries": "judged"}
+# The depth at which fusions read their components on a BEIR corpus, unless
+# configured: the 1,000 of Pyserini's and BEIR's own fusion runs.
+BEIR_COMPONENT_DEPTH = 1000
 
 
 def check_corpus(entry: Mapping, where: str) -> None:
@@ -630,6 +633,32 @@ class Plan:
     def ranking_depth(self, corpus: str) -> int:
         """Chunks ranked per question: the corpus's own depth, or evaluation.depth."""
         return int(self.corpora[corpus].get("depth", self.depth))
+
+    def component_depth(self, corpus: str) -> int:
+        """Chunks a fusion reads of each component per question: never fewer than the ranking depth.
+
+        The corpus's own ``component_depth``, else evaluation.component_depth,
+        else :data:`BEIR_COMPONENT_DEPTH` for a BEIR corpus (the depth peers
+        fuse at) and the ranking depth for any other. A depth beyond the
+        chunk set is the whole chunk set: a ranking holds at most every chunk.
+        """
+        entry, evaluation = self.corpora[corpus], self.config.get("evaluation", {})
+        default = BEIR_COMPONENT_DEPTH if entry["source"] == "beir" else 0
+        asked = entry.get("component_depth", evaluation.get("component_depth", default))
+        return max(int(asked), self.ranking_depth(corpus))
+
+    def component_ranking(self, corpus: str, chunker: str, retriever: str) -> str:
+        """The rankings file a fusion reads of one component: ranked deeper when the corpus asks for it.
+
+        Only components ranked straight from the chunks (rules rank and
+        rank_embedder) are ranked again deeper; a fused, approximate or
+        funnel component is read at the ranking depth.
+        """
+        deep = self.component_depth(corpus) > self.ranking_depth(corpus) and self.rule(retriever) in (
+            "rank",
+            "rank_embedder",
+        )
+        return f"work/{'component_rankings' if deep else 'rankings'}/{corpus}/{chunker}/{retriever}.parquet"
 
     def role(self, retriever: str) -> str:
         return RETRIEVER_KINDS[self.retrievers[retriever]["kind"]].role

@@ -73,7 +73,7 @@ COHORTS = PLAN.cohorts
 # it, so no rule could declare it as both input and output.
 EMBEDDING_CACHE = "cache/embeddings"
 # Corpus keys that only steer evaluation: changing them must not re-parse.
-EVALUATION_KEYS = ("level", "depth")
+EVALUATION_KEYS = ("level", "depth", "component_depth")
 
 
 def alternatives(names):
@@ -104,6 +104,10 @@ FILTERED = "work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet"
 
 def ranking_depth_of(wildcards):
     return PLAN.ranking_depth(wildcards.corpus)
+
+
+def component_depth_of(wildcards):
+    return PLAN.component_depth(wildcards.corpus)
 
 
 # Lists that follow from the plan (rag/config.py), under the names the rules use.
@@ -176,8 +180,9 @@ def ivf_base_params(wildcards):
 
 
 def fusion_inputs(wildcards):
+    """The components' rankings, read at the corpus's component depth (rag.config.Plan.component_ranking)."""
     return [
-        RANKING.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=component)
+        PLAN.component_ranking(wildcards.corpus, wildcards.chunker, component)
         for component in RETRIEVERS[wildcards.retriever]["components"]
     ]
 
