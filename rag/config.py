@@ -892,6 +892,13 @@ def _chunkers_of(retrievers: Mapping[str, Mapping], chunkers: Iterable[str]) -> 
     return result
 
 
+def _relative_to(root: Path, configured: str) -> str:
+    """What a missing relative path was looked for against: the working directory (snakemake -d)."""
+    if Path(configured).is_absolute():
+        return ""
+    return f" (relative paths resolve against the working directory, snakemake's -d: {root.resolve()})"
+
+
 def _check_corpora(plan: Plan, root: Path, questions_schema: Mapping | None) -> None:
     if not plan.corpora:
         raise ConfigError("config['corpora']: every corpus is disabled")
@@ -904,12 +911,16 @@ def _check_corpora(plan: Plan, root: Path, questions_schema: Mapping | None) -> 
             raise ConfigError(str(error)) from None
         folder_key = "folder" if entry["source"] == "beir" else "documents"
         if folder_key in entry and not (root / entry[folder_key]).is_dir():
-            raise ConfigError(f"{where}[{folder_key!r}]: no such folder {entry[folder_key]}")
+            missing = entry[folder_key]
+            raise ConfigError(
+                f"{where}[{folder_key!r}]: no such folder {missing}{_relative_to(root, missing)}"
+            )
         if entry["source"] in FOLDER_SOURCES and not folder_files(root / entry["documents"], entry["source"]):
             endings = " or ".join(f"*{ending}" for ending in FOLDER_SOURCES[entry["source"]])
             raise ConfigError(f"{where}['documents']: no {endings} files in {entry['documents']}")
         if "questions" in entry and not (root / entry["questions"]).is_file():
-            raise ConfigError(f"{where}['questions']: no such file {entry['questions']}")
+            missing = entry["questions"]
+            raise ConfigError(f"{where}['questions']: no such file {missing}{_relative_to(root, missing)}")
         if entry["source"] == "beir":
             _check_beir_files(entry, root, where)
     # Every question file is checked against its schema, every problem reported at once.
@@ -949,7 +960,8 @@ def _check_beir_files(entry: Mapping, root: Path, where: str) -> None:
     for role, path in beir_files(root / entry["folder"], entry.get("split", BEIR_DEFAULTS["split"])).items():
         if not path.is_file():
             key = "split" if role == "qrels" else "folder"
-            raise ConfigError(f"{where}[{key!r}]: no such file {path.relative_to(root)}")
+            against = _relative_to(root, entry["folder"])
+            raise ConfigError(f"{where}[{key!r}]: no such file {path.relative_to(root)}{against}")
 
 
 def _runs_on(plan: Plan, retriever: str, chunker: str, where: str) -> None:
@@ -1090,7 +1102,7 @@ def _ivf_synthetic(plan: Plan) -> dict | None:
     return settings
 
 
-def _answers(plan: Plan) -> dict | None:
+def _answers(plan: Plan, root: Path = Path(".")) -> dict | None:
     """The answers section in canonical form, or None when the config has none (no answer jobs)."""
     entry = plan.config.get("answers")
     if entry is None or not plan.span_corpora:  # answers are judged against evidence spans
@@ -1101,6 +1113,17 @@ def _answers(plan: Plan) -> dict | None:
     heldout = answers["heldout"]
     if heldout is not None:
         where = "config['answers']['heldout']"
+        copied = heldout["corpus"] not in plan.config["corpora"] and not any(
+            (root / path).is_file() for path in heldout["questions"]
+        )
+        if copied:
+            # A section copied from the bundled config.yaml, naming a corpus and
+            # question files this project does not have: a side experiment left out.
+            plan.warnings.append(
+                f"{where}: left out, it names corpus {heldout['corpus']!r} and question files "
+                f"this config does not have (copied from the bundled config.yaml?)"
+            )
+            return {**answers, "heldout": None}
         _known_corpus(plan, heldout["corpus"], f"{where}['corpus']")
         if heldout["corpus"] not in plan.labelled_corpora:
             # Like the other side experiments, left out when its corpus is off or unlabelled.
@@ -1278,7 +1301,7 @@ def build_plan(
     plan.grounding = _grounding(plan, root)
     plan.ivf_tradeoff = _ivf_tradeoff(plan)
     plan.ivf_synthetic = _ivf_synthetic(plan)
-    plan.answers = _answers(plan)
+    plan.answers = _answers(plan, root)
     _check_funnels(plan)
     _check_learned(plan)
     plan.filters = _canonical_filters(config)

@@ -463,6 +463,31 @@ def test_fusions_read_their_components_at_the_component_depth(tmp_path):
     )
 
 
+def test_a_missing_relative_path_says_what_it_resolved_against(tmp_path):
+    shutil.copytree(TINY, tmp_path / "tiny")
+    config = tiny()
+    config["corpora"]["tiny"]["documents"] = "data/wiki_md"
+    message = error_of(config, tmp_path / "tiny")
+    assert message.startswith("config['corpora']['tiny']['documents']: no such folder data/wiki_md ")
+    assert "relative paths resolve against the working directory, snakemake's -d" in message
+    assert str((tmp_path / "tiny").resolve()) in message
+
+
+def test_a_copied_heldout_section_naming_the_bundled_corpus_is_left_out_with_a_warning():
+    config = tiny()
+    config["answers"] = {"heldout": copy.deepcopy(BUNDLED["answers"]["heldout"])}
+    plan = plan_of(config)
+    assert plan.answers["heldout"] is None
+    assert any(
+        warning.startswith("config['answers']['heldout']: left out, it names corpus 'solar_system'")
+        for warning in plan.warnings
+    )
+    # A misspelled corpus whose question files are there is still the user's mistake.
+    misspelled = copy.deepcopy(BUNDLED)
+    misspelled["answers"]["heldout"]["corpus"] = "nope"
+    assert "config['answers']['heldout']['corpus']" in error_of(misspelled, PROJECT)
+
+
 def test_a_duplicate_yaml_key_names_file_and_line(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(

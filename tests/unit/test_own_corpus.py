@@ -54,6 +54,22 @@ def test_every_mistake_is_reported_at_once_with_question_and_key():
     ]
 
 
+def test_the_previous_rounds_doc_key_is_one_line_saying_where_it_moved():
+    legacy = [
+        {
+            "id": f"q{number}",
+            "question": "Q?",
+            "evidence": [{"doc": "a", "spans": ["x"]}, {"doc": "b", "spans": ["y"]}],
+        }
+        for number in range(20)
+    ]
+    assert question_problems(legacy, "qs.yaml", SCHEMA) == [
+        "qs.yaml: question 'q0'['evidence'][0]['doc'] and 39 more evidence pieces use the previous format's "
+        "'doc:' key; the document moved into each span as 'document:' (spans: [{text: ..., document: ...}]), "
+        "see docs/corpus-format.md"
+    ]
+
+
 def test_a_valid_file_with_custom_types_has_no_problems():
     questions = [
         {"id": "a", "question": "How wide?", "type": "number", "evidence": [{"spans": ["4,880 km"]}]},
