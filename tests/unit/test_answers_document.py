@@ -68,6 +68,7 @@ def test_the_document_names_the_best_setup_its_threshold_and_every_row():
         "answers 1 wrongly and abstains on 2. Its threshold, chosen on every question, is 0.75." in document
     )
     assert "| k | bm25 | extractive | 5 of 10 (0.500, 0.25-0.62) | 4 | 1 | 1 of 3 |" in document
+    assert "The headline counts the single-document questions only: 10 of the 13 questions" in document
     # Only fold "all" counts: the fold-0 threshold of 2.0 is not reported.
     assert "- `reader`: 0.75 to 0.90 over 2 rankings" in document
     assert "held-out" not in document
