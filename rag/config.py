@@ -704,18 +704,22 @@ class Plan:
     def learned_weight_files(self) -> list[str]:
         """The weights each learned fusion chose per fold, one file per ranking."""
         learned = set(self.retrievers_of("learned"))
-        return [
-            f"work/learned/{c}/{ch}/{r}.csv"
-            for c, ch, r in self.grid(self.chunk_level_corpora)
-            if r in learned
-        ]
+        return [f"work/learned/{c}/{ch}/{r}.csv" for c, ch, r in self.grid() if r in learned]
+
+    def question_value_files(self) -> list[str]:
+        """Every question's metric values: the chunk-level evaluation's, then the document-level one's."""
+        files = ["work/evaluation/question_values.parquet"] if self.chunk_level_corpora else []
+        return files + (
+            ["work/evaluation/document_question_values.parquet"] if self.document_level_corpora else []
+        )
 
     def comparison_results(self) -> list[str]:
-        """Intervals, significance, summary and TREC runs (per-question values exist at chunk level)."""
+        """Intervals, significance, summary, README and TREC runs: every labelled corpus, at either level."""
         out, results = self.results_folder, self.trec_run_files(self.document_level_corpora)
-        if self.chunk_level_corpora:
+        results += self.trec_run_files(self.chunk_level_corpora)
+        if self.labelled_corpora:
             results += [f"{out}/metrics_ci.csv", f"{out}/significance.csv", f"{out}/summary.csv"]
-            results += [f"{out}/README.md", *self.trec_run_files(self.chunk_level_corpora)]
+            results += [f"{out}/README.md"]
             results += [f"{out}/learned_fusion.csv"] if self.retrievers_of("learned") else []
         return results
 
@@ -1143,16 +1147,14 @@ def _answers(plan: Plan, root: Path = Path(".")) -> dict | None:
 
 
 def _check_learned(plan: Plan) -> None:
-    """A learned fusion chooses weights on evidence spans, within the ranked depth, and reranks nothing."""
+    """A learned fusion scores choices within the ranked depth and reranks nothing.
+
+    It chooses on any labels, evidence spans or a BEIR corpus's graded qrels;
+    on an unlabelled corpus it is never scheduled (the grid is labelled corpora).
+    """
     check_names([plan.baseline], plan.retrievers, "config['evaluation']['baseline']", "retriever")
     for name in plan.retrievers_of("learned"):
         where, entry = f"config['retrievers'][{name!r}]", plan.retrievers[name]
-        unlabelled = [corpus for corpus in plan.corpora if corpus not in plan.span_corpora]
-        if unlabelled:
-            raise ConfigError(
-                f"{where}: learned fusion chooses weights on evidence spans; "
-                f"corpus {unlabelled[0]!r} has none (disable it or the entry)"
-            )
         if entry["objective_k"] > plan.depth:
             raise ConfigError(
                 f"{where}['objective_k']: {entry['objective_k']} is deeper than "

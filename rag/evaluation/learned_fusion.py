@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from rag.evaluation import metric_registry
+from rag.evaluation.document_relevance import collapse_to_documents
 from rag.evaluation.metrics import Relevance, relevance_from_columns
 from rag.labels import Question
 from rag.retrieval.fusion import reciprocal_rank_fusion, weighted_fusion
@@ -170,20 +171,32 @@ def _mean(values: Sequence[float]) -> float:
 
 
 class _Scores:
-    """Each grid vector's objective on each labelled question, computed once and shared by every split."""
+    """Each grid vector's objective on each labelled question, computed once and shared by every split.
 
-    def __init__(self, grid, components, relevance, chunk_ids, settings, tie_order):
-        self.grid = grid
+    With ``document_of`` (chunk id -> document id) the labels judge documents,
+    as a BEIR corpus's graded qrels do: the whole fused list is collapsed to
+    its documents, each at its best chunk, before the objective's cut.
+    """
+
+    def __init__(self, grid, components, relevance, chunk_ids, settings, tie_order, document_of=None):
+        self.grid, self.relevance, self.chunk_ids = grid, relevance, chunk_ids
+        self.settings, self.document_of = settings, document_of
         self.values: dict[tuple[int, str], float] = {}
+        depth = settings.objective_k if document_of is None else None
         for candidate, weights in enumerate(grid):
-            for question_id, labels in relevance.items():
-                fused = _rank(components[question_id], weights, settings, settings.objective_k, tie_order)
-                ranked = [chunk_ids[position] for position in fused.positions]
-                self.values[candidate, question_id] = objective_value(
-                    ranked, labels, settings.objective, settings.objective_k
-                )
+            for question_id in relevance:
+                fused = _rank(components[question_id], weights, settings, depth, tie_order)
+                self.values[candidate, question_id] = self.objective(fused, question_id)
         width = len(grid[0])
         self.single = [grid.index(tuple(float(i == j) for j in range(width))) for i in range(width)]
+
+    def objective(self, ranking: Ranking, question_id: str) -> float:
+        """The objective of one question's ranking, over documents when the labels judge documents."""
+        ranked = [self.chunk_ids[position] for position in ranking.positions]
+        if self.document_of is not None:
+            ranked = collapse_to_documents(ranked, self.document_of)
+        settings = self.settings
+        return objective_value(ranked, self.relevance[question_id], settings.objective, settings.objective_k)
 
     def mean(self, candidate: int, questions: Sequence[str]) -> float:
         return round(_mean([self.values[candidate, q] for q in questions]), OBJECTIVE_DECIMALS)
@@ -232,6 +245,7 @@ def cross_validated_fusion(
     depth: int | None = None,
     tie_order: np.ndarray | None = None,
     holdout: Sequence[str] = (),
+    document_of: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, Ranking], list[FoldChoice], list[str]]:
     """Held-out fused rankings for every question, each fold's choice, and warnings.
 
@@ -240,8 +254,9 @@ def cross_validated_fusion(
     which alone are used to choose, except those in ``holdout``: they choose
     nothing and are ranked with the choice made on all other labelled
     questions. Unlabelled questions are still assigned a fold and ranked with
-    that fold's choice. Choices are scored to depth ``settings.objective_k``;
-    rankings go to ``depth``.
+    that fold's choice. Choices are scored to depth ``settings.objective_k``
+    (of documents, when ``document_of`` maps chunks to the documents the
+    labels judge); rankings go to ``depth``.
     """
     question_ids = sorted(components)
     unknown = sorted(set(relevance) - set(question_ids))
@@ -255,12 +270,10 @@ def cross_validated_fusion(
     grid = weight_grid(width.pop(), settings.steps)
     held = set(holdout)
     choosing = {q: labels for q, labels in relevance.items() if q not in held}
-    scores = _Scores(grid, components, relevance, chunk_ids, settings, tie_order)
+    scores = _Scores(grid, components, relevance, chunk_ids, settings, tie_order, document_of)
     minimum = minimum_labelled(settings.folds)
     if len(choosing) < minimum:
-        return _plain_rrf(
-            components, relevance, chunk_ids, scores, settings, depth, tie_order, held, len(choosing)
-        )
+        return _plain_rrf(components, relevance, scores, settings, depth, tie_order, held, len(choosing))
     in_folds = [q for q in question_ids if q not in held]
     fold_of = assign_folds(in_folds, settings.folds, settings.seed)
     rankings: dict[str, Ranking] = {}
@@ -295,7 +308,7 @@ def cross_validated_fusion(
     return rankings, choices, []
 
 
-def _plain_rrf(components, relevance, chunk_ids, scores, settings, depth, tie_order, held, labelled_count):
+def _plain_rrf(components, relevance, scores, settings, depth, tie_order, held, labelled_count):
     """Every question fused by plain reciprocal rank fusion: too few labelled questions to choose on."""
     rankings = {
         question_id: reciprocal_rank_fusion(lists, settings.constant, depth, tie_order)
@@ -310,15 +323,7 @@ def _plain_rrf(components, relevance, chunk_ids, scores, settings, depth, tie_or
         if not questions:
             continue
         labelled = [q for q in questions if q in relevance]
-        fused = [
-            objective_value(
-                [chunk_ids[position] for position in rankings[q].positions[: settings.objective_k]],
-                relevance[q],
-                settings.objective,
-                settings.objective_k,
-            )
-            for q in labelled
-        ]
+        fused = [scores.objective(rankings[q], q) for q in labelled]
         choices.append(
             FoldChoice(
                 fold=0 if part == "fold" else 1,
@@ -358,13 +363,15 @@ def learned_fusion(
     relevance: Mapping[str, Relevance],
     depth: int | None,
     holdout: Sequence[str] = (),
+    document_of: Mapping[str, str] | None = None,
 ) -> tuple[dict[str, Ranking], list[FoldChoice], list[str]]:
     """:func:`cross_validated_fusion` with a learned retriever entry's ``settings``.
 
     ``components`` are the component rankings (question id -> Ranking, in
     the entry's component order, every one over the same questions), and
     ``relevance`` the labels of the questions (:func:`chunk_relevance` for
-    evidence spans; a BEIR corpus's graded qrels work alike). Choices are
+    evidence spans; a BEIR corpus's graded qrels, with ``document_of`` mapping
+    chunks to the documents they judge, work alike). Choices are
     made on the answerable questions the components ranked; ties between
     chunks go to the lower chunk id, as in every ranking of the pipeline.
     """
@@ -386,6 +393,7 @@ def learned_fusion(
         depth=depth,
         tie_order=chunk_id_order(chunk_ids),
         holdout=[question_id for question_id in holdout if question_id in by_question],
+        document_of=document_of,
     )
 
 

@@ -327,7 +327,23 @@ def beir_config(extra_corpora: dict | None = None) -> dict:
             "sentences8": {"kind": "sentences", "max_words": 8, "header": False},
             "whole": {"kind": "sections", "header": False},
         },
-        "retrievers": {"bm25": {"kind": "bm25"}},
+        "retrievers": {
+            "bm25": {"kind": "bm25"},
+            # The stemmed baseline, a fusion and a learned fusion, on whole documents only.
+            "bm25_stem": {"kind": "bm25", "k1": 0.9, "b": 0.4, "stem": True, "chunkers": ["whole"]},
+            "tfidf": {"kind": "tfidf", "chunkers": ["whole"]},
+            "rrf_bm25_stem_tfidf": {
+                "kind": "rrf",
+                "components": ["bm25_stem", "tfidf"],
+                "chunkers": ["whole"],
+            },
+            "learned_bm25_stem_tfidf": {
+                "kind": "learned",
+                "components": ["bm25_stem", "tfidf"],
+                "folds": 2,
+                "chunkers": ["whole"],
+            },
+        },
         "evaluation": {"depth": 100, "ks": [1, 5]},
     }
 
@@ -524,3 +540,44 @@ def test_an_unknown_document_in_the_qrels_fails_naming_file_and_line(tmp_path, b
 
     output = run_broken(tmp_path, built, change)
     assert f"zoo/qrels/test.tsv:{len(QRELS) + 2}: unknown document id 'd42'" in output
+
+
+def test_a_beir_corpus_is_measured_like_the_others(built):
+    """Intervals, significance, the summary, its README section and learned fusion, as at chunk level."""
+    _, workdir = built
+    results = workdir / "results"
+    beir = pd.read_csv(results / "beir_metrics.csv")
+    zoo = beir[beir.corpus == "zoo"]
+    assert {"bm25", "bm25_stem", "rrf_bm25_stem_tfidf", "learned_bm25_stem_tfidf"} <= set(zoo.retriever)
+    intervals = pd.read_csv(results / "metrics_ci.csv")
+    ndcg = intervals[(intervals.corpus == "zoo") & (intervals.metric == "ndcg") & (intervals.k == 10)]
+    assert len(ndcg) == 2 + 4  # bm25 on both chunkers, the four others on whole documents
+    assert (ndcg.ci_low <= ndcg.value).all() and (ndcg.value <= ndcg.ci_high).all()
+    assert set(ndcg.questions) == {EVALUATED}
+    # The interval's mean is the table's mean, computed apart.
+    bm25 = ndcg[(ndcg.chunker == "whole") & (ndcg.retriever == "bm25")].iloc[0]
+    assert bm25.value == pytest.approx(sum(HAND_NDCG.values()) / EVALUATED, abs=1e-6)
+    significance = pd.read_csv(results / "significance.csv")
+    assert set(significance[significance.corpus == "zoo"].retriever) == {
+        "bm25_stem",
+        "tfidf",
+        "rrf_bm25_stem_tfidf",
+        "learned_bm25_stem_tfidf",
+    }
+    summary = pd.read_csv(results / "summary.csv")
+    assert len(summary[summary.corpus == "zoo"]) == 2 + 4
+    assert "## zoo" in (results / "README.md").read_text()
+    # Four judged queries are fewer than a choice needs: plain RRF, with the warning in the job's log.
+    learned = pd.read_csv(results / "learned_fusion.csv")
+    of_zoo = learned[learned.corpus == "zoo"]
+    assert set(of_zoo.chunker) == {"whole"} and set(of_zoo.choice) == {"plain rrf"}
+    assert set(of_zoo.component) == {"bm25_stem", "tfidf"} and set(of_zoo.held_out_labelled) == {EVALUATED}
+    log = (workdir / "logs/fuse_learned/zoo/whole/learned_bm25_stem_tfidf.log").read_text()
+    assert "fewer than the 20 a choice needs; fusing by plain RRF" in log
+    # Its rankings are plain RRF's: the same as the rrf entry's over the same components.
+    rrf = pd.read_parquet(workdir / "work/rankings/zoo/whole/rrf_bm25_stem_tfidf.parquet")
+    fused = pd.read_parquet(workdir / "work/rankings/zoo/whole/learned_bm25_stem_tfidf.parquet")
+    assert rrf[["question_id", "rank", "chunk_id"]].equals(fused[["question_id", "rank", "chunk_id"]])
+    # Fusions read their components ranked to the BEIR component depth, apart from the evaluated rankings.
+    assert (workdir / "work/component_rankings/zoo/whole/bm25_stem.parquet").is_file()
+    assert not (workdir / "work/component_rankings/tiny/whole/bm25_stem.parquet").exists()

@@ -1,14 +1,22 @@
 # Learned fusion (kind learned): component rankings fused with weights chosen
-# by cross-validation on the labelled questions, so that every question is
-# ranked with weights chosen without its labels (rag/evaluation/learned_fusion.py). The
-# weights chosen for each fold are gathered in results/learned_fusion.csv.
+# by nested cross-validation on the labelled questions (evidence spans, or a
+# document-level corpus's graded qrels), so that every question is ranked
+# with weights chosen without its labels (rag/evaluation/learned_fusion.py).
+# Each fold's choice and held-out scores are gathered in results/learned_fusion.csv.
+
+
+def learned_labels(wildcards):
+    """What a learned fusion chooses on: the chunk set's qrels, or the corpus's document qrels."""
+    if LEVELS[wildcards.corpus] == "document":
+        return f"work/document_qrels/{wildcards.corpus}.parquet"
+    return QRELS.format(corpus=wildcards.corpus, chunker=wildcards.chunker)
 
 
 rule fuse_learned:
     input:
         components=fusion_inputs,
         chunks="work/chunks/{corpus}/{chunker}.parquet",
-        qrels="work/qrels/{corpus}/{chunker}.parquet",
+        qrels=learned_labels,
         questions=questions_file,
     output:
         ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
@@ -25,6 +33,7 @@ rule fuse_learned:
     params:
         retriever=retriever_params,
         depth=ranking_depth_of,
+        level=lambda wildcards: LEVELS[wildcards.corpus],
         code=script_digest("fuse_learned.py"),
     script:
         "../scripts/fuse_learned.py"

@@ -2,7 +2,10 @@
 
 import json
 
+import pandas as pd
+
 from rag import io
+from rag.evaluation.document_relevance import document_relevance
 from rag.evaluation.learned_fusion import (
     LearnedFusionSettings,
     chunk_relevance,
@@ -19,9 +22,16 @@ settings = LearnedFusionSettings.from_entry(entry)
 chunk_ids = io.read_columns(snakemake.input.chunks, ["chunk_id"])["chunk_id"]
 question_ids, components = io.read_component_rankings(snakemake.input.components, chunk_ids)
 questions = io.read_questions(snakemake.input.questions)
-relevance = chunk_relevance(questions, io.read_columns(snakemake.input.qrels, QRELS_COLUMNS))
+document_of = None
+if snakemake.params.level == "document":  # graded document qrels (BEIR) are the labels
+    judgements = io.judgements_from_frame(pd.read_parquet(snakemake.input.qrels))
+    relevance = document_relevance(judgements, questions)
+    chunks = io.read_columns(snakemake.input.chunks, ["chunk_id", "doc_id"])
+    document_of = dict(zip(chunks["chunk_id"], chunks["doc_id"], strict=True))
+else:
+    relevance = chunk_relevance(questions, io.read_columns(snakemake.input.qrels, QRELS_COLUMNS))
 rankings, choices, warnings = learned_fusion(
-    settings, components, chunk_ids, questions, relevance, snakemake.params.depth
+    settings, components, chunk_ids, questions, relevance, snakemake.params.depth, document_of=document_of
 )
 for warning in warnings:
     log.warning("%s", warning)

@@ -12,7 +12,7 @@ summary = pd.read_csv(snakemake.input.summary, keep_default_na=False, na_values=
 significance = pd.read_csv(snakemake.input.significance, dtype={"k": "Int64"})
 for column in [name for name in summary.columns if name.endswith("_vs_baseline")]:
     summary[column] = summary[column].fillna("")
-values = pd.read_parquet(snakemake.input.question_values)
+values = pd.concat([pd.read_parquet(path) for path in snakemake.input.question_values], ignore_index=True)
 recommended = {
     corpus: recommendation_lines(recommendations(summary, values, corpus))
     for corpus in sorted(summary["corpus"].unique())

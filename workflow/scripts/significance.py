@@ -6,7 +6,7 @@ from rag.evaluation.significance import PERMUTATIONS, RESAMPLES, SEED, interval_
 from rag.io import finish_job, start_log, write_csv
 
 log = start_log(snakemake.log[0])
-values = pd.read_parquet(snakemake.input.question_values)
+values = pd.concat([pd.read_parquet(path) for path in snakemake.input.question_values], ignore_index=True)
 log.info(
     "%d per-question values; %d resamples, %d permutations, seed %d",
     len(values),
