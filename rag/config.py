@@ -647,6 +647,16 @@ class Plan:
         asked = entry.get("component_depth", evaluation.get("component_depth", default))
         return max(int(asked), self.ranking_depth(corpus))
 
+    def holdout(self, corpus: str) -> float:
+        """The share of a corpus's labelled questions no choice is made on (rag.evaluation.holdout)."""
+        evaluation = self.config.get("evaluation", {})
+        return float(self.corpora[corpus].get("holdout", evaluation.get("holdout", 0.0)))
+
+    @property
+    def holdouts(self) -> dict[str, float]:
+        """Each labelled corpus's holdout share, for the jobs that choose or report."""
+        return {corpus: self.holdout(corpus) for corpus in self.labelled_corpora}
+
     def component_ranking(self, corpus: str, chunker: str, retriever: str) -> str:
         """The rankings file a fusion reads of one component: ranked deeper when the corpus asks for it.
 

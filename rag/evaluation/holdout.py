@@ -32,3 +32,30 @@ def holdout_questions(question_ids: Iterable[str], fraction: float) -> list[str]
         raise ValueError(f"holdout must lie between 0 and {MAX_HOLDOUT}, got {fraction!r}")
     ordered = sorted(set(question_ids), key=lambda question_id: (_digest(question_id), question_id))
     return sorted(ordered[: round(fraction * len(ordered))])
+
+
+# A held-out share's rows are reported as a corpus of their own, named so.
+HOLDOUT_SUFFIX = ":holdout"
+
+
+def with_holdout_rows(question_values, fractions: dict[str, float]):
+    """Per-question values plus a copy of each corpus's held-out questions under ``<corpus>:holdout``.
+
+    ``question_values`` is the long table of rag.evaluation.significance
+    (corpus, chunker, retriever, question_id, metric, k, value) and
+    ``fractions`` each corpus's ``holdout``. The copies go through the same
+    intervals, tests and summary as every corpus, so a user reads the
+    held-out questions' figures beside the whole corpus's: a choice that
+    carried scores alike on both.
+    """
+    import pandas as pd
+
+    parts = [question_values]
+    for corpus, fraction in sorted(fractions.items()):
+        if not fraction:
+            continue
+        of_corpus = question_values[question_values["corpus"] == corpus]
+        held = set(holdout_questions(of_corpus["question_id"].unique(), fraction))
+        rows = of_corpus[of_corpus["question_id"].isin(held)]
+        parts.append(rows.assign(corpus=corpus + HOLDOUT_SUFFIX))
+    return pd.concat(parts, ignore_index=True)

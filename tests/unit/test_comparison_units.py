@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag.evaluation.holdout import holdout_questions
+from rag.evaluation.holdout import holdout_questions, with_holdout_rows
 from rag.evaluation.learned_fusion import (
     COMPONENT,
     HOLDOUT,
@@ -22,7 +22,12 @@ from rag.evaluation.learned_fusion import (
     objective_value,
     weight_grid,
 )
-from rag.evaluation.significance import SIGNIFICANCE_COLUMNS, bootstrap_intervals
+from rag.evaluation.significance import (
+    SIGNIFICANCE_COLUMNS,
+    bootstrap_intervals,
+    interval_table,
+    significance_table,
+)
 from rag.evaluation.summary import results_readme, summary_table
 from rag.evaluation.trec import (
     chunk_judgements,
@@ -365,3 +370,35 @@ def test_recall_curves_draw_every_retriever_with_bands_and_an_outside_legend():
     assert [
         line.get_label() for line in recall_curves(intervals, "c", "x", ["bm25"]).axes[0].get_lines()
     ] == ["bm25"]
+
+
+def test_holdout_rows_reach_the_summary_as_a_corpus_of_their_own():
+    generator = np.random.default_rng(3)
+    questions = [f"q{number:02d}" for number in range(40)]
+    rows = [
+        ("c", "k", retriever, question, metric, k, float(generator.random() < level))
+        for retriever, level in (("bm25", 0.4), ("dense", 0.7))
+        for question in questions
+        for metric, k in (("recall", 5), ("ndcg", 10), ("mrr", 0))
+    ]
+    values = pd.DataFrame(
+        rows, columns=["corpus", "chunker", "retriever", "question_id", "metric", "k", "value"]
+    )
+    with_held = with_holdout_rows(values, {"c": 0.25})
+    held = holdout_questions(questions, 0.25)
+    assert set(with_held[with_held.corpus == "c:holdout"].question_id) == set(held)
+    assert len(with_held) == len(values) * 5 // 4
+    # The split follows the ids alone: changing the held-out questions' values moves nobody.
+    changed = values.assign(value=np.where(values.question_id.isin(held), 1.0 - values.value, values.value))
+    assert set(with_holdout_rows(changed, {"c": 0.25}).query("corpus == 'c:holdout'").question_id) == set(
+        held
+    )
+    intervals = interval_table(with_held, resamples=200)
+    summary = summary_table(intervals, significance_table(with_held, "bm25", 200, 200), "bm25")
+    assert set(summary.corpus) == {"c", "c:holdout"}
+    holdout_recall = summary[(summary.corpus == "c:holdout") & (summary.retriever == "dense")].iloc[0]
+    expected = values[
+        (values.question_id.isin(held)) & (values.retriever == "dense") & (values.metric == "recall")
+    ]
+    assert holdout_recall["recall_at_5"] == pytest.approx(expected.value.mean(), abs=1e-6)
+    assert with_holdout_rows(values, {"c": 0.0}).equals(values)

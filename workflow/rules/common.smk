@@ -73,7 +73,7 @@ COHORTS = PLAN.cohorts
 # it, so no rule could declare it as both input and output.
 EMBEDDING_CACHE = "cache/embeddings"
 # Corpus keys that only steer evaluation: changing them must not re-parse.
-EVALUATION_KEYS = ("level", "depth", "component_depth")
+EVALUATION_KEYS = ("level", "depth", "component_depth", "holdout")
 
 
 def alternatives(names):

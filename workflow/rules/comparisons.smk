@@ -34,6 +34,7 @@ rule significance:
         "../envs/rag.yaml"
     params:
         baseline=BASELINE,
+        holdouts=PLAN.holdouts,
         code=script_digest("significance.py"),
     script:
         "../scripts/significance.py"
@@ -74,6 +75,7 @@ rule results_readme:
         "../envs/rag.yaml"
     params:
         baseline=BASELINE,
+        holdouts=PLAN.holdouts,
         code=script_digest("results_readme.py"),
     script:
         "../scripts/results_readme.py"

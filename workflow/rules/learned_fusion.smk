@@ -34,6 +34,7 @@ rule fuse_learned:
         retriever=retriever_params,
         depth=ranking_depth_of,
         level=lambda wildcards: LEVELS[wildcards.corpus],
+        holdout=lambda wildcards: PLAN.holdout(wildcards.corpus),
         code=script_digest("fuse_learned.py"),
     script:
         "../scripts/fuse_learned.py"

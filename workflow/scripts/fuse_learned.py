@@ -6,6 +6,7 @@ import pandas as pd
 
 from rag import io
 from rag.evaluation.document_relevance import document_relevance
+from rag.evaluation.holdout import holdout_questions
 from rag.evaluation.learned_fusion import (
     LearnedFusionSettings,
     chunk_relevance,
@@ -30,8 +31,10 @@ if snakemake.params.level == "document":  # graded document qrels (BEIR) are the
     document_of = dict(zip(chunks["chunk_id"], chunks["doc_id"], strict=True))
 else:
     relevance = chunk_relevance(questions, io.read_columns(snakemake.input.qrels, QRELS_COLUMNS))
+held = holdout_questions([q.question_id for q in questions if q.answerable], snakemake.params.holdout)
+labels = {"holdout": held, "document_of": document_of}
 rankings, choices, warnings = learned_fusion(
-    settings, components, chunk_ids, questions, relevance, snakemake.params.depth, document_of=document_of
+    settings, components, chunk_ids, questions, relevance, snakemake.params.depth, **labels
 )
 for warning in warnings:
     log.warning("%s", warning)
