@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rag.answering.answers import MULTI_DOCUMENT, SINGLE_DOCUMENT, UNANSWERABLE
+from rag.answering.answers import MULTI_DOCUMENT, SINGLE_DOCUMENT, UNANSWERABLE, at_grid_edge
 
 _SETUP = ["corpus", "chunker", "retriever", "reader"]
 
@@ -76,9 +76,17 @@ def _threshold_lines(thresholds: pd.DataFrame, corpus: str) -> list[str]:
     lines = []
     for reader, of_reader in chosen.groupby("reader", sort=True):
         values = of_reader["threshold"]
+        edge = [f"{value:.2f}" for value in sorted(set(values)) if at_grid_edge(value)]
+        flag = (
+            f" **At the edge of the threshold grid: {', '.join(edge)}** on "
+            f"{sum(at_grid_edge(value) for value in values)} rankings; a choice there (never or always "
+            "answering) did not carry from the grid, and a wider grid might move it."
+            if edge
+            else ""
+        )
         lines.append(
             f"- `{reader}`: {values.min():.2f} to {values.max():.2f} over {len(values)} rankings "
-            f"(`fold = all` in `reader_thresholds.csv`)."
+            f"(`fold = all` in `reader_thresholds.csv`).{flag}"
         )
     return lines
 
