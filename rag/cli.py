@@ -381,6 +381,16 @@ def _rank(rank: int | None) -> str:
     return "-" if rank is None else str(rank)
 
 
+def _threshold_provenance(threshold: float) -> str:
+    """Where the reader's default threshold comes from, for documents other than the bundled ones."""
+    return (
+        f"note: the reader's threshold {threshold:.2f} was chosen on the bundled corpus's labelled "
+        "questions (results/reader_thresholds.csv), not on these documents; it may not carry to them. "
+        "Pass --threshold, or choose one on your own questions with the pipeline's answers section "
+        "(docs/answers.md)"
+    )
+
+
 def _lexical_name(index: QuestionIndex) -> str:
     """The fused BM25 as the report names it: stemmed, with its k1 and b, or the spec's."""
     from rag.answering.question_answering import LEXICAL_RETRIEVERS
@@ -603,6 +613,12 @@ def ask(arguments: argparse.Namespace) -> int:
         else:
             threshold = DEFAULT_THRESHOLD if use_similarity else DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
     index, index_lines = load_or_build_index(folder, arguments.cache, options, embed)
+    if (
+        arguments.threshold is None
+        and arguments.generator != "extractive"
+        and arguments.documents is not None
+    ):
+        index_lines.append(_threshold_provenance(threshold))
     try:
         report = answer_question(
             index,

@@ -540,3 +540,14 @@ def test_the_titan_question_is_faithful_and_not_responsive_with_the_spec_generat
     output = capsys.readouterr().out
     assert "Answer (reader): abstained" in output
     assert "the reader abstained" in section(output, "Verdicts")
+
+
+def test_the_readers_threshold_says_which_corpus_it_was_chosen_on(notes, tmp_path, capsys):
+    arguments = ["ask", "When was the lighthouse built?", "--documents", str(notes), "--cache", str(tmp_path)]
+    assert cli.main([*arguments, "--retriever", "bm25_lsa_ivf"]) == 0
+    output = capsys.readouterr().out
+    assert "note: the reader's threshold 0.80 was chosen on the bundled corpus's labelled questions" in output
+    assert "not on these documents" in output
+    # Given a threshold, or the bundled documents, there is nothing to say.
+    assert cli.main([*arguments, "--retriever", "bm25_lsa_ivf", "--threshold", "0.9"]) == 0
+    assert "was chosen on the bundled corpus" not in capsys.readouterr().out
