@@ -432,7 +432,11 @@ def test_a_user_markdown_corpus_runs_alone(markdown_run):
     assert not (workdir / "results").exists()  # the example names its own folder
     metrics = pd.read_csv(workdir / "my_results" / "metrics.csv")
     assert set(metrics["corpus"]) == {"mine"}
-    assert set(metrics["retriever"]) == {"bm25", "lsa", "rrf_bm25_lsa"}
+    from rag.retrieval.dense.sentence_embeddings import missing_packages
+
+    # MiniLM and its fusion with the stemmed BM25 only with the dense extra (optional: true).
+    dense = {"minilm", "rrf_bm25_stem_minilm"} if not missing_packages("all-MiniLM-L6-v2") else set()
+    assert set(metrics["retriever"]) == {"bm25", "bm25_stem", "lsa", "rrf_bm25_lsa", *dense}
     recall = metrics[(metrics.metric == "recall") & (metrics.k == 5) & (metrics.retriever == "bm25")]
     assert recall.set_index("chunker")["value"].to_dict() == {"sections": 1.0, "sentences100": 1.0}
     by_type = pd.read_csv(workdir / "my_results" / "metrics_by_type.csv")
