@@ -1001,8 +1001,14 @@ def _figures(plan: Plan) -> dict:
     figures["corpus"], warning = figures_corpus(figures.get("corpus"), corpora, plan.config["corpora"])
     plan.warnings += [warning] if warning else []
     figures.setdefault("chunker", next(iter(plan.chunkers)))
-    figures.setdefault("retriever", retrievers[0])
-    figures.setdefault("compare", retrievers[:2] * (2 if len(retrievers) == 1 else 1))
+    # Defaults among the retrievers ranked on the figures' chunker (an entry may run on other chunkers only).
+    drawn = [
+        name
+        for name in retrievers
+        if plan.ranked(name) and figures["chunker"] in plan.retriever_chunkers.get(name, [])
+    ] or retrievers
+    figures.setdefault("retriever", drawn[0])
+    figures.setdefault("compare", drawn[:2] * (2 if len(drawn) == 1 else 1))
     check_names([figures["corpus"]], corpora, "config['figures']['corpus']", "chunk-level corpus")
     check_names([figures["chunker"]], plan.chunkers, "config['figures']['chunker']", "chunker")
     check_names([figures["retriever"], *figures["compare"]], retrievers, "config['figures']", "retriever")
