@@ -85,9 +85,9 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rag.corpus.beir import DEFAULT_SPLIT  # noqa: E402
+from rag.corpus.beir_files import beir_files, read_beir_collection  # noqa: E402
 from rag.evaluation.document_relevance import BEIR_NDCG_K, BEIR_RECALL_K, document_relevance  # noqa: E402
 from rag.evaluation.metrics import Relevance, ndcg_at, recall_at  # noqa: E402
-from rag.io import beir_files, read_beir_collection  # noqa: E402
 from rag.retrieval.bm25 import bm25_search, build_bm25_index  # noqa: E402
 from rag.retrieval.tfidf import build_tfidf_index, tfidf_search  # noqa: E402
 from rag.text import analyze  # noqa: E402

@@ -24,9 +24,10 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
 from rag.corpus.beir import DEFAULT_SPLIT, EXPORT_UNITS, export_collection  # noqa: E402
+from rag.corpus.beir_files import write_beir_collection  # noqa: E402
 from rag.corpus.documents import parse_markdown  # noqa: E402
-from rag.io import read_questions, write_beir_collection  # noqa: E402
 from rag.labels import locate_spans  # noqa: E402
+from rag.question_tables import read_questions  # noqa: E402
 
 
 def parse_arguments(arguments: list[str] | None = None) -> argparse.Namespace:

@@ -26,6 +26,55 @@ TARGET = PROJECT / "docs" / "architecture.md"
 # from a later stage to an earlier one (tests/unit/test_architecture.py).
 STAGES = ("corpus", "retrieval", "evaluation", "answering", "grounding")
 
+# Every module of rag in a layer, lowest first: a module imports only from its
+# own layer or a lower one, at module level or inside a function
+# (tests/unit/test_architecture.py). A name is a module or a package below rag;
+# the longest name that covers a module decides its layer.
+LAYERS = (
+    (
+        "foundations",
+        (
+            "__init__",
+            "bounded_http",
+            "code_digest",
+            "escaping",
+            "experiments",
+            "formats",
+            "job_errors",
+            "kinds",
+            "plotting",
+            "progress",
+            "provenance",
+            "text",
+            "timing",
+        ),
+    ),
+    ("corpus", ("corpus",)),
+    # A BEIR collection is documents and their judgements together, so it reads as labels.
+    (
+        "chunks and labels",
+        ("chunking", "chunk_tables", "labels", "question_tables", "corpus.beir", "corpus.beir_files"),
+    ),
+    ("retrieval", ("retrieval",)),
+    ("evaluation", ("evaluation",)),
+    ("answering", ("answering",)),
+    ("grounding", ("grounding",)),
+    ("plan and entry points", ("config", "cli", "__main__", "reproduce", "worked_example", "jobs")),
+)
+
+# The modules that read and write files: what a script names under "reads and writes with".
+FORMAT_MODULES = (
+    "rag.formats",
+    "rag.jobs",
+    "rag.chunk_tables",
+    "rag.question_tables",
+    "rag.corpus.document_tables",
+    "rag.corpus.beir_files",
+    "rag.corpus.markdown_files",
+    "rag.retrieval.ranking_files",
+    "rag.retrieval.dense.embedding_shards",
+)
+
 # The edge plumbing every script calls; listed once here, not on every row.
 PLUMBING = {"start_log", "finish_job", "atomic_path", "atomic_paths", "job_logger"}
 
@@ -40,12 +89,15 @@ fails when it is stale.*
 
 Every file in `results/` is made the same way: a **rule** in
 `workflow/rules/<stage>.smk` names its inputs and outputs; its **script** in
-`workflow/scripts/` reads the inputs through `rag.io`, calls small pure
-functions of the **`rag` package**, and writes the outputs through `rag.io`
-(atomically: a failed job leaves nothing that looks complete). The config
-plan (`rag.config.build_plan`, used by `workflow/rules/common.smk`) decides
-which outputs exist; the table of kinds (`rag.kinds`) decides which
-parameters each chunker and retriever takes and how it is dispatched.
+`workflow/scripts/` reads the inputs through the format modules (`rag.formats`
+and each stage's own `*_tables` or `*_files` module), calls small pure
+functions of the **`rag` package**, and writes the outputs through them
+(atomically: a failed job leaves nothing that looks complete). What takes the
+`snakemake` object itself (logs, the job's filter, the job's ranking) is in
+`rag.jobs`, which only scripts import. The config plan
+(`rag.config.build_plan`, used by `workflow/rules/common.smk`) decides which
+outputs exist; the table of kinds (`rag.kinds`) decides which parameters each
+chunker and retriever takes and how it is dispatched.
 
 To follow a number back to code: find its file below, open the script, and
 read the `rag` functions named beside it. To see why a job re-ran: every rule
@@ -55,11 +107,9 @@ module the script imports (`rag.code_digest`).
 ## Layers
 
 `rag` is grouped by stage. Data flows corpus → chunking and labels →
-retrieval → evaluation → answering → grounding, and imports only point
-back along that flow (a test checks it). Beside the stages sit the
-foundations every stage may use (`text`, `io`, `provenance`, `progress`,
-`bounded_http`, `kinds`) and, on top, the plan and the entry points
-(`config`, `experiments`, `cli`, `reproduce`, `worked_example`).
+retrieval → evaluation → answering → grounding, and a module imports only
+from its own layer or a lower one, at module level and inside functions (a
+test checks it). Lowest first:
 """
 
 
@@ -90,32 +140,37 @@ def load_rules() -> list:
         return list(workflow.rules)
 
 
-def script_calls(script: Path) -> tuple[list[str], list[str]]:
-    """(computing functions, rag.io readers and writers) a script imports from rag.
+def is_format_module(module: str) -> bool:
+    return any(module == name or module.startswith(name + ".") for name in FORMAT_MODULES)
 
-    A script that imports the module (``from rag import io``) is read by the
-    ``io.<name>`` it uses, as if it had imported those names.
-    """
+
+def script_calls(script: Path) -> tuple[list[str], list[str]]:
+    """(computing functions, readers and writers of the format modules) a script imports from rag."""
     computes, files = set(), set()
     tree = ast.parse(script.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rag"):
             for alias in node.names:
-                if alias.name in PLUMBING or (node.module, alias.name) == ("rag", "io"):
+                if alias.name in PLUMBING:
                     continue
                 name = f"{node.module}.{alias.name}"
-                (files if node.module == "rag.io" else computes).add(name)
-        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "io":
-            if node.attr not in PLUMBING:
-                files.add(f"rag.io.{node.attr}")
+                (files if is_format_module(node.module) else computes).add(name)
     return sorted(computes), sorted(files)
+
+
+def layer_lines() -> list[str]:
+    """The layers, lowest first, as a list under the introduction."""
+    return [
+        f"{number}. {name}: " + ", ".join(f"`{module}`" for module in modules)
+        for number, (name, modules) in enumerate(LAYERS, start=1)
+    ]
 
 
 def module_map() -> list[str]:
     package = PROJECT / "rag"
     lines = ["", "## Module map", ""]
     groups: dict[str, list[Path]] = {"(top level)": sorted(package.glob("*.py"))}
-    for stage in STAGES:
+    for stage in ("formats", *STAGES):
         groups[stage] = sorted((package / stage).rglob("*.py"))
     for group, paths in groups.items():
         title = "Top level" if group == "(top level)" else f"`rag.{group}`"
@@ -142,10 +197,10 @@ def benchmark_outputs() -> dict[str, str]:
 
 def render() -> str:
     rules = [rule for rule in load_rules() if rule.name != "all"]
-    lines = [INTRODUCTION, "## Rules, scripts and functions", ""]
+    lines = [INTRODUCTION.rstrip("\n"), "", *layer_lines(), "", "## Rules, scripts and functions", ""]
     lines += [
-        "Rules in the order the Snakefile includes their stage files. Functions of",
-        "`rag.io` that only start logs and write atomically are left out.",
+        "Rules in the order the Snakefile includes their stage files. The functions",
+        "that only start logs, end jobs and write atomically are left out.",
         "",
     ]
     by_file: dict[str, list] = {}

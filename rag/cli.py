@@ -311,12 +311,11 @@ def load_or_build_index(
         parse_documents,
     )
     from rag.corpus.documents import DocumentError
-    from rag.io import (
+    from rag.corpus.markdown_files import FolderError, read_markdown_folder
+    from rag.formats.bundles import (
         BundleError,
-        FolderError,
         prune_bundles,
         read_bundle,
-        read_markdown_folder,
         source_digest,
         touch_bundle,
         write_bundle,

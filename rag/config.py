@@ -939,7 +939,7 @@ def _check_corpora(plan: Plan, root: Path, questions_schema: Mapping | None) -> 
             _check_beir_files(entry, root, where)
     # Every question file is checked against its schema, every problem reported at once.
     if questions_schema is not None:
-        from rag.io import read_yaml
+        from rag.formats.files import read_yaml
 
         problems = corpus_question_problems(
             plan.corpora, questions_schema, lambda path: read_yaml(root / path)
@@ -969,7 +969,7 @@ def _check_corpora(plan: Plan, root: Path, questions_schema: Mapping | None) -> 
 
 def _check_beir_files(entry: Mapping, root: Path, where: str) -> None:
     """corpus.jsonl, queries.jsonl and the split's qrels must exist before any job reads them."""
-    from rag.io import beir_files
+    from rag.corpus.beir_files import beir_files
 
     for role, path in beir_files(root / entry["folder"], entry.get("split", BEIR_DEFAULTS["split"])).items():
         if not path.is_file():
@@ -1018,7 +1018,7 @@ def _figures(plan: Plan) -> dict:
 
 @functools.lru_cache(maxsize=8)
 def _cached_question_ids(path: Path, label: str, modified: int, size: int) -> frozenset[str]:
-    from rag.io import read_yaml
+    from rag.formats.files import read_yaml
 
     return frozenset(question.question_id for question in parse_questions(read_yaml(path), label))
 

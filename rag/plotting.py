@@ -1,7 +1,7 @@
 """Figures of the measured results.
 
 Each function takes tidy tables and returns a matplotlib Figure; saving is
-:func:`rag.io.write_figure`'s job, at the edge. The Agg backend and fixed
+:func:`rag.formats.files.write_figure`'s job, at the edge. The Agg backend and fixed
 sizes keep the PNGs identical from run to run.
 """
 

@@ -1,7 +1,7 @@
 """Provenance: what made an artifact, recorded with it and digested for comparison.
 
 Every stage writes a record into its parquet file's metadata (see
-:func:`rag.io.write_parquet`) and passes it downstream: the parser version
+:func:`rag.formats.tables.write_parquet`) and passes it downstream: the parser version
 and the documents' versions, the chunker spec and its digest, the analyzer
 and stopword digests, the retriever's parameters and embedding model, any
 filter, and the package version. A ranking's record therefore says everything
@@ -141,7 +141,7 @@ def composite_record(entry: Mapping, **parts: object) -> dict:
 def ranking_record(chunk_set: Mapping, retriever: Mapping, code: str, stage: str, **parts: object) -> dict:
     """A ranking's whole record: chunk set, retriever, code digest, library versions.
 
-    Every ranking writer goes through here (via ``rag.io.write_ranking``), so
+    Every ranking writer goes through here (via ``rag.retrieval.ranking_files.write_ranking``), so
     no kind can leave out the chunk set or the code: a record lacking either
     is refused with a message naming what is missing.
     """

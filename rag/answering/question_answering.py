@@ -20,8 +20,8 @@ arrays and JSON (:func:`index_to_bundle`) that a cache can store under
 Query-time options (probes, sources, threshold, budget) are not part of the
 key: changing them reuses the same index.
 
-Everything here is pure; reading the folder and the cache is rag.io's job and
-printing is rag.cli's.
+Everything here is pure; reading the folder and the cache is the job of
+rag.corpus.markdown_files and rag.formats.bundles, and printing is rag.cli's.
 """
 
 from __future__ import annotations
@@ -341,7 +341,7 @@ def _build_question_index(documents: Sequence[Document], options: IndexOptions) 
 
 
 def index_to_bundle(index: QuestionIndex) -> tuple[dict[str, dict], dict[str, object], dict[str, object]]:
-    """The index as (array groups, JSON values, manifest) for :func:`rag.io.write_bundle`."""
+    """The index as (array groups, JSON values, manifest) for :func:`rag.formats.bundles.write_bundle`."""
     arrays: dict[str, dict] = {"bm25": index.bm25.to_arrays()}
     if index.lsa is not None and index.ivf is not None:
         arrays["lsa"] = index.lsa.to_arrays()

@@ -387,9 +387,10 @@ class CachedSentenceEmbedder:
     def __init__(self, folder: str | Path, model: str = DEFAULT_MODEL, max_tokens: int = DEFAULT_MAX_TOKENS):
         import importlib.metadata
 
-        from rag.io import read_embedding_shards, source_digest
+        from rag.formats.bundles import source_digest
         from rag.retrieval.dense import embedder
         from rag.retrieval.dense.embedding_cache import EncoderSettings, encoder_fingerprint
+        from rag.retrieval.dense.embedding_shards import read_embedding_shards
 
         self.model = model
         self.max_tokens = max_tokens
@@ -426,7 +427,7 @@ class CachedSentenceEmbedder:
 
     def save(self) -> Path | None:
         """Store the vectors encoded since loading as one new shard; None when there are none."""
-        from rag.io import write_embedding_shard
+        from rag.retrieval.dense.embedding_shards import write_embedding_shard
 
         path = write_embedding_shard(self.folder, self.fresh)
         self.cached.update(self.fresh)

@@ -19,9 +19,9 @@ import pandas as pd
 
 from rag.answering.answers import DOCUMENT_SEPARATOR, evidence_documents, question_group
 from rag.answering.summaries import LeadSummary, lead_summaries
+from rag.corpus.document_tables import documents_from_frame
 from rag.evaluation.metrics import evaluate_rankings, relevance_from_columns
 from rag.evaluation.statistics import aggregate_metrics
-from rag.io import documents_from_frame
 from rag.labels import Question, locate_spans
 from rag.provenance import record_digest
 from rag.retrieval.retrievers import Retriever, build_retriever, load_retriever, search

@@ -147,7 +147,7 @@ def corpus_question_problems(
 ) -> list[str]:
     """The problems of every labelled corpus's question file, for the plan to report at once.
 
-    ``load`` reads a YAML file (the plan passes :func:`rag.io.read_yaml`); a
+    ``load`` reads a YAML file (the plan passes :func:`rag.formats.files.read_yaml`); a
     missing or unreadable file is one problem naming the corpus's key.
     """
     problems: list[str] = []

@@ -274,7 +274,7 @@ def relevance_by_question(questions: Sequence[Question], qrels: pd.DataFrame) ->
 def relevance_from_columns(
     questions: Sequence[Question], qrels: Mapping[str, Sequence]
 ) -> dict[str, Relevance]:
-    """The labels of each question, from a qrels table read as columns (``rag.io.read_columns``).
+    """The labels of each question, from a qrels table read as columns (``rag.formats.tables.read_columns``).
 
     Scripts read tables as plain columns, without pandas; this keeps one
     definition of how qrels become relevance (:func:`relevance_by_question`).

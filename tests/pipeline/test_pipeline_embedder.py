@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag.io import read_yaml
+from rag.formats.files import read_yaml
 from rag.labels import parse_questions
 from tests.workdir import copy_project, make_workdir, planned_jobs, read_config, snakemake, write_config
 

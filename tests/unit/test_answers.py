@@ -383,7 +383,7 @@ def test_the_schema_rejects_a_misspelled_answers_key():
     from pathlib import Path
 
     from rag.config import schema_errors
-    from rag.io import read_yaml
+    from rag.formats.files import read_yaml
 
     root = Path(__file__).resolve().parents[2]
     schema = read_yaml(root / "workflow/schemas/config.schema.yaml")

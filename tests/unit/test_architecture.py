@@ -14,7 +14,9 @@ from rag.code_digest import imported_modules
 PROJECT = Path(__file__).resolve().parents[2]
 PACKAGE = PROJECT / "rag"
 sys.path.insert(0, str(PROJECT / "docs"))
-from architecture import STAGES  # noqa: E402
+from architecture import LAYERS, STAGES  # noqa: E402
+
+SCRIPTS = PROJECT / "workflow" / "scripts"
 
 
 def stage_imports() -> list[tuple[str, str]]:
@@ -38,6 +40,75 @@ def test_stage_packages_import_only_earlier_stages():
     assert upward == []
     # The check has something to check: later stages do import earlier ones.
     assert ("answering.reader", "retrieval.dense.embedder") in stage_imports()
+
+
+def layer_of(module: str) -> int:
+    """The rank of ``module``'s layer in docs/architecture.py's LAYERS (the longest covering name decides)."""
+    covering = [
+        (len(member), rank)
+        for rank, (_, members) in enumerate(LAYERS)
+        for member in members
+        if module == member or module.startswith(member + ".")
+    ]
+    assert covering, f"rag.{module} is in no layer of docs/architecture.py's LAYERS"
+    return max(covering)[1]
+
+
+def test_every_import_points_down_the_layers_even_inside_functions():
+    """A module imports only from its own layer or a lower one; function-local imports count."""
+    pairs = stage_imports()
+    upward = [(module, imported) for module, imported in pairs if layer_of(imported) > layer_of(module)]
+    assert upward == []
+    # The check sees imports hidden inside functions: rag.cli imports the answering stage lazily.
+    source = (PACKAGE / "cli.py").read_text(encoding="utf-8")
+    top_level = {node.module for node in ast.parse(source).body if isinstance(node, ast.ImportFrom)}
+    assert "rag.answering.question_answering" not in top_level
+    assert ("cli", "answering.question_answering") in pairs
+
+
+def test_an_upward_import_inside_a_function_is_caught(tmp_path):
+    """The checker itself: a corpus module that imports retrieval in a function body is upward."""
+    (tmp_path / "corpus").mkdir()
+    (tmp_path / "retrieval").mkdir()
+    for name in ("corpus/__init__.py", "retrieval/__init__.py", "retrieval/search.py"):
+        (tmp_path / name).write_text("")
+    lazy = "def f():\n    from rag.retrieval.search import Ranking\n"
+    imported = imported_modules(lazy, tmp_path, "corpus.documents")
+    assert imported == {"retrieval.search"}
+    assert layer_of("retrieval.search") > layer_of("corpus.documents")
+
+
+def test_every_module_is_in_a_layer():
+    modules = [".".join(path.relative_to(PACKAGE).with_suffix("").parts) for path in PACKAGE.rglob("*.py")]
+    assert all(layer_of(module) >= 0 for module in modules)
+
+
+def test_only_workflow_scripts_import_the_snakemake_helpers():
+    """rag.jobs takes the snakemake object; nothing in rag imports it, so rag never sees Snakemake."""
+    assert [module for module, imported in stage_imports() if imported == "jobs"] == []
+    users = [
+        path.name
+        for path in sorted(SCRIPTS.glob("*.py"))
+        if "jobs" in imported_modules(path.read_text(encoding="utf-8"), PACKAGE)
+    ]
+    assert "rank.py" in users and len(users) == len(list(SCRIPTS.glob("*.py")))
+
+
+def test_scripts_import_only_modules_that_exist():
+    """Every rag import of every script resolves to a module or a name it defines (no stale paths)."""
+    import importlib
+
+    missing = []
+    for path in sorted(SCRIPTS.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rag"):
+                module = importlib.import_module(node.module)
+                missing += [
+                    f"{path.name}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if not hasattr(module, alias.name)
+                ]
+    assert missing == []
 
 
 def test_primitives_do_not_import_the_metrics():

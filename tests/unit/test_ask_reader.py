@@ -7,7 +7,6 @@ import hashlib
 import numpy as np
 import pytest
 
-from rag import io
 from rag.answering.answers import judge_ask_answers
 from rag.answering.question_answering import (
     IndexOptions,
@@ -20,6 +19,8 @@ from rag.answering.question_answering import (
     parse_documents,
     retrieve,
 )
+from rag.corpus.markdown_files import read_markdown_folder
+from rag.formats.files import read_yaml
 from rag.labels import parse_questions
 from rag.retrieval.bm25 import bm25_search
 from rag.text import analyze
@@ -41,7 +42,7 @@ def fake_embed(texts: list[str]) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def documents():
-    files = [(file.name, file.text) for file in io.read_markdown_folder(BUNDLED / "documents")]
+    files = [(file.name, file.text) for file in read_markdown_folder(BUNDLED / "documents")]
     return parse_documents(files)
 
 
@@ -115,7 +116,7 @@ def test_the_reader_keeps_the_pool_chunks_with_the_best_sentences(dense_index):
 
 def test_judged_ask_answers_count_quotes_of_the_labels(documents, dense_index):
     path = BUNDLED / "heldout_questions.yaml"
-    questions = parse_questions(io.read_yaml(path), path)
+    questions = parse_questions(read_yaml(path), path)
     judged = judge_ask_answers(dense_index, questions[:3], documents, "extractive", 0.5, fake_embed)
     assert [judgement.question_id for judgement in judged] == [
         question.question_id for question in questions[:3]
@@ -127,8 +128,8 @@ def test_judged_ask_answers_count_quotes_of_the_labels(documents, dense_index):
 
 def test_the_heldout_questions_are_new_and_their_spans_occur_once(documents):
     path, development = BUNDLED / "heldout_questions.yaml", BUNDLED / "questions.yaml"
-    heldout = parse_questions(io.read_yaml(path), path)
-    known = parse_questions(io.read_yaml(development), development)
+    heldout = parse_questions(read_yaml(path), path)
+    known = parse_questions(read_yaml(development), development)
     assert len(heldout) == 20 and sum(question.answerable for question in heldout) == 17
     assert not {q.question_id for q in heldout} & {q.question_id for q in known}
     assert not {q.text for q in heldout} & {q.text for q in known}

@@ -22,11 +22,12 @@ from rag.corpus.beir import (
     parse_qrels,
     parse_queries,
 )
+from rag.corpus.beir_files import read_beir_collection, write_beir_collection
 from rag.corpus.documents import parse_markdown
 from rag.evaluation.document_relevance import collapse_to_documents, document_relevance
 from rag.evaluation.metrics import ndcg_at, recall_at
-from rag.io import read_beir_collection, read_questions, write_beir_collection
 from rag.labels import DocumentJudgement, evidence_judgements, locate_spans, parse_questions
+from rag.question_tables import read_questions
 from rag.text import analyze, split_sentences
 from tests.workdir import FIXTURES, planned_jobs, snakemake
 

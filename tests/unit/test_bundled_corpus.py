@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rag.corpus.documents import parse_markdown
-from rag.io import read_yaml
+from rag.formats.files import read_yaml
 from rag.labels import QUESTION_TYPES, locate_spans, parse_questions
 from rag.text import analyze, count_words
 

@@ -22,7 +22,8 @@ from rag.config import (
     check_optional_packages,
     schema_errors,
 )
-from rag.io import load_arrays, read_yaml, save_arrays
+from rag.formats.files import read_yaml
+from rag.formats.tables import load_arrays, save_arrays
 from rag.retrieval.dense import sentence_embeddings
 from rag.retrieval.dense.sentence_embeddings import EmbeddingIndex, embedding_search
 from rag.retrieval.ivf import rank_probed_lists

@@ -13,7 +13,6 @@ import os
 import numpy as np
 import pytest
 
-from rag.io import read_embedding_shards, write_embedding_shard
 from rag.retrieval.dense.embedding_cache import (
     CacheOutcome,
     EncoderSettings,
@@ -23,6 +22,7 @@ from rag.retrieval.dense.embedding_cache import (
     progress_message,
     text_key,
 )
+from rag.retrieval.dense.embedding_shards import read_embedding_shards, write_embedding_shard
 
 
 class CountingEncoder:

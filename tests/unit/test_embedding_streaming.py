@@ -14,7 +14,6 @@ import types
 import numpy as np
 import pytest
 
-from rag.io import read_embedding_shards
 from rag.retrieval.dense.embedding_cache import (
     CacheOutcome,
     EmbeddingCache,
@@ -23,6 +22,7 @@ from rag.retrieval.dense.embedding_cache import (
     text_key,
     time_left_message,
 )
+from rag.retrieval.dense.embedding_shards import read_embedding_shards
 
 
 class Interrupted(Exception):

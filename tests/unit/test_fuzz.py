@@ -22,8 +22,10 @@ from hypothesis import strategies as st
 
 from rag.chunking import ChunkerSpec, chunk_corpus
 from rag.corpus.beir import BeirFormatError
+from rag.corpus.beir_files import read_beir_collection
 from rag.corpus.documents import ACCESS_LEVELS, DocumentError, parse_markdown
-from rag.io import FolderError, read_beir_collection, read_markdown_file, read_yaml
+from rag.corpus.markdown_files import FolderError, read_markdown_file
+from rag.formats.files import read_yaml
 from rag.labels import LabelError, locate_spans, parse_questions
 from rag.retrieval.filters import ChunkMetadata, allowed_chunks, parse_filter
 

@@ -14,7 +14,9 @@ from rag import cli
 from rag.answering.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, build_prompt
 from rag.chunking import Chunk
 from rag.corpus.documents import DocumentError, parse_markdown
-from rag.io import FolderCache, FolderError, atomic_path, prune_bundles, read_markdown_file, write_text
+from rag.corpus.markdown_files import FolderError, read_markdown_file
+from rag.formats.bundles import prune_bundles
+from rag.formats.files import FolderCache, atomic_path, write_text
 
 BODY = "# Secret\n\nThe vault code is 4711.\n"
 HEADER = "---\nid: secret\naccess: restricted\n---\n"
@@ -270,7 +272,7 @@ def test_rag_ask_prunes_its_cache(tmp_path, monkeypatch, capsys):
 def test_a_truncated_parquet_names_the_file(tmp_path):
     import pyarrow as pa
 
-    from rag.io import DamagedFileError, read_columns, read_provenance, write_parquet
+    from rag.formats.tables import DamagedFileError, read_columns, read_provenance, write_parquet
 
     path = tmp_path / "ranking.parquet"
     write_parquet(pa.table({"question_id": ["q"] * 100, "rank": list(range(100))}), path, {"stage": "x"})

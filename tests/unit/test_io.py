@@ -9,15 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from rag.io import (
+from rag.formats.tables import read_columns, read_provenance, write_parquet
+from rag.retrieval.ranking_files import (
     RANKING_COLUMNS,
     ranked_chunk_ids,
     rankings_to_table,
-    read_columns,
-    read_provenance,
     read_ranked_chunk_ids,
     read_rankings,
-    write_parquet,
 )
 from rag.retrieval.search import Ranking
 
@@ -120,7 +118,7 @@ def test_finish_job_flushes_the_log_and_the_streams_and_exits_zero(tmp_path):
     log_path = tmp_path / "job.log"
     result = run_script(
         tmp_path,
-        "import sys\nfrom rag.io import finish_job, start_log\n"
+        "import sys\nfrom rag.jobs import finish_job, start_log\n"
         f"log = start_log({str(log_path)!r})\nlog.info('all outputs written')\n"
         "print('to stdout', end='')\nsys.stderr.write('to stderr')\nfinish_job()\nraise SystemExit(3)\n",
     )
@@ -131,7 +129,7 @@ def test_finish_job_flushes_the_log_and_the_streams_and_exits_zero(tmp_path):
 
 def test_a_script_that_fails_before_finish_job_still_fails(tmp_path):
     result = run_script(
-        tmp_path, "from rag.io import finish_job\nraise ValueError('bad input')\nfinish_job()\n"
+        tmp_path, "from rag.jobs import finish_job\nraise ValueError('bad input')\nfinish_job()\n"
     )
     assert result.returncode == 1
     assert "ValueError: bad input" in result.stderr

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 
 from rag.escaping import visible
-from rag.io import write_text
+from rag.formats.files import write_text
 
 PROJECT = Path(__file__).resolve().parents[2]
 
 
 def run_job(body: str, folder: Path) -> subprocess.CompletedProcess:
-    script = "from rag.io import start_log, write_text, atomic_path\n"
+    script = "from rag.jobs import start_log\nfrom rag.formats.files import write_text, atomic_path\n"
     script += f"log = start_log({str(folder / 'job.log')!r})\n" + textwrap.dedent(body)
     return subprocess.run(
         [sys.executable, "-c", script],

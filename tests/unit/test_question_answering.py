@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rag import io
 from rag.answering.extractive import Abstention, ExtractiveAnswer
 from rag.answering.question_answering import (
     IndexOptions,
@@ -20,6 +19,9 @@ from rag.answering.question_answering import (
 )
 from rag.chunking import ChunkerSpec, chunk_corpus
 from rag.corpus.documents import DocumentError
+from rag.corpus.markdown_files import FolderError, read_markdown_folder
+from rag.formats.bundles import BUNDLE_MANIFEST, BundleError, read_bundle, source_digest, write_bundle
+from rag.formats.files import read_yaml
 from rag.labels import parse_questions
 from rag.retrieval.bm25 import bm25_search
 from rag.retrieval.lsa import lsa_search
@@ -31,7 +33,7 @@ BUNDLED = PROJECT / "resources" / "solar_system"
 
 @pytest.fixture(scope="module")
 def bundled_files() -> list[tuple[str, str]]:
-    return [(file.name, file.text) for file in io.read_markdown_folder(BUNDLED / "documents")]
+    return [(file.name, file.text) for file in read_markdown_folder(BUNDLED / "documents")]
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +44,7 @@ def bundled_index(bundled_files):
 @pytest.fixture(scope="module")
 def questions() -> list[str]:
     path = BUNDLED / "questions.yaml"
-    return [question.text for question in parse_questions(io.read_yaml(path), str(path))][:12]
+    return [question.text for question in parse_questions(read_yaml(path), str(path))][:12]
 
 
 def test_index_follows_the_sample_setup(bundled_index, bundled_files):
@@ -205,47 +207,47 @@ def test_read_markdown_folder_reads_only_markdown_in_name_order(tmp_path):
     (tmp_path / "notes.txt").write_text("ignored")
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "c.md").write_text("# C\n")
-    assert [(file.name, file.text) for file in io.read_markdown_folder(tmp_path)] == [
+    assert [(file.name, file.text) for file in read_markdown_folder(tmp_path)] == [
         ("a.md", "# A\n"),
         ("b.md", "# B\n"),
     ]
 
 
 def test_read_markdown_folder_errors_name_the_path(tmp_path):
-    with pytest.raises(io.FolderError, match="no such folder"):
-        io.read_markdown_folder(tmp_path / "missing")
+    with pytest.raises(FolderError, match="no such folder"):
+        read_markdown_folder(tmp_path / "missing")
     (tmp_path / "file.md").write_text("# F\n")
-    with pytest.raises(io.FolderError, match="file.md: not a folder"):
-        io.read_markdown_folder(tmp_path / "file.md")
+    with pytest.raises(FolderError, match="file.md: not a folder"):
+        read_markdown_folder(tmp_path / "file.md")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(io.FolderError, match=r"empty: no Markdown documents \(\*\.md\)"):
-        io.read_markdown_folder(tmp_path / "empty")
+    with pytest.raises(FolderError, match=r"empty: no Markdown documents \(\*\.md\)"):
+        read_markdown_folder(tmp_path / "empty")
 
 
 def test_bundle_round_trip_and_absence(tmp_path):
     arrays = {"numbers": {"values": np.arange(4.0), "names": np.array(["a", "bé"])}}
     values = {"rows": [{"text": "Phobos › Deimos", "start": 3}]}
-    io.write_bundle(tmp_path / "entry", arrays, values, {"format": 1})
-    bundle = io.read_bundle(tmp_path / "entry")
+    write_bundle(tmp_path / "entry", arrays, values, {"format": 1})
+    bundle = read_bundle(tmp_path / "entry")
     assert bundle.manifest == {"format": 1, "arrays": ["numbers"], "values": ["rows"]}
     np.testing.assert_array_equal(bundle.arrays["numbers"]["values"], np.arange(4.0))
     assert bundle.arrays["numbers"]["names"].tolist() == ["a", "bé"]
     assert bundle.values == values
-    assert io.read_bundle(tmp_path / "nothing") is None
+    assert read_bundle(tmp_path / "nothing") is None
     # Without its manifest (the last file written) a bundle counts as absent.
-    (tmp_path / "entry" / io.BUNDLE_MANIFEST).unlink()
-    assert io.read_bundle(tmp_path / "entry") is None
+    (tmp_path / "entry" / BUNDLE_MANIFEST).unlink()
+    assert read_bundle(tmp_path / "entry") is None
 
 
 def test_bundle_with_a_missing_or_damaged_file_raises(tmp_path):
-    io.write_bundle(tmp_path, {"numbers": {"values": np.arange(3)}}, {"rows": [1]}, {})
+    write_bundle(tmp_path, {"numbers": {"values": np.arange(3)}}, {"rows": [1]}, {})
     (tmp_path / "rows.json").write_text("[1,")
-    with pytest.raises(io.BundleError, match="damaged bundle"):
-        io.read_bundle(tmp_path)
+    with pytest.raises(BundleError, match="damaged bundle"):
+        read_bundle(tmp_path)
     (tmp_path / "rows.json").write_text("[1]")
     (tmp_path / "numbers.npz").unlink()
-    with pytest.raises(io.BundleError, match="numbers.npz"):
-        io.read_bundle(tmp_path)
+    with pytest.raises(BundleError, match="numbers.npz"):
+        read_bundle(tmp_path)
 
 
 def test_source_digest_changes_with_the_code(tmp_path, monkeypatch):
@@ -254,6 +256,6 @@ def test_source_digest_changes_with_the_code(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     import probe_module
 
-    before = io.source_digest([probe_module])
+    before = source_digest([probe_module])
     module_file.write_text("VALUE = 2\n")
-    assert io.source_digest([probe_module]) != before
+    assert source_digest([probe_module]) != before

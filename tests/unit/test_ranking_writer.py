@@ -11,16 +11,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from rag.io import (
-    job_filter,
-    read_component_provenance,
-    read_component_rankings,
-    read_provenance,
-    read_ranked_chunk_ids,
-    write_job_ranking,
-    write_parquet,
-    write_ranking,
-)
+from rag.formats.tables import read_provenance, write_parquet
+from rag.jobs import job_filter, write_job_ranking
 from rag.provenance import (
     RECORDED_LIBRARIES,
     composite_record,
@@ -30,6 +22,12 @@ from rag.provenance import (
     ranking_record,
     record_digest,
     retriever_record,
+)
+from rag.retrieval.ranking_files import (
+    read_component_provenance,
+    read_component_rankings,
+    read_ranked_chunk_ids,
+    write_ranking,
 )
 from rag.retrieval.search import Ranking
 

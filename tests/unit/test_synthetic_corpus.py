@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
+from rag.corpus.beir_files import read_beir_collection
 from rag.corpus.synthetic_corpus import CorpusShape, spell_word, vocabulary, write_collection
-from rag.io import read_beir_collection
 from rag.text import STOPWORDS, analyze
 
 

@@ -24,7 +24,7 @@ from rag.corpus.wikipedia import (
     article_shape_problem,
     build_lock,
 )
-from rag.io import FolderCache
+from rag.formats.files import FolderCache
 from tests.fault_server import (
     FaultServer,
     chunked,

@@ -26,7 +26,8 @@ from rag import code_digest, job_errors
 from rag.escaping import visible
 from rag.config import BEIR_DEFAULTS, ConfigError, build_plan, canonical_json
 from rag.corpus.folders import FOLDER_SOURCES
-from rag.io import beir_files, read_yaml
+from rag.corpus.beir_files import beir_files
+from rag.formats.files import read_yaml
 
 # The whole configuration, checked before any job runs: every mistake is one line
 # naming its key (docs/configuration.md). Grid entries are in name order.

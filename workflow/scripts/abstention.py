@@ -5,7 +5,8 @@ import json
 import pandas as pd
 
 from rag.answering.answers import abstention_tradeoff
-from rag.io import atomic_path, finish_job, start_log, write_csv, write_figure
+from rag.formats.files import atomic_path, write_csv, write_figure
+from rag.jobs import finish_job, start_log
 from rag.plotting import abstention_tradeoff as draw_tradeoff
 
 log = start_log(snakemake.log[0])

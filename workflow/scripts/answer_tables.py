@@ -5,7 +5,8 @@ import json
 import pandas as pd
 
 from rag.answering.answers import apply_thresholds, cross_validated_thresholds, summarize_answers
-from rag.io import finish_job, start_log, write_csv
+from rag.formats.files import write_csv
+from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 reader = json.loads(snakemake.params.reader)

@@ -2,15 +2,16 @@
 
 import pandas as pd
 
-from rag import io
 from rag.answering.answers_document import answers_document
+from rag.formats.files import write_text
+from rag.jobs import finish_job, start_log
 
-log = io.start_log(snakemake.log[0])
+log = start_log(snakemake.log[0])
 heldout = pd.read_csv(snakemake.input.heldout[0]) if snakemake.input.heldout else None
 document = answers_document(
     pd.read_csv(snakemake.input.summary),
     pd.read_csv(snakemake.input.thresholds, dtype={"fold": str}),
     heldout,
 )
-io.write_text(snakemake.output[0], document)
-io.finish_job()
+write_text(snakemake.output[0], document)
+finish_job()

@@ -7,7 +7,9 @@ import pandas as pd
 from rag.answering.answers import measure_ask
 from rag.answering.question_answering import parse_documents
 from rag.answering.reader import CachedSentenceEmbedder, dense_available
-from rag.io import finish_job, read_markdown_folder, read_yaml, start_log, write_csv
+from rag.corpus.markdown_files import read_markdown_folder
+from rag.formats.files import read_yaml, write_csv
+from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
 
 log = start_log(snakemake.log[0])

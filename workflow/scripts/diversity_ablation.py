@@ -6,8 +6,10 @@ import pandas as pd
 
 from rag.evaluation.ablations import diversity_ablation
 from rag.evaluation.metrics import relevance_by_question
-from rag.io import finish_job, read_ranked_chunk_ids, read_yaml, start_log, write_csv
+from rag.formats.files import read_yaml, write_csv
+from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
+from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
 log = start_log(snakemake.log[0])
 ablation = json.loads(snakemake.params.ablation)

@@ -2,16 +2,11 @@
 
 import pandas as pd
 
-from rag.io import (
-    documents_from_frame,
-    finish_job,
-    judgements_to_frame,
-    provenance,
-    read_questions,
-    start_log,
-    write_parquet,
-)
+from rag.corpus.document_tables import documents_from_frame
+from rag.formats.tables import provenance, write_parquet
+from rag.jobs import finish_job, start_log
 from rag.labels import evidence_judgements, locate_spans
+from rag.question_tables import judgements_to_frame, read_questions
 
 log = start_log(snakemake.log[0])
 questions = [question for question in read_questions(snakemake.input.questions) if question.answerable]

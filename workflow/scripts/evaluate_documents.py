@@ -2,21 +2,25 @@
 
 import pandas as pd
 
-from rag import io
 from rag.evaluation.document_relevance import beir_summary, collapse_to_documents, document_relevance
 from rag.evaluation.metrics import WHOLE_LIST, evaluate_rankings
 from rag.evaluation.significance import question_values
 from rag.evaluation.statistics import aggregate_metrics
+from rag.formats.files import write_csv
+from rag.formats.tables import write_parquet
+from rag.jobs import finish_job, start_log
+from rag.question_tables import judgements_from_frame, read_questions
+from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
-log = io.start_log(snakemake.log[0])
+log = start_log(snakemake.log[0])
 ks = snakemake.params.ks
 questions, relevance = {}, {}
 for corpus, questions_path, qrels_path in zip(
     snakemake.params.corpora, snakemake.input.questions, snakemake.input.qrels, strict=True
 ):
     # Unjudged queries are not evaluated; one judged only with score 0 scores 0 (trec_eval's way).
-    questions[corpus] = [question for question in io.read_questions(questions_path) if question.answerable]
-    judgements = io.judgements_from_frame(pd.read_parquet(qrels_path))
+    questions[corpus] = [question for question in read_questions(questions_path) if question.answerable]
+    judgements = judgements_from_frame(pd.read_parquet(qrels_path))
     relevance[corpus] = document_relevance(judgements, questions[corpus])
 
 document_of = {}
@@ -26,7 +30,7 @@ for (corpus, chunker), path in zip(snakemake.params.pairs, snakemake.input.chunk
 
 parts = []
 for (corpus, chunker, retriever), path in zip(snakemake.params.grid, snakemake.input.rankings, strict=True):
-    chunks = io.read_ranked_chunk_ids(path, [question.question_id for question in questions[corpus]])
+    chunks = read_ranked_chunk_ids(path, [question.question_id for question in questions[corpus]])
     ranked = {
         question.question_id: collapse_to_documents(
             chunks[question.question_id], document_of[corpus, chunker]
@@ -48,8 +52,8 @@ for (corpus, chunker, retriever), path in zip(snakemake.params.grid, snakemake.i
 
 keys = ["corpus", "chunker", "retriever"]
 evaluation = pd.concat(parts, ignore_index=True)
-io.write_csv(aggregate_metrics(evaluation, keys), snakemake.output.metrics)
-io.write_csv(beir_summary(evaluation, keys), snakemake.output.beir)
+write_csv(aggregate_metrics(evaluation, keys), snakemake.output.metrics)
+write_csv(beir_summary(evaluation, keys), snakemake.output.beir)
 # Every metric of every question, for intervals, paired tests and the summary as at chunk level.
-io.write_parquet(question_values(evaluation), snakemake.output.question_values)
-io.finish_job()
+write_parquet(question_values(evaluation), snakemake.output.question_values)
+finish_job()

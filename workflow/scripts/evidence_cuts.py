@@ -3,7 +3,8 @@
 import pandas as pd
 
 from rag.evaluation.statistics import cut_summary
-from rag.io import finish_job, start_log, write_csv
+from rag.formats.files import write_csv
+from rag.jobs import finish_job, start_log
 from rag.labels import PieceCut
 
 log = start_log(snakemake.log[0])

@@ -7,27 +7,30 @@ filter once more before the reranker sees any of them (rag.retrieval.funnel).
 
 import json
 
-from rag import io
+from rag.formats.tables import load_indexes, read_columns, read_provenance
+from rag.jobs import finish_job, job_filter, start_log, write_job_ranking
 from rag.provenance import composite_record, filter_record
+from rag.question_tables import read_questions
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config
 from rag.retrieval.funnel import configured_reranker, describe_funnel, funnel_rankings
+from rag.retrieval.ranking_files import read_rankings
 from rag.retrieval.search import chunk_id_order
 
-log = io.start_log(snakemake.log[0])
+log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
-filter_config = io.job_filter(snakemake)
+filter_config = job_filter(snakemake)
 
-chunks = io.read_columns(snakemake.input.chunks, ["chunk_id", *METADATA_COLUMNS])
+chunks = read_columns(snakemake.input.chunks, ["chunk_id", *METADATA_COLUMNS])
 chunk_ids, tie_order = chunks["chunk_id"], chunk_id_order(chunks["chunk_id"])
-questions = io.read_questions(snakemake.input.questions)
+questions = read_questions(snakemake.input.questions)
 question_ids = [q.question_id for q in questions]
-first = io.read_rankings(snakemake.input.first, chunk_ids, question_ids)
-indexes = io.load_indexes(snakemake.input.rerank)
+first = read_rankings(snakemake.input.first, chunk_ids, question_ids)
+indexes = load_indexes(snakemake.input.rerank)
 rerank_entries = json.loads(snakemake.params.rerank)
 
 
 def chunk_texts(column):
-    return io.read_columns(snakemake.input.chunks, [column])[column].tolist()
+    return read_columns(snakemake.input.chunks, [column])[column].tolist()
 
 
 reranker, rerank_record = configured_reranker(
@@ -42,7 +45,7 @@ rankings, removed = funnel_rankings(first, texts, reranker, entry, depth, tie_or
 log.info("%s", describe_funnel(snakemake.wildcards.retriever, entry, rankings))
 if allowed is not None:
     log.info("disallowed first-stage candidates removed before reranking: %d (expected 0)", removed)
-record = composite_record(entry, first=io.read_provenance(snakemake.input.first), rerank=rerank_record)
+record = composite_record(entry, first=read_provenance(snakemake.input.first), rerank=rerank_record)
 parts = filter_record(filter_config)
-io.write_job_ranking(snakemake, question_ids, rankings, chunk_ids, record, "funnel", **parts)
-io.finish_job()
+write_job_ranking(snakemake, question_ids, rankings, chunk_ids, record, "funnel", **parts)
+finish_job()

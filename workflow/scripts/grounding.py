@@ -2,9 +2,12 @@
 
 import json
 
+from rag.formats.files import write_csv
+from rag.formats.tables import read_columns
 from rag.grounding.cases import describe_case, grounding_tables, run_grounding
 from rag.grounding.trigram import train
-from rag.io import RANKING_COLUMNS, finish_job, read_columns, start_log, write_csv
+from rag.jobs import finish_job, start_log
+from rag.retrieval.ranking_files import RANKING_COLUMNS
 
 log = start_log(snakemake.log[0])
 settings = json.loads(snakemake.params.grounding)

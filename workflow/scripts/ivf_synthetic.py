@@ -2,7 +2,8 @@
 
 import json
 
-from rag.io import finish_job, start_log, write_sweep
+from rag.formats.files import write_sweep
+from rag.jobs import finish_job, start_log
 from rag.retrieval.ivf import probe_tradeoff
 from rag.retrieval.synthetic import clustered_unit_vectors, queries_near_clusters
 

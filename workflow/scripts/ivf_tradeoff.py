@@ -7,7 +7,8 @@ import pandas as pd
 
 from rag.evaluation.ivf_tuning import probe_sweep
 from rag.evaluation.metrics import relevance_by_question
-from rag.io import finish_job, read_yaml, start_log, write_sweep
+from rag.formats.files import read_yaml, write_sweep
+from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
 from rag.retrieval.retrievers import chunk_embeddings, load_retriever, query_embeddings
 

@@ -5,17 +5,12 @@ import json
 
 import pandas as pd
 
+from rag.chunk_tables import chunks_from_frame
 from rag.chunking import spec_from_config
-from rag.io import (
-    chunks_from_frame,
-    documents_from_frame,
-    finish_job,
-    provenance,
-    read_provenance,
-    read_yaml,
-    start_log,
-    write_parquet,
-)
+from rag.corpus.document_tables import documents_from_frame
+from rag.formats.files import read_yaml
+from rag.formats.tables import provenance, read_provenance, write_parquet
+from rag.jobs import finish_job, start_log
 from rag.labels import evidence_cuts, judge_chunks, locate_spans, parse_questions
 from rag.provenance import carried
 

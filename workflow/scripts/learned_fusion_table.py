@@ -5,7 +5,8 @@ from pathlib import Path
 import pandas as pd
 
 from rag.evaluation.learned_fusion import WEIGHTS_COLUMNS
-from rag.io import finish_job, start_log, write_csv
+from rag.formats.files import write_csv
+from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 parts = []

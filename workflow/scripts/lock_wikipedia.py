@@ -6,7 +6,8 @@ Only the titles and the date are parameters of this rule: settings such as
 
 from rag.corpus.sources import resolve_lock, wikipedia_client
 from rag.corpus.wikipedia import build_lock
-from rag.io import FolderCache, finish_job, start_log, write_yaml
+from rag.formats.files import FolderCache, write_yaml
+from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 entry = snakemake.config["corpora"][snakemake.wildcards.corpus]

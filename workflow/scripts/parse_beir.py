@@ -2,14 +2,18 @@
 
 import json
 
-from rag import io
 from rag.corpus.beir import judged_questions
+from rag.corpus.beir_files import read_beir_collection
+from rag.corpus.document_tables import documents_to_frame
 from rag.corpus.documents import PARSER_VERSION
+from rag.formats.tables import provenance, write_parquet
+from rag.jobs import finish_job, start_log
 from rag.provenance import documents_record
+from rag.question_tables import judgements_to_frame, questions_to_frame
 
-log = io.start_log(snakemake.log[0])
+log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.corpus)
-documents, questions, judgements = io.read_beir_collection(
+documents, questions, judgements = read_beir_collection(
     snakemake.input.corpus, snakemake.input.queries, snakemake.input.qrels
 )
 log.info(
@@ -24,14 +28,14 @@ questions = judged_questions(questions, entry["queries"])
 log.info("ranking %d queries (queries: %s)", len(questions), entry["queries"])
 
 documents.sort(key=lambda document: document.doc_id)
-meta = io.provenance(
+meta = provenance(
     stage="parse",
     parser_version=PARSER_VERSION,
     source="beir",
     split=entry["split"],
     **documents_record({document.doc_id: document.version for document in documents}),
 )
-io.write_parquet(io.documents_to_frame(documents), snakemake.output.parsed, meta)
-io.write_parquet(io.questions_to_frame(questions), snakemake.output.questions, meta)
-io.write_parquet(io.judgements_to_frame(judgements), snakemake.output.qrels, meta)
-io.finish_job()
+write_parquet(documents_to_frame(documents), snakemake.output.parsed, meta)
+write_parquet(questions_to_frame(questions), snakemake.output.questions, meta)
+write_parquet(judgements_to_frame(judgements), snakemake.output.qrels, meta)
+finish_job()

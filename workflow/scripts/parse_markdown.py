@@ -7,9 +7,11 @@ document and kept in the parquet's metadata for results/corpus_statistics.csv.
 import json
 from pathlib import Path
 
+from rag.corpus.document_tables import write_parsed_documents
 from rag.corpus.documents import DEFAULT_ACCESS, DocumentError
 from rag.corpus.folders import read_document
-from rag.io import finish_job, read_markdown_file, start_log, write_parsed_documents
+from rag.corpus.markdown_files import read_markdown_file
+from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.corpus)

@@ -4,10 +4,12 @@ import json
 import warnings
 
 from rag.corpus.articles import parse_article_html_counted
+from rag.corpus.document_tables import write_parsed_documents
 from rag.corpus.sources import cache_key, locked_documents, wikipedia_client
 from rag.corpus.wikipedia import article_doc_id, parse_lock
 from rag.escaping import visible
-from rag.io import FolderCache, finish_job, read_yaml, start_log, write_parsed_documents
+from rag.formats.files import FolderCache, read_yaml
+from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.corpus)

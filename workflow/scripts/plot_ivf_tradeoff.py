@@ -2,7 +2,8 @@
 
 import pandas as pd
 
-from rag.io import atomic_path, finish_job, start_log, write_figure
+from rag.formats.files import atomic_path, write_figure
+from rag.jobs import finish_job, start_log
 from rag.plotting import ivf_tradeoff
 
 log = start_log(snakemake.log[0])

@@ -4,7 +4,8 @@ import json
 
 import pandas as pd
 
-from rag.io import atomic_path, finish_job, start_log, write_figure
+from rag.formats.files import atomic_path, write_figure
+from rag.jobs import finish_job, start_log
 from rag.plotting import rank_scatter, recall_against_prompt_words, recall_curves
 
 log = start_log(snakemake.log[0])

@@ -2,7 +2,9 @@
 
 import pandas as pd
 
-from rag.io import finish_job, read_provenance, start_log, write_csv
+from rag.formats.files import write_csv
+from rag.formats.tables import read_provenance
+from rag.jobs import finish_job, start_log
 from rag.provenance import provenance_row
 
 log = start_log(snakemake.log[0])

@@ -2,8 +2,10 @@
 
 import json
 
-from rag.io import finish_job, read_columns, read_questions, save_arrays, start_log, write_job_ranking
+from rag.formats.tables import read_columns, save_arrays
+from rag.jobs import finish_job, start_log, write_job_ranking
 from rag.provenance import retriever_record
+from rag.question_tables import read_questions
 from rag.retrieval.retrievers import build_with_progress, describe_rankings, search_with_progress
 from rag.retrieval.search import chunk_id_order
 

@@ -2,8 +2,10 @@
 
 import json
 
-from rag.io import finish_job, read_columns, read_questions, save_arrays, start_log, write_job_ranking
+from rag.formats.tables import read_columns, save_arrays
+from rag.jobs import finish_job, start_log, write_job_ranking
 from rag.provenance import retriever_record
+from rag.question_tables import read_questions
 from rag.retrieval.dense.sentence_embeddings import (
     embed_chunks_and_questions,
     embedding_search,

@@ -7,8 +7,10 @@ records counts only: no chunk id or text, allowed or not, is written there.
 
 import json
 
-from rag.io import finish_job, load_arrays, read_columns, read_questions, start_log, write_job_ranking
+from rag.formats.tables import load_arrays, read_columns
+from rag.jobs import finish_job, start_log, write_job_ranking
 from rag.provenance import filter_record, retriever_record
+from rag.question_tables import read_questions
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config, describe_filtered
 from rag.retrieval.retrievers import load_retriever, search
 from rag.retrieval.search import chunk_id_order

@@ -2,19 +2,21 @@
 
 import json
 
-from rag import io
+from rag.formats.tables import load_arrays, read_columns, save_arrays
+from rag.jobs import finish_job, start_log, write_job_ranking
 from rag.provenance import ivf_record
+from rag.question_tables import read_questions
 from rag.retrieval.retrievers import build_ivf_retriever, chunk_embeddings, load_retriever, search
 from rag.retrieval.search import chunk_id_order
 
-log = io.start_log(snakemake.log[0])
+log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
 base_entry = json.loads(snakemake.params.base)
 name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakemake.wildcards.chunker}"
-chunk_ids = io.read_columns(snakemake.input.chunks, ["chunk_id"])["chunk_id"]
-questions = io.read_questions(snakemake.input.questions)
+chunk_ids = read_columns(snakemake.input.chunks, ["chunk_id"])["chunk_id"]
+questions = read_questions(snakemake.input.questions)
 
-base = load_retriever(base_entry, io.load_arrays(snakemake.input.base_index))
+base = load_retriever(base_entry, load_arrays(snakemake.input.base_index))
 embedded = len(chunk_embeddings(base))
 if embedded != len(chunk_ids):
     raise ValueError(
@@ -35,7 +37,7 @@ log.info(
     len(questions),
 )
 
-io.save_arrays(snakemake.output.index, retriever.index.to_arrays())
+save_arrays(snakemake.output.index, retriever.index.to_arrays())
 record = ivf_record(entry, base_entry)
-io.write_job_ranking(snakemake, [q.question_id for q in questions], rankings, chunk_ids, record, "rank_ivf")
-io.finish_job()
+write_job_ranking(snakemake, [q.question_id for q in questions], rankings, chunk_ids, record, "rank_ivf")
+finish_job()

@@ -6,7 +6,8 @@ from rag.evaluation.holdout import with_holdout_rows
 from rag.evaluation.recommendation import recommendation_lines, recommendations
 from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
 from rag.evaluation.summary import results_readme
-from rag.io import finish_job, start_log, write_text
+from rag.formats.files import write_text
+from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 summary = pd.read_csv(snakemake.input.summary, keep_default_na=False, na_values=[""])

@@ -3,23 +3,27 @@
 import json
 import sys
 
-from rag import io
 from rag.answering.routing import RoutingSetup, describe_routes, route_corpus, routing_tables, without_leads
+from rag.corpus.document_tables import BLOCK_COLUMNS
 from rag.evaluation.metrics import QRELS_COLUMNS
+from rag.formats.files import write_csv
+from rag.formats.tables import load_arrays, read_columns, read_provenance
+from rag.jobs import finish_job, start_log
+from rag.question_tables import read_questions
 
-log = io.start_log(snakemake.log[0])
+log = start_log(snakemake.log[0])
 inputs, params = snakemake.input, snakemake.params
 setup = RoutingSetup(json.loads(params.retriever), json.loads(params.routing), params.depth, params.ks)
 routed = []
 for position, corpus in enumerate(params.corpora):
     routes = route_corpus(
         corpus,
-        io.read_questions(inputs.questions[position]),
-        io.read_columns(inputs.parsed[position], io.BLOCK_COLUMNS),
-        io.read_columns(inputs.chunks[position], ["chunk_id", "doc_id", "n_words"]),
-        io.read_columns(inputs.qrels[position], QRELS_COLUMNS),
-        io.load_arrays(inputs.index[position]),
-        io.read_provenance(inputs.chunks[position]),
+        read_questions(inputs.questions[position]),
+        read_columns(inputs.parsed[position], BLOCK_COLUMNS),
+        read_columns(inputs.chunks[position], ["chunk_id", "doc_id", "n_words"]),
+        read_columns(inputs.qrels[position], QRELS_COLUMNS),
+        load_arrays(inputs.index[position]),
+        read_provenance(inputs.chunks[position]),
         setup,
         source=str(inputs.questions[position]),
     )
@@ -31,6 +35,6 @@ for position, corpus in enumerate(params.corpora):
     routed.append(routes)
     log.info("%s", describe_routes(routes))
 routing, metrics = routing_tables(routed)
-io.write_csv(routing, snakemake.output.routing)
-io.write_csv(metrics, snakemake.output.metrics)
-io.finish_job()
+write_csv(routing, snakemake.output.routing)
+write_csv(metrics, snakemake.output.metrics)
+finish_job()

@@ -4,7 +4,8 @@ import pandas as pd
 
 from rag.evaluation.holdout import with_holdout_rows
 from rag.evaluation.significance import PERMUTATIONS, RESAMPLES, SEED, interval_table, significance_table
-from rag.io import finish_job, start_log, write_csv
+from rag.formats.files import write_csv
+from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 values = pd.concat([pd.read_parquet(path) for path in snakemake.input.question_values], ignore_index=True)

@@ -6,7 +6,9 @@ import pandas as pd
 
 from rag.answering.summaries import fully_inside, lead_summaries, pieces_in_summaries, summary_statistics
 from rag.answering.tokens import CL100K_BASE, optional_token_counter
-from rag.io import documents_from_frame, finish_job, read_yaml, start_log, write_csv
+from rag.corpus.document_tables import documents_from_frame
+from rag.formats.files import read_yaml, write_csv
+from rag.jobs import finish_job, start_log
 from rag.labels import locate_spans, parse_questions
 
 log = start_log(snakemake.log[0])

@@ -11,8 +11,11 @@ from rag.evaluation.trec import (
     ranked_lists,
     run_lines,
 )
-from rag.io import RANKING_COLUMNS, atomic_path, finish_job, read_columns, read_yaml, start_log, write_text
+from rag.formats.files import atomic_path, read_yaml, write_text
+from rag.formats.tables import read_columns
+from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
+from rag.retrieval.ranking_files import RANKING_COLUMNS
 
 log = start_log(snakemake.log[0])
 questions = {

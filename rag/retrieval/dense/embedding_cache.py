@@ -14,7 +14,7 @@ reaches the cache as soon as it is done, so an interrupted job loses at most
 one block and its re-run encodes only what is still missing. The functions
 here are pure (keys, the split into hits and misses, the progress lines);
 :class:`EmbeddingCache` is the thin I/O edge that a job uses, over the
-shard files that :mod:`rag.io` reads and writes.
+shard files that :mod:`rag.retrieval.dense.embedding_shards` reads and writes.
 """
 
 from __future__ import annotations
@@ -200,12 +200,12 @@ class EmbeddingCache:
     The I/O edge of the cache for a job that embeds several lists of texts
     (chunks, then questions): shards are read once, every block of new
     vectors is written as its own shard at once (see
-    :func:`rag.io.write_embedding_shard`), and each step is reported through
+    :func:`rag.retrieval.dense.embedding_shards.write_embedding_shard`), and each step is reported through
     ``log`` (a function taking one line).
     """
 
     def __init__(self, folder, log: Callable[[str], None]) -> None:
-        from rag.io import read_embedding_shards
+        from rag.retrieval.dense.embedding_shards import read_embedding_shards
 
         self.folder = folder
         self.log = log
@@ -215,7 +215,7 @@ class EmbeddingCache:
         log(f"{len(self.vectors)} cached embeddings in {folder}")
 
     def _store(self, vectors: dict[str, np.ndarray]) -> None:
-        from rag.io import write_embedding_shard
+        from rag.retrieval.dense.embedding_shards import write_embedding_shard
 
         shard = write_embedding_shard(self.folder, vectors)
         self.vectors.update(vectors)

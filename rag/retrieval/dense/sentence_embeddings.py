@@ -281,7 +281,7 @@ def encoder_settings(model: str, max_tokens: int, backend: str = "numpy") -> Enc
     """
     import importlib.metadata
 
-    from rag.io import source_digest
+    from rag.formats.bundles import source_digest
     from rag.retrieval.dense import embedder
     from rag.retrieval.dense.embedding_cache import EncoderSettings, encoder_fingerprint
 
