@@ -188,6 +188,13 @@ def fusion_inputs(wildcards):
     ]
 
 
+def learned_labels(wildcards):
+    """What a learned fusion chooses on: the chunk set's qrels, or the corpus's document qrels."""
+    if LEVELS[wildcards.corpus] == "document":
+        return f"work/document_qrels/{wildcards.corpus}.parquet"
+    return QRELS.format(corpus=wildcards.corpus, chunker=wildcards.chunker)
+
+
 def funnel_rerank_params(wildcards):
     return canonical_json(PLAN.rerank_entries(wildcards.retriever))
 

@@ -5,13 +5,6 @@
 # Each fold's choice and held-out scores are gathered in results/learned_fusion.csv.
 
 
-def learned_labels(wildcards):
-    """What a learned fusion chooses on: the chunk set's qrels, or the corpus's document qrels."""
-    if LEVELS[wildcards.corpus] == "document":
-        return f"work/document_qrels/{wildcards.corpus}.parquet"
-    return QRELS.format(corpus=wildcards.corpus, chunker=wildcards.chunker)
-
-
 rule fuse_learned:
     input:
         components=fusion_inputs,
