@@ -41,8 +41,20 @@ def pinned_version(constraints: Path) -> str:
 def build_seconds(version: str, cmake_args: str, wheel_folder: Path) -> float:
     """Seconds pip takes to build the wheel from its sdist, dependencies not included."""
     environment = dict(os.environ, CMAKE_ARGS=cmake_args)
-    command = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-cache-dir",
-               "--no-binary", PACKAGE, f"{PACKAGE}=={version}", "-w", str(wheel_folder)]
+    command = [
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "-q",
+        "--no-deps",
+        "--no-cache-dir",
+        "--no-binary",
+        PACKAGE,
+        f"{PACKAGE}=={version}",
+        "-w",
+        str(wheel_folder),
+    ]
     started = time.perf_counter()
     subprocess.run(command, check=True, env=environment)
     return time.perf_counter() - started
