@@ -79,7 +79,11 @@ _STARTED = time.perf_counter()
 PROGRAM = "rag"
 BUNDLED_DOCUMENTS = Path("resources") / "solar_system" / "documents"
 DEFAULT_CACHE = Path(".rag-cache")
-GENERATORS = ("reader", "extractive", "hosted")
+GENERATORS = ("reader", "extractive", "hosted", "llm")
+# --generator llm (or smollm2) asks the bundled model; any other name is an llm
+# entry of the generators section of ./config.yaml (docs/llm.md).
+BUNDLED_GENERATOR_NAMES = ("llm", "smollm2")
+LLM_CACHE_FOLDER = "llm"
 RETRIEVERS = ("auto", "bm25_minilm", "bm25_lsa_ivf")
 DENSE_MODEL = "all-MiniLM-L6-v2"
 
@@ -216,11 +220,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument(
         "--generator",
-        choices=GENERATORS,
+        type=_generator_name,
         default="reader",
+        metavar="NAME",
         help="reader: quote the sentence that answers, offline; extractive: the spec's coverage "
         "generator, offline; hosted: the chat-completions model named by RAG_LLM_BASE_URL, "
-        "RAG_LLM_API_KEY and RAG_LLM_MODEL (default: %(default)s)",
+        "RAG_LLM_API_KEY and RAG_LLM_MODEL; llm or smollm2: the bundled SmolLM2 (the llm extra); "
+        "any other NAME: that llm entry of the generators section of ./config.yaml, its replies "
+        "kept in <cache>/llm (default: %(default)s)",
     )
     ask.add_argument(
         "--cache",
@@ -574,6 +581,68 @@ def _hosted_generator() -> Callable:
     return guarded
 
 
+def _llm_generator(name: str, cache: Path) -> Callable:
+    """An llm generator (the bundled model or a ./config.yaml entry) through the chat client and cache.
+
+    The same path as the pipeline's llm jobs: the conversation of
+    :func:`rag.answering.llm_answers.messages_for`, the response cache, and
+    the bundled server started only when the reply is not cached.
+    """
+    from rag.answering import llm_answers, local_server
+    from rag.answering.chat_client import LlmError
+    from rag.answering.response_cache import ResponseCache
+    from rag.kinds import GENERATOR_KINDS, defaults
+
+    entry = {"kind": "llm", **defaults(GENERATOR_KINDS)["llm"]}
+    configured = _configured_generators()
+    if name in configured:
+        if configured[name].get("kind") != "llm":
+            raise AskError(f"--generator {name}: config.yaml's entry {name!r} is not of kind llm")
+        entry |= configured[name]
+    elif name not in BUNDLED_GENERATOR_NAMES:
+        known = sorted({*GENERATORS, *BUNDLED_GENERATOR_NAMES, *configured})
+        raise AskError(f"--generator {name}: unknown generator; choose one of {known}")
+    generator = llm_answers.generator_from_entry(name, entry)
+    if generator.bundled and local_server.missing_packages():
+        raise AskError(
+            f"--generator {name}: the bundled model needs the llm extra: {local_server.INSTALL_COMMAND}"
+        )
+    complete = llm_answers.complete_with_cache(generator, ResponseCache(cache / LLM_CACHE_FOLDER))
+
+    def generate(prompt: object) -> str:
+        messages = llm_answers.messages_for(
+            prompt.question, list(prompt.sources.values()), generator.template
+        )
+        try:
+            return complete([messages])[0].text.strip()
+        except (LlmError, local_server.LocalServerError, ValueError) as error:
+            raise AskError(f"--generator {name}: {error}") from None
+
+    return generate
+
+
+def _generator_name(value: str) -> str:
+    """A --generator value: an offline or hosted one, the bundled model, or an llm entry of ./config.yaml."""
+    known = {*GENERATORS, *BUNDLED_GENERATOR_NAMES, *_configured_generators()}
+    if value not in known:
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {value!r} (choose from {', '.join(sorted(known))})"
+        )
+    return value
+
+
+def _configured_generators() -> dict:
+    """The generators section of ./config.yaml, or nothing when there is none."""
+    import yaml
+
+    try:
+        config = yaml.safe_load(Path("config.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    section = config.get("generators") if isinstance(config, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
 def _dense_installed() -> bool:
     from rag.retrieval.dense.sentence_embeddings import missing_packages
 
@@ -594,7 +663,11 @@ def ask(arguments: argparse.Namespace) -> int:
     from rag.answering.question_answering import IndexOptions, RetrievalSettings, answer_question
     from rag.answering.reader import DEFAULT_THRESHOLD, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
 
-    generate = _hosted_generator() if arguments.generator == "hosted" else None
+    generate = None
+    if arguments.generator == "hosted":
+        generate = _hosted_generator()
+    elif arguments.generator not in ("reader", "extractive"):
+        generate = _llm_generator(arguments.generator, arguments.cache)
     folder = arguments.documents if arguments.documents is not None else bundled_documents()
     retriever = _retriever(arguments.retriever)
     dense = retriever == "bm25_minilm"

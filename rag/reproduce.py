@@ -41,6 +41,8 @@ TIMING_COLUMNS: Mapping[str, frozenset[str]] = {
     ),
     # Read from each index job's benchmark file: wall time and peak memory.
     "index_statistics.csv": frozenset({"seconds", "max_rss_mb"}),
+    # A language model's request time, and whether this run read the reply from the cache.
+    "llm_answers.csv": frozenset({"seconds", "cached"}),
 }
 # Columns compared within an absolute tolerance instead of exactly: (file, column) -> tolerance.
 # Empty: every non-timing cell of the bundled grid reproduces exactly under any BLAS kernel.

@@ -61,13 +61,20 @@ class LlmError(RuntimeError):
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where a model is served. ``key_variable`` names the environment variable holding the key."""
+    """Where a model is served. ``key_variable`` names the environment variable holding the key.
+
+    ``identity`` is how the response cache knows the endpoint when its URL
+    is not stable: the bundled server listens on a fresh port each time, so it
+    is known by its model file and server version instead
+    (:func:`rag.answering.local_server.identity`). Default: the base URL.
+    """
 
     base_url: str
     model: str
     key_variable: str | None = None
     concurrency: int = 1
     timeout_seconds: float = 120.0
+    identity: str | None = None
 
     def __post_init__(self) -> None:
         parsed = urllib.parse.urlsplit(self.base_url if isinstance(self.base_url, str) else "")
@@ -87,11 +94,20 @@ class Endpoint:
             or not 1 <= self.concurrency <= 64
         ):
             raise ValueError(f"concurrency must be an integer from 1 to 64, got {self.concurrency!r}")
+        if self.identity is not None and (
+            not isinstance(self.identity, str) or not self.identity.strip() or not self.identity.isprintable()
+        ):
+            raise ValueError("identity must be a non-empty printable name")
         seconds = self.timeout_seconds
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
             raise ValueError(f"timeout_seconds must be a number of seconds, got {seconds!r}")
         if not 0 < seconds <= 24 * 3600:
             raise ValueError(f"timeout_seconds must be above 0 and at most 86400, got {seconds!r}")
+
+    @property
+    def cache_name(self) -> str:
+        """The endpoint in cache keys: its identity, else its base URL."""
+        return self.identity or self.base_url
 
     @property
     def loopback(self) -> bool:
@@ -294,10 +310,15 @@ def _usage(document: dict) -> tuple[int, int]:
 
 def chat_request(endpoint: Endpoint, messages: list[dict], sampling: Sampling) -> dict:
     """What the cache is keyed by: endpoint, model, every sampling parameter, the exact messages."""
+    return chat_request_key(endpoint.cache_name, endpoint.model, messages, sampling)
+
+
+def chat_request_key(endpoint_name: str, model: str, messages: list[dict], sampling: Sampling) -> dict:
+    """The cache key of a chat request, from the endpoint's stable name (no port of a local server)."""
     return {
         "kind": "chat",
-        "base_url": endpoint.base_url,
-        "model": endpoint.model,
+        "endpoint": endpoint_name,
+        "model": model,
         "sampling": asdict(sampling),
         "messages": messages,
     }
@@ -398,7 +419,7 @@ def progress_text(done: int, total: int, tokens: int, seconds: float) -> str:
 def continuation_request(endpoint: Endpoint, prefix: str, continuation: str) -> dict:
     return {
         "kind": "continuation_logprobs",
-        "base_url": endpoint.base_url,
+        "endpoint": endpoint.cache_name,
         "model": endpoint.model,
         "prefix": prefix,
         "continuation": continuation,

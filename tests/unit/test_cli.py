@@ -388,7 +388,7 @@ def test_help_lists_every_option_with_its_default(capsys):
         "--threshold X": "(default: 0.5 for the extractive generator",
         "--retriever {auto,bm25_minilm,bm25_lsa_ivf}": "(default: auto)",
         "--budget N": "(default: no limit)",
-        "--generator {reader,extractive,hosted}": "(default: reader)",
+        "--generator NAME": "(default: reader)",
         "--cache DIR": "(default: .rag-cache in the current directory)",
     }
     for option, default in expected.items():
@@ -604,3 +604,26 @@ def test_the_titan_question_is_faithful_and_not_responsive_with_the_spec_generat
     output = capsys.readouterr().out
     assert "Answer (reader): abstained" in output
     assert "the reader abstained" in section(output, "Verdicts")
+
+
+def test_an_llm_entry_of_config_yaml_answers_through_the_client_and_its_cache(
+    notes, tmp_path, monkeypatch, capsys
+):
+    stub = ChatStub("The lighthouse was built in 1875 from grey granite [1].")
+    monkeypatch.chdir(tmp_path)
+    entry = {"kind": "llm", "base_url": stub.base_url, "model": "stub", "max_tokens": 40}
+    (tmp_path / "config.yaml").write_text(json.dumps({"generators": {"mine": entry}}))
+    arguments = ["ask", "When was the lighthouse built?", "--documents", str(notes), "--cache", str(tmp_path)]
+    try:
+        for _ in range(2):
+            assert cli.main([*arguments, "--generator", "mine", "--retriever", "bm25_lsa_ivf"]) == 0
+    finally:
+        stub.server.shutdown()
+    output = capsys.readouterr().out
+    assert len(stub.prompts) == 1  # the second answer came from the response cache
+    assert len(list((tmp_path / cli.LLM_CACHE_FOLDER).glob("*.json"))) == 1
+    assert "Answer (mine)" in output and "numbers not in the cited sources: 1875" in output
+    with pytest.raises(SystemExit) as stopped:
+        cli.main([*arguments, "--generator", "theirs"])
+    assert stopped.value.code == 2
+    assert "argument --generator: invalid choice: 'theirs'" in capsys.readouterr().err

@@ -20,7 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag.config import MAX_NAME_LENGTH, ConfigError, build_plan
-from rag.kinds import CHUNKER_KINDS, COMMON_RETRIEVER_KEYS, REQUIRED, RETRIEVER_KINDS
+from rag.kinds import (
+    CHUNKER_KINDS,
+    COMMON_GENERATOR_KEYS,
+    COMMON_RETRIEVER_KEYS,
+    GENERATOR_KINDS,
+    REQUIRED,
+    RETRIEVER_KINDS,
+)
 from rag.retrieval.bm25 import DEFAULT_K1, build_bm25_index
 from tests.workdir import FIXTURES, PROJECT, make_workdir, read_config, snakemake, write_config
 
@@ -64,12 +71,16 @@ def _entry_schema(section: str) -> dict:
     return SCHEMA["properties"][section]["additionalProperties"]["properties"]
 
 
-@pytest.mark.parametrize(("section", "kinds"), [("chunkers", CHUNKER_KINDS), ("retrievers", RETRIEVER_KINDS)])
+@pytest.mark.parametrize(
+    ("section", "kinds"),
+    [("chunkers", CHUNKER_KINDS), ("retrievers", RETRIEVER_KINDS), ("generators", GENERATOR_KINDS)],
+)
 def test_schema_kinds_and_parameters_follow_the_table(section, kinds):
     properties = _entry_schema(section)
     assert properties["kind"]["enum"] == list(kinds)
     table_keys = {key for kind in kinds.values() for key in kind.parameters}
-    extra = {"kind"} | (set(COMMON_RETRIEVER_KEYS) if section == "retrievers" else set())
+    common = {"retrievers": COMMON_RETRIEVER_KEYS, "generators": COMMON_GENERATOR_KEYS}.get(section, ())
+    extra = {"kind"} | set(common)
     assert set(properties) == table_keys | extra
     for kind in kinds.values():
         for key, parameter in kind.parameters.items():
@@ -92,7 +103,7 @@ def test_schema_kinds_and_parameters_follow_the_table(section, kinds):
 
 
 def test_every_number_has_finite_bounds():
-    for kinds in (CHUNKER_KINDS, RETRIEVER_KINDS):
+    for kinds in (CHUNKER_KINDS, RETRIEVER_KINDS, GENERATOR_KINDS):
         for kind in kinds.values():
             for key, parameter in kind.parameters.items():
                 if parameter.type in ("integer", "number"):

@@ -228,3 +228,48 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
             code=script_digest("answers_heldout.py"),
         script:
             "../scripts/answers_heldout.py"
+
+
+# Answers from language models (docs/llm.md): each llm generator answers the
+# questions closed book (chunker and retriever "none") and from the top k
+# chunks of each ranking of answers.llm. Replies come from the response cache
+# (LLM_CACHE, committed) or, on a miss, from the endpoint; a bundled generator's
+# server runs only inside the job that misses (rag/answering/local_server.py).
+rule llm_answer:
+    input:
+        unpack(llm_answer_inputs),
+    output:
+        "work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet",
+    log:
+        job="logs/llm_answer/{corpus}/{questions}/{generator}/{chunker}/{retriever}.log",
+        server="logs/llm_server/{corpus}/{questions}/{generator}/{chunker}/{retriever}.log",
+    benchmark:
+        "benchmarks/logs/llm_answer/{corpus}/{questions}/{generator}/{chunker}/{retriever}.tsv"
+    wildcard_constraints:
+        generator=alternatives(LLM_GENERATORS),
+        chunker=alternatives([*CHUNKERS, CLOSED_BOOK]),
+        retriever=alternatives([*RETRIEVERS, CLOSED_BOOK]),
+    conda:
+        "../envs/rag.yaml"
+    params:
+        generator=lambda wildcards: canonical_json(ANSWERS["generators"][wildcards.generator]),
+        k=lambda wildcards: ANSWERS["generation"]["k"],
+        cache=LLM_CACHE,
+        code=script_digest("llm_answer.py"),
+    script:
+        "../scripts/llm_answer.py"
+
+
+rule llm_answers_table:
+    input:
+        PLAN.llm_answer_files(),
+    output:
+        f"{RESULTS}/llm_answers.csv",
+    log:
+        "logs/llm_answers_table.log",
+    conda:
+        "../envs/rag.yaml"
+    params:
+        code=script_digest("llm_answers_table.py"),
+    script:
+        "../scripts/llm_answers_table.py"

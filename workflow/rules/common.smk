@@ -247,12 +247,48 @@ def reader_params(wildcards):
 
 
 def answer_files(stem):
-    """One answer file per reader: the extractive generator's, then each reader's."""
-    names = ANSWERS["reader"]["names"] if ANSWERS is not None else []
-    return [f"{stem}.parquet", *(f"{stem}.{name}.parquet" for name in names)]
+    """One answer file per offline generator listed in answers.generators: the extractive one's, then each reader's."""
+    if ANSWERS is None:
+        return []
+    extractive = [f"{stem}.parquet"] if "extractive" in ANSWERS["offline"] else []
+    return [*extractive, *(f"{stem}.{name}.parquet" for name in ANSWERS["reader"]["names"])]
 
 
 def heldout_input(kind):
     """The held-out check's documents folder and its two question files (development, held-out)."""
     corpus, heldout = CORPORA[ANSWERS["heldout"]["corpus"]], ANSWERS["heldout"]["questions"]
     return {"documents": corpus["documents"], "development": corpus["questions"], "heldout": heldout}[kind]
+
+
+# Language-model replies by request digest (rag/answering/response_cache.py),
+# committed so that a fresh clone rebuilds the LLM answer tables without a model.
+# Like the embedding cache it lies outside the DAG: jobs read and add to it.
+LLM_CACHE = "resources/llm_cache"
+CLOSED_BOOK = "none"
+LLM_GENERATORS = ANSWERS["llm"]["generators"] if ANSWERS is not None else []
+
+
+def llm_questions_path(corpus, questions):
+    """The question file of a set: ``development`` is the corpus's, another name a held-out file's stem."""
+    if questions == "development":
+        return questions_path(corpus)
+    heldout = ANSWERS["heldout"] or {"questions": []}
+    for path in heldout["questions"]:
+        if Path(path).stem == questions:
+            return path
+    raise ConfigError(
+        f"work/llm_answers: no question set {questions!r} (development or a held-out file's stem)"
+    )
+
+
+def llm_answer_inputs(wildcards):
+    """The questions and, unless closed book, the chunks, ranking and parsed corpus of one setting."""
+    inputs = {"questions": llm_questions_path(wildcards.corpus, wildcards.questions)}
+    if wildcards.retriever != CLOSED_BOOK:
+        names = {"corpus": wildcards.corpus, "chunker": wildcards.chunker}
+        inputs |= {
+            "chunks": CHUNKS.format(**names),
+            "ranking": RANKING.format(**names, retriever=wildcards.retriever),
+            "parsed": PARSED.format(corpus=wildcards.corpus),
+        }
+    return inputs
