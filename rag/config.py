@@ -992,6 +992,11 @@ class Plan:
             results += [f"{out}/answers_heldout.csv"] if self.answers["heldout"] is not None else []
             results.append(f"{out}/answers.md")
             results += [f"{out}/llm_answers.csv"] if self.answers["llm"]["generators"] else []
+            # The measurements of issue 26: the reader's rules, and the language models' answers judged.
+            results += [f"{out}/reader_rules.csv"] if self.answers["heldout"] is not None else []
+            if self.answers["llm"]["generators"]:
+                names = ("llm_answers_judged", "llm_answers_summary", "llm_closed_book", "citation_check")
+                results += [f"{out}/{name}.csv" for name in (*names, "verdicts")]
         return results + self.comparison_results()
 
 

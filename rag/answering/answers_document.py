@@ -101,10 +101,167 @@ def _heldout_table(heldout: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _interval(share: float, low: float, high: float) -> str:
+    return "-" if pd.isna(share) else f"{share:.2f} ({low:.2f}-{high:.2f})"
+
+
+def _llm_table(summary: pd.DataFrame, closed_book: pd.DataFrame) -> list[str]:
+    """Per question set and setup: correct, wrong, abstained, refused, correct from memory."""
+    correct_p = closed_book[closed_book["outcome"] == "correct"].set_index(
+        ["questions", "generator", "chunker", "retriever", "k"]
+    )["p_holm"]
+    lines = [
+        "| questions | generator | chunker | retriever | k | correct | wrong | abstained "
+        "| unanswerable refused | correct from memory | faithful | responsive | p vs closed book |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in summary.itertuples(index=False):
+        judged = row.correct + row.wrong + row.abstained
+        key = (row.questions, row.generator, row.chunker, row.retriever, row.k)
+        p_value = f"{correct_p[key]:.4f}" if key in correct_p.index else "-"
+        memory = _share(
+            row.correct_from_memory,
+            row.correct,
+            row.correct_from_memory_share_low,
+            row.correct_from_memory_share_high,
+        )
+        lines.append(
+            f"| {row.questions} | {row.generator} | {row.chunker} | {row.retriever} | {row.k} "
+            f"| {_share(row.correct, judged, row.correct_share_low, row.correct_share_high)} "
+            f"| {_share(row.wrong, judged, row.wrong_share_low, row.wrong_share_high)} "
+            f"| {_share(row.abstained, judged, row.abstained_share_low, row.abstained_share_high)} "
+            f"| {_share(row.refused, row.unanswerable, row.refused_share_low, row.refused_share_high)} "
+            f"| {memory} "
+            f"| {_interval(row.faithful_share, row.faithful_share_low, row.faithful_share_high)} "
+            f"| {_interval(row.responsive_share, row.responsive_share_low, row.responsive_share_high)} "
+            f"| {p_value} |"
+        )
+    return lines
+
+
+def _citation_table(citation: pd.DataFrame) -> list[str]:
+    lines = [
+        "| questions | generator | chunker | retriever | answered | unsupported | flagged "
+        "| precision | recall |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in citation.itertuples(index=False):
+        lines.append(
+            f"| {row.questions} | {row.generator} | {row.chunker} | {row.retriever} | {row.answered} "
+            f"| {row.unsupported} | {row.flagged} "
+            f"| {_share(row.flagged_unsupported, row.flagged, row.precision_low, row.precision_high)} "
+            f"| {_share(row.flagged_unsupported, row.unsupported, row.recall_low, row.recall_high)} |"
+        )
+    return lines
+
+
+def _verdicts_table(verdicts: pd.DataFrame) -> list[str]:
+    lines = [
+        "| generator | questions | setup | answered | faithful and responsive | of which correct |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in verdicts.itertuples(index=False):
+        judged = int(row.faithful_and_responsive) - int(row.faithful_and_responsive_not_judged)
+        correct = _share(
+            int(row.faithful_and_responsive_correct),
+            judged,
+            row.verdicts_correct_share_low,
+            row.verdicts_correct_share_high,
+        )
+        lines.append(
+            f"| {row.generator} | {row.questions} | {row.setup} | {int(row.answered)} "
+            f"| {int(row.faithful_and_responsive)} | {correct} |"
+        )
+    return lines
+
+
+def _reader_rules_table(rules: pd.DataFrame) -> list[str]:
+    files = list(dict.fromkeys(rules["questions_file"]))
+    lines = ["| rule switched off | " + " | ".join(files) + " |", "|---|" + "---|" * len(files)]
+    for rule, of_rule in rules.groupby("rule_off", sort=False):
+        cells = of_rule.set_index("questions_file")
+        lines.append(
+            f"| {rule} | "
+            + " | ".join(
+                f"{int(cells.loc[file, 'correct'])} correct, {int(cells.loc[file, 'wrong'])} wrong "
+                f"(helps {int(cells.loc[file, 'helps']):+d})"
+                for file in files
+            )
+            + " |"
+        )
+    return lines
+
+
+def llm_sections(
+    llm_summary: pd.DataFrame | None,
+    closed_book: pd.DataFrame | None,
+    citation: pd.DataFrame | None,
+    verdicts: pd.DataFrame | None,
+    reader_rules: pd.DataFrame | None,
+) -> list[str]:
+    """The language models' sections of results/answers.md, each from its table (absent: left out)."""
+    from rag.answering.verdicts import NOT_CHECKED
+
+    lines: list[str] = []
+    if llm_summary is not None and closed_book is not None and len(llm_summary):
+        lines += [
+            "",
+            "## Language models against the closed book",
+            "",
+            "From `llm_answers_summary.csv` and `llm_closed_book.csv`. Correct: the answer states the",
+            "reference answer (normalised, or all its numbers and names; `rag/answering/correctness.py`);",
+            "shares of correct, wrong and abstained are over the answerable questions with a reference",
+            "answer. Correct from memory: correct answers whose reference is in none of the prompt's",
+            "sources (every closed-book answer). p: paired randomization test of the correct share",
+            "against the closed book on the same questions, Holm-corrected per question set.",
+            "",
+            *_llm_table(llm_summary, closed_book),
+        ]
+    if citation is not None and len(citation):
+        lines += [
+            "",
+            "## Does the citation check catch a real model?",
+            "",
+            "From `citation_check.csv`. An answer is unsupported unless it is correct and the reference",
+            "is in a source it cites (the labels' verdict); the check flags an answer that is not",
+            "faithful. Precision: flagged answers that are unsupported; recall: unsupported answers",
+            "flagged. Nothing was tuned on these numbers.",
+            "",
+            *_citation_table(citation),
+        ]
+    if verdicts is not None and len(verdicts):
+        lines += [
+            "",
+            "## How often are faithful and responsive answers correct?",
+            "",
+            f"From `verdicts.csv`, judged by the reference answers. {NOT_CHECKED}",
+            "",
+            *_verdicts_table(verdicts),
+        ]
+    if reader_rules is not None and len(reader_rules):
+        lines += [
+            "",
+            "## The reader's rules, one at a time",
+            "",
+            "From `reader_rules.csv`: the reader through `rag ask`'s path at its frozen threshold with",
+            "each rule switched off; helps = how much the rule adds to correct minus wrong answers.",
+            "",
+            *_reader_rules_table(reader_rules),
+        ]
+    return lines
+
+
 def answers_document(
-    summary: pd.DataFrame, thresholds: pd.DataFrame, heldout: pd.DataFrame | None = None
+    summary: pd.DataFrame,
+    thresholds: pd.DataFrame,
+    heldout: pd.DataFrame | None = None,
+    llm_tables: tuple[pd.DataFrame | None, ...] = (None, None, None, None, None),
 ) -> str:
-    """The Markdown of results/answers.md."""
+    """The Markdown of results/answers.md.
+
+    ``llm_tables`` are the language models' summary, closed-book comparison,
+    citation check, verdicts and the reader's rule ablation (:func:`llm_sections`).
+    """
     lines = [
         "# Answers",
         "",
@@ -151,4 +308,5 @@ def answers_document(
             "",
             *_heldout_table(heldout),
         ]
+    lines += llm_sections(*llm_tables)
     return "\n".join(lines) + "\n"

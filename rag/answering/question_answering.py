@@ -39,7 +39,7 @@ import numpy as np
 
 from rag.answering.extractive import DEFAULT_COVERAGE_THRESHOLD, Abstention, ExtractiveAnswer, extract_answer
 from rag.answering.prompts import Prompt, build_prompt
-from rag.answering.reader import Reading, Similarity, read, read_candidates
+from rag.answering.reader import DEFAULT_WEIGHTS, ReaderWeights, Reading, Similarity, read, read_candidates
 from rag.answering.verification import AnswerCheck, Verdicts, check_answer, verdicts
 from rag.chunking import Chunk, ChunkerSpec, chunk_corpus
 from rag.corpus.documents import DEFAULT_ACCESS, SKIPPABLE, Document, DocumentError
@@ -556,7 +556,11 @@ DEFAULT_POOL = 60
 
 
 def rerank_by_reader(
-    retrieval: Retrieval, idf: Mapping[str, float], sources: int, similarity: Similarity | None = None
+    retrieval: Retrieval,
+    idf: Mapping[str, float],
+    sources: int,
+    similarity: Similarity | None = None,
+    weights: ReaderWeights = DEFAULT_WEIGHTS,
 ) -> Retrieval:
     """The ``sources`` chunks of the fused list whose best sentence the reader scores highest.
 
@@ -570,7 +574,7 @@ def rerank_by_reader(
         return retrieval
     pool_prompt = build_prompt(retrieval.question, [retrieved.chunk for retrieved in retrieval.chosen])
     best: dict[int, float] = {}
-    for candidate in read_candidates(pool_prompt, idf, similarity):
+    for candidate in read_candidates(pool_prompt, idf, similarity, weights):
         number = candidate.source_number
         best[number] = max(best.get(number, -math.inf), candidate.score)
     order = sorted(
@@ -596,6 +600,7 @@ def answer_question(
     similarity: Similarity | None = None,
     pool: int = DEFAULT_POOL,
     access: Collection[str] | None = None,
+    weights: ReaderWeights = DEFAULT_WEIGHTS,
 ) -> AnswerReport:
     """Retrieve with ``settings``, assemble the prompt within ``budget``, answer, check and judge.
 
@@ -608,6 +613,8 @@ def answer_question(
     ``settings.sources`` whose best sentence scores highest (:func:`rerank_by_reader`).
     ``access`` names the access levels whose documents may reach the prompt
     (None: every level); a chunk of any other document is never a source.
+    ``weights`` are the reader's weights and rules (its defaults unless a
+    rule's effect is being measured).
     """
     if reader not in GENERATORS:
         raise ValueError(f"unknown reader {reader!r}; choose one of {list(GENERATORS)}")
@@ -615,7 +622,7 @@ def answer_question(
     if generate is None and reader == "reader":
         pooled = dataclasses.replace(settings, sources=max(settings.sources, pool))
         retrieval = retrieve(index, question, pooled, embed=embed, withheld=withheld)
-        retrieval = rerank_by_reader(retrieval, index.idf, settings.sources, similarity)
+        retrieval = rerank_by_reader(retrieval, index.idf, settings.sources, similarity, weights)
     else:
         retrieval = retrieve(index, question, settings, embed=embed, withheld=withheld)
     prompt = build_prompt(question, [retrieved.chunk for retrieved in retrieval.chosen], budget=budget)
@@ -625,7 +632,7 @@ def answer_question(
         answer = generate(prompt)
         abstained = False
     elif reader == "reader":
-        reading = read(prompt, index.idf, threshold, similarity)
+        reading = read(prompt, index.idf, threshold, similarity, weights)
         answer, abstained = reading.text, not reading.answered
     else:
         extractive = extract_answer(prompt, index.idf, threshold=threshold)

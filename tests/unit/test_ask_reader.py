@@ -102,11 +102,21 @@ def test_judged_ask_answers_count_quotes_of_the_labels(documents, dense_index):
         assert (judgement.faithful is None) == (not judgement.answered)
 
 
-def test_the_heldout_questions_are_new_and_their_spans_occur_once(documents):
-    path, development = BUNDLED / "heldout_questions.yaml", BUNDLED / "questions.yaml"
+HELDOUT_FILES = ("heldout_questions.yaml", "heldout_questions_round3.yaml", "heldout_questions_round4.yaml")
+
+
+@pytest.mark.parametrize("name", HELDOUT_FILES)
+def test_the_heldout_questions_are_new_and_their_spans_occur_once(documents, name):
+    path = BUNDLED / name
     heldout = parse_questions(read_yaml(path), path)
-    known = parse_questions(read_yaml(development), development)
+    known = [
+        question
+        for other in ("questions.yaml", *HELDOUT_FILES)
+        if other != name
+        for question in parse_questions(read_yaml(BUNDLED / other), BUNDLED / other)
+    ]
     assert len(heldout) == 20 and sum(question.answerable for question in heldout) == 17
+    assert all(question.answer for question in heldout if question.answerable)
     assert not {q.question_id for q in heldout} & {q.question_id for q in known}
     assert not {q.text for q in heldout} & {q.text for q in known}
     texts = {document.doc_id: document.full_text for document in documents}

@@ -545,8 +545,6 @@ def test_hosted_without_configuration_names_the_variable(notes, tmp_path, monkey
 # The reader and the two verdicts, on the bundled corpus
 # --------------------------------------------------------------------------
 
-VENUS_YEAR_SPANS = ("completes one circuit around the Sun every 224.7 Earth days",)
-
 
 @pytest.fixture(scope="module")
 def shared_cache(tmp_path_factory):
@@ -556,7 +554,7 @@ def shared_cache(tmp_path_factory):
 
 @pytest.mark.pipeline  # slow: see the marker in pyproject.toml
 @pytest.mark.parametrize("retriever", ["bm25_lsa_ivf", "auto"])
-def test_the_reader_answers_the_year_on_venus_with_the_labelled_evidence(retriever, shared_cache, capsys):
+def test_the_reader_answers_the_year_on_venus_from_a_venus_source(retriever, shared_cache, capsys):
     arguments = [
         "ask",
         "How long is a year on Venus?",
@@ -567,26 +565,32 @@ def test_the_reader_answers_the_year_on_venus_with_the_labelled_evidence(retriev
     ]
     assert cli.main(arguments) == 0
     output = capsys.readouterr().out
+    # Since the rules that helped only the development questions were removed
+    # (results/reader_rules.csv), the reader is no longer tuned to this one's wording:
+    # the test checks what rag ask promises, a quoted sentence of a Venus source
+    # (the labelled one or another) and verdicts that say what they do not check.
     sentence, number = quoted_answer(output)
-    assert any(span in sentence for span in VENUS_YEAR_SPANS), sentence
-    assert "Earth days" in sentence
-    assert prompt_sources(output)[number][0].startswith("Venus")
+    assert prompt_sources(output)[number][0].startswith("Venus"), sentence
     assert "the question asks for a duration" in output
     verdicts = section(output, "Verdicts")
-    assert "Faithful: yes" in verdicts and "Responsive: yes" in verdicts
+    assert "Faithful: yes" not in verdicts or "(not checked: " in verdicts
 
 
 @pytest.mark.pipeline  # slow: see the marker in pyproject.toml
 @pytest.mark.parametrize("retriever", ["bm25_lsa_ivf", "auto"])
-def test_the_reader_names_herschel_as_the_discoverer_of_uranus(retriever, shared_cache, capsys):
+def test_the_reader_answers_who_discovered_uranus_from_the_uranus_document(retriever, shared_cache, capsys):
     arguments = ["ask", "Who discovered Uranus?", "--cache", str(shared_cache), "--retriever", retriever]
     assert cli.main(arguments) == 0
     output = capsys.readouterr().out
+    # Herschel "noticed" Uranus: without the removed synonym groups ("discover" met by
+    # "notice"), the reader quotes another sentence of the Uranus document that names a
+    # person, and its verdicts pass: the point, "faithful and responsive" is not
+    # "correct", which the verdict lines now say.
     sentence, number = quoted_answer(output)
-    assert "W. Herschel" in sentence and "noticed an object" in sentence
-    assert prompt_sources(output)[number][0].startswith("Uranus")
+    assert prompt_sources(output)[number][0].startswith("Uranus"), sentence
     verdicts = section(output, "Verdicts")
-    assert "Faithful: yes" in verdicts and "Responsive: yes, the question asks for a name" in verdicts
+    assert "Responsive: yes, the question asks for a name" in verdicts
+    assert "(not checked: that it is the one asked for)" in verdicts
 
 
 def test_the_titan_question_is_faithful_and_not_responsive_with_the_spec_generator(shared_cache, capsys):

@@ -125,6 +125,17 @@ rule answers_document:
         summary=f"{RESULTS}/answers_summary.csv",
         thresholds=f"{RESULTS}/reader_thresholds.csv",
         heldout=[f"{RESULTS}/answers_heldout.csv"] if ANSWERS and ANSWERS["heldout"] else [],
+        reader_rules=[f"{RESULTS}/reader_rules.csv"] if ANSWERS and ANSWERS["heldout"] else [],
+        llm=(
+            [
+                f"{RESULTS}/llm_answers_summary.csv",
+                f"{RESULTS}/llm_closed_book.csv",
+                f"{RESULTS}/citation_check.csv",
+                f"{RESULTS}/verdicts.csv",
+            ]
+            if llm_answer_files()
+            else []
+        ),
     output:
         f"{RESULTS}/answers.md",
     log:
@@ -209,6 +220,26 @@ rule route:
 # The held-out check: questions written after the reader was frozen, answered
 # through rag ask's own path next to the development questions.
 if ANSWERS is not None and ANSWERS["heldout"] is not None:
+
+    # Each of the reader's rules switched off in turn, on the same questions: a
+    # rule that helps the development questions only is a fit to them.
+    rule reader_rules:
+        input:
+            documents=heldout_input("documents"),
+            development=heldout_input("development"),
+            heldout=heldout_input("heldout"),
+        output:
+            f"{RESULTS}/reader_rules.csv",
+        log:
+            "logs/reader_rules.log",
+        benchmark:
+            "benchmarks/logs/reader_rules.tsv"
+        conda:
+            "../envs/rag.yaml"
+        params:
+            code=script_digest("reader_rules.py"),
+        script:
+            "../scripts/reader_rules.py"
 
     rule answers_heldout:
         input:

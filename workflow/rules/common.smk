@@ -163,6 +163,55 @@ def questions_file(wildcards):
     return questions_path(wildcards.corpus)
 
 
+# Question sets and the language models' answer files (workflow/rules/llm_answers.smk).
+
+
+def heldout_question_sets():
+    """The stems of the held-out question files (answers.heldout.questions)."""
+    heldout = (ANSWERS or {}).get("heldout") or {"questions": []}
+    return [Path(path).stem for path in heldout["questions"]]
+
+
+def question_set_ranking(corpus, questions, chunker, retriever):
+    """Where one question set's ranking is: the grid's for development, rank_question_set's otherwise.
+
+    The llm generator's inputs call this, so a held-out set is answered from
+    the same retriever entry and index as the development questions.
+    """
+    names = {"corpus": corpus, "chunker": chunker, "retriever": retriever}
+    if questions == "development":
+        return RANKING.format(**names)
+    return f"work/question_sets/{corpus}/{questions}/{chunker}/{retriever}.parquet"
+
+
+def question_set_indexes(wildcards):
+    """The saved indexes of the base retrievers a (possibly fused) retriever ranks with."""
+    from rag.retrieval.question_sets import base_components
+
+    names = base_components(wildcards.retriever, RETRIEVERS)
+    return [
+        INDEX.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=name) for name in names
+    ]
+
+
+def llm_answer_files():
+    """The llm generators' answer files: the development questions of every corpus, and each
+    held-out file of the held-out corpus, answered with the same settings."""
+    files = PLAN.llm_answer_files()
+    heldout = ANSWERS["heldout"] if ANSWERS is not None else None
+    for questions in heldout_question_sets():
+        prefix = f"work/llm_answers/{heldout['corpus']}/"
+        files += [path for path in PLAN.llm_answer_files(questions) if path.startswith(prefix)]
+    return files
+
+
+def llm_chunk_files():
+    """The chunk sets the llm answer files drew their sources from (closed book has none)."""
+    chunkers = sorted({Path(path).parent.name for path in llm_answer_files()} - {"none"})
+    corpora = sorted({Path(path).parts[2] for path in llm_answer_files()})
+    return [CHUNKS.format(corpus=corpus, chunker=chunker) for corpus in corpora for chunker in chunkers]
+
+
 def ivf_base(wildcards):
     return RETRIEVERS[wildcards.retriever]["base"]
 
@@ -288,7 +337,9 @@ def llm_answer_inputs(wildcards):
         names = {"corpus": wildcards.corpus, "chunker": wildcards.chunker}
         inputs |= {
             "chunks": CHUNKS.format(**names),
-            "ranking": RANKING.format(**names, retriever=wildcards.retriever),
+            "ranking": question_set_ranking(
+                wildcards.corpus, wildcards.questions, wildcards.chunker, wildcards.retriever
+            ),
             "parsed": PARSED.format(corpus=wildcards.corpus),
         }
     return inputs
