@@ -272,6 +272,8 @@ GROUNDING_PARAMETERS: dict[str, object] = {
     "k": 5,
     "temperature": 0.5,
     "max_tokens": 30,
+    # llm entries of config['generators'] that run the cases beside the trigram model.
+    "generators": [],
 }
 
 
@@ -284,6 +286,7 @@ def canonical_grounding(entry: Mapping, where: str = "config['grounding']") -> d
     canonical: dict[str, object] = {
         key: entry.get(key, default) for key, default in GROUNDING_PARAMETERS.items()
     }
+    canonical["generators"] = list(canonical["generators"])
     if "corpus" in entry:
         canonical["corpus"] = entry["corpus"]
     seen: set[str] = set()
@@ -408,9 +411,10 @@ def prune_unavailable_generators(config: dict) -> list[str]:
         warnings.append(f"{message} (optional: left out of this run)")
     for name in unavailable:
         del section[name]
-    listed = (config.get("answers") or {}).get("generators")
-    if isinstance(listed, list):
-        config["answers"]["generators"] = [name for name in listed if name not in unavailable]
+    for section_name in ("answers", "grounding"):
+        listed = (config.get(section_name) or {}).get("generators")
+        if isinstance(listed, list):
+            config[section_name]["generators"] = [name for name in listed if name not in unavailable]
     return warnings
 
 
@@ -1232,6 +1236,13 @@ def _grounding(plan: Plan, root: Path) -> dict | None:
         swap_values(swap["correct"], *swap["values"])
     except ValueError as error:
         raise ConfigError(f"{where}['swap']: {error}") from None
+    check_names(grounding["generators"], plan.generators, f"{where}['generators']", "generator")
+    for name in grounding["generators"]:
+        if plan.generators[name]["kind"] != "llm":
+            raise ConfigError(
+                f"{where}['generators']: {name!r} is a generator of kind {plan.generators[name]['kind']!r}; "
+                "the grounding cases need an llm generator (scored by its token log-probabilities)"
+            )
     return grounding
 
 

@@ -269,7 +269,7 @@ def no_data(title: str) -> Figure:
 
 
 GROUNDING_MODEL_LABELS = {
-    "memory": "memory (trigram of the corpus)",
+    "memory": "memory (the prompt alone)",
     "sources": "conditioned on all k chunks",
     "rag_sequence": "RAG-Sequence",
     "rag_token": "RAG-Token",
@@ -277,21 +277,23 @@ GROUNDING_MODEL_LABELS = {
 
 
 def _ratio_label(log10_ratio: float) -> str:
-    """A ratio as ×0.52 when it is readable that way, as ×10^-4.2 when it is not."""
+    """A ratio as ×0.52 when it is readable that way, as ×10^-4.2 when it is not; n/a when missing."""
+    if not np.isfinite(log10_ratio):
+        return "n/a"
     if abs(log10_ratio) < 3:
         return f"×{10.0**log10_ratio:.3g}"
     return rf"$\times 10^{{{log10_ratio:.1f}}}$"
 
 
-def grounding_figure(answers: pd.DataFrame, swap: pd.DataFrame, setting: dict) -> Figure:
-    """Left: log10 probability of the true and the wrong answer per case and model.
+def _generators(table: pd.DataFrame) -> list[str]:
+    # Tables written before the generator column held the trigram model only.
+    return list(dict.fromkeys(table["generator"])) if "generator" in table else ["trigram"]
 
-    Right: the correct comparison sentence and its swapped twin under
-    RAG-Sequence and RAG-Token, annotated with the ratios between them.
-    """
+
+def _answer_panel(axes: plt.Axes, answers: pd.DataFrame, generator: str) -> None:
+    """log10 P(true) and P(wrong) per case and model, for one generator; a missing score is not drawn."""
     from matplotlib.lines import Line2D
 
-    figure, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5), gridspec_kw={"width_ratios": [2.4, 1]})
     cases = list(dict.fromkeys(answers["case"]))
     models = list(dict.fromkeys(answers["model"]))
     width = 0.8 / len(models)
@@ -306,9 +308,9 @@ def grounding_figure(answers: pd.DataFrame, swap: pd.DataFrame, setting: dict) -
 
         true, wrong = values("true"), values("wrong")
         x = np.arange(len(cases)) + (index - (len(models) - 1) / 2) * width
-        left.vlines(x, np.minimum(true, wrong), np.maximum(true, wrong), color=color, linewidth=2, alpha=0.45)
-        left.scatter(x, true, marker="o", s=36, color=color, zorder=3)
-        left.scatter(x, wrong, marker="x", s=36, color=color, zorder=3)
+        axes.vlines(x, np.minimum(true, wrong), np.maximum(true, wrong), color=color, linewidth=2, alpha=0.45)
+        axes.scatter(x, true, marker="o", s=36, color=color, zorder=3)
+        axes.scatter(x, wrong, marker="x", s=36, color=color, zorder=3)
         handles.append(
             Line2D([], [], color=color, linewidth=2, label=GROUNDING_MODEL_LABELS.get(model, model))
         )
@@ -316,51 +318,86 @@ def grounding_figure(answers: pd.DataFrame, swap: pd.DataFrame, setting: dict) -
         Line2D([], [], marker="o", color="black", linestyle="", label="true answer"),
         Line2D([], [], marker="x", color="black", linestyle="", label="wrong answer (another body's)"),
     ]
-    left.set_xticks(np.arange(len(cases)), cases, fontsize=8)
+    axes.set_xticks(np.arange(len(cases)), cases, fontsize=8)
     _style(
-        left,
-        "Which answer each model prefers: true above wrong means it prefers the truth",
-        "case",
-        "log10 P(answer | prompt)",
+        axes, f"{generator}: true above wrong means it prefers the truth", "case", "log10 P(answer | prompt)"
     )
-    left.legend(handles=handles, fontsize=8, loc="lower left")
+    axes.legend(handles=handles, fontsize=7, loc="lower left")
 
-    swap_models = list(dict.fromkeys(swap["model"]))
+
+def grounding_figure(answers: pd.DataFrame, swap: pd.DataFrame, setting: dict) -> Figure:
+    """Left: log10 probability of the true and the wrong answer per case and model, one panel per generator.
+
+    Right: the correct comparison sentence and its swapped twin under
+    RAG-Sequence and RAG-Token for each generator, annotated with the ratios
+    between them.
+    """
+    generators = _generators(answers)
+    if "generator" not in answers:
+        answers = answers.assign(generator="trigram")
+    if "generator" not in swap:
+        swap = swap.assign(generator="trigram")
+    figure, panels = plt.subplots(
+        1,
+        len(generators) + 1,
+        figsize=(7.5 * len(generators) + 5.5, 5.5),
+        gridspec_kw={"width_ratios": [2.4] * len(generators) + [1.2]},
+    )
+    for axes, generator in zip(panels[:-1], generators, strict=True):
+        _answer_panel(axes, answers[answers["generator"] == generator], generator)
+
+    right = panels[-1]
+    bars = list(dict.fromkeys(zip(swap["generator"], swap["model"], strict=True)))
     candidates = list(dict.fromkeys(swap["candidate"]))
     bar_width = 0.8 / len(candidates)
-    table = swap.set_index(["candidate", "model"])
+    table = swap.set_index(["generator", "candidate", "model"])
     for index, candidate in enumerate(candidates):
-        heights = [table.loc[(candidate, model), "log10_likelihood"] for model in swap_models]
-        sentence = table.loc[(candidate, swap_models[0]), "sentence"]
-        x = np.arange(len(swap_models)) + (index - (len(candidates) - 1) / 2) * bar_width
+        heights = [table.loc[(generator, candidate, model), "log10_likelihood"] for generator, model in bars]
+        sentence = table.loc[(bars[0][0], candidate, bars[0][1]), "sentence"]
+        x = np.arange(len(bars)) + (index - (len(candidates) - 1) / 2) * bar_width
         right.bar(x, heights, bar_width, color=PALETTE[index], label=f"{candidate}: {sentence}")
-    lowest = float(swap["log10_likelihood"].min())
-    for position, model in enumerate(swap_models):
+    lowest = float(np.nanmin(swap["log10_likelihood"].to_numpy(dtype=float)))
+    for position, (generator, model) in enumerate(bars):
         if "swapped" in candidates and "correct" in candidates:
-            ratio = table.loc[("swapped", model), "log10_ratio_to_correct"]
+            ratio = table.loc[(generator, "swapped", model), "log10_ratio_to_correct"]
             right.annotate(
-                f"swapped / correct\n{_ratio_label(ratio)}",
+                _ratio_label(ratio),
                 (position, 0.0),
                 xytext=(0, 4),
                 textcoords="offset points",
                 ha="center",
                 va="bottom",
-                fontsize=8,
+                fontsize=7,
             )
-    if ("correct", "rag_token") in table.index:
-        gain = table.loc[("correct", "rag_token"), "log10_ratio_to_rag_sequence"]
+    gains = []
+    for generator in dict.fromkeys(generator for generator, _ in bars):
+        if (generator, "correct", "rag_token") in table.index:
+            gain = table.loc[(generator, "correct", "rag_token"), "log10_ratio_to_rag_sequence"]
+            gains.append(f"{generator} {_ratio_label(gain)}")
+    if gains:
         right.text(
             0.5,
             0.04,
-            f"correct sentence, RAG-Token / RAG-Sequence: {_ratio_label(gain)}",
+            "correct sentence, RAG-Token / RAG-Sequence:\n" + ", ".join(gains),
             transform=right.transAxes,
             ha="center",
-            fontsize=8,
+            fontsize=7,
         )
-    right.set_xticks(np.arange(len(swap_models)), [GROUNDING_MODEL_LABELS.get(m, m) for m in swap_models])
+    labels = [
+        f"{generator}\n{GROUNDING_MODEL_LABELS.get(model, model)}"
+        if len(generators) > 1
+        else GROUNDING_MODEL_LABELS.get(model, model)
+        for generator, model in bars
+    ]
+    right.set_xticks(np.arange(len(bars)), labels, fontsize=7)
     right.set_ylim(lowest * 1.25, abs(lowest) * 0.3)
-    _style(right, f"Swapped values ({swap['question_id'].iloc[0]})", "formulation", "log10 P(sentence)")
-    right.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14))
+    _style(
+        right,
+        f"Swapped values ({swap['question_id'].iloc[0]}); above: swapped / correct",
+        "formulation",
+        "log10 P(sentence)",
+    )
+    right.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18))
     figure.suptitle(
         f"Grounding on {setting['corpus']}: top {setting['k']} chunks of {setting['retriever']} on "
         f"{setting['chunker']}, prior temperature {setting['temperature']}",

