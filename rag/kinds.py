@@ -298,6 +298,18 @@ RETRIEVER_KINDS: dict[str, Kind] = _by_name(
         index="rag.retrieval.ivf:IVFIndex",
         search="rag.retrieval.retrievers:approximate_search",
     ),
+    # Rescores a funnel's candidates by MiniLM cosine, encoding only the
+    # candidates it meets (rag.retrieval.dense.cosine_reranker); no rankings.
+    Kind(
+        "minilm_cosine",
+        "rerank",
+        {
+            "model": Parameter("string", "all-MiniLM-L6-v2", choices=("all-MiniLM-L6-v2",)),
+            "max_tokens": Parameter("integer", 256, minimum=2, maximum=512),
+            "text": Parameter("string", "indexed", choices=("indexed", "plain")),
+        },
+        rerank="rag.retrieval.dense.cosine_reranker:rerank_entry",
+    ),
     Kind(
         "funnel",
         "funnel",
