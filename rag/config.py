@@ -644,6 +644,9 @@ CORPUS_SOURCES: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 BEIR_DEFAULTS: dict[str, object] = {"split": "test", "queries": "judged"}
+# The depth at which fusions read their components on a BEIR corpus, unless
+# configured: the 1,000 of Pyserini's and BEIR's own fusion runs.
+BEIR_COMPONENT_DEPTH = 1000
 
 
 def check_corpus(entry: Mapping, where: str) -> None:
@@ -824,6 +827,42 @@ class Plan:
         """Chunks ranked per question: the corpus's own depth, or evaluation.depth."""
         return int(self.corpora[corpus].get("depth", self.depth))
 
+    def component_depth(self, corpus: str) -> int:
+        """Chunks a fusion reads of each component per question: never fewer than the ranking depth.
+
+        The corpus's own ``component_depth``, else evaluation.component_depth,
+        else :data:`BEIR_COMPONENT_DEPTH` for a BEIR corpus (the depth peers
+        fuse at) and the ranking depth for any other. A depth beyond the
+        chunk set is the whole chunk set: a ranking holds at most every chunk.
+        """
+        entry, evaluation = self.corpora[corpus], self.config.get("evaluation", {})
+        default = BEIR_COMPONENT_DEPTH if entry["source"] == "beir" else 0
+        asked = entry.get("component_depth", evaluation.get("component_depth", default))
+        return max(int(asked), self.ranking_depth(corpus))
+
+    def holdout(self, corpus: str) -> float:
+        """The share of a corpus's labelled questions no choice is made on (rag.evaluation.holdout)."""
+        evaluation = self.config.get("evaluation", {})
+        return float(self.corpora[corpus].get("holdout", evaluation.get("holdout", 0.0)))
+
+    @property
+    def holdouts(self) -> dict[str, float]:
+        """Each labelled corpus's holdout share, for the jobs that choose or report."""
+        return {corpus: self.holdout(corpus) for corpus in self.labelled_corpora}
+
+    def component_ranking(self, corpus: str, chunker: str, retriever: str) -> str:
+        """The rankings file a fusion reads of one component: ranked deeper when the corpus asks for it.
+
+        Only components ranked straight from the chunks (rules rank and
+        rank_embedder) are ranked again deeper; a fused, approximate or
+        funnel component is read at the ranking depth.
+        """
+        deep = self.component_depth(corpus) > self.ranking_depth(corpus) and self.rule(retriever) in (
+            "rank",
+            "rank_embedder",
+        )
+        return f"work/{'component_rankings' if deep else 'rankings'}/{corpus}/{chunker}/{retriever}.parquet"
+
     def role(self, retriever: str) -> str:
         return RETRIEVER_KINDS[self.retrievers[retriever]["kind"]].role
 
@@ -868,18 +907,22 @@ class Plan:
     def learned_weight_files(self) -> list[str]:
         """The weights each learned fusion chose per fold, one file per ranking."""
         learned = set(self.retrievers_of("learned"))
-        return [
-            f"work/learned/{c}/{ch}/{r}.csv"
-            for c, ch, r in self.grid(self.chunk_level_corpora)
-            if r in learned
-        ]
+        return [f"work/learned/{c}/{ch}/{r}.csv" for c, ch, r in self.grid() if r in learned]
+
+    def question_value_files(self) -> list[str]:
+        """Every question's metric values: the chunk-level evaluation's, then the document-level one's."""
+        files = ["work/evaluation/question_values.parquet"] if self.chunk_level_corpora else []
+        return files + (
+            ["work/evaluation/document_question_values.parquet"] if self.document_level_corpora else []
+        )
 
     def comparison_results(self) -> list[str]:
-        """Intervals, significance, summary and TREC runs (per-question values exist at chunk level)."""
+        """Intervals, significance, summary, README and TREC runs: every labelled corpus, at either level."""
         out, results = self.results_folder, self.trec_run_files(self.document_level_corpora)
-        if self.chunk_level_corpora:
+        results += self.trec_run_files(self.chunk_level_corpora)
+        if self.labelled_corpora:
             results += [f"{out}/metrics_ci.csv", f"{out}/significance.csv", f"{out}/summary.csv"]
-            results += [f"{out}/README.md", *self.trec_run_files(self.chunk_level_corpora)]
+            results += [f"{out}/README.md"]
             results += [f"{out}/learned_fusion.csv"] if self.retrievers_of("learned") else []
         return results
 
@@ -1074,6 +1117,13 @@ def _chunkers_of(retrievers: Mapping[str, Mapping], chunkers: Iterable[str]) -> 
     return result
 
 
+def _relative_to(root: Path, configured: str) -> str:
+    """What a missing relative path was looked for against: the working directory (snakemake -d)."""
+    if Path(configured).is_absolute():
+        return ""
+    return f" (relative paths resolve against the working directory, snakemake's -d: {root.resolve()})"
+
+
 def _check_corpora(plan: Plan, root: Path, questions_schema: Mapping | None) -> None:
     if not plan.corpora:
         raise ConfigError("config['corpora']: every corpus is disabled")
@@ -1086,11 +1136,15 @@ def _check_corpora(plan: Plan, root: Path, questions_schema: Mapping | None) -> 
             raise ConfigError(str(error)) from None
         folder_key = "folder" if entry["source"] == "beir" else "documents"
         if folder_key in entry and not (root / entry[folder_key]).is_dir():
-            raise ConfigError(f"{where}[{folder_key!r}]: no such folder {entry[folder_key]}")
+            missing = entry[folder_key]
+            raise ConfigError(
+                f"{where}[{folder_key!r}]: no such folder {missing}{_relative_to(root, missing)}"
+            )
         if entry["source"] in FOLDER_SOURCES:
             _check_folder_files(entry, root, where)
         if "questions" in entry and not (root / entry["questions"]).is_file():
-            raise ConfigError(f"{where}['questions']: no such file {entry['questions']}")
+            missing = entry["questions"]
+            raise ConfigError(f"{where}['questions']: no such file {missing}{_relative_to(root, missing)}")
         if entry["source"] == "beir":
             _check_beir_files(entry, root, where)
     # Every question file is checked against its schema, every problem reported at once.
@@ -1139,7 +1193,8 @@ def _check_beir_files(entry: Mapping, root: Path, where: str) -> None:
     for role, path in beir_files(root / entry["folder"], entry.get("split", BEIR_DEFAULTS["split"])).items():
         if not path.is_file():
             key = "split" if role == "qrels" else "folder"
-            raise ConfigError(f"{where}[{key!r}]: no such file {path.relative_to(root)}")
+            against = _relative_to(root, entry["folder"])
+            raise ConfigError(f"{where}[{key!r}]: no such file {path.relative_to(root)}{against}")
 
 
 def _runs_on(plan: Plan, retriever: str, chunker: str, where: str) -> None:
@@ -1165,8 +1220,14 @@ def _figures(plan: Plan) -> dict:
     figures["corpus"], warning = figures_corpus(figures.get("corpus"), corpora, plan.config["corpora"])
     plan.warnings += [warning] if warning else []
     figures.setdefault("chunker", next(iter(plan.chunkers)))
-    figures.setdefault("retriever", retrievers[0])
-    figures.setdefault("compare", retrievers[:2] * (2 if len(retrievers) == 1 else 1))
+    # Defaults among the retrievers ranked on the figures' chunker (an entry may run on other chunkers only).
+    drawn = [
+        name
+        for name in retrievers
+        if plan.ranked(name) and figures["chunker"] in plan.retriever_chunkers.get(name, [])
+    ] or retrievers
+    figures.setdefault("retriever", drawn[0])
+    figures.setdefault("compare", drawn[:2] * (2 if len(drawn) == 1 else 1))
     check_names([figures["corpus"]], corpora, "config['figures']['corpus']", "chunk-level corpus")
     check_names([figures["chunker"]], plan.chunkers, "config['figures']['chunker']", "chunker")
     check_names([figures["retriever"], *figures["compare"]], retrievers, "config['figures']", "retriever")
@@ -1287,7 +1348,7 @@ def _ivf_synthetic(plan: Plan) -> dict | None:
     return settings
 
 
-def _answers(plan: Plan) -> dict | None:
+def _answers(plan: Plan, root: Path = Path(".")) -> dict | None:
     """The answers section in canonical form, or None when the config has none (no answer jobs)."""
     entry = plan.config.get("answers")
     if entry is None or not plan.span_corpora:  # answers are judged against evidence spans
@@ -1298,6 +1359,17 @@ def _answers(plan: Plan) -> dict | None:
     heldout = answers["heldout"]
     if heldout is not None:
         where = "config['answers']['heldout']"
+        copied = heldout["corpus"] not in plan.config["corpora"] and not any(
+            (root / path).is_file() for path in heldout["questions"]
+        )
+        if copied:
+            # A section copied from the bundled config.yaml, naming a corpus and
+            # question files this project does not have: a side experiment left out.
+            plan.warnings.append(
+                f"{where}: left out, it names corpus {heldout['corpus']!r} and question files "
+                f"this config does not have (copied from the bundled config.yaml?)"
+            )
+            return {**answers, "heldout": None}
         _known_corpus(plan, heldout["corpus"], f"{where}['corpus']")
         if heldout["corpus"] not in plan.labelled_corpora:
             # Like the other side experiments, left out when its corpus is off or unlabelled.
@@ -1317,16 +1389,14 @@ def _answers(plan: Plan) -> dict | None:
 
 
 def _check_learned(plan: Plan) -> None:
-    """A learned fusion chooses weights on evidence spans, within the ranked depth, and reranks nothing."""
+    """A learned fusion scores choices within the ranked depth and reranks nothing.
+
+    It chooses on any labels, evidence spans or a BEIR corpus's graded qrels;
+    on an unlabelled corpus it is never scheduled (the grid is labelled corpora).
+    """
     check_names([plan.baseline], plan.retrievers, "config['evaluation']['baseline']", "retriever")
     for name in plan.retrievers_of("learned"):
         where, entry = f"config['retrievers'][{name!r}]", plan.retrievers[name]
-        unlabelled = [corpus for corpus in plan.corpora if corpus not in plan.span_corpora]
-        if unlabelled:
-            raise ConfigError(
-                f"{where}: learned fusion chooses weights on evidence spans; "
-                f"corpus {unlabelled[0]!r} has none (disable it or the entry)"
-            )
         if entry["objective_k"] > plan.depth:
             raise ConfigError(
                 f"{where}['objective_k']: {entry['objective_k']} is deeper than "
@@ -1484,7 +1554,7 @@ def build_plan(
     plan.grounding = _grounding(plan, root)
     plan.ivf_tradeoff = _ivf_tradeoff(plan)
     plan.ivf_synthetic = _ivf_synthetic(plan)
-    plan.answers = _answers(plan)
+    plan.answers = _answers(plan, root)
     _check_funnels(plan)
     _check_learned(plan)
     plan.filters = _canonical_filters(config)

@@ -556,6 +556,16 @@ def choose_threshold(scores, quotes, grid: Sequence[float] = THRESHOLD_GRID) -> 
     return float(best_threshold)
 
 
+def at_grid_edge(threshold: float, grid: Sequence[float] = THRESHOLD_GRID) -> bool:
+    """Whether a chosen threshold is the lowest or highest of its grid: a wider grid might move it.
+
+    At the top the reader refuses everything (no threshold inside the grid
+    was worth answering at); at the bottom it answers everything. Either way
+    the choice says more about the grid than about the questions.
+    """
+    return threshold in (min(grid), max(grid))
+
+
 def fold_of_questions(question_ids: Iterable[str], folds: int, seed: int) -> dict[str, int]:
     """A seeded assignment of questions to ``folds`` folds of (nearly) equal size.
 
@@ -585,7 +595,8 @@ def cross_validated_thresholds(
     questions and it is applied to this fold's: the counts it produces are
     what a threshold chosen in advance would get on new questions. The
     table has one row per fold and a row ``fold = "all"`` with the threshold
-    chosen on every question, the one to use from then on.
+    chosen on every question, the one to use from then on; ``at_grid_edge``
+    flags a choice at either end of the grid (:func:`at_grid_edge`).
     """
     fold = frame["question_id"].map(fold_of_questions(frame["question_id"], folds, seed))
     thresholds = pd.Series(math.nan, index=frame.index, dtype="float64")
@@ -605,6 +616,7 @@ def cross_validated_thresholds(
                     "fold": str(held_out),
                     "questions": int(test.sum()),
                     "threshold": chosen,
+                    "at_grid_edge": at_grid_edge(chosen, grid),
                     "correct": correct,
                     "wrong": wrong,
                 }
@@ -617,6 +629,7 @@ def cross_validated_thresholds(
                 "fold": "all",
                 "questions": len(scores),
                 "threshold": chosen,
+                "at_grid_edge": at_grid_edge(chosen, grid),
                 "correct": correct,
                 "wrong": wrong,
             }

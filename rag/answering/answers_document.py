@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rag.answering.answers import SINGLE_DOCUMENT, UNANSWERABLE
+from rag.answering.answers import MULTI_DOCUMENT, SINGLE_DOCUMENT, UNANSWERABLE, at_grid_edge
 
 _SETUP = ["corpus", "chunker", "retriever", "reader"]
 
@@ -44,6 +44,13 @@ def answer_rows(summary: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def _questions_in_all(summary: pd.DataFrame, setup: pd.Series) -> int:
+    """Every question the setup answered: single-document, multi-document and unanswerable ones."""
+    of_setup = summary[(summary[_SETUP] == setup[_SETUP]).all(axis=1)]
+    groups = of_setup[of_setup["group"].isin([SINGLE_DOCUMENT, MULTI_DOCUMENT, UNANSWERABLE])]
+    return int(groups["questions"].sum())
+
+
 def _answer_table(rows: pd.DataFrame) -> list[str]:
     lines = [
         "| chunker | retriever | reader | single-document correct | wrong | abstained "
@@ -69,9 +76,17 @@ def _threshold_lines(thresholds: pd.DataFrame, corpus: str) -> list[str]:
     lines = []
     for reader, of_reader in chosen.groupby("reader", sort=True):
         values = of_reader["threshold"]
+        edge = [f"{value:.2f}" for value in sorted(set(values)) if at_grid_edge(value)]
+        flag = (
+            f" **At the edge of the threshold grid: {', '.join(edge)}** on "
+            f"{sum(at_grid_edge(value) for value in values)} rankings; a choice there (never or always "
+            "answering) did not carry from the grid, and a wider grid might move it."
+            if edge
+            else ""
+        )
         lines.append(
             f"- `{reader}`: {values.min():.2f} to {values.max():.2f} over {len(values)} rankings "
-            f"(`fold = all` in `reader_thresholds.csv`)."
+            f"(`fold = all` in `reader_thresholds.csv`).{flag}"
         )
     return lines
 
@@ -289,7 +304,9 @@ def answers_document(
             f"Best: {best.chunker} + {best.retriever} + {best.reader}, which quotes the evidence for "
             f"{int(best.correct)} of {int(best.questions)} single-document questions "
             f"({best.correct / best.questions:.3f}), answers {int(best.wrong)} wrongly and abstains on "
-            f"{int(best.abstained)}.{at}",
+            f"{int(best.abstained)}.{at} The headline counts the single-document questions only: "
+            f"{int(best.questions)} of the {_questions_in_all(summary, best)} questions; the others are "
+            "answered from several documents or not at all (`answers_summary.csv` has every group).",
             "",
             *_answer_table(of_corpus),
             "",

@@ -68,8 +68,12 @@ def test_the_document_names_the_best_setup_its_threshold_and_every_row():
         "answers 1 wrongly and abstains on 2. Its threshold, chosen on every question, is 0.75." in document
     )
     assert "| k | bm25 | extractive | 5 of 10 (0.500, 0.25-0.62) | 4 | 1 | 1 of 3 |" in document
+    assert "The headline counts the single-document questions only: 10 of the 13 questions" in document
     # Only fold "all" counts: the fold-0 threshold of 2.0 is not reported.
-    assert "- `reader`: 0.75 to 0.90 over 2 rankings" in document
+    assert "- `reader`: 0.75 to 0.90 over 2 rankings (`fold = all` in `reader_thresholds.csv`).\n" in document
+    # A threshold chosen at the top of its grid (2.00: never answering) is flagged.
+    at_top = THRESHOLDS.assign(threshold=[0.75, 2.0, 2.0])
+    assert "**At the edge of the threshold grid: 2.00** on 1 rankings" in answers_document(SUMMARY, at_top)
     assert "held-out" not in document
 
 

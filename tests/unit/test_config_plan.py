@@ -469,6 +469,67 @@ def test_beir_mistakes_name_their_key(tmp_path, entry, message):
     assert message in error_of({**BEIR, "corpora": {"zoo": entry}}, root)
 
 
+def test_fusions_read_their_components_at_the_component_depth(tmp_path):
+    root = _beir_folder(tmp_path)
+    retrievers = {
+        "bm25": {"kind": "bm25"},
+        "lsa": {"kind": "lsa"},
+        "rrf": {"kind": "rrf", "components": ["bm25", "lsa"]},
+    }
+    beir = plan_of(
+        {**BEIR, "retrievers": retrievers, "corpora": {"zoo": {"source": "beir", "folder": "zoo"}}}, root
+    )
+    # A BEIR corpus: 1,000 by default, read from rankings of their own; the evaluated ones stay at 100.
+    assert beir.ranking_depth("zoo") == 100 and beir.component_depth("zoo") == 1000
+    assert beir.component_ranking("zoo", "whole", "bm25") == "work/component_rankings/zoo/whole/bm25.parquet"
+    # A fused component is read at the ranking depth.
+    assert beir.component_ranking("zoo", "whole", "rrf") == "work/rankings/zoo/whole/rrf.parquet"
+    configured = {
+        **BEIR,
+        "retrievers": retrievers,
+        "evaluation": {**BEIR["evaluation"], "component_depth": 300},
+    }
+    configured["corpora"] = {"zoo": {"source": "beir", "folder": "zoo"}}
+    assert plan_of(configured, root).component_depth("zoo") == 300
+    configured["corpora"]["zoo"]["component_depth"] = 50  # never below the ranking depth
+    shallow = plan_of(configured, root)
+    assert shallow.component_depth("zoo") == 100
+    assert shallow.component_ranking("zoo", "whole", "bm25") == "work/rankings/zoo/whole/bm25.parquet"
+    # Any other source reads its components at the ranking depth unless asked: its values do not move.
+    bundled = plan_of(tiny())
+    corpus = bundled.labelled_corpora[0]
+    assert bundled.component_depth(corpus) == bundled.ranking_depth(corpus)
+    chunker = next(iter(bundled.chunkers))
+    assert (
+        bundled.component_ranking(corpus, chunker, "bm25") == f"work/rankings/{corpus}/{chunker}/bm25.parquet"
+    )
+
+
+def test_a_missing_relative_path_says_what_it_resolved_against(tmp_path):
+    shutil.copytree(TINY, tmp_path / "tiny")
+    config = tiny()
+    config["corpora"]["tiny"]["documents"] = "data/wiki_md"
+    message = error_of(config, tmp_path / "tiny")
+    assert message.startswith("config['corpora']['tiny']['documents']: no such folder data/wiki_md ")
+    assert "relative paths resolve against the working directory, snakemake's -d" in message
+    assert str((tmp_path / "tiny").resolve()) in message
+
+
+def test_a_copied_heldout_section_naming_the_bundled_corpus_is_left_out_with_a_warning():
+    config = tiny()
+    config["answers"] = {"heldout": copy.deepcopy(BUNDLED["answers"]["heldout"])}
+    plan = plan_of(config)
+    assert plan.answers["heldout"] is None
+    assert any(
+        warning.startswith("config['answers']['heldout']: left out, it names corpus 'solar_system'")
+        for warning in plan.warnings
+    )
+    # A misspelled corpus whose question files are there is still the user's mistake.
+    misspelled = copy.deepcopy(BUNDLED)
+    misspelled["answers"]["heldout"]["corpus"] = "nope"
+    assert "config['answers']['heldout']['corpus']" in error_of(misspelled, PROJECT)
+
+
 def test_a_duplicate_yaml_key_names_file_and_line(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text(

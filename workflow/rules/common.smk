@@ -74,7 +74,7 @@ COHORTS = PLAN.cohorts
 # it, so no rule could declare it as both input and output.
 EMBEDDING_CACHE = "cache/embeddings"
 # Corpus keys that only steer evaluation: changing them must not re-parse.
-EVALUATION_KEYS = ("level", "depth")
+EVALUATION_KEYS = ("level", "depth", "component_depth", "holdout")
 
 
 def alternatives(names):
@@ -105,6 +105,10 @@ FILTERED = "work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet"
 
 def ranking_depth_of(wildcards):
     return PLAN.ranking_depth(wildcards.corpus)
+
+
+def component_depth_of(wildcards):
+    return PLAN.component_depth(wildcards.corpus)
 
 
 # Lists that follow from the plan (rag/config.py), under the names the rules use.
@@ -226,10 +230,18 @@ def ivf_base_params(wildcards):
 
 
 def fusion_inputs(wildcards):
+    """The components' rankings, read at the corpus's component depth (rag.config.Plan.component_ranking)."""
     return [
-        RANKING.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=component)
+        PLAN.component_ranking(wildcards.corpus, wildcards.chunker, component)
         for component in RETRIEVERS[wildcards.retriever]["components"]
     ]
+
+
+def learned_labels(wildcards):
+    """What a learned fusion chooses on: the chunk set's qrels, or the corpus's document qrels."""
+    if LEVELS[wildcards.corpus] == "document":
+        return f"work/document_qrels/{wildcards.corpus}.parquet"
+    return QRELS.format(corpus=wildcards.corpus, chunker=wildcards.chunker)
 
 
 def funnel_rerank_params(wildcards):

@@ -5,11 +5,14 @@
 
 
 BASELINE = PLAN.baseline
+# Per-question values of every corpus, chunk-level and document-level (BEIR)
+# alike, so each gets intervals, significance, the summary and its section.
+QUESTION_VALUES = PLAN.question_value_files()
 
 
 rule significance:
     input:
-        question_values="work/evaluation/question_values.parquet",
+        question_values=QUESTION_VALUES,
     output:
         intervals=report(
             f"{RESULTS}/metrics_ci.csv",
@@ -31,6 +34,7 @@ rule significance:
         "../envs/rag.yaml"
     params:
         baseline=BASELINE,
+        holdouts=PLAN.holdouts,
         code=script_digest("significance.py"),
     script:
         "../scripts/significance.py"
@@ -62,7 +66,7 @@ rule results_readme:
     input:
         summary=f"{RESULTS}/summary.csv",
         significance=f"{RESULTS}/significance.csv",
-        question_values="work/evaluation/question_values.parquet",
+        question_values=QUESTION_VALUES,
     output:
         f"{RESULTS}/README.md",
     log:
@@ -71,6 +75,7 @@ rule results_readme:
         "../envs/rag.yaml"
     params:
         baseline=BASELINE,
+        holdouts=PLAN.holdouts,
         code=script_digest("results_readme.py"),
     script:
         "../scripts/results_readme.py"
