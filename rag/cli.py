@@ -54,6 +54,12 @@ a usage error (bad or inconsistent options), 1 for any other error (missing or
 empty folder, a document that does not parse, a hosted model that fails). Errors
 are one line on stderr.
 
+``rag compare BEFORE AFTER`` compares two results folders (the committed
+``results/`` and an ablation's ``--config results=...`` folder, say): the
+configurations added or removed, every metric mean that changed with both 95 %
+intervals, and every verdict of significance.csv that flipped
+(rag.evaluation.compare_results). Provenance and timing columns are ignored.
+
 This is the only module of the package that prints.
 """
 
@@ -247,6 +253,19 @@ def build_parser() -> argparse.ArgumentParser:
         "public,internal (default: public only; a document without an access key is restricted)",
     )
     ask.set_defaults(command_parser=ask)
+    compare = commands.add_parser(
+        "compare",
+        help="what changed between two results folders",
+        description=(
+            "Compare two results folders (e.g. results/ and an ablation's --config results=... folder): "
+            "configurations added or removed, metric means that changed with their 95 %% intervals, "
+            "and flipped verdicts of significance.csv. Provenance and timing columns are ignored."
+        ),
+        epilog="Exit status: 0 compared, 2 usage error, 1 a folder without the tables.",
+    )
+    compare.add_argument("before", type=Path, metavar="BEFORE", help="the first results folder")
+    compare.add_argument("after", type=Path, metavar="AFTER", help="the second results folder")
+    compare.set_defaults(command_parser=compare)
     return parser
 
 
@@ -324,12 +343,23 @@ def _index_modules(dense: bool = False) -> list[object]:
     return [*modules, question_answering]
 
 
+def _progress(line: str) -> None:
+    """A progress line of a long step (building the index, encoding), on stderr as it happens."""
+    print(f"{PROGRAM} ask: {visible(line, keep_newlines=False)}", file=sys.stderr, flush=True)
+
+
 def load_or_build_index(
-    folder: Path, cache: Path, options: IndexOptions, embed: Callable | None = None
+    folder: Path,
+    cache: Path,
+    options: IndexOptions,
+    embed: Callable | None = None,
+    report: Callable[[str], None] = _progress,
 ) -> tuple[QuestionIndex, list[str]]:
     """The index of ``folder`` from the cache, or built and cached; plus the lines to show about it.
 
     ``embed`` embeds the chunks when ``options.dense_model`` asks for MiniLM embeddings.
+    Building can take minutes on a large folder: ``report`` hears when it
+    starts, and the embedder reports its own progress.
     """
     from rag.answering.question_answering import (
         build_question_index,
@@ -368,6 +398,7 @@ def load_or_build_index(
     except (BundleError, ValueError) as error:
         lines.append(f"note: the cached index in {_shown(entry)} is unreadable ({error}); rebuilding it")
 
+    report(f"index: not cached, building it from {len(files)} documents of {_shown(folder)}")
     try:
         documents = parse_documents(files, location=f"{folder}{os.sep}")
     except DocumentError as error:
@@ -702,7 +733,7 @@ def ask(arguments: argparse.Namespace) -> int:
     if dense:
         from rag.answering.reader import CachedSentenceEmbedder
 
-        embedder = CachedSentenceEmbedder(arguments.cache / EMBEDDINGS_FOLDER, DENSE_MODEL)
+        embedder = CachedSentenceEmbedder(arguments.cache / EMBEDDINGS_FOLDER, DENSE_MODEL, report=_progress)
     embed = embedder.embed if embedder is not None else None
     # The MiniLM similarity made the reader worse on the labelled questions
     # (docs/answers.md), so it is used only when asked for.
@@ -767,11 +798,23 @@ def ask(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def compare(arguments: argparse.Namespace) -> int:
+    """``rag compare``: print what changed between two results folders."""
+    from rag.evaluation.compare_results import CompareError, compare_results
+
+    try:
+        comparison = compare_results(arguments.before, arguments.after)
+    except CompareError as error:
+        raise AskError(str(error)) from None
+    print(visible("\n".join(comparison.lines(_shown(arguments.before), _shown(arguments.after)))))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rag`` script and of ``python -m rag``; returns the exit status."""
     arguments = parse_arguments(argv)
     try:
-        return ask(arguments)
+        return compare(arguments) if arguments.command == "compare" else ask(arguments)
     except AskError as error:
         message = visible(" ".join(str(error).split()))
         print(f"{PROGRAM} {arguments.command}: error: {message}", file=sys.stderr)

@@ -266,6 +266,19 @@ def llm_sections(
     return lines
 
 
+def _why_it_may_differ(of_corpus: pd.DataFrame) -> str:
+    """Why the best answer setup need not be the configuration results/README.md recommends."""
+    pairs = of_corpus[["chunker", "retriever"]].drop_duplicates()
+    return (
+        f"This ranks the {len(pairs)} (chunker, retriever) pairs the answer experiments run (`answers` "
+        "in config.yaml), by the share of questions answered with the labelled evidence. "
+        "[README.md](README.md) recommends from the whole retrieval grid by recall, MRR and nDCG "
+        "(and by prompt words for the cost-aware choice), most of which the answer experiments do not "
+        "run, so the two can name different configurations: where they differ, the retrieval choice "
+        "says where the evidence is ranked, this one which pair the readers quote it from best."
+    )
+
+
 def answers_document(
     summary: pd.DataFrame,
     thresholds: pd.DataFrame,
@@ -307,6 +320,8 @@ def answers_document(
             f"{int(best.abstained)}.{at} The headline counts the single-document questions only: "
             f"{int(best.questions)} of the {_questions_in_all(summary, best)} questions; the others are "
             "answered from several documents or not at all (`answers_summary.csv` has every group).",
+            "",
+            _why_it_may_differ(of_corpus),
             "",
             *_answer_table(of_corpus),
             "",

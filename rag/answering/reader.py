@@ -374,7 +374,14 @@ class CachedSentenceEmbedder:
     :meth:`save`; until then they live in memory.
     """
 
-    def __init__(self, folder: str | Path, model: str = DEFAULT_MODEL, max_tokens: int = DEFAULT_MAX_TOKENS):
+    def __init__(
+        self,
+        folder: str | Path,
+        model: str = DEFAULT_MODEL,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        report: Callable[[str], object] | None = None,
+    ):
+        """``report`` receives a progress line every few seconds of encoding (rag.progress)."""
         import importlib.metadata
 
         from rag.formats.bundles import source_digest
@@ -384,6 +391,7 @@ class CachedSentenceEmbedder:
 
         self.model = model
         self.max_tokens = max_tokens
+        self.report = report
         settings = EncoderSettings(
             model=model,
             max_tokens=max_tokens,
@@ -398,7 +406,14 @@ class CachedSentenceEmbedder:
     def _encode(self, texts: list[str]):
         from rag.retrieval.dense.sentence_embeddings import encode_texts
 
-        return encode_texts(self.model, texts, max_tokens=self.max_tokens, workers=1)
+        if self.report is None:
+            return encode_texts(self.model, texts, max_tokens=self.max_tokens, workers=1)
+        from rag.progress import Progress
+
+        progress = Progress(f"encoded texts with {self.model}", len(texts), self.report)
+        return encode_texts(
+            self.model, texts, max_tokens=self.max_tokens, workers=1, progress=progress.callback()
+        )
 
     def embed(self, texts: Sequence[str]):
         """Unit float32 rows for ``texts``, encoding only the texts not cached yet."""

@@ -75,6 +75,9 @@ def test_the_document_names_the_best_setup_its_threshold_and_every_row():
     at_top = THRESHOLDS.assign(threshold=[0.75, 2.0, 2.0])
     assert "**At the edge of the threshold grid: 2.00** on 1 rankings" in answers_document(SUMMARY, at_top)
     assert "held-out" not in document
+    # Why its best can differ from results/README.md's recommendation: it ranks only the answer pairs.
+    assert "This ranks the 2 (chunker, retriever) pairs the answer experiments run (`answers`" in document
+    assert "[README.md](README.md) recommends from the whole retrieval grid" in document
 
 
 def test_the_heldout_table_pairs_single_document_and_unanswerable_rows():

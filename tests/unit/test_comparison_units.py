@@ -39,7 +39,7 @@ from rag.evaluation.trec import (
     run_lines,
     strictly_decreasing,
 )
-from rag.plotting import legible_ticks, recall_curves
+from rag.plotting import grid_overview, legible_ticks, recall_curves
 from rag.retrieval.fusion import (
     normalized_score_fusion,
     normalized_scores,
@@ -359,17 +359,61 @@ def test_recall_curves_draw_every_retriever_with_bands_and_an_outside_legend():
     )
     figure = recall_curves(intervals, "c", "x")
     axes = figure.axes[0]
-    assert [line.get_label() for line in axes.get_lines()] == ["bm25", "lsa", "new"]
+    assert _curves(figure) == ["bm25", "lsa", "new"]
     assert len(axes.collections) == 3  # one band per line
     legend_box = axes.get_legend().get_window_extent(figure.canvas.get_renderer())
     assert legend_box.x0 >= axes.get_window_extent().x1  # right of the axes
-    assert [line.get_label() for line in recall_curves(intervals, "c", "x", best=2).axes[0].get_lines()] == [
-        "lsa",
-        "new",
+    assert _curves(recall_curves(intervals, "c", "x", best=2)) == ["lsa", "new"]
+    assert _curves(recall_curves(intervals, "c", "x", ["bm25"])) == ["bm25"]
+
+
+def _curves(figure):
+    """The labels of a recall figure's curves (band edges are unlabelled)."""
+    return [line.get_label() for line in figure.axes[0].get_lines() if not line.get_label().startswith("_")]
+
+
+def _grid_intervals(retrievers: int) -> pd.DataFrame:
+    rows = [
+        ("c", "x", f"r{index:02d}", "recall", k, value, value - 0.05, value + 0.05, 10)
+        for index in range(retrievers)
+        for k, value in ((1, 0.2 + index / 100), (5, 0.4 + index / 100), (10, 0.5 + index / 100))
     ]
-    assert [
-        line.get_label() for line in recall_curves(intervals, "c", "x", ["bm25"]).axes[0].get_lines()
-    ] == ["bm25"]
+    return pd.DataFrame(
+        rows + [(*row[:2], "bm25", *row[3:]) for row in rows[:3]],
+        columns=["corpus", "chunker", "retriever", "metric", "k", "value", "ci_low", "ci_high", "questions"],
+    )
+
+
+def test_a_large_grid_draws_the_baseline_and_the_best_seven_each_in_its_own_colour_and_marker():
+    figure = recall_curves(_grid_intervals(20), "c", "x", baselines=["bm25"])
+    lines = [line for line in figure.axes[0].get_lines() if not line.get_label().startswith("_")]
+    # r19 has the highest recall, then r18...; the baseline bm25 (as low as r00) is drawn first.
+    assert [line.get_label() for line in lines] == [
+        "bm25 (baseline)",
+        *[f"r{index}" for index in range(13, 20)],
+    ]
+    assert len({line.get_color() for line in lines}) == 8 and len({line.get_marker() for line in lines}) == 8
+    assert "8 of 21 retrievers" in figure.axes[0].get_title()
+    assert len(figure.axes[0].collections) == 8
+
+
+def test_the_overview_has_every_chunker_and_retriever_with_quality_and_cost_side_by_side():
+    rows = []
+    for chunker, words in (("fixed", 500.0), ("sentences", 300.0)):
+        for index, retriever in enumerate(("bm25", "lsa", "minilm")):
+            rows.append(("c", chunker, retriever, "ndcg", 10, 0.5 + index / 10 + (chunker == "fixed") / 20))
+            rows.append(("c", chunker, retriever, "prompt_words", 5, words + 10 * index))
+    metrics = pd.DataFrame(rows, columns=["corpus", "chunker", "retriever", "metric", "k", "value"])
+    metrics = metrics[~((metrics.chunker == "sentences") & (metrics.retriever == "minilm"))]  # not run
+    figure = grid_overview(metrics, "c")
+    quality, cost = figure.axes[0], figure.axes[1]
+    assert [tick.get_text() for tick in quality.get_xticklabels()] == ["fixed", "sentences"]
+    assert [tick.get_text() for tick in quality.get_yticklabels()] == ["bm25", "lsa", "minilm"]
+    assert "ndcg@10" in quality.get_title() and "prompt words@5" in cost.get_title()
+    texts = [text.get_text() for text in quality.texts]
+    assert len(texts) == 5 and "0.750" in texts  # the pair that did not run has no value
+    assert "300" in [text.get_text() for text in cost.texts]
+    assert len(quality.patches) == 1 and len(cost.patches) == 1  # the best and the cheapest boxed
 
 
 def test_holdout_rows_reach_the_summary_as_a_corpus_of_their_own():

@@ -623,3 +623,16 @@ def test_summaries_without_lead_sections_are_left_out_with_a_warning(tmp_path):
     summary = pd.read_csv(tmp_path / "results" / "answers_summary.csv")
     assert set(summary["chunker"]) == {"s20"}  # answers from the ranking, none from summaries
     assert pd.read_csv(tmp_path / "results" / "routing_metrics.csv").empty
+
+
+def test_progress_reports_slow_work_whatever_the_item_count():
+    """Three documents that take seconds each: lines every few seconds, not only from 2,000 items."""
+    times = iter([0.0, 6.0, 7.0, 13.0])
+    lines: list[str] = []
+    progress = Progress("indexed documents", 3, lines.append, every=5, clock=lambda: next(times))
+    for done in (1, 2, 3):
+        progress.update(done)
+    assert lines == [
+        "indexed documents: 1/3 (33 %), 0.2 per second, about 12 s left",
+        "indexed documents: 3/3 (100 %), 0.2 per second, done",
+    ]

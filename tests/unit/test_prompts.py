@@ -314,3 +314,31 @@ def test_missing_offline_encoding_names_the_extra_and_does_not_download(monkeypa
 def test_unknown_counter_is_named():
     with pytest.raises(ValueError, match="'sentencepiece'"):
         get_token_counter("sentencepiece")
+
+
+def _visible_by_every_character(text: str) -> str:
+    """The invisible-character filter tested character by character: the reference for the fast path."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(
+        c for c in text if c.isspace() or unicodedata.category(c) not in ("Cf", "Cc", "Co", "Cs", "Cn")
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.one_of(
+            st.characters(),
+            st.sampled_from(
+                ["\u200b", "\u202e", "\U000e0041", "\u00a0", "\u2028", "\n", "\t", "\x07", "\ufeff"]
+            ),
+        ),
+        max_size=40,
+    )
+)
+def test_the_fast_visible_filter_equals_the_per_character_one(text):
+    from rag.answering.prompts import _visible_only
+
+    assert _visible_only(text) == _visible_by_every_character(text)

@@ -73,6 +73,17 @@ COHORTS = PLAN.cohorts
 # (see docs/embedder.md). It lies outside the DAG: a job reads it and adds to
 # it, so no rule could declare it as both input and output.
 EMBEDDING_CACHE = "cache/embeddings"
+# Per-ranking pieces of the whole-grid tables (metrics, intervals, tests, TREC
+# runs), named by digests of what they are computed from: a whole-grid job
+# computes only the pieces of new or changed rankings (rag.evaluation.pieces).
+# Outside the DAG too; deleting it costs only time.
+PIECES = "work/pieces"
+# Every metric of every question of one results folder: an ablation sent to a
+# folder of its own (--config results=...) keeps its own, so running it never
+# re-runs the jobs of the committed results/ (README.md, "Add an ablation").
+QUESTION_VALUES = "work/evaluation/{}/question_values.parquet".format(
+    "_".join(part for part in Path(RESULTS).parts if part != os.sep) or "root"
+)
 # Corpus keys that only steer evaluation: changing them must not re-parse.
 EVALUATION_KEYS = ("level", "depth", "component_depth", "holdout")
 

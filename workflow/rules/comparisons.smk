@@ -35,6 +35,7 @@ rule significance:
     params:
         baseline=BASELINE,
         holdouts=PLAN.holdouts,
+        pieces=PIECES,
         code=script_digest("significance.py"),
     script:
         "../scripts/significance.py"
@@ -104,6 +105,7 @@ rule trec_runs:
         grid=grid(CHUNK_LEVEL_CORPORA),
         pairs=corpus_chunker_pairs(CHUNK_LEVEL_CORPORA),
         corpora=CHUNK_LEVEL_CORPORA,
+        pieces=PIECES,
         code=script_digest("trec_runs.py"),
     script:
         "../scripts/trec_runs.py"
