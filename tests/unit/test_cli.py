@@ -299,8 +299,10 @@ def test_documents_that_fail_to_parse_are_named(files, message, tmp_path, capsys
         write(folder, name, text)
     status = cli.main(["ask", "What?", "--documents", str(folder), "--cache", str(tmp_path / "cache")])
     assert status == 1
-    error = capsys.readouterr().err
-    assert error.count("\n") == 1 and error.startswith(f"rag ask: error: {folder}{os.sep}")
+    # A progress line may come first; the error is one line, and the last.
+    progress, error = _progress_and_error(capsys.readouterr().err)
+    assert all(line.startswith("rag ask: index: ") for line in progress)
+    assert error.startswith(f"rag ask: error: {folder}{os.sep}")
     assert message in error
     assert not (tmp_path / "cache").exists()
 
@@ -326,8 +328,16 @@ def test_budget_too_small_for_the_question_is_an_error(notes, tmp_path, capsys):
         str(tmp_path / "c"),
     ]
     assert cli.main([*arguments, "--budget", "5"]) == 1
-    error = capsys.readouterr().err
+    error = _progress_and_error(capsys.readouterr().err)[1]
     assert error.startswith("rag ask: error: --budget 5: the instruction and question alone take")
+
+
+def _progress_and_error(stderr: str) -> tuple[list[str], str]:
+    """``rag ask``'s progress lines and its one error line (which must end the output)."""
+    assert stderr.endswith("\n") and "Traceback" not in stderr
+    *progress, error = stderr.splitlines()
+    assert not any(line.startswith("rag ask: error:") for line in progress)
+    return progress, error
 
 
 def test_small_budget_cuts_lower_ranked_sources(notes, tmp_path, capsys):
