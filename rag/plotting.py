@@ -51,58 +51,152 @@ def legible_ticks(ks, span_fraction: float = 0.04) -> list[int]:
     return kept
 
 
+# At most this many curves share one panel: beyond it colours and bands stop being told apart.
+MAX_SERIES = 8
+# Eight colours a reader (colour-blind ones included) tells apart (Okabe and Ito's palette,
+# black for the baseline first), and a marker per series so that print in grey still separates them.
+SERIES_COLOURS = ["#000000", "#E69F00", "#56B4E9", "#009E73", "#D55E00", "#0072B2", "#CC79A7", "#999933"]
+SERIES_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+
+
+def chosen_series(means: pd.Series, baselines=(), limit: int = MAX_SERIES) -> list[str]:
+    """The names to draw: every baseline present, then the highest means up to ``limit`` in all.
+
+    Equal means go in name order, so the choice does not depend on row order.
+    """
+    kept = [name for name in baselines if name in means.index][:limit]
+    ranked = sorted(means.index, key=lambda name: (-round(float(means[name]), 6), name))
+    kept += [name for name in ranked if name not in kept][: limit - len(kept)]
+    return kept
+
+
 def recall_curves(
     intervals: pd.DataFrame,
     corpus: str,
     chunker: str,
     retrievers=None,
     best: int | None = None,
+    baselines=(),
 ) -> Figure:
     """Recall@k against k with its bootstrap interval as a band, one line per retriever of one chunk set.
 
-    ``intervals`` has the columns of results/metrics_ci.csv. Every retriever
-    of the chunk set is drawn unless ``retrievers`` names some; ``best`` keeps
-    the N with the highest mean recall over the ks. The legend sits right of
-    the axes, so any number of lines leaves the curves uncovered.
+    ``intervals`` has the columns of results/metrics_ci.csv. ``retrievers``
+    names the retrievers to draw, or ``best`` keeps the N with the highest
+    mean recall over the ks; by default the ``baselines`` and the best others,
+    at most :data:`MAX_SERIES` lines in all: twenty curves on a ten-colour
+    cycle were unreadable (two orange lines, one grey area of bands). Each
+    line has its own colour and marker, baselines first in black; bands are
+    light with a dotted edge, so overlapping ones stay legible. The legend
+    sits right of the axes.
     """
     rows = intervals[
         (intervals.corpus == corpus) & (intervals.chunker == chunker) & (intervals.metric == "recall")
     ]
     if retrievers:
         rows = rows[rows.retriever.isin(list(retrievers))]
+    present = sorted(rows.retriever.unique())
+    means = rows.groupby("retriever", sort=True)["value"].mean()
     if best:
-        means = rows.groupby("retriever", sort=True)["value"].mean()
-        # Highest mean first; equal means in name order.
-        chosen = sorted(means.index, key=lambda name: (-round(means[name], 6), name))[:best]
-        rows = rows[rows.retriever.isin(chosen)]
-    names = sorted(rows.retriever.unique())
+        chosen = chosen_series(means, (), best)
+    else:
+        chosen = chosen_series(means, baselines, MAX_SERIES)
+    names = [name for name in baselines if name in chosen] + sorted(set(chosen) - set(baselines))
     figure, axes = plt.subplots(figsize=(9, 4.8))
     for index, retriever in enumerate(names):
         group = rows[rows.retriever == retriever].sort_values("k")
-        # Past the palette's nine colours, lines repeat them dashed, then dotted.
-        color, style = PALETTE[index % len(PALETTE)], LINE_STYLES[index // len(PALETTE) % len(LINE_STYLES)]
+        color = SERIES_COLOURS[index % len(SERIES_COLOURS)]
+        marker = SERIES_MARKERS[index % len(SERIES_MARKERS)]
+        style = LINE_STYLES[index // len(SERIES_COLOURS) % len(LINE_STYLES)]
         ks = group["k"].astype(float).to_numpy()
-        axes.fill_between(ks, group["ci_low"], group["ci_high"], color=color, alpha=0.08, linewidth=0)
-        axes.plot(ks, group["value"], marker="o", markersize=3, color=color, linestyle=style, label=retriever)
+        axes.fill_between(ks, group["ci_low"], group["ci_high"], color=color, alpha=0.10, linewidth=0)
+        for bound in ("ci_low", "ci_high"):
+            axes.plot(ks, group[bound], color=color, linewidth=0.6, linestyle=":", alpha=0.6, label="_band")
+        label = f"{retriever} (baseline)" if retriever in baselines else retriever
+        axes.plot(
+            ks,
+            group["value"],
+            marker=marker,
+            markersize=4,
+            color=color,
+            linestyle=style,
+            linewidth=1.6,
+            label=label,
+        )
     axes.set_xscale("log")
     axes.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ticks = legible_ticks(rows["k"].dropna().unique()) if len(rows) else []
     axes.set_xticks(ticks, [str(k) for k in ticks])
     axes.set_ylim(0, 1.02)
+    shown = f"{len(names)} of {len(present)} retrievers" if len(names) < len(present) else "every retriever"
     _style(
         axes,
-        f"Recall@k by retriever, 95 % intervals ({corpus}, {chunker})",
+        f"Recall@k, 95 % intervals ({corpus}, {chunker}): {shown}",
         "k (chunks in the prompt)",
         "recall@k",
     )
     if names:
-        axes.legend(
-            fontsize=7,
-            loc="upper left",
-            bbox_to_anchor=(1.01, 1.0),
-            ncol=1 if len(names) <= 24 else 2,
-            frameon=False,
-        )
+        axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    figure.tight_layout()
+    return figure
+
+
+def grid_overview(
+    metrics: pd.DataFrame, corpus: str, metric: str = "ndcg", k: int = 10, words_k: int = 5
+) -> Figure:
+    """Every chunker x retriever of a corpus in one figure: ``metric@k`` as a heatmap and, beside it,
+    the prompt cost (mean words of the top ``words_k`` chunks) of the same cells.
+
+    Quality and cost side by side answer "which chunker and retriever" at a
+    glance; a blank cell is a pair the grid does not run (a funnel on one
+    chunker, say). The best quality and the fewest words are boxed.
+    """
+    rows = metrics[metrics.corpus == corpus]
+
+    def grid(name: str, at: int) -> pd.DataFrame:
+        chosen = rows[(rows.metric == name) & (rows.k == at)]
+        return chosen.pivot_table(index="retriever", columns="chunker", values="value", aggfunc="first")
+
+    quality, words = grid(metric, k), grid("prompt_words", words_k)
+    retrievers = sorted(set(quality.index) | set(words.index))
+    chunkers = sorted(set(quality.columns) | set(words.columns))
+    quality = quality.reindex(index=retrievers, columns=chunkers)
+    words = words.reindex(index=retrievers, columns=chunkers)
+    height = 1.6 + 0.32 * max(len(retrievers), 1)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(15, height), sharey=True)
+    panels = (
+        (left, quality, "viridis", f"{metric}@{k} (higher is better)", ".3f", np.nanmax),
+        (right, words, "magma_r", f"prompt words@{words_k} (fewer is cheaper)", ".0f", np.nanmin),
+    )
+    for axes, table, colours, title, digits, pick in panels:
+        values = table.to_numpy(dtype=float)
+        image = axes.imshow(np.ma.masked_invalid(values), cmap=colours, aspect="auto")
+        figure.colorbar(image, ax=axes, fraction=0.04, pad=0.02)
+        axes.set_xticks(range(len(chunkers)), chunkers, rotation=35, ha="right", fontsize=8)
+        axes.set_yticks(range(len(retrievers)), retrievers, fontsize=8)
+        axes.set_title(f"{title}, {corpus}", fontsize=11)
+        finite = values[np.isfinite(values)]
+        extreme = pick(finite) if len(finite) else None
+        low, high = (finite.min(), finite.max()) if len(finite) else (0.0, 1.0)
+        for (row, column), value in np.ndenumerate(values):
+            if not np.isfinite(value):
+                continue
+            dark = (value - low) / (high - low or 1.0) < 0.5
+            if colours.endswith("_r"):
+                dark = not dark
+            axes.text(
+                column,
+                row,
+                format(value, digits),
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="white" if dark else "black",
+            )
+            if extreme is not None and round(value, 6) == round(extreme, 6):
+                axes.add_patch(
+                    plt.Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2)
+                )
+    left.set_ylabel("retriever")
     figure.tight_layout()
     return figure
 
@@ -269,7 +363,7 @@ def no_data(title: str) -> Figure:
 
 
 GROUNDING_MODEL_LABELS = {
-    "memory": "memory (trigram of the corpus)",
+    "memory": "memory (the prompt alone)",
     "sources": "conditioned on all k chunks",
     "rag_sequence": "RAG-Sequence",
     "rag_token": "RAG-Token",
@@ -277,21 +371,23 @@ GROUNDING_MODEL_LABELS = {
 
 
 def _ratio_label(log10_ratio: float) -> str:
-    """A ratio as ×0.52 when it is readable that way, as ×10^-4.2 when it is not."""
+    """A ratio as ×0.52 when it is readable that way, as ×10^-4.2 when it is not; n/a when missing."""
+    if not np.isfinite(log10_ratio):
+        return "n/a"
     if abs(log10_ratio) < 3:
         return f"×{10.0**log10_ratio:.3g}"
     return rf"$\times 10^{{{log10_ratio:.1f}}}$"
 
 
-def grounding_figure(answers: pd.DataFrame, swap: pd.DataFrame, setting: dict) -> Figure:
-    """Left: log10 probability of the true and the wrong answer per case and model.
+def _generators(table: pd.DataFrame) -> list[str]:
+    # Tables written before the generator column held the trigram model only.
+    return list(dict.fromkeys(table["generator"])) if "generator" in table else ["trigram"]
 
-    Right: the correct comparison sentence and its swapped twin under
-    RAG-Sequence and RAG-Token, annotated with the ratios between them.
-    """
+
+def _answer_panel(axes: plt.Axes, answers: pd.DataFrame, generator: str) -> None:
+    """log10 P(true) and P(wrong) per case and model, for one generator; a missing score is not drawn."""
     from matplotlib.lines import Line2D
 
-    figure, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5), gridspec_kw={"width_ratios": [2.4, 1]})
     cases = list(dict.fromkeys(answers["case"]))
     models = list(dict.fromkeys(answers["model"]))
     width = 0.8 / len(models)
@@ -306,9 +402,9 @@ def grounding_figure(answers: pd.DataFrame, swap: pd.DataFrame, setting: dict) -
 
         true, wrong = values("true"), values("wrong")
         x = np.arange(len(cases)) + (index - (len(models) - 1) / 2) * width
-        left.vlines(x, np.minimum(true, wrong), np.maximum(true, wrong), color=color, linewidth=2, alpha=0.45)
-        left.scatter(x, true, marker="o", s=36, color=color, zorder=3)
-        left.scatter(x, wrong, marker="x", s=36, color=color, zorder=3)
+        axes.vlines(x, np.minimum(true, wrong), np.maximum(true, wrong), color=color, linewidth=2, alpha=0.45)
+        axes.scatter(x, true, marker="o", s=36, color=color, zorder=3)
+        axes.scatter(x, wrong, marker="x", s=36, color=color, zorder=3)
         handles.append(
             Line2D([], [], color=color, linewidth=2, label=GROUNDING_MODEL_LABELS.get(model, model))
         )
@@ -316,51 +412,86 @@ def grounding_figure(answers: pd.DataFrame, swap: pd.DataFrame, setting: dict) -
         Line2D([], [], marker="o", color="black", linestyle="", label="true answer"),
         Line2D([], [], marker="x", color="black", linestyle="", label="wrong answer (another body's)"),
     ]
-    left.set_xticks(np.arange(len(cases)), cases, fontsize=8)
+    axes.set_xticks(np.arange(len(cases)), cases, fontsize=8)
     _style(
-        left,
-        "Which answer each model prefers: true above wrong means it prefers the truth",
-        "case",
-        "log10 P(answer | prompt)",
+        axes, f"{generator}: true above wrong means it prefers the truth", "case", "log10 P(answer | prompt)"
     )
-    left.legend(handles=handles, fontsize=8, loc="lower left")
+    axes.legend(handles=handles, fontsize=7, loc="lower left")
 
-    swap_models = list(dict.fromkeys(swap["model"]))
+
+def grounding_figure(answers: pd.DataFrame, swap: pd.DataFrame, setting: dict) -> Figure:
+    """Left: log10 probability of the true and the wrong answer per case and model, one panel per generator.
+
+    Right: the correct comparison sentence and its swapped twin under
+    RAG-Sequence and RAG-Token for each generator, annotated with the ratios
+    between them.
+    """
+    generators = _generators(answers)
+    if "generator" not in answers:
+        answers = answers.assign(generator="trigram")
+    if "generator" not in swap:
+        swap = swap.assign(generator="trigram")
+    figure, panels = plt.subplots(
+        1,
+        len(generators) + 1,
+        figsize=(7.5 * len(generators) + 5.5, 5.5),
+        gridspec_kw={"width_ratios": [2.4] * len(generators) + [1.2]},
+    )
+    for axes, generator in zip(panels[:-1], generators, strict=True):
+        _answer_panel(axes, answers[answers["generator"] == generator], generator)
+
+    right = panels[-1]
+    bars = list(dict.fromkeys(zip(swap["generator"], swap["model"], strict=True)))
     candidates = list(dict.fromkeys(swap["candidate"]))
     bar_width = 0.8 / len(candidates)
-    table = swap.set_index(["candidate", "model"])
+    table = swap.set_index(["generator", "candidate", "model"])
     for index, candidate in enumerate(candidates):
-        heights = [table.loc[(candidate, model), "log10_likelihood"] for model in swap_models]
-        sentence = table.loc[(candidate, swap_models[0]), "sentence"]
-        x = np.arange(len(swap_models)) + (index - (len(candidates) - 1) / 2) * bar_width
+        heights = [table.loc[(generator, candidate, model), "log10_likelihood"] for generator, model in bars]
+        sentence = table.loc[(bars[0][0], candidate, bars[0][1]), "sentence"]
+        x = np.arange(len(bars)) + (index - (len(candidates) - 1) / 2) * bar_width
         right.bar(x, heights, bar_width, color=PALETTE[index], label=f"{candidate}: {sentence}")
-    lowest = float(swap["log10_likelihood"].min())
-    for position, model in enumerate(swap_models):
+    lowest = float(np.nanmin(swap["log10_likelihood"].to_numpy(dtype=float)))
+    for position, (generator, model) in enumerate(bars):
         if "swapped" in candidates and "correct" in candidates:
-            ratio = table.loc[("swapped", model), "log10_ratio_to_correct"]
+            ratio = table.loc[(generator, "swapped", model), "log10_ratio_to_correct"]
             right.annotate(
-                f"swapped / correct\n{_ratio_label(ratio)}",
+                _ratio_label(ratio),
                 (position, 0.0),
                 xytext=(0, 4),
                 textcoords="offset points",
                 ha="center",
                 va="bottom",
-                fontsize=8,
+                fontsize=7,
             )
-    if ("correct", "rag_token") in table.index:
-        gain = table.loc[("correct", "rag_token"), "log10_ratio_to_rag_sequence"]
+    gains = []
+    for generator in dict.fromkeys(generator for generator, _ in bars):
+        if (generator, "correct", "rag_token") in table.index:
+            gain = table.loc[(generator, "correct", "rag_token"), "log10_ratio_to_rag_sequence"]
+            gains.append(f"{generator} {_ratio_label(gain)}")
+    if gains:
         right.text(
             0.5,
             0.04,
-            f"correct sentence, RAG-Token / RAG-Sequence: {_ratio_label(gain)}",
+            "correct sentence, RAG-Token / RAG-Sequence:\n" + ", ".join(gains),
             transform=right.transAxes,
             ha="center",
-            fontsize=8,
+            fontsize=7,
         )
-    right.set_xticks(np.arange(len(swap_models)), [GROUNDING_MODEL_LABELS.get(m, m) for m in swap_models])
+    labels = [
+        f"{generator}\n{GROUNDING_MODEL_LABELS.get(model, model)}"
+        if len(generators) > 1
+        else GROUNDING_MODEL_LABELS.get(model, model)
+        for generator, model in bars
+    ]
+    right.set_xticks(np.arange(len(bars)), labels, fontsize=7)
     right.set_ylim(lowest * 1.25, abs(lowest) * 0.3)
-    _style(right, f"Swapped values ({swap['question_id'].iloc[0]})", "formulation", "log10 P(sentence)")
-    right.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14))
+    _style(
+        right,
+        f"Swapped values ({swap['question_id'].iloc[0]}); above: swapped / correct",
+        "formulation",
+        "log10 P(sentence)",
+    )
+    right.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18))
     figure.suptitle(
         f"Grounding on {setting['corpus']}: top {setting['k']} chunks of {setting['retriever']} on "
         f"{setting['chunker']}, prior temperature {setting['temperature']}",

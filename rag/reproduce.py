@@ -41,6 +41,12 @@ TIMING_COLUMNS: Mapping[str, frozenset[str]] = {
     ),
     # Read from each index job's benchmark file: wall time and peak memory.
     "index_statistics.csv": frozenset({"seconds", "max_rss_mb"}),
+    # A language model's request time, and whether this run read the reply from the cache.
+    "llm_answers.csv": frozenset({"seconds", "cached"}),
+    # A language model's answers: seconds per answer, and whether it came from the response
+    # cache (a rebuild from the committed cache reads every answer from it).
+    "llm_answers_judged.csv": frozenset({"seconds", "cached"}),
+    "llm_answers_summary.csv": frozenset({"seconds_per_answer", "cached_answers"}),
 }
 # Columns compared within an absolute tolerance instead of exactly: (file, column) -> tolerance.
 # Empty: every non-timing cell of the bundled grid reproduces exactly under any BLAS kernel.

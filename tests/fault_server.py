@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import json
+import re
 import socket
 import socketserver
 import threading
@@ -171,3 +173,39 @@ def chunked(body: bytes, headers: dict[str, str] | None = None, complete: bool =
         connection.sendall(b"0\r\n\r\n")
 
     return behave
+
+
+# A language model in one rule, for the tests of scoring by token log-probabilities:
+# a word stated earlier in the prompt costs 0.1 nats, any other word 2.
+WORD_MODEL_STATED, WORD_MODEL_UNSTATED = -0.1, -2.0
+WORD_MODEL_COMPLETION = " about 2 years"
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\s*\S+", text)
+
+
+def word_language_model(request: Request, connection: socket.socket) -> None:
+    """``/completions`` like llama.cpp's server: the prompt echoed word by word with log-probabilities.
+
+    Without ``echo`` it completes any prompt with :data:`WORD_MODEL_COMPLETION`
+    at 0.5 nats a word.
+    """
+    body = json.loads(request.body)
+    if not body.get("echo"):
+        tokens = _words(WORD_MODEL_COMPLETION)
+        logprobs = {"tokens": tokens, "token_logprobs": [-0.5] * len(tokens)}
+        choice = {"text": WORD_MODEL_COMPLETION, "logprobs": logprobs, "finish_reason": "stop"}
+        reply(json.dumps({"choices": [choice]}).encode())(request, connection)
+        return
+    tokens, offsets, values, position = _words(body["prompt"]), [], [], 0
+    for index, token in enumerate(tokens):
+        offsets.append(position)
+        earlier = {word.strip() for word in tokens[:index]}
+        cost = WORD_MODEL_STATED if token.strip() in earlier else WORD_MODEL_UNSTATED
+        values.append(None if index == 0 else cost)
+        position += len(token)
+    logprobs = {"tokens": tokens, "text_offset": offsets, "token_logprobs": values}
+    reply(json.dumps({"choices": [{"text": body["prompt"], "logprobs": logprobs}]}).encode())(
+        request, connection
+    )

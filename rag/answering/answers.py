@@ -556,6 +556,16 @@ def choose_threshold(scores, quotes, grid: Sequence[float] = THRESHOLD_GRID) -> 
     return float(best_threshold)
 
 
+def at_grid_edge(threshold: float, grid: Sequence[float] = THRESHOLD_GRID) -> bool:
+    """Whether a chosen threshold is the lowest or highest of its grid: a wider grid might move it.
+
+    At the top the reader refuses everything (no threshold inside the grid
+    was worth answering at); at the bottom it answers everything. Either way
+    the choice says more about the grid than about the questions.
+    """
+    return threshold in (min(grid), max(grid))
+
+
 def fold_of_questions(question_ids: Iterable[str], folds: int, seed: int) -> dict[str, int]:
     """A seeded assignment of questions to ``folds`` folds of (nearly) equal size.
 
@@ -585,7 +595,8 @@ def cross_validated_thresholds(
     questions and it is applied to this fold's: the counts it produces are
     what a threshold chosen in advance would get on new questions. The
     table has one row per fold and a row ``fold = "all"`` with the threshold
-    chosen on every question, the one to use from then on.
+    chosen on every question, the one to use from then on; ``at_grid_edge``
+    flags a choice at either end of the grid (:func:`at_grid_edge`).
     """
     fold = frame["question_id"].map(fold_of_questions(frame["question_id"], folds, seed))
     thresholds = pd.Series(math.nan, index=frame.index, dtype="float64")
@@ -605,6 +616,7 @@ def cross_validated_thresholds(
                     "fold": str(held_out),
                     "questions": int(test.sum()),
                     "threshold": chosen,
+                    "at_grid_edge": at_grid_edge(chosen, grid),
                     "correct": correct,
                     "wrong": wrong,
                 }
@@ -617,6 +629,7 @@ def cross_validated_thresholds(
                 "fold": "all",
                 "questions": len(scores),
                 "threshold": chosen,
+                "at_grid_edge": at_grid_edge(chosen, grid),
                 "correct": correct,
                 "wrong": wrong,
             }
@@ -737,9 +750,17 @@ def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
     ``judgements`` are :class:`AskJudgement` records;
     shares come with the same bootstrap intervals as the answer summary.
     """
+    from rag.answering.verdicts import verdict_counts
+
     frame = pd.DataFrame([dataclasses.asdict(judgement) for judgement in judgements])
     frame["answerable"] = frame["group"] != UNANSWERABLE
-    return _group_outcomes(frame, keys, "correct", "faithful", prompts=False)
+    rows = _group_outcomes(frame, keys, "correct", "faithful", prompts=False)
+    for row in rows:
+        members = _members(frame, row["group"])
+        row |= verdict_counts(
+            members["answered"], members["faithful"], members["responsive"], members["outcome"]
+        )
+    return rows
 
 
 def describe_answers(frame: pd.DataFrame, what: str) -> str:
@@ -809,6 +830,7 @@ class AskJudgement:
     faithful: bool | None
     responsive: bool | None
     answer: str
+    outcome: str  # by the reference answer (rag.answering.correctness), for the verdicts' worth
 
 
 def judge_ask_answers(
@@ -819,19 +841,34 @@ def judge_ask_answers(
     threshold: float,
     embed: Embed | None = None,
     similarity: Similarity | None = None,
+    weights=None,
 ) -> list[AskJudgement]:
     """Answer every question as ``rag ask`` would (its defaults) and judge the answers by the labels.
 
     Correct means the quoted sentence quotes labelled evidence, exactly as
-    in the answer experiments (:func:`quoted_piece`).
+    in the answer experiments (:func:`quoted_piece`); ``outcome`` judges the
+    same answer against the reference answer instead, as a language model's
+    answers are judged, so the verdicts of every generator are measured alike.
+    ``weights`` (a :class:`rag.answering.reader.ReaderWeights`) change the
+    reader's weights and rules; None keeps its defaults.
     """
+    from rag.answering.correctness import judge_answer
+
     holding = evidence_documents(questions, locate_spans(questions, documents))
     judged = []
     for question in questions:
+        options = {} if weights is None else {"weights": weights}
         report = ask_question(
-            index, question.text, threshold=threshold, reader=reader, embed=embed, similarity=similarity
+            index,
+            question.text,
+            threshold=threshold,
+            reader=reader,
+            embed=embed,
+            similarity=similarity,
+            **options,
         )
         answered = not report.abstained
+        outcome = judge_answer(report.answer, question.answer, question.answerable, not answered).outcome
         correct = False
         if answered:
             best = report.reading.best if report.reading is not None else report.extractive
@@ -846,6 +883,7 @@ def judge_ask_answers(
                 faithful=report.verdicts.faithful if report.verdicts else None,
                 responsive=report.verdicts.responsive if report.verdicts else None,
                 answer=report.answer,
+                outcome=outcome,
             )
         )
     return judged

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rag.answering.answers import SINGLE_DOCUMENT, UNANSWERABLE
+from rag.answering.answers import MULTI_DOCUMENT, SINGLE_DOCUMENT, UNANSWERABLE, at_grid_edge
 
 _SETUP = ["corpus", "chunker", "retriever", "reader"]
 
@@ -44,6 +44,13 @@ def answer_rows(summary: pd.DataFrame) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
+def _questions_in_all(summary: pd.DataFrame, setup: pd.Series) -> int:
+    """Every question the setup answered: single-document, multi-document and unanswerable ones."""
+    of_setup = summary[(summary[_SETUP] == setup[_SETUP]).all(axis=1)]
+    groups = of_setup[of_setup["group"].isin([SINGLE_DOCUMENT, MULTI_DOCUMENT, UNANSWERABLE])]
+    return int(groups["questions"].sum())
+
+
 def _answer_table(rows: pd.DataFrame) -> list[str]:
     lines = [
         "| chunker | retriever | reader | single-document correct | wrong | abstained "
@@ -69,9 +76,17 @@ def _threshold_lines(thresholds: pd.DataFrame, corpus: str) -> list[str]:
     lines = []
     for reader, of_reader in chosen.groupby("reader", sort=True):
         values = of_reader["threshold"]
+        edge = [f"{value:.2f}" for value in sorted(set(values)) if at_grid_edge(value)]
+        flag = (
+            f" **At the edge of the threshold grid: {', '.join(edge)}** on "
+            f"{sum(at_grid_edge(value) for value in values)} rankings; a choice there (never or always "
+            "answering) did not carry from the grid, and a wider grid might move it."
+            if edge
+            else ""
+        )
         lines.append(
             f"- `{reader}`: {values.min():.2f} to {values.max():.2f} over {len(values)} rankings "
-            f"(`fold = all` in `reader_thresholds.csv`)."
+            f"(`fold = all` in `reader_thresholds.csv`).{flag}"
         )
     return lines
 
@@ -101,10 +116,180 @@ def _heldout_table(heldout: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _interval(share: float, low: float, high: float) -> str:
+    return "-" if pd.isna(share) else f"{share:.2f} ({low:.2f}-{high:.2f})"
+
+
+def _llm_table(summary: pd.DataFrame, closed_book: pd.DataFrame) -> list[str]:
+    """Per question set and setup: correct, wrong, abstained, refused, correct from memory."""
+    correct_p = closed_book[closed_book["outcome"] == "correct"].set_index(
+        ["questions", "generator", "chunker", "retriever", "k"]
+    )["p_holm"]
+    lines = [
+        "| questions | generator | chunker | retriever | k | correct | wrong | abstained "
+        "| unanswerable refused | correct from memory | faithful | responsive | p vs closed book |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in summary.itertuples(index=False):
+        judged = row.correct + row.wrong + row.abstained
+        key = (row.questions, row.generator, row.chunker, row.retriever, row.k)
+        p_value = f"{correct_p[key]:.4f}" if key in correct_p.index else "-"
+        memory = _share(
+            row.correct_from_memory,
+            row.correct,
+            row.correct_from_memory_share_low,
+            row.correct_from_memory_share_high,
+        )
+        lines.append(
+            f"| {row.questions} | {row.generator} | {row.chunker} | {row.retriever} | {row.k} "
+            f"| {_share(row.correct, judged, row.correct_share_low, row.correct_share_high)} "
+            f"| {_share(row.wrong, judged, row.wrong_share_low, row.wrong_share_high)} "
+            f"| {_share(row.abstained, judged, row.abstained_share_low, row.abstained_share_high)} "
+            f"| {_share(row.refused, row.unanswerable, row.refused_share_low, row.refused_share_high)} "
+            f"| {memory} "
+            f"| {_interval(row.faithful_share, row.faithful_share_low, row.faithful_share_high)} "
+            f"| {_interval(row.responsive_share, row.responsive_share_low, row.responsive_share_high)} "
+            f"| {p_value} |"
+        )
+    return lines
+
+
+def _citation_table(citation: pd.DataFrame) -> list[str]:
+    lines = [
+        "| questions | generator | chunker | retriever | answered | unsupported | flagged "
+        "| precision | recall |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in citation.itertuples(index=False):
+        lines.append(
+            f"| {row.questions} | {row.generator} | {row.chunker} | {row.retriever} | {row.answered} "
+            f"| {row.unsupported} | {row.flagged} "
+            f"| {_share(row.flagged_unsupported, row.flagged, row.precision_low, row.precision_high)} "
+            f"| {_share(row.flagged_unsupported, row.unsupported, row.recall_low, row.recall_high)} |"
+        )
+    return lines
+
+
+def _verdicts_table(verdicts: pd.DataFrame) -> list[str]:
+    lines = [
+        "| generator | questions | setup | answered | faithful and responsive | of which correct |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in verdicts.itertuples(index=False):
+        judged = int(row.faithful_and_responsive) - int(row.faithful_and_responsive_not_judged)
+        correct = _share(
+            int(row.faithful_and_responsive_correct),
+            judged,
+            row.verdicts_correct_share_low,
+            row.verdicts_correct_share_high,
+        )
+        lines.append(
+            f"| {row.generator} | {row.questions} | {row.setup} | {int(row.answered)} "
+            f"| {int(row.faithful_and_responsive)} | {correct} |"
+        )
+    return lines
+
+
+def _reader_rules_table(rules: pd.DataFrame) -> list[str]:
+    files = list(dict.fromkeys(rules["questions_file"]))
+    lines = ["| rule switched off | " + " | ".join(files) + " |", "|---|" + "---|" * len(files)]
+    for rule, of_rule in rules.groupby("rule_off", sort=False):
+        cells = of_rule.set_index("questions_file")
+        lines.append(
+            f"| {rule} | "
+            + " | ".join(
+                f"{int(cells.loc[file, 'correct'])} correct, {int(cells.loc[file, 'wrong'])} wrong "
+                f"(helps {int(cells.loc[file, 'helps']):+d})"
+                for file in files
+            )
+            + " |"
+        )
+    return lines
+
+
+def llm_sections(
+    llm_summary: pd.DataFrame | None,
+    closed_book: pd.DataFrame | None,
+    citation: pd.DataFrame | None,
+    verdicts: pd.DataFrame | None,
+    reader_rules: pd.DataFrame | None,
+) -> list[str]:
+    """The language models' sections of results/answers.md, each from its table (absent: left out)."""
+    from rag.answering.verdicts import NOT_CHECKED
+
+    lines: list[str] = []
+    if llm_summary is not None and closed_book is not None and len(llm_summary):
+        lines += [
+            "",
+            "## Language models against the closed book",
+            "",
+            "From `llm_answers_summary.csv` and `llm_closed_book.csv`. Correct: the answer states the",
+            "reference answer (normalised, or all its numbers and names; `rag/answering/correctness.py`);",
+            "shares of correct, wrong and abstained are over the answerable questions with a reference",
+            "answer. Correct from memory: correct answers whose reference is in none of the prompt's",
+            "sources (every closed-book answer). p: paired randomization test of the correct share",
+            "against the closed book on the same questions, Holm-corrected per question set.",
+            "",
+            *_llm_table(llm_summary, closed_book),
+        ]
+    if citation is not None and len(citation):
+        lines += [
+            "",
+            "## Does the citation check catch a real model?",
+            "",
+            "From `citation_check.csv`. An answer is unsupported unless it is correct and the reference",
+            "is in a source it cites (the labels' verdict); the check flags an answer that is not",
+            "faithful. Precision: flagged answers that are unsupported; recall: unsupported answers",
+            "flagged. Nothing was tuned on these numbers.",
+            "",
+            *_citation_table(citation),
+        ]
+    if verdicts is not None and len(verdicts):
+        lines += [
+            "",
+            "## How often are faithful and responsive answers correct?",
+            "",
+            f"From `verdicts.csv`, judged by the reference answers. {NOT_CHECKED}",
+            "",
+            *_verdicts_table(verdicts),
+        ]
+    if reader_rules is not None and len(reader_rules):
+        lines += [
+            "",
+            "## The reader's rules, one at a time",
+            "",
+            "From `reader_rules.csv`: the reader through `rag ask`'s path at its frozen threshold with",
+            "each rule switched off; helps = how much the rule adds to correct minus wrong answers.",
+            "",
+            *_reader_rules_table(reader_rules),
+        ]
+    return lines
+
+
+def _why_it_may_differ(of_corpus: pd.DataFrame) -> str:
+    """Why the best answer setup need not be the configuration results/README.md recommends."""
+    pairs = of_corpus[["chunker", "retriever"]].drop_duplicates()
+    return (
+        f"This ranks the {len(pairs)} (chunker, retriever) pairs the answer experiments run (`answers` "
+        "in config.yaml), by the share of questions answered with the labelled evidence. "
+        "[README.md](README.md) recommends from the whole retrieval grid by recall, MRR and nDCG "
+        "(and by prompt words for the cost-aware choice), most of which the answer experiments do not "
+        "run, so the two can name different configurations: where they differ, the retrieval choice "
+        "says where the evidence is ranked, this one which pair the readers quote it from best."
+    )
+
+
 def answers_document(
-    summary: pd.DataFrame, thresholds: pd.DataFrame, heldout: pd.DataFrame | None = None
+    summary: pd.DataFrame,
+    thresholds: pd.DataFrame,
+    heldout: pd.DataFrame | None = None,
+    llm_tables: tuple[pd.DataFrame | None, ...] = (None, None, None, None, None),
 ) -> str:
-    """The Markdown of results/answers.md."""
+    """The Markdown of results/answers.md.
+
+    ``llm_tables`` are the language models' summary, closed-book comparison,
+    citation check, verdicts and the reader's rule ablation (:func:`llm_sections`).
+    """
     lines = [
         "# Answers",
         "",
@@ -132,7 +317,11 @@ def answers_document(
             f"Best: {best.chunker} + {best.retriever} + {best.reader}, which quotes the evidence for "
             f"{int(best.correct)} of {int(best.questions)} single-document questions "
             f"({best.correct / best.questions:.3f}), answers {int(best.wrong)} wrongly and abstains on "
-            f"{int(best.abstained)}.{at}",
+            f"{int(best.abstained)}.{at} The headline counts the single-document questions only: "
+            f"{int(best.questions)} of the {_questions_in_all(summary, best)} questions; the others are "
+            "answered from several documents or not at all (`answers_summary.csv` has every group).",
+            "",
+            _why_it_may_differ(of_corpus),
             "",
             *_answer_table(of_corpus),
             "",
@@ -151,4 +340,5 @@ def answers_document(
             "",
             *_heldout_table(heldout),
         ]
+    lines += llm_sections(*llm_tables)
     return "\n".join(lines) + "\n"

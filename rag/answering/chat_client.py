@@ -61,13 +61,20 @@ class LlmError(RuntimeError):
 
 @dataclass(frozen=True)
 class Endpoint:
-    """Where a model is served. ``key_variable`` names the environment variable holding the key."""
+    """Where a model is served. ``key_variable`` names the environment variable holding the key.
+
+    ``identity`` is how the response cache knows the endpoint when its URL
+    is not stable: the bundled server listens on a fresh port each time, so it
+    is known by its model file and server version instead
+    (:func:`rag.answering.local_server.identity`). Default: the base URL.
+    """
 
     base_url: str
     model: str
     key_variable: str | None = None
     concurrency: int = 1
     timeout_seconds: float = 120.0
+    identity: str | None = None
 
     def __post_init__(self) -> None:
         parsed = urllib.parse.urlsplit(self.base_url if isinstance(self.base_url, str) else "")
@@ -87,11 +94,20 @@ class Endpoint:
             or not 1 <= self.concurrency <= 64
         ):
             raise ValueError(f"concurrency must be an integer from 1 to 64, got {self.concurrency!r}")
+        if self.identity is not None and (
+            not isinstance(self.identity, str) or not self.identity.strip() or not self.identity.isprintable()
+        ):
+            raise ValueError("identity must be a non-empty printable name")
         seconds = self.timeout_seconds
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not math.isfinite(seconds):
             raise ValueError(f"timeout_seconds must be a number of seconds, got {seconds!r}")
         if not 0 < seconds <= 24 * 3600:
             raise ValueError(f"timeout_seconds must be above 0 and at most 86400, got {seconds!r}")
+
+    @property
+    def cache_name(self) -> str:
+        """The endpoint in cache keys: its identity, else its base URL."""
+        return self.identity or self.base_url
 
     @property
     def loopback(self) -> bool:
@@ -294,10 +310,15 @@ def _usage(document: dict) -> tuple[int, int]:
 
 def chat_request(endpoint: Endpoint, messages: list[dict], sampling: Sampling) -> dict:
     """What the cache is keyed by: endpoint, model, every sampling parameter, the exact messages."""
+    return chat_request_key(endpoint.cache_name, endpoint.model, messages, sampling)
+
+
+def chat_request_key(endpoint_name: str, model: str, messages: list[dict], sampling: Sampling) -> dict:
+    """The cache key of a chat request, from the endpoint's stable name (no port of a local server)."""
     return {
         "kind": "chat",
-        "base_url": endpoint.base_url,
-        "model": endpoint.model,
+        "endpoint": endpoint_name,
+        "model": model,
         "sampling": asdict(sampling),
         "messages": messages,
     }
@@ -398,7 +419,7 @@ def progress_text(done: int, total: int, tokens: int, seconds: float) -> str:
 def continuation_request(endpoint: Endpoint, prefix: str, continuation: str) -> dict:
     return {
         "kind": "continuation_logprobs",
-        "base_url": endpoint.base_url,
+        "endpoint": endpoint.cache_name,
         "model": endpoint.model,
         "prefix": prefix,
         "continuation": continuation,
@@ -470,3 +491,101 @@ def _continuation_values(document: dict, prefix_characters: int, end: int) -> tu
                 return None
             kept.append(float(value))
     return tuple(kept) if kept else None
+
+
+@dataclass(frozen=True)
+class TextCompletion:
+    """A raw continuation of a prompt, with the log-probability of each generated token.
+
+    ``finished`` is true when the server stopped at a stop sequence or the end
+    of text rather than at ``max_tokens``. ``logprobs`` is None when the
+    server gives none.
+    """
+
+    text: str
+    tokens: tuple[str, ...]
+    logprobs: tuple[float, ...] | None
+    finished: bool
+
+
+def completion_request(endpoint: Endpoint, prompt: str, sampling: Sampling, stop: Sequence[str]) -> dict:
+    return {
+        "kind": "completion",
+        "endpoint": endpoint.cache_name,
+        "model": endpoint.model,
+        "sampling": asdict(sampling),
+        "stop": list(stop),
+        "prompt": prompt,
+    }
+
+
+def complete_text(
+    endpoint: Endpoint,
+    prompt: str,
+    sampling: Sampling,
+    cache: ResponseCache | None,
+    stop: Sequence[str] = ("\n",),
+    environment: Mapping[str, str] = os.environ,
+) -> TextCompletion:
+    """Continue ``prompt`` as plain text (``/completions``, no chat template): the model from memory.
+
+    Asks for the log-probability of each generated token (``logprobs``), so
+    the continuation's likelihood can be compared with the trigram model's.
+    """
+    request = completion_request(endpoint, prompt, sampling, stop)
+    stored = cache.get(request) if cache is not None else None
+    if stored is None:
+        body = {
+            "model": endpoint.model,
+            "prompt": prompt,
+            "max_tokens": sampling.max_tokens,
+            "temperature": sampling.temperature,
+            "seed": sampling.seed,
+            "stop": list(stop),
+            "logprobs": 1,
+        }
+        try:
+            reply = post_json(endpoint, "/completions", body, environment)
+        except LlmError as error:
+            # A server that refuses logprobs (llama.cpp without logits_all, say) still completes.
+            if "HTTP 4" not in str(error):
+                raise
+            logger.warning("%s refuses logprobs (%s); asking without", shown_url(endpoint.base_url), error)
+            del body["logprobs"]
+            reply = post_json(endpoint, "/completions", body, environment)
+        stored = _completion_reply(reply.document, shown_url(endpoint.base_url))
+        if cache is not None:
+            cache.put(request, stored)
+    values = stored.get("logprobs")
+    return TextCompletion(
+        text=stored["text"],
+        tokens=tuple(stored["tokens"]),
+        logprobs=None if values is None else tuple(float(value) for value in values),
+        finished=bool(stored["finished"]),
+    )
+
+
+def _completion_reply(document: dict, shown: str) -> dict:
+    """The cached form of a ``/completions`` reply: text, generated tokens' log-probabilities, finished."""
+    try:
+        choice = document["choices"][0]
+        text = choice["text"]
+    except (KeyError, IndexError, TypeError):
+        raise LlmError(f"{shown}: the reply has no choices[0].text") from None
+    if not isinstance(text, str):
+        raise LlmError(f"{shown}: choices[0].text is not text")
+    values, tokens = None, []
+    logprobs = choice.get("logprobs")
+    if isinstance(logprobs, dict) and isinstance(logprobs.get("token_logprobs"), list):
+        candidates, names = logprobs["token_logprobs"], logprobs.get("tokens")
+        if all(
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+            for value in candidates
+        ):
+            values = [float(value) for value in candidates]
+        if isinstance(names, list) and all(isinstance(name, str) for name in names):
+            tokens = names
+    if values is None:
+        logger.warning("%s returned no per-token log-probabilities for the completion", shown)
+    finished = choice.get("finish_reason") != "length"
+    return {"text": text, "tokens": tokens, "logprobs": values, "finished": finished}

@@ -39,7 +39,7 @@ import numpy as np
 
 from rag.answering.extractive import DEFAULT_COVERAGE_THRESHOLD, Abstention, ExtractiveAnswer, extract_answer
 from rag.answering.prompts import Prompt, build_prompt
-from rag.answering.reader import Reading, Similarity, read, read_candidates
+from rag.answering.reader import DEFAULT_WEIGHTS, ReaderWeights, Reading, Similarity, read, read_candidates
 from rag.answering.verification import AnswerCheck, Verdicts, check_answer, verdicts
 from rag.chunking import Chunk, ChunkerSpec, chunk_corpus
 from rag.corpus.documents import DEFAULT_ACCESS, SKIPPABLE, Document, DocumentError
@@ -74,6 +74,16 @@ MIN_DOCUMENT_FREQUENCY = 2
 FUSION_DEPTH = 100
 
 
+# The lexical half of the fusion, as the grid's entries of the same names
+# (config.yaml): the spec's unstemmed BM25 beside LSA, and the stemmed BM25
+# (Snowball, Anserini's k1 0.9 and b 0.4) beside MiniLM, where it fused
+# better on every chunk set of the bundled corpus (results/README.md).
+LEXICAL_RETRIEVERS: dict[str, dict[str, object]] = {
+    "bm25": {"stem": False, "k1": 1.5, "b": 0.75},
+    "bm25_stem": {"stem": True, "k1": 0.9, "b": 0.4},
+}
+
+
 @dataclass(frozen=True)
 class IndexOptions:
     """What shapes the fitted index, and hence the cache key.
@@ -92,9 +102,16 @@ class IndexOptions:
     dense_model: str | None = None
     # What the Markdown reader leaves out (rag.corpus.documents.SKIPPABLE), as a corpus's ``skip``.
     skip: tuple[str, ...] = SKIPPABLE
+    # The BM25 that is fused (LEXICAL_RETRIEVERS): None takes bm25_stem beside
+    # MiniLM and the spec's bm25 beside LSA.
+    lexical: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "skip", tuple(self.skip))
+        if self.lexical is None:
+            object.__setattr__(self, "lexical", "bm25_stem" if self.dense_model is not None else "bm25")
+        if self.lexical not in LEXICAL_RETRIEVERS:
+            raise ValueError(f"lexical must be one of {sorted(LEXICAL_RETRIEVERS)}, got {self.lexical!r}")
         for name in ("max_words", "dimensions", "lists"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -192,6 +209,18 @@ class QuestionIndex:
     # (counted as results/corpus_statistics.csv counts them).
     access: Mapping[str, str] = dataclasses.field(default_factory=dict)
     words: int = 0
+    # The BM25 that ranks, when it is not ``bm25`` (whose unstemmed idf the
+    # generators weigh question terms with): the stemmed one of bm25_stem.
+    lexical_bm25: BM25Index | None = None
+
+    @property
+    def ranking_bm25(self) -> BM25Index:
+        """The BM25 index that ranks chunks for the fusion."""
+        return self.bm25 if self.lexical_bm25 is None else self.lexical_bm25
+
+    def lexical_terms(self, text: str) -> list[str]:
+        """A question's terms as the ranking BM25 analyzes them."""
+        return analyze(text, stem=bool(LEXICAL_RETRIEVERS[self.options.lexical]["stem"]))
 
     @property
     def list_count(self) -> int:
@@ -256,9 +285,19 @@ def _build_retrievers(
         chunks = chunk_corpus(sorted(documents, key=lambda document: document.doc_id), chunker_spec(options))
         bm25 = bm25_index_from_counts(count_terms([analyze(chunk.indexed_text) for chunk in chunks]))
         embeddings = np.asarray(embed([chunk.indexed_text for chunk in chunks]), dtype=np.float32)
-        return QuestionIndex(tuple(chunks), bm25, None, None, options, (), embeddings)
+        lexical = _lexical_index(chunks, options)
+        return QuestionIndex(tuple(chunks), bm25, None, None, options, (), embeddings, lexical_bm25=lexical)
     with threadpool_limits(1, user_api="blas"):
         return _build_question_index(documents, options)
+
+
+def _lexical_index(chunks: Sequence[Chunk], options: IndexOptions) -> BM25Index | None:
+    """The ranking BM25 of ``options.lexical`` when it is not the spec's unstemmed one."""
+    settings = LEXICAL_RETRIEVERS[options.lexical]
+    if options.lexical == "bm25":
+        return None
+    terms = [analyze(chunk.indexed_text, stem=bool(settings["stem"])) for chunk in chunks]
+    return bm25_index_from_counts(count_terms(terms), k1=float(settings["k1"]), b=float(settings["b"]))
 
 
 def _build_question_index(documents: Sequence[Document], options: IndexOptions) -> QuestionIndex:
@@ -272,7 +311,15 @@ def _build_question_index(documents: Sequence[Document], options: IndexOptions) 
             f"no term occurs in {MIN_DOCUMENT_FREQUENCY} or more of the {len(chunks)} chunks, "
             "so LSA has nothing to learn: retrieval uses BM25 alone"
         )
-        return QuestionIndex(tuple(chunks), bm25, None, None, options, tuple(notes))
+        return QuestionIndex(
+            tuple(chunks),
+            bm25,
+            None,
+            None,
+            options,
+            tuple(notes),
+            lexical_bm25=_lexical_index(chunks, options),
+        )
     with warnings.catch_warnings():
         # The clipping warning is replaced by the note below.
         warnings.simplefilter("ignore", UserWarning)
@@ -288,7 +335,9 @@ def _build_question_index(documents: Sequence[Document], options: IndexOptions) 
             f"{options.lists} IVF lists asked for, but there are only {len(chunks)} chunks: using {lists}"
         )
     ivf = build_ivf(lsa.chunk_embeddings, lists, seed=options.seed)
-    return QuestionIndex(tuple(chunks), bm25, lsa, ivf, options, tuple(notes))
+    return QuestionIndex(
+        tuple(chunks), bm25, lsa, ivf, options, tuple(notes), lexical_bm25=_lexical_index(chunks, options)
+    )
 
 
 def index_to_bundle(index: QuestionIndex) -> tuple[dict[str, dict], dict[str, object], dict[str, object]]:
@@ -299,6 +348,8 @@ def index_to_bundle(index: QuestionIndex) -> tuple[dict[str, dict], dict[str, ob
         arrays["ivf"] = index.ivf.to_arrays()
     if index.chunk_embeddings is not None:
         arrays["dense"] = {"chunk_embeddings": index.chunk_embeddings}
+    if index.lexical_bm25 is not None:
+        arrays["lexical"] = index.lexical_bm25.to_arrays()
     values = {
         "chunks": [dataclasses.asdict(chunk) for chunk in index.chunks],
         "access": dict(index.access),
@@ -332,6 +383,9 @@ def index_from_bundle(
     dense = np.asarray(arrays["dense"]["chunk_embeddings"], dtype=np.float32) if "dense" in arrays else None
     if (dense is None) != (options.dense_model is None):
         raise ValueError("the stored index and its options disagree on the dense model")
+    lexical = BM25Index.from_arrays(arrays["lexical"]) if "lexical" in arrays else None
+    if (lexical is None) != (options.lexical == "bm25"):
+        raise ValueError("the stored index and its options disagree on the lexical retriever")
     sizes = {len(chunks), manifest.get("chunk_count"), bm25.n_chunks}
     if lsa is not None and ivf is not None:
         sizes |= {lsa.chunk_embeddings.shape[0], ivf.size}
@@ -339,7 +393,7 @@ def index_from_bundle(
         sizes.add(dense.shape[0])
     if len(sizes) != 1:
         raise ValueError(f"the stored pieces disagree on the number of chunks: {sorted(map(str, sizes))}")
-    return QuestionIndex(chunks, bm25, lsa, ivf, options, notes, dense, access, words)
+    return QuestionIndex(chunks, bm25, lsa, ivf, options, notes, dense, access, words, lexical)
 
 
 # --------------------------------------------------------------------------
@@ -459,7 +513,7 @@ def retrieve(
         raise ValueError(f"sources and probes must be positive, got {sources} and {probes}")
     notes: list[str] = []
     terms = analyze(question)
-    bm25_ranking = bm25_search(index.bm25, [terms], depth, index.tie_order)[0]
+    bm25_ranking = bm25_search(index.ranking_bm25, [index.lexical_terms(question)], depth, index.tie_order)[0]
     dense_ranking, share, used_probes = Ranking.empty(), 0.0, 0
     if index.chunk_embeddings is not None:
         if embed is None:
@@ -556,7 +610,11 @@ DEFAULT_POOL = 60
 
 
 def rerank_by_reader(
-    retrieval: Retrieval, idf: Mapping[str, float], sources: int, similarity: Similarity | None = None
+    retrieval: Retrieval,
+    idf: Mapping[str, float],
+    sources: int,
+    similarity: Similarity | None = None,
+    weights: ReaderWeights = DEFAULT_WEIGHTS,
 ) -> Retrieval:
     """The ``sources`` chunks of the fused list whose best sentence the reader scores highest.
 
@@ -570,7 +628,7 @@ def rerank_by_reader(
         return retrieval
     pool_prompt = build_prompt(retrieval.question, [retrieved.chunk for retrieved in retrieval.chosen])
     best: dict[int, float] = {}
-    for candidate in read_candidates(pool_prompt, idf, similarity):
+    for candidate in read_candidates(pool_prompt, idf, similarity, weights):
         number = candidate.source_number
         best[number] = max(best.get(number, -math.inf), candidate.score)
     order = sorted(
@@ -596,6 +654,7 @@ def answer_question(
     similarity: Similarity | None = None,
     pool: int = DEFAULT_POOL,
     access: Collection[str] | None = None,
+    weights: ReaderWeights = DEFAULT_WEIGHTS,
 ) -> AnswerReport:
     """Retrieve with ``settings``, assemble the prompt within ``budget``, answer, check and judge.
 
@@ -608,6 +667,8 @@ def answer_question(
     ``settings.sources`` whose best sentence scores highest (:func:`rerank_by_reader`).
     ``access`` names the access levels whose documents may reach the prompt
     (None: every level); a chunk of any other document is never a source.
+    ``weights`` are the reader's weights and rules (its defaults unless a
+    rule's effect is being measured).
     """
     if reader not in GENERATORS:
         raise ValueError(f"unknown reader {reader!r}; choose one of {list(GENERATORS)}")
@@ -615,7 +676,7 @@ def answer_question(
     if generate is None and reader == "reader":
         pooled = dataclasses.replace(settings, sources=max(settings.sources, pool))
         retrieval = retrieve(index, question, pooled, embed=embed, withheld=withheld)
-        retrieval = rerank_by_reader(retrieval, index.idf, settings.sources, similarity)
+        retrieval = rerank_by_reader(retrieval, index.idf, settings.sources, similarity, weights)
     else:
         retrieval = retrieve(index, question, settings, embed=embed, withheld=withheld)
     prompt = build_prompt(question, [retrieved.chunk for retrieved in retrieval.chosen], budget=budget)
@@ -625,7 +686,7 @@ def answer_question(
         answer = generate(prompt)
         abstained = False
     elif reader == "reader":
-        reading = read(prompt, index.idf, threshold, similarity)
+        reading = read(prompt, index.idf, threshold, similarity, weights)
         answer, abstained = reading.text, not reading.answered
     else:
         extractive = extract_answer(prompt, index.idf, threshold=threshold)

@@ -279,15 +279,22 @@ def expected_in_words(kinds: tuple[str, ...]) -> str:
 
 
 def describe_verdicts(result: Verdicts) -> list[str]:
-    """The two verdicts in plain words, one line each, for people rather than tables."""
+    """The two verdicts in plain words, one line each, for people rather than tables.
+
+    A "yes" says what was not checked as well: measured against reference
+    answers (results/verdicts.csv), answers passing both verdicts are often
+    wrong, so neither may read as "correct".
+    """
     wanted = expected_in_words(result.expected)
     faithful = (
-        "Faithful: yes, the cited source contains the answer's words and numbers."
+        "Faithful: yes, the cited source contains the answer's words and numbers "
+        "(not checked: that the source is about what was asked)."
         if result.faithful
         else "Faithful: NO, the answer says something its cited source does not contain."
     )
     responsive = (
-        f"Responsive: yes, the question asks for {wanted} and the answer gives one."
+        f"Responsive: yes, the question asks for {wanted} and the answer gives one "
+        "(not checked: that it is the one asked for)."
         if result.responsive
         else f"Responsive: NO, the question asks for {wanted} and the answer gives none: "
         "it does not answer the question."

@@ -59,6 +59,29 @@ def _gain_problems(index: int, evidence: object) -> list[tuple[int, str, str]]:
     return problems
 
 
+def _legacy_document_keys(data: list, source: str) -> str | None:
+    """One line for a file in the previous round's format (``doc:`` on each evidence piece), or None.
+
+    Every piece of such a file would otherwise be reported alone as an
+    unknown key, dozens of lines that do not say what changed.
+    """
+    pieces = [
+        (index, number)
+        for index, item in enumerate(data)
+        if isinstance(item, Mapping) and isinstance(item.get("evidence"), list)
+        for number, piece in enumerate(item["evidence"])
+        if isinstance(piece, Mapping) and "doc" in piece
+    ]
+    if not pieces:
+        return None
+    index, number = pieces[0]
+    return (
+        f"{source}: {_question_name(data, index)}['evidence'][{number}]['doc'] and {len(pieces) - 1} more "
+        "evidence pieces use the previous format's 'doc:' key; the document moved into each span as "
+        "'document:' (spans: [{text: ..., document: ...}]), see docs/corpus-format.md"
+    )
+
+
 def question_problems(
     data: object,
     source: str,
@@ -79,6 +102,9 @@ def question_problems(
         data = data["questions"]
     if not isinstance(data, list):
         return [f"{source}: expected a list of questions (or a 'questions:' list), got {type(data).__name__}"]
+    legacy = _legacy_document_keys(data, source)
+    if legacy:
+        return [legacy]
     problems: list[tuple[int, str, str]] = []
     validator = jsonschema.Draft202012Validator(schema)
     for error in validator.iter_errors(data):

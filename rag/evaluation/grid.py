@@ -150,3 +150,44 @@ def evaluation_tables(
         per_question=per_question_table(evaluation, keys),
         question_values=question_values(evaluation),
     )
+
+
+def evaluate_runs_from_pieces(
+    rankings: Mapping[tuple[str, str, str], str],
+    questions: Mapping[str, Sequence[Question]],
+    labels: Mapping[tuple[str, str], ChunkSetLabels],
+    label_digests: Mapping[tuple[str, str], object],
+    ks: Sequence[int],
+    store,
+    code: str,
+    report=None,
+) -> tuple[dict, str]:
+    """:func:`evaluate_run` of every ranking file of ``rankings`` ((corpus, chunker, retriever) -> path),
+    each a piece of ``store`` (:class:`rag.evaluation.pieces.PieceStore`).
+
+    A piece's key is ``code``, ``ks``, its chunk set's ``label_digests`` (the
+    digests of the questions, qrels and chunk files) and the ranking file's
+    bytes: a ranking that did not change is not read again. Returns the runs
+    in the order of ``rankings`` and a line saying how many were reused.
+    """
+    from rag.evaluation.pieces import describe, file_digest, piece_key, reuse_or_compute
+    from rag.progress import Progress
+    from rag.retrieval.ranking_files import read_ranked_chunk_ids
+
+    keys = {
+        run: piece_key(code, list(ks), label_digests[run[:2]], file_digest(path))
+        for run, path in rankings.items()
+    }
+
+    def compute(missing):
+        scored = {}
+        progress = Progress("scored rankings", len(missing), report or (lambda line: None))
+        for done, run in enumerate(missing, start=1):
+            corpus, chunker = run[:2]
+            ranked = read_ranked_chunk_ids(rankings[run], [q.question_id for q in questions[corpus]])
+            scored[run] = evaluate_run(ranked, questions[corpus], labels[corpus, chunker], ks)
+            progress.update(done)
+        return scored
+
+    runs, computed = reuse_or_compute(store, "evaluate", keys, compute)
+    return runs, describe("evaluated rankings", len(keys), computed)

@@ -157,7 +157,9 @@ def recommendation_lines(found: list[Recommendation]) -> list[str]:
         "",
         "The best configuration, tested (paired randomization test, Holm-corrected within the "
         "comparisons of one metric) against the runner-up and against the best of every other "
-        "chunker; the cost-aware choice is the fewest words@5 inside the best's 95 % interval.",
+        "chunker; the cost-aware choice is the fewest words@5 inside the best's 95 % interval. "
+        "[answers.md](answers.md) ranks only the pairs the answer experiments run, by quoted "
+        "evidence, so its best answer setup can differ from these retrieval choices.",
         "",
     ]
     for item in found:

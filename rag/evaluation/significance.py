@@ -448,3 +448,78 @@ def question_values(evaluation):
     rows = evaluation[evaluation["metric"].isin(metric_registry.names())]
     table = rows[[*RUN_KEYS, "question_id", "metric", "k", "value"]].copy()
     return table.sort_values([*RUN_KEYS, "metric", "k", "question_id"], kind="stable", ignore_index=True)
+
+
+def split_by_run(table, runs):
+    """Each of ``runs`` (corpus, chunker, retriever) with its rows of ``table``, in the table's order:
+    the pieces a whole-grid table is merged from (rag.evaluation.pieces). A run without rows gets
+    an empty piece with the table's columns."""
+    groups = {run: rows for run, rows in table.groupby(RUN_KEYS, sort=False)}
+    return {run: groups.get(tuple(run), table.iloc[:0]).reset_index(drop=True) for run in runs}
+
+
+def merge_pieces(pieces, empty):
+    """The pieces of a whole-grid table, concatenated in the given order (``empty`` when there are none)."""
+    import pandas as pd
+
+    frames = [piece for piece in pieces if len(piece)]
+    return pd.concat(frames, ignore_index=True) if frames else empty
+
+
+def _runs(question_metrics):
+    return {run: rows for run, rows in question_metrics.groupby(RUN_KEYS, sort=True)}
+
+
+def interval_table_from_pieces(question_metrics, store, code: str):
+    """:func:`interval_table`, each run's rows a piece of ``store`` (a
+    :class:`rag.evaluation.pieces.PieceStore`) keyed by ``code`` and the run's
+    values: only runs without a stored piece are resampled, in one call.
+
+    Every column is resampled with the same shared draws whatever else is in the
+    call, so the merged table equals the whole-grid one. Returns the table and
+    the line saying how many pieces were reused and computed.
+    """
+    import pandas as pd
+
+    from rag.evaluation.pieces import describe, frame_digest, piece_key, reuse_or_compute
+
+    runs = _runs(question_metrics)
+    keys = {run: piece_key(code, frame_digest(rows)) for run, rows in runs.items()}
+
+    def compute(missing):
+        return split_by_run(interval_table(pd.concat([runs[run] for run in missing])), missing)
+
+    pieces, computed = reuse_or_compute(store, "intervals", keys, compute)
+    return merge_pieces(pieces.values(), pd.DataFrame(columns=INTERVAL_COLUMNS)), describe(
+        "intervals", len(keys), computed
+    )
+
+
+def significance_table_from_pieces(question_metrics, baseline: str, store, code: str):
+    """:func:`significance_table`, each compared run a piece keyed by ``code``, the baseline and the
+    values of both runs: only new or changed comparisons are tested, in one call.
+
+    A Holm family is one run against the baseline (:data:`FAMILY_KEYS`), so a
+    piece holds whole families and merging moves no corrected p-value.
+    Returns the table and the line saying how many pieces were reused and computed.
+    """
+    import pandas as pd
+
+    from rag.evaluation.pieces import describe, frame_digest, piece_key, reuse_or_compute
+
+    runs = _runs(question_metrics)
+    digests = {run: frame_digest(rows) for run, rows in runs.items()}
+    reference = {
+        run: (*run[:2], baseline) for run in runs if run[2] != baseline and (*run[:2], baseline) in runs
+    }
+    keys = {
+        run: piece_key(code, baseline, digests[run], digests[control]) for run, control in reference.items()
+    }
+
+    def compute(missing):
+        needed = sorted(set(missing) | {reference[run] for run in missing})
+        return split_by_run(significance_table(pd.concat([runs[run] for run in needed]), baseline), missing)
+
+    pieces, computed = reuse_or_compute(store, "significance", keys, compute)
+    table = merge_pieces(pieces.values(), pd.DataFrame(columns=SIGNIFICANCE_COLUMNS))
+    return table, describe("comparisons", len(keys), computed)

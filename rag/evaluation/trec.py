@@ -157,3 +157,12 @@ def gzip_bytes(text: str) -> bytes:
     with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=0, compresslevel=9) as archive:
         archive.write(data)
     return out.getvalue()
+
+
+def run_file(path, run_name: str) -> bytes:
+    """A ranking file (rag.retrieval.ranking_files.RANKING_COLUMNS) as the gzip bytes of its
+    TREC run named ``run_name``."""
+    from rag.formats.tables import read_columns
+    from rag.retrieval.ranking_files import RANKING_COLUMNS
+
+    return gzip_bytes(run_lines(ranked_lists(read_columns(path, RANKING_COLUMNS)), run_name))

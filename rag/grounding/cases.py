@@ -34,8 +34,12 @@ from rag.grounding.trigram import LanguageModel
 if TYPE_CHECKING:
     import pandas as pd
 
+    from rag.grounding.served_model import ServedModel
+
 # The models of grounding_comparison, from memory alone to one chunk per token.
 MODELS = ("memory", "sources", "rag_sequence", "rag_token")
+# The generator column's value for the trigram stand-in; a served model's rows carry its entry name.
+TRIGRAM = "trigram"
 SWAP_MODELS = ("rag_sequence", "rag_token")
 ANSWER_KINDS = ("true", "wrong")
 
@@ -207,6 +211,7 @@ class CaseResult:
     completion_check: ClaimCheck
     true_check: ClaimCheck
     wrong_check: ClaimCheck
+    generator: str = TRIGRAM
 
 
 def log10_odds_by_model(comparison: GroundingComparison) -> dict[str, float]:
@@ -256,6 +261,7 @@ class SwapResult:
     retrieved: RetrievedChunks
     correct: CandidateLikelihood
     swapped: CandidateLikelihood
+    generator: str = TRIGRAM
 
 
 def run_swap(
@@ -278,6 +284,7 @@ def run_swap(
 ANSWER_COLUMNS = [
     "case",
     "question_id",
+    "generator",
     "model",
     "answer_kind",
     "answer",
@@ -285,11 +292,13 @@ ANSWER_COLUMNS = [
     "log_likelihood",
     "log10_likelihood",
     "geometric_mean",
+    "note",
 ]
 
 CASE_COLUMNS = [
     "case",
     "question_id",
+    "generator",
     "prompt",
     "true_answer",
     "wrong_answer",
@@ -307,10 +316,12 @@ CASE_COLUMNS = [
     "true_supported",
     "wrong_unsupported_numbers",
     "wrong_supported",
+    "note",
 ]
 
 SWAP_COLUMNS = [
     "question_id",
+    "generator",
     "candidate",
     "sentence",
     "model",
@@ -323,6 +334,7 @@ SWAP_COLUMNS = [
     "log10_ratio_to_rag_sequence",
     "ratio_to_rag_sequence",
     "chunk_ids",
+    "note",
 ]
 
 
@@ -337,6 +349,7 @@ def answer_rows(result: CaseResult) -> list[dict]:
                 {
                     "case": result.case.name,
                     "question_id": result.case.question_id,
+                    "generator": result.generator,
                     "model": model,
                     "answer_kind": answer_kind,
                     "answer": row.answer,
@@ -344,6 +357,7 @@ def answer_rows(result: CaseResult) -> list[dict]:
                     "log_likelihood": row.log_likelihood,
                     "log10_likelihood": row.log_likelihood / _LOG_10,
                     "geometric_mean": row.geometric_mean,
+                    "note": row.note,
                 }
             )
     return rows
@@ -353,12 +367,22 @@ def _numbers(check: ClaimCheck) -> str:
     return " ".join(check.unsupported_numbers)
 
 
+def _case_note(result: CaseResult) -> str:
+    """The answers' notes, once each, with the models they concern."""
+    models_by_note: dict[str, list[str]] = {}
+    for row in result.comparison.answers:
+        if row.note and row.model not in models_by_note.setdefault(row.note, []):
+            models_by_note[row.note].append(row.model)
+    return "; ".join(f"{', '.join(models)}: {note}" for note, models in models_by_note.items())
+
+
 def case_row(result: CaseResult) -> dict:
     """The case, memory's completion, the odds under every model and the support checks."""
     case, completion = result.case, result.comparison.memory_completion
     return {
         "case": case.name,
         "question_id": case.question_id,
+        "generator": result.generator,
         "prompt": case.prompt,
         "true_answer": case.true_answer,
         "wrong_answer": case.wrong_answer,
@@ -376,6 +400,7 @@ def case_row(result: CaseResult) -> dict:
         "true_supported": result.true_check.supported,
         "wrong_unsupported_numbers": _numbers(result.wrong_check),
         "wrong_supported": result.wrong_check.supported,
+        "note": _case_note(result),
     }
 
 
@@ -396,18 +421,22 @@ def swap_rows(result: SwapResult) -> list[dict]:
             rows.append(
                 {
                     "question_id": result.swap.question_id,
+                    "generator": result.generator,
                     "candidate": candidate,
                     "sentence": sentences[candidate],
                     "model": model,
                     "token_count": likelihood.token_count,
                     "log_likelihood": value,
                     "log10_likelihood": value / _LOG_10,
-                    "geometric_mean": float(np.exp(value / likelihood.token_count)),
+                    "geometric_mean": float(np.exp(value / likelihood.token_count))
+                    if likelihood.token_count
+                    else float("nan"),
                     "log10_ratio_to_correct": to_correct,
                     "ratio_to_correct": 10.0**to_correct,
                     "log10_ratio_to_rag_sequence": to_sequence,
                     "ratio_to_rag_sequence": 10.0**to_sequence,
                     "chunk_ids": " ".join(result.retrieved.chunk_ids),
+                    "note": getattr(likelihood, f"{model}_note"),
                 }
             )
     return rows
@@ -468,15 +497,19 @@ def run_grounding(
     parsed: Mapping[str, Sequence],
     chunks: Mapping[str, Sequence],
     ranking: Mapping[str, Sequence],
-) -> tuple[list[CaseResult], SwapResult]:
+    served: Sequence[ServedModel] = (),
+) -> tuple[list[CaseResult], list[SwapResult]]:
     """Run the canonical grounding section's cases and its swap on the ranked chunks.
 
     ``parsed`` holds the parsed corpus's doc_id and text columns (the wrong
     answers' documents are checked against them), ``chunks`` the chunk set's
     chunk_id and text, ``ranking`` a rankings table's columns; each question
     is conditioned on its top ``settings["k"]`` chunks. The cases run in the
-    configured order.
+    configured order, first with the trigram model, then with each served
+    model, so the trigram rows stay first and unchanged.
     """
+    from rag.grounding.served_model import run_served_case, run_served_swap  # it imports this module
+
     k, temperature = settings["k"], settings["temperature"]
     chunk_texts = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
     ranked = ranked_rows(ranking["question_id"], ranking["rank"], ranking["chunk_id"], ranking["score"])
@@ -484,12 +517,17 @@ def run_grounding(
     def retrieved(question_id: str) -> RetrievedChunks:
         return top_chunks(ranked.get(question_id, []), chunk_texts, k, question_id)
 
+    cases = configured_cases(settings, document_texts(parsed["doc_id"], parsed["text"]))
+    swap = swap_from_config(settings["swap"])
     results = [
         run_case(memory, case, retrieved(case.question_id), temperature, settings["max_tokens"])
-        for case in configured_cases(settings, document_texts(parsed["doc_id"], parsed["text"]))
+        for case in cases
     ]
-    swap = swap_from_config(settings["swap"])
-    return results, run_swap(memory, swap, retrieved(swap.question_id), temperature)
+    swaps = [run_swap(memory, swap, retrieved(swap.question_id), temperature)]
+    for model in served:
+        results += [run_served_case(model, case, retrieved(case.question_id), temperature) for case in cases]
+        swaps.append(run_served_swap(model, swap, retrieved(swap.question_id), temperature))
+    return results, swaps
 
 
 def describe_case(result: CaseResult) -> str:
@@ -497,14 +535,14 @@ def describe_case(result: CaseResult) -> str:
     completion = result.comparison.memory_completion
     odds = {model: round(value, 2) for model, value in result.log10_odds.items()}
     return (
-        f"{result.case.name}: memory says {completion.text!r} "
+        f"{result.case.name} ({result.generator}): memory says {completion.text!r} "
         f"(geometric mean {completion.geometric_mean:.3f}); log10 odds true:wrong {odds}; "
         f"completion supported: {result.completion_check.supported}"
     )
 
 
 def grounding_tables(
-    results: Sequence[CaseResult], swap: SwapResult
+    results: Sequence[CaseResult], swaps: Sequence[SwapResult]
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """results/grounding.csv, grounding_cases.csv and grounding_swap.csv, in their fixed columns."""
     import pandas as pd  # here: rag.config imports this module, and it must load without pandas
@@ -513,5 +551,5 @@ def grounding_tables(
     return (
         pd.DataFrame(answers, columns=ANSWER_COLUMNS),
         pd.DataFrame([case_row(result) for result in results], columns=CASE_COLUMNS),
-        pd.DataFrame(swap_rows(swap), columns=SWAP_COLUMNS),
+        pd.DataFrame([row for swap in swaps for row in swap_rows(swap)], columns=SWAP_COLUMNS),
     )

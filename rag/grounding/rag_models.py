@@ -235,7 +235,11 @@ def chunk_token_probabilities(
 
 @dataclass(frozen=True)
 class AnswerLikelihood:
-    """One answer scored by one model; ``geometric_mean`` is the per-token probability."""
+    """One answer scored by one model; ``geometric_mean`` is the per-token probability.
+
+    ``note`` says why a score is missing (NaN) or approximate, e.g. when a
+    served model gives no per-token log-probabilities; empty otherwise.
+    """
 
     answer_kind: str  # "true" or "wrong"
     answer: str
@@ -243,6 +247,7 @@ class AnswerLikelihood:
     log_likelihood: float
     geometric_mean: float
     token_count: int
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -345,6 +350,8 @@ class CandidateLikelihood:
     token_count: int
     rag_sequence_log_likelihood: float
     rag_token_log_likelihood: float
+    rag_sequence_note: str = ""
+    rag_token_note: str = ""
 
     @property
     def log10_token_over_sequence(self) -> float:

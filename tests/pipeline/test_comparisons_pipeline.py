@@ -63,13 +63,27 @@ def test_a_new_retriever_reaches_every_comparison_output(grown):
     readme = (workdir / "results/README.md").read_text()
     assert "learned_bm25_tfidf" in readme and "## tiny" in readme
     weights = pd.read_csv(workdir / "results/learned_fusion.csv")
-    assert set(weights.fold) == {0, 1} and set(weights.component) == {"bm25", "tfidf"}
-    sums = weights.groupby(["chunker", "fold"])["weight"].sum()
-    assert sums.round(6).eq(1.0).all()
-    # Every question is held out exactly once.
-    held_out = weights.drop_duplicates(["chunker", "fold"]).groupby("chunker")["held_out_questions"].sum()
+    # Four labelled questions are fewer than a choice needs: plain RRF, equal weights, every
+    # question in the one fold, beside each component's own score on the same questions.
+    assert set(weights.choice) == {"plain rrf"} and set(weights.component) == {"bm25", "tfidf"}
+    assert set(weights.weight) == {0.5} and set(weights.fold) == {0}
     questions = yaml.safe_load((workdir / "questions.yaml").read_text())["questions"]
-    assert set(held_out) == {len(questions)}
+    assert set(weights.held_out_questions) == {len(questions)}
+    assert set(weights.held_out_labelled) == {sum(q.get("answerable", True) for q in questions)}
+    assert weights.component_held_out_objective.notna().all() and weights.held_out_objective.notna().all()
+
+
+def test_the_grown_grid_computes_only_the_new_retrievers_pieces(grown):
+    """bm25's rankings on the two chunkers were scored, resampled and converted by the first build;
+    the second reuses those pieces and computes only the four new rankings' (rag.evaluation.pieces)."""
+    workdir, _ = grown
+    logs = {
+        name: (workdir / f"logs/{name}.log").read_text() for name in ("evaluate", "significance", "trec_runs")
+    }
+    assert "evaluated rankings: 2 pieces reused, 4 computed" in logs["evaluate"]
+    assert "intervals: 2 pieces reused, 4 computed" in logs["significance"]
+    assert "comparisons: 0 pieces reused, 4 computed" in logs["significance"]
+    assert "TREC runs: 2 pieces reused, 4 computed" in logs["trec_runs"]
 
 
 def test_trec_runs_reproduce_the_metrics_with_ir_measures(grown, tmp_path):

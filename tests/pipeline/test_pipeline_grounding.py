@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import copy
+import io
 
 import pandas as pd
 import pytest
 
 from rag.grounding.cases import ANSWER_COLUMNS, CASE_COLUMNS, MODELS, SWAP_COLUMNS
+from tests.fault_server import word_language_model
 from tests.workdir import planned_jobs, read_config, snakemake, write_config
 
 TARGETS = (
@@ -134,3 +136,54 @@ def test_a_wrong_answer_its_document_does_not_state_fails_the_job(built) -> None
     assert result.returncode != 0
     log = (workdir / "logs/grounding.log").read_text() + result.stdout + result.stderr
     assert "document 'alpha' does not state the wrong answer '10.7 hours.'" in log
+
+
+def test_a_served_model_adds_its_rows_and_a_rerun_asks_it_nothing(built, server) -> None:
+    """Any endpoint echoing log-probabilities runs the cases; the cache answers the re-run."""
+    project, workdir = built
+    snakefile = project / "Snakefile"
+    snakemake(workdir, "--cores", "1", *TARGETS, snakefile=snakefile)  # a test above failed the job
+    before = {name: (workdir / name).read_text() for name in TARGETS[:3]}
+    server.script[:] = [word_language_model]
+    original = (workdir / "config.yaml").read_text()
+    config = read_config(workdir)
+    config.setdefault("generators", {})["stub"] = {
+        "kind": "llm",
+        "base_url": server.url + "/v1",
+        "model": "stub",
+    }
+    config["grounding"]["generators"] = ["stub"]
+    write_config(workdir, config)
+    try:
+        snakemake(workdir, "--cores", "1", *TARGETS, snakefile=snakefile)
+        asked = len(server.received)
+        answers = pd.read_csv(workdir / "results/grounding.csv")
+        cases = pd.read_csv(workdir / "results/grounding_cases.csv")
+        swap = pd.read_csv(workdir / "results/grounding_swap.csv")
+        # The trigram rows come first and are unchanged; the stub's follow, for every case.
+        trigram = answers[answers.generator == "trigram"]
+        assert trigram.to_csv(index=False) == pd.read_csv(io.StringIO(before[TARGETS[0]])).to_csv(index=False)
+        served = answers[answers.generator == "stub"]
+        assert list(answers.generator) == ["trigram"] * len(trigram) + ["stub"] * len(served)
+        assert set(zip(served["case"], served["model"], strict=True)) == {
+            (case, model) for case in ("alpha-orbit", "beta-moons") for model in MODELS
+        }
+        assert served["log_likelihood"].notna().all() and (served["note"].isna()).all()
+        assert list(cases.generator) == ["trigram", "trigram", "stub", "stub"]
+        assert set(cases[cases.generator == "stub"]["memory_completion"]) == {"about 2 years"}
+        assert set(swap.generator) == {"trigram", "stub"}
+        # Per case 2 answers x (memory, sources, one per chunk) and a completion; then the swap.
+        chunks = [len(ids.split()) for ids in cases[cases.generator == "stub"]["chunk_ids"]]
+        swap_chunks = len(swap["chunk_ids"].iloc[0].split())
+        assert asked == sum(2 * (2 + count) + 1 for count in chunks) + 2 * swap_chunks
+        assert all(request.path == "/v1/completions" for request in server.received)
+        assert len(list((workdir / "resources/llm_cache").glob("*.json"))) == asked
+
+        tables = {name: (workdir / name).read_text() for name in TARGETS[:3]}
+        snakemake(workdir, "--cores", "1", "--forcerun", "grounding", *TARGETS[:3], snakefile=snakefile)
+        assert len(server.received) == asked
+        assert {name: (workdir / name).read_text() for name in TARGETS[:3]} == tables
+    finally:
+        (workdir / "config.yaml").write_text(original)
+    snakemake(workdir, "--cores", "1", *TARGETS, snakefile=snakefile)
+    assert {name: (workdir / name).read_text() for name in TARGETS[:3]} == before

@@ -68,9 +68,16 @@ def test_the_document_names_the_best_setup_its_threshold_and_every_row():
         "answers 1 wrongly and abstains on 2. Its threshold, chosen on every question, is 0.75." in document
     )
     assert "| k | bm25 | extractive | 5 of 10 (0.500, 0.25-0.62) | 4 | 1 | 1 of 3 |" in document
+    assert "The headline counts the single-document questions only: 10 of the 13 questions" in document
     # Only fold "all" counts: the fold-0 threshold of 2.0 is not reported.
-    assert "- `reader`: 0.75 to 0.90 over 2 rankings" in document
+    assert "- `reader`: 0.75 to 0.90 over 2 rankings (`fold = all` in `reader_thresholds.csv`).\n" in document
+    # A threshold chosen at the top of its grid (2.00: never answering) is flagged.
+    at_top = THRESHOLDS.assign(threshold=[0.75, 2.0, 2.0])
+    assert "**At the edge of the threshold grid: 2.00** on 1 rankings" in answers_document(SUMMARY, at_top)
     assert "held-out" not in document
+    # Why its best can differ from results/README.md's recommendation: it ranks only the answer pairs.
+    assert "This ranks the 2 (chunker, retriever) pairs the answer experiments run (`answers`" in document
+    assert "[README.md](README.md) recommends from the whole retrieval grid" in document
 
 
 def test_the_heldout_table_pairs_single_document_and_unanswerable_rows():
@@ -109,9 +116,50 @@ def test_the_committed_document_is_the_one_the_tables_give():
     from pathlib import Path
 
     results = Path(__file__).parents[2] / "results"
+    names = ["llm_answers_summary", "llm_closed_book", "citation_check", "verdicts", "reader_rules"]
+    optional = tuple(
+        pd.read_csv(results / f"{name}.csv") if (results / f"{name}.csv").exists() else None for name in names
+    )
     document = answers_document(
         pd.read_csv(results / "answers_summary.csv"),
         pd.read_csv(results / "reader_thresholds.csv", dtype={"fold": str}),
         pd.read_csv(results / "answers_heldout.csv"),
+        optional,
     )
     assert (results / "answers.md").read_text() == document
+
+
+def test_the_language_model_sections_quote_their_tables():
+    from rag.answering.llm_tables import (
+        citation_check_table,
+        closed_book_comparisons,
+        gather_answer_files,
+        judge_llm_answers,
+        summarize_llm_answers,
+    )
+    from rag.answering.verdicts import NOT_CHECKED, verdicts_table
+    from tests.unit.test_llm_tables import BM25, CHUNKS, CLOSED, answer_file
+
+    files = [("b", answer_file("sentences100", "bm25", BM25)), ("n", answer_file("none", "none", CLOSED))]
+    judged = judge_llm_answers(gather_answer_files(files), CHUNKS)
+    rules = pd.DataFrame(
+        [
+            {"rule_off": "none off", "questions_file": "development", "correct": 9, "wrong": 2, "helps": 0},
+            {"rule_off": "synonyms", "questions_file": "development", "correct": 7, "wrong": 3, "helps": 3},
+        ]
+    )
+    tables = (
+        summarize_llm_answers(judged),
+        closed_book_comparisons(judged),
+        citation_check_table(judged),
+        verdicts_table(judged, None),
+        rules,
+    )
+    document = answers_document(SUMMARY, THRESHOLDS, None, tables)
+    summary = tables[0].set_index("retriever").loc["bm25"]
+    correct = f"3 of 4 ({3 / 4:.3f}, {summary.correct_share_low:.2f}-{summary.correct_share_high:.2f})"
+    assert f"| development | smollm2 | sentences100 | bm25 | 5 | {correct} |" in document
+    assert "| development | smollm2 | none | none | 5 | 2 of 4 (0.500," in document
+    assert "| 4 | 3 | 1 | 1 of 1 (1.000, 1.00-1.00) | 1 of 3 (0.333," in document  # precision, recall
+    assert NOT_CHECKED in document
+    assert "| synonyms | 7 correct, 3 wrong (helps +3) |" in document

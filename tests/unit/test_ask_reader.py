@@ -22,6 +22,8 @@ from rag.answering.question_answering import (
 from rag.corpus.markdown_files import read_markdown_folder
 from rag.formats.files import read_yaml
 from rag.labels import parse_questions
+from rag.retrieval.bm25 import bm25_search
+from rag.text import analyze
 from tests.workdir import PROJECT
 
 BUNDLED = PROJECT / "resources" / "solar_system"
@@ -68,6 +70,28 @@ def test_the_dense_ranking_is_exact_cosine_search(dense_index):
         retrieve(dense_index, question)
 
 
+def test_minilm_is_fused_with_the_stemmed_bm25_of_the_grid(dense_index):
+    """The bm25_stem entry of config.yaml: Snowball stems, k1 0.9, b 0.4; the spec's bm25 keeps the idf."""
+    assert dense_index.options.lexical == "bm25_stem" and IndexOptions().lexical == "bm25"
+    stemmed = dense_index.ranking_bm25
+    assert (stemmed.k1, stemmed.b) == (0.9, 0.4) and (dense_index.bm25.k1, dense_index.bm25.b) == (1.5, 0.75)
+    vocabulary = set(stemmed.vocabulary.tolist())
+    assert "orbit" in vocabulary and "orbits" not in vocabulary and "orbits" in dense_index.idf
+    # The BM25 list is the stemmed index's own search of the stemmed question, computed apart.
+    question = "Which moons orbiting Mars were discovered?"
+    retrieval = retrieve(dense_index, question, RetrievalSettings(sources=100), embed=fake_embed)
+    expected = bm25_search(stemmed, [analyze(question, stem=True)], 100, dense_index.tie_order)[0]
+    listed = {r.chunk.chunk_id: r.bm25_rank for r in retrieval.chosen if r.bm25_rank is not None}
+    first = dense_index.chunks[int(expected.positions[0])].chunk_id
+    assert listed[first] == 1 and retrieval.bm25_listed == len(expected)
+    restored = index_from_bundle(*index_to_bundle(dense_index))
+    assert np.array_equal(restored.ranking_bm25.weights, stemmed.weights)
+    arrays, values, manifest = index_to_bundle(dense_index)
+    manifest["options"] = {**manifest["options"], "lexical": "bm25"}
+    with pytest.raises(ValueError, match="lexical"):
+        index_from_bundle(arrays, values, manifest)
+
+
 def test_the_cache_key_and_the_bundle_keep_the_model(dense_index):
     files = [("a.md", "# A\n\ntext")]
     assert cache_key(files, IndexOptions(), "code") != cache_key(files, IndexOptions(dense_model="m"), "code")
@@ -102,11 +126,21 @@ def test_judged_ask_answers_count_quotes_of_the_labels(documents, dense_index):
         assert (judgement.faithful is None) == (not judgement.answered)
 
 
-def test_the_heldout_questions_are_new_and_their_spans_occur_once(documents):
-    path, development = BUNDLED / "heldout_questions.yaml", BUNDLED / "questions.yaml"
+HELDOUT_FILES = ("heldout_questions.yaml", "heldout_questions_round3.yaml", "heldout_questions_round4.yaml")
+
+
+@pytest.mark.parametrize("name", HELDOUT_FILES)
+def test_the_heldout_questions_are_new_and_their_spans_occur_once(documents, name):
+    path = BUNDLED / name
     heldout = parse_questions(read_yaml(path), path)
-    known = parse_questions(read_yaml(development), development)
+    known = [
+        question
+        for other in ("questions.yaml", *HELDOUT_FILES)
+        if other != name
+        for question in parse_questions(read_yaml(BUNDLED / other), BUNDLED / other)
+    ]
     assert len(heldout) == 20 and sum(question.answerable for question in heldout) == 17
+    assert all(question.answer for question in heldout if question.answerable)
     assert not {q.question_id for q in heldout} & {q.question_id for q in known}
     assert not {q.text for q in heldout} & {q.text for q in known}
     texts = {document.doc_id: document.full_text for document in documents}

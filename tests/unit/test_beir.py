@@ -328,7 +328,23 @@ def beir_config(extra_corpora: dict | None = None) -> dict:
             "sentences8": {"kind": "sentences", "max_words": 8, "header": False},
             "whole": {"kind": "sections", "header": False},
         },
-        "retrievers": {"bm25": {"kind": "bm25"}},
+        "retrievers": {
+            "bm25": {"kind": "bm25"},
+            # The stemmed baseline, a fusion and a learned fusion, on whole documents only.
+            "bm25_stem": {"kind": "bm25", "k1": 0.9, "b": 0.4, "stem": True, "chunkers": ["whole"]},
+            "tfidf": {"kind": "tfidf", "chunkers": ["whole"]},
+            "rrf_bm25_stem_tfidf": {
+                "kind": "rrf",
+                "components": ["bm25_stem", "tfidf"],
+                "chunkers": ["whole"],
+            },
+            "learned_bm25_stem_tfidf": {
+                "kind": "learned",
+                "components": ["bm25_stem", "tfidf"],
+                "folds": 2,
+                "chunkers": ["whole"],
+            },
+        },
         "evaluation": {"depth": 100, "ks": [1, 5]},
     }
 
@@ -381,7 +397,7 @@ def test_beir_rankings_are_the_constructed_ones(built):
 def test_beir_table_reproduces_the_hand_computed_values(built):
     _, workdir = built
     table = pd.read_csv(workdir / "results/beir_metrics.csv")
-    zoo = table[table.corpus == "zoo"]
+    zoo = table[(table.corpus == "zoo") & (table.retriever == "bm25")]
     assert sorted(zoo.chunker) == ["sentences8", "whole"]
     for row in zoo.itertuples():
         assert row.questions == EVALUATED  # q4 has no judgements
@@ -389,7 +405,9 @@ def test_beir_table_reproduces_the_hand_computed_values(built):
         assert row.recall_at_100 == pytest.approx(sum(HAND_RECALL.values()) / EVALUATED, abs=1e-6)
         assert row.documents_ranked == pytest.approx((3 + 2 + 0 + 1) / EVALUATED, abs=1e-6)
     tidy = pd.read_csv(workdir / "results/document_metrics.csv")
-    ndcg10 = tidy[(tidy.corpus == "zoo") & (tidy.metric == "ndcg") & (tidy.k == 10)]
+    ndcg10 = tidy[
+        (tidy.corpus == "zoo") & (tidy.retriever == "bm25") & (tidy.metric == "ndcg") & (tidy.k == 10)
+    ]
     assert ndcg10["value"].tolist() == pytest.approx([sum(HAND_NDCG.values()) / EVALUATED] * 2, abs=1e-6)
     assert set(tidy.k.dropna().astype(int)) == {1, 5, 10, 100}
 
@@ -427,7 +445,9 @@ def test_beir_values_agree_with_ir_measures(built):
         means = ir_measures.calc_aggregate(
             [nDCG @ 10, R @ 100], [ir_measures.Qrel(*row) for row in QRELS], run
         )
-        row = table[(table.corpus == "zoo") & (table.chunker == chunker)].iloc[0]
+        row = table[(table.corpus == "zoo") & (table.chunker == chunker) & (table.retriever == "bm25")].iloc[
+            0
+        ]
         assert row.ndcg_at_10 == pytest.approx(means[nDCG @ 10], abs=1e-6)
         assert row.recall_at_100 == pytest.approx(means[R @ 100], abs=1e-6)
 
@@ -448,7 +468,8 @@ def test_markdown_corpus_at_document_level_agrees_with_ir_measures(built):
     for chunker in ("sentences8", "whole"):
         runs = pipeline_runs(workdir, "tiny_documents", chunker)
         values = trec_values({q: runs.get(q, []) for q in answerable}, qrels)
-        row = table[(table.corpus == "tiny_documents") & (table.chunker == chunker)].iloc[0]
+        of_corpus = table[(table.corpus == "tiny_documents") & (table.retriever == "bm25")]
+        row = of_corpus[of_corpus.chunker == chunker].iloc[0]
         assert row.questions == len(answerable)
         ndcg = [values.get(q, {}).get("nDCG@10", 0.0) for q in answerable]
         recall = [values.get(q, {}).get("R@100", 0.0) for q in answerable]
@@ -525,3 +546,47 @@ def test_an_unknown_document_in_the_qrels_fails_naming_file_and_line(tmp_path, b
 
     output = run_broken(tmp_path, built, change)
     assert f"zoo/qrels/test.tsv:{len(QRELS) + 2}: unknown document id 'd42'" in output
+
+
+def test_a_beir_corpus_is_measured_like_the_others(built):
+    """Intervals, significance, the summary, its README section and learned fusion, as at chunk level."""
+    _, workdir = built
+    results = workdir / "results"
+    beir = pd.read_csv(results / "beir_metrics.csv")
+    zoo = beir[beir.corpus == "zoo"]
+    assert {"bm25", "bm25_stem", "rrf_bm25_stem_tfidf", "learned_bm25_stem_tfidf"} <= set(zoo.retriever)
+    intervals = pd.read_csv(results / "metrics_ci.csv")
+    ndcg = intervals[(intervals.corpus == "zoo") & (intervals.metric == "ndcg") & (intervals.k == 10)]
+    assert len(ndcg) == 2 + 4  # bm25 on both chunkers, the four others on whole documents
+    assert (ndcg.ci_low <= ndcg.value).all() and (ndcg.value <= ndcg.ci_high).all()
+    assert set(ndcg.questions) == {EVALUATED}
+    # The interval's mean is the table's mean, computed apart.
+    bm25 = ndcg[(ndcg.chunker == "whole") & (ndcg.retriever == "bm25")].iloc[0]
+    assert bm25.value == pytest.approx(sum(HAND_NDCG.values()) / EVALUATED, abs=1e-6)
+    significance = pd.read_csv(results / "significance.csv")
+    assert set(significance[significance.corpus == "zoo"].retriever) == {
+        "bm25_stem",
+        "tfidf",
+        "rrf_bm25_stem_tfidf",
+        "learned_bm25_stem_tfidf",
+    }
+    summary = pd.read_csv(results / "summary.csv")
+    assert len(summary[summary.corpus == "zoo"]) == 2 + 4
+    assert "## zoo" in (results / "README.md").read_text()
+    # Four judged queries are fewer than a choice needs: plain RRF, with the warning in the job's log.
+    learned = pd.read_csv(results / "learned_fusion.csv")
+    of_zoo = learned[learned.corpus == "zoo"]
+    assert set(of_zoo.chunker) == {"whole"} and set(of_zoo.choice) == {"plain rrf"}
+    # q3 matches no document, so no component ranks it: three labelled questions are fused.
+    assert set(of_zoo.component) == {"bm25_stem", "tfidf"} and set(of_zoo.held_out_labelled) == {
+        EVALUATED - 1
+    }
+    log = (workdir / "logs/fuse_learned/zoo/whole/learned_bm25_stem_tfidf.log").read_text()
+    assert "fewer than the 20 a choice needs; fusing by plain RRF" in log
+    # Its rankings are plain RRF's: the same as the rrf entry's over the same components.
+    rrf = pd.read_parquet(workdir / "work/rankings/zoo/whole/rrf_bm25_stem_tfidf.parquet")
+    fused = pd.read_parquet(workdir / "work/rankings/zoo/whole/learned_bm25_stem_tfidf.parquet")
+    assert rrf[["question_id", "rank", "chunk_id"]].equals(fused[["question_id", "rank", "chunk_id"]])
+    # Fusions read their components ranked to the BEIR component depth, apart from the evaluated rankings.
+    assert (workdir / "work/component_rankings/zoo/whole/bm25_stem.parquet").is_file()
+    assert not (workdir / "work/component_rankings/tiny/whole/bm25_stem.parquet").exists()

@@ -19,8 +19,10 @@ from rag.answering.chat_client import (
     Endpoint,
     LlmError,
     Sampling,
+    TextCompletion,
     chat,
     chat_many,
+    complete_text,
     continuation_logprobs,
     escape_controls,
 )
@@ -245,3 +247,33 @@ def test_endpoint_refuses_credentials_in_the_url():
         Endpoint(base_url="https://user:pass@example.org/v1", model="m")
     with pytest.raises(ValueError):
         Endpoint(base_url="https://example.org/v1?key=abc", model="m")
+
+
+def test_complete_text_reads_the_generated_tokens_and_keys_the_cache_by_the_stable_name(server, tmp_path):
+    logprobs = {"tokens": [" about", " 2"], "token_logprobs": [-0.5, -1.5]}
+    document = {"choices": [{"text": " about 2", "logprobs": logprobs, "finish_reason": "length"}]}
+    server.script[:] = [reply(json.dumps(document).encode())]
+    endpoint = Endpoint(base_url=server.url + "/v1", model="m", identity="model.gguf")
+    cache = ResponseCache(tmp_path)
+    completion = complete_text(endpoint, "A day on Pluto lasts", Sampling(max_tokens=2), cache)
+    assert completion == TextCompletion(" about 2", (" about", " 2"), (-0.5, -1.5), finished=False)
+    body = json.loads(server.received[0].body)
+    assert server.received[0].path == "/v1/completions" and body["stop"] == ["\n"] and body["max_tokens"] == 2
+    (entry,) = tmp_path.glob("*.json")
+    assert "model.gguf" in entry.read_text() and server.url not in entry.read_text()
+    moved = Endpoint(base_url="http://127.0.0.1:9/v1", model="m", identity="model.gguf")
+    assert complete_text(moved, "A day on Pluto lasts", Sampling(max_tokens=2), cache) == completion
+    assert len(server.received) == 1
+
+
+def test_complete_text_asks_again_without_logprobs_when_the_server_refuses_them(server):
+    document = {"choices": [{"text": " about 2 years", "finish_reason": "stop"}]}
+    server.script[:] = [
+        reply(b'{"error": "logprobs not supported"}', status=400),
+        reply(json.dumps(document).encode()),
+    ]
+    endpoint = Endpoint(base_url=server.url + "/v1", model="m")
+    completion = complete_text(endpoint, "A day on Pluto lasts", Sampling(max_tokens=8), None)
+    assert completion == TextCompletion(" about 2 years", (), None, finished=True)
+    first, second = (json.loads(request.body) for request in server.received)
+    assert first["logprobs"] == 1 and "logprobs" not in second

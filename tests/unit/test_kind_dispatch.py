@@ -75,14 +75,11 @@ def test_the_retriever_tuples_come_from_the_table():
     assert kinds_with(rule="fuse") == kinds_with("fused") == ("rrf", "score_sum")
     assert SPARSE_AND_DENSE_KINDS == ("bm25", "tfidf", "lsa", "embedder")
     assert DENSE_KINDS == ("lsa", "embedder") and PRETRAINED_KINDS == ("embedder",)
-    assert {kind.role for kind in RETRIEVER_KINDS.values()} == {
-        "fitted",
-        "pretrained",
-        "fused",
-        "approximate",
-        "learned",
-        "funnel",
-    }
+    # Every role the pipeline schedules is present; a new kind may add a role
+    # the Kind docstring describes (a rerank-only kind) without editing this test.
+    roles = {kind.role for kind in RETRIEVER_KINDS.values()}
+    assert {"fitted", "pretrained", "fused", "approximate", "learned", "funnel"} <= roles
+    assert roles <= {"fitted", "pretrained", "fused", "approximate", "learned", "funnel", "rerank"}
 
 
 def test_fuse_dispatches_by_kind():

@@ -54,6 +54,22 @@ def test_every_mistake_is_reported_at_once_with_question_and_key():
     ]
 
 
+def test_the_previous_rounds_doc_key_is_one_line_saying_where_it_moved():
+    legacy = [
+        {
+            "id": f"q{number}",
+            "question": "Q?",
+            "evidence": [{"doc": "a", "spans": ["x"]}, {"doc": "b", "spans": ["y"]}],
+        }
+        for number in range(20)
+    ]
+    assert question_problems(legacy, "qs.yaml", SCHEMA) == [
+        "qs.yaml: question 'q0'['evidence'][0]['doc'] and 39 more evidence pieces use the previous format's "
+        "'doc:' key; the document moved into each span as 'document:' (spans: [{text: ..., document: ...}]), "
+        "see docs/corpus-format.md"
+    ]
+
+
 def test_a_valid_file_with_custom_types_has_no_problems():
     questions = [
         {"id": "a", "question": "How wide?", "type": "number", "evidence": [{"spans": ["4,880 km"]}]},
@@ -416,7 +432,11 @@ def test_a_user_markdown_corpus_runs_alone(markdown_run):
     assert not (workdir / "results").exists()  # the example names its own folder
     metrics = pd.read_csv(workdir / "my_results" / "metrics.csv")
     assert set(metrics["corpus"]) == {"mine"}
-    assert set(metrics["retriever"]) == {"bm25", "lsa", "rrf_bm25_lsa"}
+    from rag.retrieval.dense.sentence_embeddings import missing_packages
+
+    # MiniLM and its fusion with the stemmed BM25 only with the dense extra (optional: true).
+    dense = {"minilm", "rrf_bm25_stem_minilm"} if not missing_packages("all-MiniLM-L6-v2") else set()
+    assert set(metrics["retriever"]) == {"bm25", "bm25_stem", "lsa", "rrf_bm25_lsa", *dense}
     recall = metrics[(metrics.metric == "recall") & (metrics.k == 5) & (metrics.retriever == "bm25")]
     assert recall.set_index("chunker")["value"].to_dict() == {"sections": 1.0, "sentences100": 1.0}
     by_type = pd.read_csv(workdir / "my_results" / "metrics_by_type.csv")
@@ -449,12 +469,14 @@ def test_the_numbered_list_is_kept_and_nothing_is_skipped_silently(markdown_run)
         [0, 0, 0, 0]
     ]
     indexes = pd.read_csv(workdir / "my_results" / "index_statistics.csv")
-    assert sorted(zip(indexes.chunker, indexes.retriever, strict=True)) == [
-        ("sections", "bm25"),
-        ("sections", "lsa"),
-        ("sentences100", "bm25"),
-        ("sentences100", "lsa"),
-    ]
+    from rag.retrieval.dense.sentence_embeddings import missing_packages
+
+    # Every fitted or encoded index of the example: MiniLM's only with the dense extra.
+    fitted = ["bm25", "bm25_stem", "lsa", *(["minilm"] if not missing_packages("all-MiniLM-L6-v2") else [])]
+    expected = sorted(
+        (chunker, retriever) for chunker in ("sections", "sentences100") for retriever in fitted
+    )
+    assert sorted(zip(indexes.chunker, indexes.retriever, strict=True)) == expected
     assert (indexes["index_bytes"] > 0).all() and (indexes["seconds"] >= 0).all()
 
 
@@ -601,3 +623,16 @@ def test_summaries_without_lead_sections_are_left_out_with_a_warning(tmp_path):
     summary = pd.read_csv(tmp_path / "results" / "answers_summary.csv")
     assert set(summary["chunker"]) == {"s20"}  # answers from the ranking, none from summaries
     assert pd.read_csv(tmp_path / "results" / "routing_metrics.csv").empty
+
+
+def test_progress_reports_slow_work_whatever_the_item_count():
+    """Three documents that take seconds each: lines every few seconds, not only from 2,000 items."""
+    times = iter([0.0, 6.0, 7.0, 13.0])
+    lines: list[str] = []
+    progress = Progress("indexed documents", 3, lines.append, every=5, clock=lambda: next(times))
+    for done in (1, 2, 3):
+        progress.update(done)
+    assert lines == [
+        "indexed documents: 1/3 (33 %), 0.2 per second, about 12 s left",
+        "indexed documents: 3/3 (100 %), 0.2 per second, done",
+    ]

@@ -29,6 +29,7 @@ from rag.answering.tokens import (
 )
 from rag.chunking import Chunk
 from rag.text import word_and_punctuation_tokens
+from tests.extras import needs
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 QUESTION = "What moons does Mars have?"
@@ -221,6 +222,7 @@ def test_word_and_punctuation_counter_counts_marks_separately():
     assert get_token_counter() is count_word_and_punctuation
 
 
+@needs("tokens")
 def test_cl100k_base_agrees_with_tiktoken():
     import tiktoken
 
@@ -233,10 +235,12 @@ def test_cl100k_base_agrees_with_tiktoken():
     assert counter("hello world") == 2
 
 
+@needs("tokens")
 def test_cl100k_base_counts_special_token_text_as_plain_text():
     assert count_cl100k_base("<|endoftext|>") > 1
 
 
+@needs("tokens")
 def test_cl100k_base_prompt_budget_uses_real_tokens():
     prompt = build_prompt(QUESTION, [D1, D2], count_tokens=get_token_counter(CL100K_BASE))
     assert prompt.tokens == count_cl100k_base(prompt.text)
@@ -244,6 +248,7 @@ def test_cl100k_base_prompt_budget_uses_real_tokens():
     assert tight.sources == {1: D1}
 
 
+@needs("tokens")
 def test_cl100k_base_loads_without_network(tmp_path):
     """In a fresh interpreter with sockets disabled and an empty tiktoken cache."""
     script = textwrap.dedent(
@@ -290,6 +295,7 @@ def test_missing_tiktoken_names_the_extra(monkeypatch, fresh_encoding_cache):
         get_token_counter(CL100K_BASE)
 
 
+@needs("tokens")
 def test_missing_offline_encoding_names_the_extra_and_does_not_download(monkeypatch, fresh_encoding_cache):
     import tiktoken
 
@@ -308,3 +314,31 @@ def test_missing_offline_encoding_names_the_extra_and_does_not_download(monkeypa
 def test_unknown_counter_is_named():
     with pytest.raises(ValueError, match="'sentencepiece'"):
         get_token_counter("sentencepiece")
+
+
+def _visible_by_every_character(text: str) -> str:
+    """The invisible-character filter tested character by character: the reference for the fast path."""
+    import unicodedata
+
+    text = unicodedata.normalize("NFKC", text)
+    return "".join(
+        c for c in text if c.isspace() or unicodedata.category(c) not in ("Cf", "Cc", "Co", "Cs", "Cn")
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.one_of(
+            st.characters(),
+            st.sampled_from(
+                ["\u200b", "\u202e", "\U000e0041", "\u00a0", "\u2028", "\n", "\t", "\x07", "\ufeff"]
+            ),
+        ),
+        max_size=40,
+    )
+)
+def test_the_fast_visible_filter_equals_the_per_character_one(text):
+    from rag.answering.prompts import _visible_only
+
+    assert _visible_only(text) == _visible_by_every_character(text)

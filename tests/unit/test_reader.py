@@ -145,14 +145,12 @@ DISCOVERY = make_chunk(
 DISCOVERY_IDF = {"discovered": 2.0, "uranus": 1.0}
 
 
-def test_a_synonym_of_a_question_word_counts_as_that_word():
-    # "noticed" stands for "discovered"; "identified" is not in the group, nor is "argued".
+def test_general_synonyms_were_removed_so_noticed_is_not_discovered():
+    # The synonym groups helped only the development questions (results/reader_rules.csv):
+    # "noticed" no longer stands for "discovered", so all three sentences cover the same terms.
     coverage = _coverage_of("Who discovered Uranus?", DISCOVERY, DISCOVERY_IDF)
     noticed, identified, argued = (coverage[sentence] for sentence in chunk_sentences(DISCOVERY))
-    assert noticed == 1.0
-    assert identified == argued < 1.0
-    prompt = build_prompt("Who discovered Uranus?", [DISCOVERY])
-    assert "Herschel" in read(prompt, DISCOVERY_IDF, threshold=0.0).best.sentence
+    assert noticed == identified == argued < 1.0
 
 
 def test_a_year_is_a_circuit_only_when_the_question_asks_for_a_duration():

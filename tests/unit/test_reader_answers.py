@@ -138,6 +138,13 @@ def test_each_fold_gets_a_threshold_chosen_without_its_questions():
     overall = table[table["fold"] == "all"].set_index("retriever")["threshold"]
     assert overall["r"] == choose_threshold(scores, quotes)
     assert len(table) == 2 * (3 + 1)
+    # Where every answer above 0.8 is wrong, nothing is worth answering: the top of the grid, flagged.
+    inverted = table[table["retriever"] == "s"]
+    assert (inverted["threshold"] == max(THRESHOLD_GRID)).all() and inverted["at_grid_edge"].all()
+    inside = table[table["retriever"] == "r"]
+    assert (
+        not inside["at_grid_edge"].any() and inside["threshold"].between(-0.5, 2.0, inclusive="neither").all()
+    )
 
 
 def test_apply_thresholds_answers_from_the_best_columns():

@@ -125,6 +125,17 @@ rule answers_document:
         summary=f"{RESULTS}/answers_summary.csv",
         thresholds=f"{RESULTS}/reader_thresholds.csv",
         heldout=[f"{RESULTS}/answers_heldout.csv"] if ANSWERS and ANSWERS["heldout"] else [],
+        reader_rules=[f"{RESULTS}/reader_rules.csv"] if ANSWERS and ANSWERS["heldout"] else [],
+        llm=(
+            [
+                f"{RESULTS}/llm_answers_summary.csv",
+                f"{RESULTS}/llm_closed_book.csv",
+                f"{RESULTS}/citation_check.csv",
+                f"{RESULTS}/verdicts.csv",
+            ]
+            if llm_answer_files()
+            else []
+        ),
     output:
         f"{RESULTS}/answers.md",
     log:
@@ -210,6 +221,26 @@ rule route:
 # through rag ask's own path next to the development questions.
 if ANSWERS is not None and ANSWERS["heldout"] is not None:
 
+    # Each of the reader's rules switched off in turn, on the same questions: a
+    # rule that helps the development questions only is a fit to them.
+    rule reader_rules:
+        input:
+            documents=heldout_input("documents"),
+            development=heldout_input("development"),
+            heldout=heldout_input("heldout"),
+        output:
+            f"{RESULTS}/reader_rules.csv",
+        log:
+            "logs/reader_rules.log",
+        benchmark:
+            "benchmarks/logs/reader_rules.tsv"
+        conda:
+            "../envs/rag.yaml"
+        params:
+            code=script_digest("reader_rules.py"),
+        script:
+            "../scripts/reader_rules.py"
+
     rule answers_heldout:
         input:
             documents=heldout_input("documents"),
@@ -228,3 +259,48 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
             code=script_digest("answers_heldout.py"),
         script:
             "../scripts/answers_heldout.py"
+
+
+# Answers from language models (docs/llm.md): each llm generator answers the
+# questions closed book (chunker and retriever "none") and from the top k
+# chunks of each ranking of answers.llm. Replies come from the response cache
+# (LLM_CACHE, committed) or, on a miss, from the endpoint; a bundled generator's
+# server runs only inside the job that misses (rag/answering/local_server.py).
+rule llm_answer:
+    input:
+        unpack(llm_answer_inputs),
+    output:
+        "work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet",
+    log:
+        job="logs/llm_answer/{corpus}/{questions}/{generator}/{chunker}/{retriever}.log",
+        server="logs/llm_server/{corpus}/{questions}/{generator}/{chunker}/{retriever}.log",
+    benchmark:
+        "benchmarks/logs/llm_answer/{corpus}/{questions}/{generator}/{chunker}/{retriever}.tsv"
+    wildcard_constraints:
+        generator=alternatives(LLM_GENERATORS),
+        chunker=alternatives([*CHUNKERS, CLOSED_BOOK]),
+        retriever=alternatives([*RETRIEVERS, CLOSED_BOOK]),
+    conda:
+        "../envs/rag.yaml"
+    params:
+        generator=lambda wildcards: canonical_json(ANSWERS["generators"][wildcards.generator]),
+        k=lambda wildcards: ANSWERS["generation"]["k"],
+        cache=LLM_CACHE,
+        code=script_digest("llm_answer.py"),
+    script:
+        "../scripts/llm_answer.py"
+
+
+rule llm_answers_table:
+    input:
+        PLAN.llm_answer_files(),
+    output:
+        f"{RESULTS}/llm_answers.csv",
+    log:
+        "logs/llm_answers_table.log",
+    conda:
+        "../envs/rag.yaml"
+    params:
+        code=script_digest("llm_answers_table.py"),
+    script:
+        "../scripts/llm_answers_table.py"

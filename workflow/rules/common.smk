@@ -73,8 +73,19 @@ COHORTS = PLAN.cohorts
 # (see docs/embedder.md). It lies outside the DAG: a job reads it and adds to
 # it, so no rule could declare it as both input and output.
 EMBEDDING_CACHE = "cache/embeddings"
+# Per-ranking pieces of the whole-grid tables (metrics, intervals, tests, TREC
+# runs), named by digests of what they are computed from: a whole-grid job
+# computes only the pieces of new or changed rankings (rag.evaluation.pieces).
+# Outside the DAG too; deleting it costs only time.
+PIECES = "work/pieces"
+# Every metric of every question of one results folder: an ablation sent to a
+# folder of its own (--config results=...) keeps its own, so running it never
+# re-runs the jobs of the committed results/ (README.md, "Add an ablation").
+QUESTION_VALUES = "work/evaluation/{}/question_values.parquet".format(
+    "_".join(part for part in Path(RESULTS).parts if part != os.sep) or "root"
+)
 # Corpus keys that only steer evaluation: changing them must not re-parse.
-EVALUATION_KEYS = ("level", "depth")
+EVALUATION_KEYS = ("level", "depth", "component_depth", "holdout")
 
 
 def alternatives(names):
@@ -105,6 +116,10 @@ FILTERED = "work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet"
 
 def ranking_depth_of(wildcards):
     return PLAN.ranking_depth(wildcards.corpus)
+
+
+def component_depth_of(wildcards):
+    return PLAN.component_depth(wildcards.corpus)
 
 
 # Lists that follow from the plan (rag/config.py), under the names the rules use.
@@ -163,6 +178,55 @@ def questions_file(wildcards):
     return questions_path(wildcards.corpus)
 
 
+# Question sets and the language models' answer files (workflow/rules/llm_answers.smk).
+
+
+def heldout_question_sets():
+    """The stems of the held-out question files (answers.heldout.questions)."""
+    heldout = (ANSWERS or {}).get("heldout") or {"questions": []}
+    return [Path(path).stem for path in heldout["questions"]]
+
+
+def question_set_ranking(corpus, questions, chunker, retriever):
+    """Where one question set's ranking is: the grid's for development, rank_question_set's otherwise.
+
+    The llm generator's inputs call this, so a held-out set is answered from
+    the same retriever entry and index as the development questions.
+    """
+    names = {"corpus": corpus, "chunker": chunker, "retriever": retriever}
+    if questions == "development":
+        return RANKING.format(**names)
+    return f"work/question_sets/{corpus}/{questions}/{chunker}/{retriever}.parquet"
+
+
+def question_set_indexes(wildcards):
+    """The saved indexes of the base retrievers a (possibly fused) retriever ranks with."""
+    from rag.retrieval.question_sets import base_components
+
+    names = base_components(wildcards.retriever, RETRIEVERS)
+    return [
+        INDEX.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=name) for name in names
+    ]
+
+
+def llm_answer_files():
+    """The llm generators' answer files: the development questions of every corpus, and each
+    held-out file of the held-out corpus, answered with the same settings."""
+    files = PLAN.llm_answer_files()
+    heldout = ANSWERS["heldout"] if ANSWERS is not None else None
+    for questions in heldout_question_sets():
+        prefix = f"work/llm_answers/{heldout['corpus']}/"
+        files += [path for path in PLAN.llm_answer_files(questions) if path.startswith(prefix)]
+    return files
+
+
+def llm_chunk_files():
+    """The chunk sets the llm answer files drew their sources from (closed book has none)."""
+    chunkers = sorted({Path(path).parent.name for path in llm_answer_files()} - {"none"})
+    corpora = sorted({Path(path).parts[2] for path in llm_answer_files()})
+    return [CHUNKS.format(corpus=corpus, chunker=chunker) for corpus in corpora for chunker in chunkers]
+
+
 def ivf_base(wildcards):
     return RETRIEVERS[wildcards.retriever]["base"]
 
@@ -177,10 +241,18 @@ def ivf_base_params(wildcards):
 
 
 def fusion_inputs(wildcards):
+    """The components' rankings, read at the corpus's component depth (rag.config.Plan.component_ranking)."""
     return [
-        RANKING.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=component)
+        PLAN.component_ranking(wildcards.corpus, wildcards.chunker, component)
         for component in RETRIEVERS[wildcards.retriever]["components"]
     ]
+
+
+def learned_labels(wildcards):
+    """What a learned fusion chooses on: the chunk set's qrels, or the corpus's document qrels."""
+    if LEVELS[wildcards.corpus] == "document":
+        return f"work/document_qrels/{wildcards.corpus}.parquet"
+    return QRELS.format(corpus=wildcards.corpus, chunker=wildcards.chunker)
 
 
 def funnel_rerank_params(wildcards):
@@ -247,12 +319,50 @@ def reader_params(wildcards):
 
 
 def answer_files(stem):
-    """One answer file per reader: the extractive generator's, then each reader's."""
-    names = ANSWERS["reader"]["names"] if ANSWERS is not None else []
-    return [f"{stem}.parquet", *(f"{stem}.{name}.parquet" for name in names)]
+    """One answer file per offline generator listed in answers.generators: the extractive one's, then each reader's."""
+    if ANSWERS is None:
+        return []
+    extractive = [f"{stem}.parquet"] if "extractive" in ANSWERS["offline"] else []
+    return [*extractive, *(f"{stem}.{name}.parquet" for name in ANSWERS["reader"]["names"])]
 
 
 def heldout_input(kind):
     """The held-out check's documents folder and its two question files (development, held-out)."""
     corpus, heldout = CORPORA[ANSWERS["heldout"]["corpus"]], ANSWERS["heldout"]["questions"]
     return {"documents": corpus["documents"], "development": corpus["questions"], "heldout": heldout}[kind]
+
+
+# Language-model replies by request digest (rag/answering/response_cache.py),
+# committed so that a fresh clone rebuilds the LLM answer tables without a model.
+# Like the embedding cache it lies outside the DAG: jobs read and add to it.
+LLM_CACHE = "resources/llm_cache"
+CLOSED_BOOK = "none"
+LLM_GENERATORS = ANSWERS["llm"]["generators"] if ANSWERS is not None else []
+
+
+def llm_questions_path(corpus, questions):
+    """The question file of a set: ``development`` is the corpus's, another name a held-out file's stem."""
+    if questions == "development":
+        return questions_path(corpus)
+    heldout = ANSWERS["heldout"] or {"questions": []}
+    for path in heldout["questions"]:
+        if Path(path).stem == questions:
+            return path
+    raise ConfigError(
+        f"work/llm_answers: no question set {questions!r} (development or a held-out file's stem)"
+    )
+
+
+def llm_answer_inputs(wildcards):
+    """The questions and, unless closed book, the chunks, ranking and parsed corpus of one setting."""
+    inputs = {"questions": llm_questions_path(wildcards.corpus, wildcards.questions)}
+    if wildcards.retriever != CLOSED_BOOK:
+        names = {"corpus": wildcards.corpus, "chunker": wildcards.chunker}
+        inputs |= {
+            "chunks": CHUNKS.format(**names),
+            "ranking": question_set_ranking(
+                wildcards.corpus, wildcards.questions, wildcards.chunker, wildcards.retriever
+            ),
+            "parsed": PARSED.format(corpus=wildcards.corpus),
+        }
+    return inputs

@@ -5,11 +5,14 @@
 
 
 BASELINE = PLAN.baseline
+# Per-question values of every corpus, chunk-level and document-level (BEIR)
+# alike, so each gets intervals, significance, the summary and its section.
+QUESTION_VALUES = PLAN.question_value_files()
 
 
 rule significance:
     input:
-        question_values="work/evaluation/question_values.parquet",
+        question_values=QUESTION_VALUES,
     output:
         intervals=report(
             f"{RESULTS}/metrics_ci.csv",
@@ -31,6 +34,8 @@ rule significance:
         "../envs/rag.yaml"
     params:
         baseline=BASELINE,
+        holdouts=PLAN.holdouts,
+        pieces=PIECES,
         code=script_digest("significance.py"),
     script:
         "../scripts/significance.py"
@@ -62,7 +67,7 @@ rule results_readme:
     input:
         summary=f"{RESULTS}/summary.csv",
         significance=f"{RESULTS}/significance.csv",
-        question_values="work/evaluation/question_values.parquet",
+        question_values=QUESTION_VALUES,
     output:
         f"{RESULTS}/README.md",
     log:
@@ -71,6 +76,7 @@ rule results_readme:
         "../envs/rag.yaml"
     params:
         baseline=BASELINE,
+        holdouts=PLAN.holdouts,
         code=script_digest("results_readme.py"),
     script:
         "../scripts/results_readme.py"
@@ -99,6 +105,7 @@ rule trec_runs:
         grid=grid(CHUNK_LEVEL_CORPORA),
         pairs=corpus_chunker_pairs(CHUNK_LEVEL_CORPORA),
         corpora=CHUNK_LEVEL_CORPORA,
+        pieces=PIECES,
         code=script_digest("trec_runs.py"),
     script:
         "../scripts/trec_runs.py"

@@ -1,7 +1,8 @@
 # Rankings to metrics: every question at every k, then the tidy tables and the
 # figures users read. One job evaluates the whole grid: per-ranking jobs would
-# cost more in start-up than in work. Changing evaluation.ks re-runs only
-# these rules, never the rankings. Chunk-level corpora (evidence spans) and
+# cost more in start-up than in work. It keeps each ranking's values as a piece
+# (PIECES), so adding a retriever scores only its own rankings before the
+# merge. Changing evaluation.ks re-runs only these rules, never the rankings. Chunk-level corpora (evidence spans) and
 # document-level ones (BEIR qrels, or spans mapped to documents) have a rule
 # each, so adding a BEIR corpus never re-evaluates the bundled one.
 
@@ -17,7 +18,7 @@ rule evaluate:
         per_question=f"{RESULTS}/per_question.csv",
         by_type=f"{RESULTS}/metrics_by_type.csv",
         by_document=f"{RESULTS}/metrics_by_document.csv",
-        question_values="work/evaluation/question_values.parquet",
+        question_values=QUESTION_VALUES,
     log:
         "logs/evaluate.log",
     benchmark:
@@ -31,6 +32,7 @@ rule evaluate:
         pairs=corpus_chunker_pairs(CHUNK_LEVEL_CORPORA),
         corpora=CHUNK_LEVEL_CORPORA,
         ks=sorted(config["evaluation"]["ks"]),
+        pieces=PIECES,
         code=script_digest("evaluate.py"),
     script:
         "../scripts/evaluate.py"
@@ -45,6 +47,7 @@ rule evaluate_documents:
     output:
         metrics=f"{RESULTS}/document_metrics.csv",
         beir=f"{RESULTS}/beir_metrics.csv",
+        question_values="work/evaluation/document_question_values.parquet",
     log:
         "logs/evaluate_documents.log",
     benchmark:
@@ -87,6 +90,12 @@ rule plot_retrieval:
             category="1. Retrieval",
             subcategory="Figures",
         ),
+        overview=report(
+            f"{RESULTS}/figures/overview.png",
+            caption="../report/overview.rst",
+            category="1. Retrieval",
+            subcategory="Figures",
+        ),
     log:
         "logs/plot_retrieval.log",
     conda:
@@ -94,6 +103,7 @@ rule plot_retrieval:
     params:
         figures=canonical_json(FIGURES),
         depth=config["evaluation"]["depth"],
+        baseline=PLAN.baseline,
         code=script_digest("plot_retrieval.py"),
     script:
         "../scripts/plot_retrieval.py"

@@ -1,8 +1,10 @@
 # The grounding experiments: a trigram model of the whole corpus answers from
 # memory, the same model conditioned on one ranking's top k chunks answers from
 # the sources (all at once, RAG-Sequence and RAG-Token), and the support check
-# judges memory's answer. Scheduled only when config.yaml has a grounding
-# section; one job runs every case, as each takes well under a second.
+# judges memory's answer. The llm generators of grounding.generators run the
+# same cases from the token log-probabilities their server returns, through the
+# response cache (the bundled server starts only at the first reply it lacks).
+# Scheduled only when config.yaml has a grounding section; one job runs every case.
 
 
 rule grounding:
@@ -13,13 +15,19 @@ rule grounding:
         cases=f"{RESULTS}/grounding_cases.csv",
         swap=f"{RESULTS}/grounding_swap.csv",
     log:
-        "logs/grounding.log",
+        job="logs/grounding.log",
+        server="logs/llm_server/grounding.log",
     benchmark:
         "benchmarks/logs/grounding.tsv"
     conda:
         "../envs/rag.yaml"
     params:
         grounding=canonical_json(GROUNDING),
+        # A function: the prompt templates hold {question}, which is no wildcard.
+        generators=lambda wildcards: canonical_json(
+            {name: PLAN.generators[name] for name in GROUNDING["generators"]} if GROUNDING else {}
+        ),
+        cache=LLM_CACHE,
         code=script_digest("grounding.py"),
     script:
         "../scripts/grounding.py"

@@ -1,14 +1,15 @@
 # Learned fusion (kind learned): component rankings fused with weights chosen
-# by cross-validation on the labelled questions, so that every question is
-# ranked with weights chosen without its labels (rag/evaluation/learned_fusion.py). The
-# weights chosen for each fold are gathered in results/learned_fusion.csv.
+# by nested cross-validation on the labelled questions (evidence spans, or a
+# document-level corpus's graded qrels), so that every question is ranked
+# with weights chosen without its labels (rag/evaluation/learned_fusion.py).
+# Each fold's choice and held-out scores are gathered in results/learned_fusion.csv.
 
 
 rule fuse_learned:
     input:
         components=fusion_inputs,
         chunks="work/chunks/{corpus}/{chunker}.parquet",
-        qrels="work/qrels/{corpus}/{chunker}.parquet",
+        qrels=learned_labels,
         questions=questions_file,
     output:
         ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
@@ -25,6 +26,8 @@ rule fuse_learned:
     params:
         retriever=retriever_params,
         depth=ranking_depth_of,
+        level=lambda wildcards: LEVELS[wildcards.corpus],
+        holdout=lambda wildcards: PLAN.holdout(wildcards.corpus),
         code=script_digest("fuse_learned.py"),
     script:
         "../scripts/fuse_learned.py"

@@ -88,6 +88,40 @@ rule fuse:
         "../scripts/fuse.py"
 
 
+# Fusions read each component at the corpus's component depth (default 1,000
+# on a BEIR corpus, as peers fuse), deeper than the rankings evaluated: the
+# same jobs as rank and rank_embedder, ranking deeper into files of their own,
+# so the evaluated rankings, their tables and TREC runs are unchanged. Only
+# scheduled when a corpus's component depth exceeds its ranking depth.
+use rule rank as rank_component with:
+    output:
+        ranking="work/component_rankings/{corpus}/{chunker}/{retriever}.parquet",
+        index="work/component_indexes/{corpus}/{chunker}/{retriever}.npz",
+    log:
+        "logs/rank_component/{corpus}/{chunker}/{retriever}.log",
+    benchmark:
+        "benchmarks/logs/rank_component/{corpus}/{chunker}/{retriever}.tsv"
+    params:
+        retriever=retriever_params,
+        depth=component_depth_of,
+        code=script_digest("rank.py"),
+
+
+use rule rank_embedder as rank_embedder_component with:
+    output:
+        ranking="work/component_rankings/{corpus}/{chunker}/{retriever}.parquet",
+        index="work/component_indexes/{corpus}/{chunker}/{retriever}.npz",
+    log:
+        "logs/rank_embedder_component/{corpus}/{chunker}/{retriever}.log",
+    benchmark:
+        "benchmarks/logs/rank_embedder_component/{corpus}/{chunker}/{retriever}.tsv"
+    params:
+        retriever=retriever_params,
+        depth=component_depth_of,
+        cache=EMBEDDING_CACHE,
+        code=script_digest("rank_embedder.py"),
+
+
 # An IVF index over a dense retriever's chunk embeddings. It reads the base's
 # saved index instead of refitting it, so the base is fitted once and the
 # approximate ranking uses exactly the vectors the exact one ranks.

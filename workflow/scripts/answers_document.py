@@ -8,10 +8,14 @@ from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 heldout = pd.read_csv(snakemake.input.heldout[0]) if snakemake.input.heldout else None
+# The language models' tables (summary, closed book, citation check, verdicts), then the reader's rules.
+llm = [pd.read_csv(path) for path in snakemake.input.llm] or [None] * 4
+rules = pd.read_csv(snakemake.input.reader_rules[0]) if snakemake.input.reader_rules else None
 document = answers_document(
     pd.read_csv(snakemake.input.summary),
     pd.read_csv(snakemake.input.thresholds, dtype={"fold": str}),
     heldout,
+    (*llm, rules),
 )
 write_text(snakemake.output[0], document)
 finish_job()

@@ -1,11 +1,13 @@
-"""Evaluate the grid's rankings of document-level corpora, as BEIR reports them."""
+"""Evaluate the grid's rankings of document-level corpora, as BEIR reports them, question by question."""
 
 import pandas as pd
 
 from rag.evaluation.document_relevance import beir_summary, collapse_to_documents, document_relevance
 from rag.evaluation.metrics import WHOLE_LIST, evaluate_rankings
+from rag.evaluation.significance import question_values
 from rag.evaluation.statistics import aggregate_metrics
 from rag.formats.files import write_csv
+from rag.formats.tables import write_parquet
 from rag.jobs import finish_job, start_log
 from rag.question_tables import judgements_from_frame, read_questions
 from rag.retrieval.ranking_files import read_ranked_chunk_ids
@@ -52,4 +54,6 @@ keys = ["corpus", "chunker", "retriever"]
 evaluation = pd.concat(parts, ignore_index=True)
 write_csv(aggregate_metrics(evaluation, keys), snakemake.output.metrics)
 write_csv(beir_summary(evaluation, keys), snakemake.output.beir)
+# Every metric of every question, for intervals, paired tests and the summary as at chunk level.
+write_parquet(question_values(evaluation), snakemake.output.question_values)
 finish_job()

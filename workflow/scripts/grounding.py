@@ -1,16 +1,21 @@
-"""Run the grounding cases and the swap experiment on one ranking; write the three tables."""
+"""Run the grounding cases and the swap on one ranking, with the trigram model and each llm generator."""
 
+import contextlib
 import json
 
+from rag.answering.llm_answers import generator_from_entry
+from rag.answering.response_cache import ResponseCache
 from rag.formats.files import write_csv
 from rag.formats.tables import read_columns
 from rag.grounding.cases import describe_case, grounding_tables, run_grounding
+from rag.grounding.served_model import generator_model
 from rag.grounding.trigram import train
 from rag.jobs import finish_job, start_log
 from rag.retrieval.ranking_files import RANKING_COLUMNS
 
-log = start_log(snakemake.log[0])
+log = start_log(snakemake.log.job)
 settings = json.loads(snakemake.params.grounding)
+entries = json.loads(snakemake.params.generators)
 parsed = read_columns(snakemake.input.parsed, ["doc_id", "text"])
 chunks = read_columns(snakemake.input.chunks, ["chunk_id", "text"])
 ranking = read_columns(snakemake.input.ranking, RANKING_COLUMNS)
@@ -20,11 +25,20 @@ log.info(
     "memory: %d sentences, %d tokens, vocabulary %d",
     *(memory.sentence_count, memory.token_count, len(memory.vocabulary)),
 )
-results, swap = run_grounding(memory, settings, parsed, chunks, ranking)
+cache = ResponseCache(snakemake.params.cache)
+with contextlib.ExitStack() as servers:
+    served = [
+        generator_model(
+            generator_from_entry(name, entry), cache, settings["max_tokens"], snakemake.log.server, servers
+        )
+        for name, entry in entries.items()
+    ]
+    results, swaps = run_grounding(memory, settings, parsed, chunks, ranking, served)
 for result in results:
     log.info("%s", describe_case(result))
-log.info("swap %r -> %r", swap.swap.correct, swap.swap.swapped)
-answers, cases, swapped = grounding_tables(results, swap)
+for swap in swaps:
+    log.info("swap (%s) %r -> %r", swap.generator, swap.swap.correct, swap.swap.swapped)
+answers, cases, swapped = grounding_tables(results, swaps)
 write_csv(answers, snakemake.output.answers)
 write_csv(cases, snakemake.output.cases)
 write_csv(swapped, snakemake.output.swap)

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from rag.evaluation.learned_fusion import WEIGHTS_COLUMNS
 from rag.formats.files import write_csv
 from rag.jobs import finish_job, start_log
 
@@ -16,17 +17,7 @@ for path in snakemake.input:
     table.insert(0, "chunker", chunker)
     table.insert(0, "corpus", corpus)
     parts.append(table)
-columns = [
-    "corpus",
-    "chunker",
-    "retriever",
-    "fold",
-    "component",
-    "weight",
-    "training_questions",
-    "held_out_questions",
-    "training_objective",
-]
+columns = ["corpus", "chunker", "retriever", *WEIGHTS_COLUMNS]
 table = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=columns)
 log.info("%d weight rows", len(table))
 write_csv(

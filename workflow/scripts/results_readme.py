@@ -2,6 +2,7 @@
 
 import pandas as pd
 
+from rag.evaluation.holdout import with_holdout_rows
 from rag.evaluation.recommendation import recommendation_lines, recommendations
 from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
 from rag.evaluation.summary import results_readme
@@ -13,7 +14,9 @@ summary = pd.read_csv(snakemake.input.summary, keep_default_na=False, na_values=
 significance = pd.read_csv(snakemake.input.significance, dtype={"k": "Int64"})
 for column in [name for name in summary.columns if name.endswith("_vs_baseline")]:
     summary[column] = summary[column].fillna("")
-values = pd.read_parquet(snakemake.input.question_values)
+values = pd.concat([pd.read_parquet(path) for path in snakemake.input.question_values], ignore_index=True)
+# A holdout share's questions again, as corpus '<name>:holdout' (rag.evaluation.holdout).
+values = with_holdout_rows(values, snakemake.params.holdouts)
 recommended = {
     corpus: recommendation_lines(recommendations(summary, values, corpus))
     for corpus in sorted(summary["corpus"].unique())

@@ -1,13 +1,30 @@
-"""Bootstrap intervals of every metric row and paired tests against the baseline."""
+"""Bootstrap intervals of every metric row and paired tests against the baseline.
+
+Each ranking's intervals, and its comparison with the baseline, are a piece
+(rag.evaluation.pieces) keyed by the values they read: adding a retriever
+resamples only its own rows.
+"""
+
+from pathlib import Path
 
 import pandas as pd
 
-from rag.evaluation.significance import PERMUTATIONS, RESAMPLES, SEED, interval_table, significance_table
+from rag.evaluation.holdout import with_holdout_rows
+from rag.evaluation.pieces import PieceStore
+from rag.evaluation.significance import (
+    PERMUTATIONS,
+    RESAMPLES,
+    SEED,
+    interval_table_from_pieces,
+    significance_table_from_pieces,
+)
 from rag.formats.files import write_csv
 from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
-values = pd.read_parquet(snakemake.input.question_values)
+values = pd.concat([pd.read_parquet(path) for path in snakemake.input.question_values], ignore_index=True)
+# A holdout share's questions again, as corpus '<name>:holdout' (rag.evaluation.holdout).
+values = with_holdout_rows(values, snakemake.params.holdouts)
 log.info(
     "%d per-question values; %d resamples, %d permutations, seed %d",
     len(values),
@@ -15,12 +32,20 @@ log.info(
     PERMUTATIONS,
     SEED,
 )
-write_csv(interval_table(values), snakemake.output.intervals)
-table = significance_table(values, snakemake.params.baseline)
+baseline, store, code = (
+    snakemake.params.baseline,
+    PieceStore(Path(snakemake.params.pieces)),
+    snakemake.params.code,
+)
+intervals, line = interval_table_from_pieces(values, store, code)
+log.info("%s", line)
+write_csv(intervals, snakemake.output.intervals)
+table, line = significance_table_from_pieces(values, baseline, store, code)
+log.info("%s", line)
 log.info(
     "%d comparisons with %s, %d significant after correction",
     len(table),
-    snakemake.params.baseline,
+    baseline,
     int(table["significant"].sum()),
 )
 write_csv(table, snakemake.output.significance)

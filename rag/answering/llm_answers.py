@@ -1,0 +1,373 @@
+"""Answers from a language model, closed book or from the top k chunks, judged like every answer.
+
+An ``llm`` generator (rag/kinds.py) is any OpenAI-compatible chat-completions
+endpoint. For each question it gets one conversation: a system message and a
+user message made from the entry's templates, with the top k chunks as
+numbered sources [1]..[k] (escaped exactly as in :mod:`rag.answering.prompts`,
+so a chunk cannot forge a source or close the block), or, closed book, the
+question alone. Its reply is then judged by the same checks as the extractive
+generator and the reader: the citation check (``faithful``: every sentence
+cites an existing source holding its words and numbers) and responsiveness
+(the reply holds a value of the type the question asks for).
+
+Abstention is detected by one simple, documented rule (:func:`is_abstention`):
+an empty reply, or a first sentence that says the model cannot answer.
+Abstentions make no claim, so they are neither faithful nor responsive.
+
+:func:`answer_records` is pure: questions, their chunks, the generator's
+settings and a ``complete`` function (conversations to completions) in, one
+:class:`LlmAnswer` per question out. :func:`complete_with_cache` is the
+``complete`` of the pipeline and ``rag ask``: the response cache first, then
+the endpoint through :mod:`rag.answering.chat_client`, starting the bundled
+server only when some reply is missing (:mod:`rag.answering.local_server`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import string
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import pandas as pd
+
+from rag.answering.chat_client import Completion, Endpoint, Sampling, chat_many, chat_request_key
+from rag.answering.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, neutralize, render_source
+from rag.answering.response_cache import ResponseCache
+from rag.answering.verification import check_answer, check_responsive, parse_citations, split_claims
+from rag.chunking import Chunk
+from rag.kinds import BUNDLED_ENDPOINT
+from rag.labels import Question
+
+CLOSED_BOOK = "none"
+DEVELOPMENT = "development"
+# Phrases of a refusal, looked for in the reply's first sentence (lower case,
+# curly apostrophes made straight). The default prompts ask for "I cannot answer".
+ABSTENTION_PHRASES: tuple[str, ...] = (
+    "cannot answer",
+    "can't answer",
+    "can not answer",
+    "unable to answer",
+    "cannot be answered",
+    "do not contain",
+    "does not contain",
+    "don't contain",
+    "doesn't contain",
+    "not enough information",
+    "insufficient",
+    "i don't know",
+    "i do not know",
+)
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """The messages of one conversation: with sources, and closed book."""
+
+    system: str
+    user: str
+    closed_book_system: str
+    closed_book_user: str
+
+
+@dataclass(frozen=True)
+class LlmGenerator:
+    """An llm generator's settings, read from its canonical config entry.
+
+    ``base_url`` is the endpoint or ``bundled``; ``key_variable`` the NAME
+    of the environment variable holding the key, never the key itself.
+    """
+
+    name: str
+    base_url: str
+    model: str
+    sampling: Sampling
+    template: PromptTemplate
+    key_variable: str | None = None
+    concurrency: int = 1
+    timeout_seconds: float = 120.0
+
+    @property
+    def bundled(self) -> bool:
+        return self.base_url == BUNDLED_ENDPOINT
+
+    def endpoint(self, base_url: str | None = None, identity: str | None = None) -> Endpoint:
+        """The client's endpoint at ``base_url`` (the bundled server's, once started)."""
+        return Endpoint(
+            base_url or self.base_url,
+            self.model,
+            key_variable=self.key_variable,
+            concurrency=self.concurrency,
+            timeout_seconds=self.timeout_seconds,
+            identity=identity,
+        )
+
+
+def generator_from_entry(name: str, entry: Mapping) -> LlmGenerator:
+    """An :class:`LlmGenerator` from a canonical ``llm`` entry of config['generators']."""
+    return LlmGenerator(
+        name=name,
+        base_url=entry["base_url"],
+        model=entry["model"],
+        sampling=Sampling(
+            temperature=float(entry["temperature"]),
+            max_tokens=int(entry["max_tokens"]),
+            seed=int(entry["seed"]),
+        ),
+        template=PromptTemplate(
+            entry["system"], entry["user"], entry["closed_book_system"], entry["closed_book_user"]
+        ),
+        key_variable=entry["api_key_env"],
+        concurrency=int(entry["concurrency"]),
+        timeout_seconds=float(entry["timeout"]),
+    )
+
+
+def template_problem(template: str, needs_sources: bool | None) -> str | None:
+    """Why ``template`` is not a usable message template, or None.
+
+    A user template must hold ``{question}``, and ``{sources}`` exactly when
+    it is the one with sources (``needs_sources`` True); a system message
+    (``needs_sources`` None) holds no placeholder. Literal braces are written
+    ``{{`` and ``}}``.
+    """
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    except ValueError as error:
+        return f"not a template ({error}); write a literal brace as {{{{ or }}}}"
+    allowed = set() if needs_sources is None else {"question", "sources"} if needs_sources else {"question"}
+    unknown = sorted(names - allowed)
+    if unknown:
+        return f"unknown placeholder {{{unknown[0]}}}; allowed: {sorted('{' + n + '}' for n in allowed)}"
+    required = allowed if needs_sources is not None else set()
+    missing = sorted(required - names)
+    if missing:
+        return f"must contain {{{missing[0]}}}"
+    return None
+
+
+def render_sources(chunks: Sequence[Chunk]) -> str:
+    """The numbered sources [1]..[k] inside the evidence delimiters, escaped as in every prompt."""
+    body = "".join(render_source(number, chunk) + "\n" for number, chunk in enumerate(chunks, start=1))
+    return f"{EVIDENCE_OPEN}\n{body}{EVIDENCE_CLOSE}"
+
+
+def messages_for(question: str, chunks: Sequence[Chunk] | None, template: PromptTemplate) -> list[dict]:
+    """The conversation for one question: with the chunks as sources, or closed book (None)."""
+    asked = neutralize(question)
+    if chunks is None:
+        return [
+            {"role": "system", "content": template.closed_book_system.format()},
+            {"role": "user", "content": template.closed_book_user.format(question=asked)},
+        ]
+    user = template.user.format(question=asked, sources=render_sources(chunks))
+    return [{"role": "system", "content": template.system.format()}, {"role": "user", "content": user}]
+
+
+def is_abstention(answer: str) -> bool:
+    """Whether a reply declines to answer: empty, or a first sentence with a refusal phrase.
+
+    Only the first sentence counts: "I cannot answer from the sources" is an
+    abstention, while an answer that ends by noting what the sources lack is
+    an answer. Simple on purpose; the phrases are :data:`ABSTENTION_PHRASES`.
+    """
+    claims = split_claims(answer.strip())
+    if not claims:
+        return True
+    first = parse_citations(claims[0])[1].lower().replace("\u2019", "'")
+    return any(phrase in first for phrase in ABSTENTION_PHRASES)
+
+
+def cited_numbers(answer: str) -> tuple[int, ...]:
+    """The source numbers an answer cites, in order of first mention."""
+    cited: dict[int, None] = {}
+    for claim in split_claims(answer):
+        cited.update(dict.fromkeys(parse_citations(claim)[0]))
+    return tuple(cited)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Where a table of answers comes from: corpus, question set, generator, chunker, retriever, k."""
+
+    corpus: str
+    questions: str
+    generator: str
+    chunker: str
+    retriever: str
+    k: int
+
+    @property
+    def closed_book(self) -> bool:
+        return self.retriever == CLOSED_BOOK
+
+
+@dataclass(frozen=True)
+class LlmAnswer:
+    """One question answered by a language model: the data contract of work/llm_answers/.
+
+    ``cited_sources`` and ``source_chunk_ids`` are space-separated (source
+    numbers as cited; chunk ids in prompt order, empty closed book).
+    ``evidence_in_prompt``: some labelled evidence piece lies whole in a
+    source. ``seconds`` is the request's time when it was first made (a
+    cached reply keeps it), ``cached`` whether this run read the reply from
+    the response cache: both measure the run, not the method.
+    """
+
+    corpus: str
+    questions: str
+    generator: str
+    chunker: str
+    retriever: str
+    k: int
+    question_id: str
+    type: str
+    answerable: bool
+    reference_answer: str
+    answer: str
+    abstained: bool
+    cited_sources: str
+    source_chunk_ids: str
+    evidence_in_prompt: bool
+    faithful: bool
+    responsive: bool
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    cached: bool
+
+
+COLUMNS: tuple[str, ...] = tuple(field.name for field in fields(LlmAnswer))
+# Columns that time the run (rag.reproduce skips them).
+TIMING_COLUMNS: frozenset[str] = frozenset({"seconds", "cached"})
+
+Complete = Callable[[list[list[dict]]], list[Completion]]
+
+
+def answer_records(
+    questions: Sequence[Question],
+    top_chunks: Callable[[Question], Sequence[Chunk]] | None,
+    generator: LlmGenerator,
+    complete: Complete,
+    setting: Setting,
+    evidence: Mapping[str, Mapping[int, set[str]]] | None = None,
+) -> list[LlmAnswer]:
+    """Ask ``generator`` every question (closed book when ``top_chunks`` is None) and judge each reply.
+
+    ``complete`` turns the conversations into completions in order (for
+    example :func:`complete_with_cache`); ``evidence`` maps a question id to
+    its evidence pieces and the chunk ids holding each whole
+    (:func:`rag.answering.answers.evidence_chunks`).
+    """
+    if (top_chunks is None) != setting.closed_book:
+        raise ValueError(f"setting {setting.retriever!r}: closed book exactly when no chunks are given")
+    evidence = evidence or {}
+    prompts = [None if top_chunks is None else list(top_chunks(question)) for question in questions]
+    conversations = [
+        messages_for(question.text, chunks, generator.template)
+        for question, chunks in zip(questions, prompts, strict=True)
+    ]
+    completions = complete(conversations)
+    if len(completions) != len(questions):
+        raise ValueError(f"{len(completions)} completions for {len(questions)} questions")
+    return [
+        _judge(question, chunks or [], completion, setting, evidence.get(question.question_id, {}))
+        for question, chunks, completion in zip(questions, prompts, completions, strict=True)
+    ]
+
+
+def _judge(
+    question: Question,
+    chunks: Sequence[Chunk],
+    completion: Completion,
+    setting: Setting,
+    pieces: Mapping[int, set[str]],
+) -> LlmAnswer:
+    answer = completion.text.strip()
+    abstained = is_abstention(answer)
+    sources = {number: chunk.text for number, chunk in enumerate(chunks, start=1)}
+    labels = {number: chunk.label for number, chunk in enumerate(chunks, start=1)}
+    chunk_ids = [chunk.chunk_id for chunk in chunks]
+    faithful = not abstained and check_answer(answer, sources).supported
+    responsive = not abstained and check_responsive(answer, question.text, labels)
+    return LlmAnswer(
+        **asdict(setting),
+        question_id=question.question_id,
+        type=question.type,
+        answerable=question.answerable,
+        reference_answer=question.answer or "",
+        answer=answer,
+        abstained=abstained,
+        cited_sources=" ".join(map(str, cited_numbers(answer))),
+        source_chunk_ids=" ".join(chunk_ids),
+        evidence_in_prompt=any(holding & set(chunk_ids) for holding in pieces.values()),
+        faithful=bool(faithful),
+        responsive=bool(responsive),
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        seconds=float(completion.seconds),
+        cached=completion.cached,
+    )
+
+
+def answers_frame(records: Sequence[LlmAnswer]) -> pd.DataFrame:
+    """The records as the contract's table, in its column order and types."""
+    frame = pd.DataFrame([asdict(record) for record in records], columns=list(COLUMNS))
+    types = {field.name: field.type for field in fields(LlmAnswer)}
+    casts = {"bool": bool, "int": "int64", "float": "float64", "str": str}
+    return frame.astype({name: casts[types[name]] for name in COLUMNS})
+
+
+# --------------------------------------------------------------------------
+# Asking: the response cache first, then the endpoint (the bundled one started lazily)
+# --------------------------------------------------------------------------
+
+
+def endpoint_identity(generator: LlmGenerator) -> str:
+    """How the response cache knows the generator's endpoint: never an ephemeral port."""
+    if generator.bundled:
+        from rag.answering import local_server
+
+        return local_server.identity()
+    return generator.base_url
+
+
+@contextlib.contextmanager
+def _served(generator: LlmGenerator, server_log: Path | str | None) -> Iterator[str]:
+    if not generator.bundled:
+        yield generator.base_url
+        return
+    from rag.answering import local_server
+
+    with local_server.running(server_log or "logs/llm_server.log") as base_url:
+        yield base_url
+
+
+def complete_with_cache(
+    generator: LlmGenerator,
+    cache: ResponseCache | None,
+    server_log: Path | str | None = None,
+    progress: Callable[[str], object] | None = None,
+    environment: Mapping[str, str] = os.environ,
+) -> Complete:
+    """Conversations to completions: cached replies as they are, the rest asked, and cached.
+
+    The bundled server is started (log in ``server_log``) only when some
+    reply is missing from the cache, and stopped before this returns.
+    """
+
+    def complete(conversations: list[list[dict]]) -> list[Completion]:
+        identity = endpoint_identity(generator)
+        requests = [chat_request_key(identity, generator.model, m, generator.sampling) for m in conversations]
+        missing = cache is None or any(cache.get(request) is None for request in requests)
+        if not missing:
+            # Every reply is cached: chat_many reads them all and contacts nobody.
+            endpoint = generator.endpoint("http://127.0.0.1/v1" if generator.bundled else None, identity)
+            return chat_many(endpoint, conversations, generator.sampling, cache, progress, environment)
+        with _served(generator, server_log) as base_url:
+            endpoint = generator.endpoint(base_url, identity)
+            return chat_many(endpoint, conversations, generator.sampling, cache, progress, environment)
+
+    return complete

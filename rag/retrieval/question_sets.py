@@ -1,0 +1,82 @@
+"""Rank another question set with the grid's retrievers, from the indexes the grid already saved.
+
+The rankings of the grid are made for a corpus's own questions. A held-out
+question file must be answered with exactly the same retrieval (the same
+retriever entry over the same chunk set and index) for its answers to be
+comparable with the development questions'; refitting would be slower and,
+for a fitted kind, could only give the same index. So each base retriever
+is loaded from the arrays its ranking rule saved and searched with the new
+question texts, and a fused entry fuses its components' rankings of them,
+as the ``fuse`` rule does for the corpus's questions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from rag.kinds import RETRIEVER_KINDS
+from rag.retrieval.fusion import fuse
+from rag.retrieval.retrievers import load_retriever, search
+
+# Kinds whose rankings can be made for a new question set here: the ones
+# loaded from a saved index (fitted, pretrained) and the fusions of those.
+SUPPORTED_ROLES = ("fitted", "pretrained", "fused")
+
+
+def base_components(name: str, entries: Mapping[str, Mapping]) -> list[str]:
+    """The base retrievers a (possibly fused) entry's rankings come from, each once, in order."""
+    entry = entries[name]
+    if RETRIEVER_KINDS[entry["kind"]].role != "fused":
+        return [name]
+    names: list[str] = []
+    for component in entry["components"]:
+        names += [base for base in base_components(component, entries) if base not in names]
+    return names
+
+
+def rank_question_set(
+    name: str,
+    entries: Mapping[str, Mapping],
+    question_texts: Sequence[str],
+    depth: int,
+    tie_order: np.ndarray,
+    saved_index: Callable[[str], Mapping[str, np.ndarray]],
+) -> list:
+    """The rankings of ``question_texts`` by the retriever ``name`` of ``entries``.
+
+    ``saved_index(base)`` gives the arrays a base retriever's ranking rule
+    saved for the chunk set. A kind that cannot be loaded this way (an IVF,
+    learned or funnel entry) is an error naming it, never a silently
+    different retriever.
+    """
+    entry = entries[name]
+    role = RETRIEVER_KINDS[entry["kind"]].role
+    if role not in SUPPORTED_ROLES:
+        raise ValueError(
+            f"retriever {name!r} ({entry['kind']}): a question set outside the corpus can be ranked "
+            f"only by {', '.join(SUPPORTED_ROLES)} retrievers"
+        )
+    if role == "fused":
+        components = [
+            rank_question_set(component, entries, question_texts, depth, tie_order, saved_index)
+            for component in entry["components"]
+        ]
+        return [
+            fuse(entry, [component[position] for component in components], depth, tie_order)
+            for position in range(len(question_texts))
+        ]
+    retriever = load_retriever(entry, saved_index(name))
+    return search(retriever, list(question_texts), depth, tie_order)
+
+
+def ranking_provenance(name: str, entries: Mapping[str, Mapping]) -> dict:
+    """The retriever part of the ranking's record: a fused entry's record nests its components'."""
+    from rag.provenance import composite_record, retriever_record
+
+    entry = entries[name]
+    if RETRIEVER_KINDS[entry["kind"]].role != "fused":
+        return retriever_record(entry)
+    components = {component: ranking_provenance(component, entries) for component in entry["components"]}
+    return composite_record(entry, components=components)

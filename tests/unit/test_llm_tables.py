@@ -1,0 +1,180 @@
+"""The language models' answer tables, on answer files built by hand (the llm generator's contract)."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+from rag.answering.correctness import ANSWERED_UNANSWERABLE, NOT_JUDGED, REFUSED
+from rag.answering.llm_tables import (
+    ANSWER_FILE_COLUMNS,
+    citation_check_table,
+    closed_book_comparisons,
+    gather_answer_files,
+    judge_llm_answers,
+    summarize_llm_answers,
+)
+from rag.answering.verdicts import NOT_CHECKED, verdicts_table
+
+CHUNKS = {
+    "c1": "The Caloris Basin measures about 1,550 km across.",
+    "c2": "Mercury has no moons.",
+    "c3": "Nereid was spotted by G. P. Kuiper in 1949.",
+    "c4": "Triton orbits backwards.",
+    "c5": "Uranus rolls on its side.",
+}
+# question id -> (type, answerable, reference)
+QUESTIONS = {
+    "q1": ("fact", True, "1,550 km"),
+    "q2": ("fact", True, "G. P. Kuiper"),
+    "q3": ("fact", True, "224.7 Earth days"),
+    "q4": ("paraphrase", True, "Titania"),
+    "q5": ("comparison", True, None),
+    "q6": ("unanswerable", False, None),
+}
+# question id -> (answer, abstained, cited, sources, faithful, responsive) for each setting
+CLOSED = {
+    "q1": ("about 2 years", False, "", "", None, True),
+    "q2": ("Kuiper", False, "", "", None, True),
+    "q3": ("", True, "", "", None, None),
+    "q4": ("Titania", False, "", "", None, True),
+    "q5": ("Something", False, "", "", None, True),
+    "q6": ("-180 °C", False, "", "", None, True),
+}
+BM25 = {
+    "q1": ("1550 km [1]", False, "1", "c1;c2", True, True),
+    # Space-separated sources, as the llm generator writes them.
+    "q2": ("Gerard Kuiper [2]", False, "2", "c3 c4", True, True),  # right, but cites the wrong source
+    "q3": ("", True, "", "c2;c4", None, None),
+    "q4": ("Titania [1]", False, "1", "c5", False, True),  # right, from memory: no source says it
+    "q5": ("Something [1]", False, "1", "c2", True, True),
+    "q6": ("", True, "", "c5", None, None),
+}
+
+
+def answer_file(chunker: str, retriever: str, answers: dict) -> pd.DataFrame:
+    rows = []
+    for question_id, (answer, abstained, cited, sources, faithful, responsive) in answers.items():
+        question_type, answerable, reference = QUESTIONS[question_id]
+        rows.append(
+            {
+                "corpus": "solar_system",
+                "questions": "development",
+                "generator": "smollm2",
+                "chunker": chunker,
+                "retriever": retriever,
+                "k": 5,
+                "question_id": question_id,
+                "type": question_type,
+                "answerable": answerable,
+                "reference_answer": reference,
+                "answer": answer,
+                "abstained": abstained,
+                "cited_sources": cited,
+                "source_chunk_ids": sources,
+                "evidence_in_prompt": bool(sources),
+                "faithful": faithful,
+                "responsive": responsive,
+                "prompt_tokens": 100 if sources else 20,
+                "completion_tokens": 10,
+                "seconds": 0.5,
+                "cached": True,
+            }
+        )
+    return pd.DataFrame(rows, columns=ANSWER_FILE_COLUMNS)
+
+
+@pytest.fixture(scope="module")
+def judged():
+    files = [("bm25.parquet", answer_file("sentences100", "bm25", BM25))]
+    files.append(("none.parquet", answer_file("none", "none", CLOSED)))
+    return judge_llm_answers(gather_answer_files(files), CHUNKS)
+
+
+def test_each_answer_is_judged_and_located(judged):
+    bm25 = judged[judged["retriever"] == "bm25"].set_index("question_id")
+    assert list(bm25["outcome"]) == ["correct", "correct", "abstained", "correct", NOT_JUDGED, REFUSED]
+    assert list(bm25["reference_in_sources"]) == [True, True, False, False, False, False]
+    assert list(bm25["reference_in_cited"]) == [True, False, False, False, False, False]
+    assert list(bm25["supported"]) == [True, False, False, False, False, False]
+    assert list(bm25["correct_from_memory"]) == [False, False, False, True, False, False]
+    closed = judged[judged["retriever"] == "none"].set_index("question_id")
+    assert closed.loc["q1", "outcome"] == "wrong" and closed.loc["q6", "outcome"] == ANSWERED_UNANSWERABLE
+    # Closed book has no sources: every correct answer is from memory.
+    assert list(closed.loc[closed["correct"], "correct_from_memory"]) == [True, True]
+
+
+def test_the_summary_counts_and_shares(judged):
+    summary = summarize_llm_answers(judged).set_index("retriever")
+    bm25, closed = summary.loc["bm25"], summary.loc["none"]
+    assert (bm25.correct, bm25.wrong, bm25.abstained, bm25.not_judged) == (3, 0, 1, 1)
+    assert (bm25.refused, bm25.unanswerable, bm25.correct_from_memory) == (1, 1, 1)
+    assert bm25.correct_share == pytest.approx(3 / 4)  # over the 4 questions with a reference
+    assert bm25.correct_share_low <= bm25.correct_share <= bm25.correct_share_high
+    assert bm25.correct_from_memory_share == pytest.approx(1 / 3)
+    assert bm25.faithful_share == pytest.approx(3 / 4)  # q1, q2, q5 of the 4 answered
+    assert (closed.correct, closed.wrong, closed.answered_unanswerable) == (2, 1, 1)
+    assert closed.refused_share == 0.0 and closed.correct_from_memory == 2
+    assert bm25.mean_prompt_tokens == 100 and closed.mean_prompt_tokens == 20
+    assert bm25.cached_answers == 6 and bm25.question_count == 6
+    assert set(summary["questions"]) == {"development"}  # the question set's name, not a count
+
+
+def test_retrieval_is_compared_with_the_closed_book_on_the_same_questions(judged):
+    table = closed_book_comparisons(judged).set_index("outcome")
+    assert set(table["retriever"]) == {"bm25"}  # the closed book is the baseline, not a row
+    assert set(table["questions"]) == {"development"} and set(table["question_count"]) == {6}
+    correct = table.loc["correct"]
+    assert correct.share == pytest.approx(3 / 6) and correct.closed_book_share == pytest.approx(2 / 6)
+    assert correct.difference == pytest.approx(1 / 6)
+    assert 0 < correct.p_randomization <= 1 and correct.p_randomization <= correct.p_holm
+    refused = table.loc["refused"]
+    assert refused.difference == pytest.approx(1 / 6)
+    assert table.loc["correct_from_memory"].difference == pytest.approx(-1 / 6)
+
+
+def test_the_citation_checks_precision_and_recall(judged):
+    bm25 = citation_check_table(judged).set_index("retriever").loc["bm25"]
+    # Answered: q1 (supported), q2, q4, q5 (unsupported); flagged (not faithful): q4 only.
+    assert (bm25.answered, bm25.unsupported, bm25.flagged, bm25.flagged_unsupported) == (4, 3, 1, 1)
+    assert bm25.precision == 1.0 and bm25.recall == pytest.approx(1 / 3)
+    assert bm25.recall_low <= bm25.recall <= bm25.recall_high
+
+
+def test_verdicts_are_measured_for_the_model_and_the_offline_generators(judged):
+    heldout = pd.DataFrame(
+        [
+            {
+                "questions_file": "heldout_questions_round4",
+                "retriever": "bm25_lsa_ivf",
+                "generator": "reader",
+                "group": "all",
+                "answered": 12,
+                "faithful_and_responsive": 10,
+                "faithful_and_responsive_not_judged": 0,
+                "faithful_and_responsive_correct": 3,
+                "verdicts_correct_share": 0.3,
+                "verdicts_correct_share_low": 0.1,
+                "verdicts_correct_share_high": 0.6,
+            }
+        ]
+    )
+    table = verdicts_table(judged, heldout).set_index("setup")
+    bm25 = table.loc["sentences100/bm25/k=5"]
+    # q1, q2 and q5 pass both verdicts; q5 has no reference; q1 and q2 are correct.
+    assert (bm25.faithful_and_responsive, bm25.faithful_and_responsive_not_judged) == (3, 1)
+    assert bm25.faithful_and_responsive_correct == 2 and bm25.verdicts_correct_share == 1.0
+    closed = table.loc["none/none/k=5"]
+    assert closed.faithful_and_responsive == 0 and math.isnan(closed.verdicts_correct_share)
+    assert table.loc["rag ask bm25_lsa_ivf", "faithful_and_responsive_correct"] == 3
+    assert set(table["not_checked"]) == {NOT_CHECKED}
+
+
+def test_bad_answer_files_are_one_clear_error():
+    broken = answer_file("sentences100", "bm25", BM25).drop(columns=["reference_answer"])
+    with pytest.raises(ValueError, match="bm25.parquet: answer file lacks column 'reference_answer'"):
+        gather_answer_files([("bm25.parquet", broken)])
+    with pytest.raises(ValueError, match="question 'q1': source chunk 'c1' is not in the chunks"):
+        judge_llm_answers(answer_file("sentences100", "bm25", BM25), {})

@@ -1,0 +1,51 @@
+# Language models' answers measured (docs/answers.md): judged against the
+# reference answers, compared with the closed book, the citation check's
+# precision and recall at flagging unsupported answers, and how often the
+# verdicts "faithful and responsive" are correct for every generator. The
+# answer files come from the llm generator's rule (llm_answer); held-out
+# question sets are ranked here with the grid's own retrievers and indexes.
+
+
+rule rank_question_set:
+    input:
+        chunks=CHUNKS,
+        questions=lambda wildcards: llm_questions_path(wildcards.corpus, wildcards.questions),
+        indexes=question_set_indexes,
+    output:
+        ranking="work/question_sets/{corpus}/{questions}/{chunker}/{retriever}.parquet",
+    log:
+        "logs/rank_question_set/{corpus}/{questions}/{chunker}/{retriever}.log",
+    wildcard_constraints:
+        questions=alternatives(heldout_question_sets()),
+        retriever=alternatives([*BASE_RETRIEVERS, *FUSED_RETRIEVERS]),
+    conda:
+        "../envs/rag.yaml"
+    params:
+        retrievers=lambda wildcards: canonical_json(RETRIEVERS),
+        depth=config["evaluation"]["depth"],
+        code=script_digest("rank_question_set.py"),
+    script:
+        "../scripts/rank_question_set.py"
+
+
+if llm_answer_files():
+
+    rule llm_answer_tables:
+        input:
+            answers=llm_answer_files(),
+            chunks=llm_chunk_files(),
+            heldout=[f"{RESULTS}/answers_heldout.csv"] if ANSWERS["heldout"] else [],
+        output:
+            judged=f"{RESULTS}/llm_answers_judged.csv",
+            summary=f"{RESULTS}/llm_answers_summary.csv",
+            closed_book=f"{RESULTS}/llm_closed_book.csv",
+            citation=f"{RESULTS}/citation_check.csv",
+            verdicts=f"{RESULTS}/verdicts.csv",
+        log:
+            "logs/llm_answer_tables.log",
+        conda:
+            "../envs/rag.yaml"
+        params:
+            code=script_digest("llm_answer_tables.py"),
+        script:
+            "../scripts/llm_answer_tables.py"

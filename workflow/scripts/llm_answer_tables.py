@@ -1,0 +1,34 @@
+"""Judge the language models' answers and write the tables: summary, closed book, citation check, verdicts."""
+
+import pandas as pd
+
+from rag.answering.llm_tables import (
+    citation_check_table,
+    closed_book_comparisons,
+    describe_llm_answers,
+    gather_answer_files,
+    judge_llm_answers,
+    summarize_llm_answers,
+)
+from rag.answering.verdicts import verdicts_table
+from rag.formats.files import write_csv
+from rag.formats.tables import read_columns
+from rag.jobs import finish_job, start_log
+
+log = start_log(snakemake.log[0])
+answers = gather_answer_files([(path, pd.read_parquet(path)) for path in snakemake.input.answers])
+chunk_texts = {}
+for path in snakemake.input.chunks:
+    chunks = read_columns(path, ["chunk_id", "text"])
+    chunk_texts |= dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
+judged = judge_llm_answers(answers, chunk_texts)
+summary = summarize_llm_answers(judged)
+for line in describe_llm_answers(summary):
+    log.info("%s", line)
+heldout = pd.read_csv(snakemake.input.heldout[0]) if snakemake.input.heldout else None
+write_csv(judged, snakemake.output.judged)
+write_csv(summary, snakemake.output.summary)
+write_csv(closed_book_comparisons(judged), snakemake.output.closed_book)
+write_csv(citation_check_table(judged), snakemake.output.citation)
+write_csv(verdicts_table(judged, heldout), snakemake.output.verdicts)
+finish_job()

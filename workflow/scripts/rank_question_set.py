@@ -1,0 +1,38 @@
+"""Rank a held-out question set with one of the grid's retrievers, from the indexes the grid saved."""
+
+import json
+from pathlib import Path
+
+from rag.formats.files import read_yaml
+from rag.formats.tables import load_arrays, read_columns
+from rag.jobs import finish_job, start_log, write_job_ranking
+from rag.labels import parse_questions
+from rag.retrieval.question_sets import rank_question_set, ranking_provenance
+from rag.retrieval.search import chunk_id_order
+
+log = start_log(snakemake.log[0])
+entries = json.loads(snakemake.params.retrievers)
+name = snakemake.wildcards.retriever
+questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
+chunk_ids = read_columns(snakemake.input.chunks, ["chunk_id"])["chunk_id"]
+indexes = {Path(path).stem: path for path in snakemake.input.indexes}
+rankings = rank_question_set(
+    name,
+    entries,
+    [question.text for question in questions],
+    snakemake.params.depth,
+    chunk_id_order(chunk_ids),
+    lambda base: load_arrays(indexes[base]),
+)
+log.info(
+    "%s: %d questions of %s ranked from %s",
+    name,
+    len(questions),
+    snakemake.wildcards.questions,
+    sorted(indexes),
+)
+question_ids = [question.question_id for question in questions]
+write_job_ranking(
+    snakemake, question_ids, rankings, chunk_ids, ranking_provenance(name, entries), "rank_question_set"
+)
+finish_job()
