@@ -282,6 +282,9 @@ rule llm_answer:
         retriever=alternatives([*RETRIEVERS, CLOSED_BOOK]),
     conda:
         "../envs/rag.yaml"
+    # The bundled model's server computes with two threads (rag.answering.local_server):
+    # one such job at a time on a two-core machine.
+    threads: 2
     params:
         generator=lambda wildcards: canonical_json(ANSWERS["generators"][wildcards.generator]),
         k=lambda wildcards: ANSWERS["generation"]["k"],

@@ -21,6 +21,8 @@ rule grounding:
         "benchmarks/logs/grounding.tsv"
     conda:
         "../envs/rag.yaml"
+    # The bundled model's server computes with two threads, as in llm_answer.
+    threads: 2
     params:
         grounding=canonical_json(GROUNDING),
         # A function: the prompt templates hold {question}, which is no wildcard.
