@@ -19,11 +19,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.config import MAX_NAME_LENGTH, ConfigError, build_plan
+from rag.config import GENERATION_DEFAULTS, MAX_NAME_LENGTH, ConfigError, build_plan
 from rag.kinds import (
     CHUNKER_KINDS,
     COMMON_GENERATOR_KEYS,
     COMMON_RETRIEVER_KEYS,
+    EXTRACTIVE_THRESHOLD,
     GENERATOR_KINDS,
     REQUIRED,
     RETRIEVER_KINDS,
@@ -100,6 +101,13 @@ def test_schema_kinds_and_parameters_follow_the_table(section, kinds):
             bound = "exclusiveMinimum" if parameter.exclusive_minimum else "minimum"
             assert declared.get(bound) == parameter.minimum, where
             assert declared.get("maximum") == parameter.maximum, where
+
+
+def test_schema_defaults_of_the_answers_section_are_the_plans():
+    """The schema must state its defaults as literals; they are the plan's, and the threshold the table's."""
+    declared = SCHEMA["properties"]["answers"]["properties"]
+    assert {key: declared[key]["default"] for key in GENERATION_DEFAULTS} == GENERATION_DEFAULTS
+    assert GENERATION_DEFAULTS["threshold"] == EXTRACTIVE_THRESHOLD
 
 
 def test_every_number_has_finite_bounds():
