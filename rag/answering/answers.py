@@ -24,7 +24,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rag.answering.extractive import ABSTENTION_TEXT, ExtractiveAnswer, cite, extract_answer
+from rag.answering.extractive import (
+    ABSTENTION_TEXT,
+    DEFAULT_COVERAGE_THRESHOLD,
+    ExtractiveAnswer,
+    cite,
+    extract_answer,
+)
 from rag.answering.prompts import Prompt, PromptBudgetError, build_prompt
 from rag.answering.question_answering import (
     Embed,
@@ -61,7 +67,7 @@ class GenerationSettings:
     ``similarity``), answered when the best score reaches ``threshold``."""
 
     k: int = 5
-    threshold: float = 0.5
+    threshold: float = DEFAULT_COVERAGE_THRESHOLD
     budget: int | None = None
     count_tokens: TokenCounter = count_word_and_punctuation
     reader: str = "extractive"
@@ -782,13 +788,12 @@ def measure_ask(
     Every retriever ``rag ask`` offers (the spec's BM25 + LSA + IVF, and
     BM25 + MiniLM when ``embedder``, a :class:`rag.answering.reader.CachedSentenceEmbedder`,
     is given) with both offline generators: the extractive generator at
-    coverage 0.5 and the reader at its frozen threshold. With MiniLM, the
+    its default coverage and the reader at its frozen threshold. With MiniLM, the
     reader is also measured with its MiniLM similarity (``reader_minilm``,
     ``rag ask --similarity``), the signal meant for questions worded unlike
     their answers; the bundled corpus has few enough distinct sentences that
     embedding them all through the cache is cheap.
     """
-    from rag.answering.extractive import DEFAULT_COVERAGE_THRESHOLD
     from rag.answering.reader import DEFAULT_MODEL, DEFAULT_THRESHOLD, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
 
     setups = [("bm25_lsa_ivf", None)] + ([("bm25_minilm", embedder)] if embedder is not None else [])

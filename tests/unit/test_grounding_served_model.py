@@ -38,6 +38,7 @@ from rag.grounding.served_model import (
     served_model,
     sources_prefix,
 )
+from tests.extras import require_extra
 from tests.fault_server import WORD_MODEL_STATED, WORD_MODEL_UNSTATED, reply, word_language_model
 
 LOG_10 = math.log(10.0)
@@ -276,8 +277,7 @@ def test_a_bundled_generator_starts_its_server_with_logits_all_only_on_a_cache_m
 def _bundled_or_skip():
     from rag.answering import local_server
 
-    if local_server.missing_packages():
-        pytest.skip(f"needs the llm extra: {local_server.INSTALL_COMMAND}")
+    require_extra("llm")
     return local_server
 
 
