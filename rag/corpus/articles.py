@@ -15,6 +15,8 @@ wrapper divs need no special case.
 The parser is the standard library's :class:`html.parser.HTMLParser`: the
 markup MediaWiki emits is balanced, and the few places where HTML closes an
 element implicitly (a block starting inside a paragraph) are handled here.
+Every page goes through :func:`closable_markup` first, which keeps that parser
+linear on hostile input (1 MB of ``<a <a <a ...`` took hours before).
 """
 
 from __future__ import annotations
@@ -173,6 +175,66 @@ def is_skipped_element(tag: str, attributes: dict[str, str]) -> bool:
     return (attributes.get("role") or "") in SKIPPED_ROLES
 
 
+_NAME_END = r"(?![-_.a-zA-Z0-9])"
+_SECTIONS = r"(?:temp|cdata|ignore|include|rcdata)" + _NAME_END
+_CONDITIONS = r"(?:if|else|endif)" + _NAME_END
+# What html.parser looks for after an opener (and from how far into it): an opener
+# with no such closer after it is never closed. None: never closed (html.parser
+# stops with an AssertionError on a marked section of an unknown name, "<![foo[").
+_CLOSERS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None, int], ...] = (
+    (re.compile(r"<"), re.compile(r">"), 1),
+    (re.compile(r"<!--"), re.compile(r"--\s*>"), 4),
+    (re.compile(r"<!\[" + _SECTIONS, re.IGNORECASE), re.compile(r"]\s*]\s*>"), 3),
+    (re.compile(r"<!\[" + _CONDITIONS, re.IGNORECASE), re.compile(r"]\s*>"), 3),
+    (re.compile(rf"<!\[(?!{_SECTIONS}|{_CONDITIONS})", re.IGNORECASE), None, 0),
+)
+
+
+def _unclosable_openers(html: str) -> set[int]:
+    """The positions of every ``<`` whose construct has no closer after it (:data:`_CLOSERS`).
+
+    html.parser reads such a construct as text up to the next ``>``, so every
+    ``<`` up to there is text too; the next construct starts after it.
+    """
+    positions: set[int] = set()
+    for opener, closer, reach in _CLOSERS:
+        last = -1
+        for last_match in closer.finditer(html) if closer else ():
+            last = last_match.start()
+        start = 0 if closer is None else max(0, last - reach + 1)
+        covered = -1
+        for match in opener.finditer(html, start):
+            if match.start() <= covered:
+                continue
+            end = html.find(">", match.start() + 1)
+            covered = len(html) if end < 0 else end
+            positions.update(index for index in range(match.start(), covered) if html[index] == "<")
+    return positions
+
+
+def closable_markup(html: str) -> str:
+    """``html`` with the ``<`` of every construct that is never closed written as ``&lt;``.
+
+    Why: at the end of its input html.parser retries an unfinished tag,
+    comment or marked section at each following ``<`` and scans to the end
+    of the text each time, so 1 MB of ``<a <a <a ...`` (or ``<!--x>``,
+    ``<![CDATA[ >``, ``<a b``) took minutes to hours. An opener with no closer
+    after it is read as text by html.parser anyway, so writing its ``<`` as a
+    character reference keeps the text and reads it in one forward pass. A
+    marked section of an unknown name (``<![foo[``), which html.parser stops
+    on with an AssertionError, is text too.
+    """
+    positions = _unclosable_openers(html)
+    if not positions:
+        return html
+    pieces, previous = [], 0
+    for position in sorted(positions):
+        pieces += [html[previous:position], "&lt;"]
+        previous = position + 1
+    pieces.append(html[previous:])
+    return "".join(pieces)
+
+
 @dataclass
 class _OpenElement:
     tag: str
@@ -305,7 +367,7 @@ def parse_article_html_counted(html: str, name: str) -> tuple[list[Block], dict[
     if not isinstance(html, str):
         raise DocumentError(f"{name}: expected the article's HTML as text, got {type(html).__name__}")
     reader = _ArticleReader()
-    reader.feed(html)
+    reader.feed(closable_markup(html))
     blocks = reader.finish()
     if not blocks:
         raise DocumentError(f"{name}: no paragraphs to index in the article's HTML")
@@ -338,7 +400,7 @@ def declared_html_access(html: str, name: str, default_access: str = DEFAULT_ACC
     :data:`ACCESS_LEVELS` are errors naming the file and line, never a guess.
     """
     reader = _AccessMeta()
-    reader.feed(html)
+    reader.feed(closable_markup(html))
     reader.close()
     if len(reader.found) > 1:
         line = reader.found[1][0]
