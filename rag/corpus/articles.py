@@ -24,7 +24,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from html import unescape
 from html.parser import HTMLParser
 
 from rag.corpus.documents import (
@@ -254,6 +253,9 @@ class _ArticleReader(HTMLParser):
         self.blocks: list[Block] = []
         self.path: list[str] = []
         self.stack: list[_OpenElement] = []
+        # Where each tag is open on the stack, innermost last: finding the open
+        # <p> stays constant-time however deep unclosed elements pile up.
+        self.positions: dict[str, list[int]] = {}
         self.skipped_depth = 0
         self.paragraph: list[str] | None = None
         self.heading: list[str] | None = None
@@ -263,14 +265,17 @@ class _ArticleReader(HTMLParser):
     # -- the stack -------------------------------------------------------------
 
     def _open_index(self, tag: str) -> int | None:
-        for index in range(len(self.stack) - 1, -1, -1):
-            if self.stack[index].tag == tag:
-                return index
-        return None
+        positions = self.positions.get(tag)
+        return positions[-1] if positions else None
+
+    def _push(self, element: _OpenElement) -> None:
+        self.positions.setdefault(element.tag, []).append(len(self.stack))
+        self.stack.append(element)
 
     def _close_down_to(self, index: int) -> None:
         while len(self.stack) > index:
             element = self.stack.pop()
+            self.positions[element.tag].pop()
             if element.skipped:
                 self.skipped_depth -= 1
             elif self.skipped_depth == 0:
@@ -312,7 +317,7 @@ class _ArticleReader(HTMLParser):
         if self.skipped_depth == 0 and tag in _SKIPPED_KIND and (skipped or tag == "pre"):
             # pre is never inside a paragraph, so its text is left out too.
             self.skipped[_SKIPPED_KIND[tag]] += 1
-        self.stack.append(_OpenElement(tag, skipped))
+        self._push(_OpenElement(tag, skipped))
         if skipped:
             self.skipped_depth += 1
             return
@@ -374,7 +379,43 @@ def parse_article_html_counted(html: str, name: str) -> tuple[list[Block], dict[
     return blocks, {kind: reader.skipped[kind] for kind in SKIPPABLE}
 
 
-_TITLE = re.compile(r"<(title|h1)\b[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
+class _Titles(HTMLParser):
+    """The text of a page's first ``<h1>`` and first ``<title>``, markup inside them dropped.
+
+    A parser, not a pattern: a lazy ``<(title|h1)...>(.*?)</...>`` search
+    rescans the rest of the page from every unclosed opening tag, which is
+    quadratic on hostile input.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.texts: dict[str, list[str]] = {}
+        self.open: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("h1", "title") and self.open is None and tag not in self.texts:
+            self.open = tag
+            self.texts[tag] = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == self.open:
+            self.open = None
+
+    def handle_data(self, data: str) -> None:
+        if self.open is not None:
+            self.texts[self.open].append(data)
+
+
+def _page_title(html: str) -> str | None:
+    """The first ``<h1>``'s text, else the first ``<title>``'s, else None."""
+    reader = _Titles()
+    reader.feed(closable_markup(html))
+    reader.close()
+    for tag in ("h1", "title"):
+        text = normalize_passage("".join(reader.texts.get(tag, ())))
+        if text:
+            return text
+    return None
 
 
 class _AccessMeta(HTMLParser):
@@ -433,9 +474,7 @@ def document_from_html_file(
     """
     access = declared_html_access(html, name or doc_id, default_access)
     blocks, skipped = parse_article_html_counted(html, doc_id)
-    titles = {match.group(1).lower(): match.group(2) for match in reversed(list(_TITLE.finditer(html)))}
-    raw_title = titles.get("h1") or titles.get("title") or doc_id
-    title = normalize_passage(unescape(re.sub(r"<[^>]+>", "", raw_title))) or doc_id
+    title = _page_title(html) or doc_id
     document = Document(
         doc_id=doc_id, title=title, version=content_version(blocks), blocks=tuple(blocks), access=access
     )
