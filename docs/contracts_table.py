@@ -83,6 +83,8 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
         [
             (U + "test_inline_markup.py", ".", "result"),
             (U + "test_front_matter.py", "alias_bomb", "error"),
+            (U + "test_hardening_limits.py", "unclosed_html|unknown_name|closable_markup", "result"),
+            (U + "test_hardening_limits.py", "size_cap", "error"),
         ],
     ),
     7: (
@@ -96,6 +98,8 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
             (U + "test_planning_checks.py", "merge_key|strictly", "error"),
             (U + "test_planning_checks.py", "kept|keep_every", "result"),
             (U + "test_hardening.py", "impossible_gain|enormous_beir_score", "error"),
+            (U + "test_hardening_limits.py", "access_level", "error"),
+            (U + "test_hardening_limits.py", "no_chunk_has|warns_nothing", "result"),
         ],
     ),
     8: (

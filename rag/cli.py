@@ -74,6 +74,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from rag.escaping import visible
+from rag.kinds import ASK_DEFAULTS, EXTRACTIVE_THRESHOLD
 
 if TYPE_CHECKING:
     from rag.answering.question_answering import AnswerReport, IndexOptions, QuestionIndex
@@ -94,18 +95,12 @@ LLM_CACHE_FOLDER = "llm"
 RETRIEVERS = ("auto", "bm25_minilm", "bm25_lsa_ivf")
 DENSE_MODEL = "all-MiniLM-L6-v2"
 
-# Mirrors rag.answering.question_answering's and rag.answering.reader's defaults; importing them
-# here would make `rag ask --help` and usage errors pay for numpy and scipy.
-DEFAULTS = {
-    "max_words": 60,
-    "dimensions": 32,
-    "lists": 8,
-    "probes": 3,
-    "sources": 5,
-}
+# rag ask's setup, from the table of kinds (plain data: `rag ask --help` and
+# usage errors must not pay for numpy and scipy).
+DEFAULTS = ASK_DEFAULTS
 # The abstention threshold of each offline generator (the reader's depends on
 # whether its MiniLM similarity is in the score); see rag.answering.reader.
-DEFAULT_THRESHOLDS = {"extractive": 0.5, "reader": None}
+DEFAULT_THRESHOLDS = {"extractive": EXTRACTIVE_THRESHOLD, "reader": None}
 # The whole-number options of ``rag ask``, each with its default in DEFAULTS.
 INTEGER_OPTIONS = {
     "max_words": "word limit of a sentence chunk",
@@ -199,9 +194,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=_score,
         default=None,
         metavar="X",
-        help="score the quoted sentence must reach, else the generator abstains (default: 0.5 for the "
-        "extractive generator, a share of the question's idf weight; for the reader, the threshold its "
-        "cross validation chose on the labelled questions)",
+        help="score the quoted sentence must reach, else the generator abstains (default: "
+        f"{EXTRACTIVE_THRESHOLD:g} for the extractive generator, a share of the question's idf weight; "
+        "for the reader, the threshold its cross validation chose on the labelled questions)",
     )
     ask.add_argument(
         "--similarity",

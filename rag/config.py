@@ -32,6 +32,7 @@ from rag.kinds import (
     CHUNKER_KINDS,
     COMMON_GENERATOR_KEYS,
     COMMON_RETRIEVER_KEYS,
+    EXTRACTIVE_THRESHOLD,
     GENERATOR_KINDS,
     RETRIEVER_KINDS,
     kinds_with,
@@ -306,7 +307,7 @@ def canonical_grounding(entry: Mapping, where: str = "config['grounding']") -> d
 # Settings of the extractive generator and its prompt; every answer job carries them.
 GENERATION_DEFAULTS: dict[str, object] = {
     "k": 5,
-    "threshold": 0.5,
+    "threshold": EXTRACTIVE_THRESHOLD,
     "token_counter": "word_and_punctuation",
     "budget": None,
 }

@@ -346,6 +346,11 @@ LLM_CLOSED_BOOK_USER = "Question: {question}"
 # rag.answering.local_server while a job needs it.
 BUNDLED_ENDPOINT = "bundled"
 
+# The share of the question's idf weight the extractive generator's sentence
+# must cover, else it abstains (rag.answering.extractive): the default of the
+# answers section's ``threshold`` and of ``rag ask --generator extractive``.
+EXTRACTIVE_THRESHOLD = 0.5
+
 # Generators read a question and the top k chunks of a ranking (or none: closed
 # book) and answer. ``rule`` is the workflow rule of their answer jobs. The
 # extractive generator and the reader are offline and run over every answered
@@ -387,6 +392,13 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
 
 # Keys every generator entry may carry besides its kind's parameters.
 COMMON_GENERATOR_KEYS = ("kind", "optional")
+
+# ``rag ask``'s one fixed setup (rag.answering.question_answering): sentence
+# chunks of at most ``max_words`` words, LSA of ``dimensions`` dimensions filed
+# in an IVF index of ``lists`` lists of which ``probes`` are scanned, and the
+# ``sources`` best chunks in the prompt. Plain data here, so that the command's
+# help and usage errors read them without importing numpy.
+ASK_DEFAULTS: dict[str, int] = {"max_words": 60, "dimensions": 32, "lists": 8, "probes": 3, "sources": 5}
 
 
 def kinds_with(

@@ -2,8 +2,8 @@
 
 ``tests/unit/`` holds the tests of ``rag``'s functions; ``tests/pipeline/``
 the tests that build the workflow end to end (and the SLURM run).
-``python -m pytest -m "not pipeline"`` is the everyday loop, under a minute:
-it leaves out every slow test. A test is marked ``pipeline`` here, at
+``.venv/bin/python -m pytest -m "not pipeline"`` is the everyday loop, about a
+minute: it leaves out every slow test. A test is marked ``pipeline`` here, at
 collection, when
 
 * it lives in ``tests/pipeline/`` or its file is named ``test_pipeline_*.py``, or
@@ -15,8 +15,9 @@ collection, when
 so tests added later to those files are marked without anyone remembering to.
 A unit file may keep its few Snakemake tests beside the units they exercise.
 An explicit ``@pytest.mark.pipeline`` marks the other slow tests: those that
-run the ``rag`` command in many subprocesses or load a heavy reference
-implementation (sentence-transformers on torch, ranx's compiled kernels).
+run the ``rag`` command in many subprocesses, load a heavy reference
+implementation (sentence-transformers on torch, ranx's compiled kernels) or
+take over ten seconds on their own.
 As a safety net, ``tests.workdir.snakemake`` fails inside a test that is not
 marked, naming the test.
 """

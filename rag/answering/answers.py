@@ -24,7 +24,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rag.answering.extractive import ABSTENTION_TEXT, ExtractiveAnswer, cite, extract_answer
+from rag.answering.extractive import (
+    ABSTENTION_TEXT,
+    DEFAULT_COVERAGE_THRESHOLD,
+    ExtractiveAnswer,
+    cite,
+    extract_answer,
+)
 from rag.answering.prompts import Prompt, PromptBudgetError, build_prompt
 from rag.answering.question_answering import (
     Embed,
@@ -61,7 +67,7 @@ class GenerationSettings:
     ``similarity``), answered when the best score reaches ``threshold``."""
 
     k: int = 5
-    threshold: float = 0.5
+    threshold: float = DEFAULT_COVERAGE_THRESHOLD
     budget: int | None = None
     count_tokens: TokenCounter = count_word_and_punctuation
     reader: str = "extractive"
@@ -581,12 +587,47 @@ def fold_of_questions(question_ids: Iterable[str], folds: int, seed: int) -> dic
     return {ordered[index]: position % folds for position, index in enumerate(permutation)}
 
 
+HOLDOUT_FOLD = "holdout"
+
+
+def held_out_answers(frame: pd.DataFrame, fractions: Mapping[str, float]) -> pd.Series:
+    """Which answers belong to a corpus's ``holdout`` share (rag.evaluation.holdout), per row.
+
+    The share is drawn from the answerable questions, as the learned fusion
+    draws it, so the same questions are held out of every choice.
+    """
+    from rag.evaluation.holdout import holdout_questions
+
+    held = pd.Series(False, index=frame.index, dtype=bool)
+    for corpus, fraction in fractions.items():
+        of_corpus = frame["corpus"] == corpus
+        answerable = frame.loc[of_corpus & frame["answerable"].astype(bool), "question_id"]
+        chosen = set(holdout_questions(answerable, fraction)) if fraction else set()
+        held |= of_corpus & frame["question_id"].isin(chosen)
+    return held
+
+
+def _threshold_row(key: dict, fold: str, scores, quotes, chosen: float, grid: Sequence[float]) -> dict:
+    """One row of the table of choices: the threshold and what it gets on ``scores``."""
+    correct, wrong = net_correct(scores, quotes, chosen)
+    return {
+        **key,
+        "fold": fold,
+        "questions": len(scores),
+        "threshold": chosen,
+        "at_grid_edge": at_grid_edge(chosen, grid),
+        "correct": correct,
+        "wrong": wrong,
+    }
+
+
 def cross_validated_thresholds(
     frame: pd.DataFrame,
     keys: Sequence[str],
     folds: int = DEFAULT_FOLDS,
     seed: int = DEFAULT_FOLD_SEED,
     grid: Sequence[float] = THRESHOLD_GRID,
+    held_out: pd.Series | None = None,
 ) -> tuple[pd.Series, pd.DataFrame]:
     """Each answer's threshold chosen without its own question, and the table of choices.
 
@@ -597,43 +638,32 @@ def cross_validated_thresholds(
     table has one row per fold and a row ``fold = "all"`` with the threshold
     chosen on every question, the one to use from then on; ``at_grid_edge``
     flags a choice at either end of the grid (:func:`at_grid_edge`).
+    ``held_out`` (per row, :func:`held_out_answers`) marks a holdout share:
+    those questions choose nothing, not even the ``all`` threshold; they get
+    the ``all`` threshold and a row ``fold = "holdout"`` of their own, so
+    their labels cannot move any choice.
     """
-    fold = frame["question_id"].map(fold_of_questions(frame["question_id"], folds, seed))
+    held = pd.Series(False, index=frame.index) if held_out is None else held_out.reindex(frame.index)
+    held = held.fillna(False).astype(bool)
+    choosing = frame[~held]
+    fold = choosing["question_id"].map(fold_of_questions(choosing["question_id"], folds, seed))
     thresholds = pd.Series(math.nan, index=frame.index, dtype="float64")
     rows = []
     for values, rows_of_key in frame.groupby(list(keys), sort=True):
         scores = rows_of_key["score"].to_numpy(dtype=float)
         quotes = rows_of_key["best_quoted_piece"].notna().to_numpy()
+        out = held.loc[rows_of_key.index].to_numpy()
         key = dict(zip(keys, values, strict=True))
-        for held_out in range(folds):
-            test = (fold.loc[rows_of_key.index] == held_out).to_numpy()
-            chosen = choose_threshold(scores[~test], quotes[~test], grid)
+        for held_fold in range(folds):
+            test = (fold.reindex(rows_of_key.index) == held_fold).to_numpy()
+            chosen = choose_threshold(scores[~test & ~out], quotes[~test & ~out], grid)
             thresholds.loc[rows_of_key.index[test]] = chosen
-            correct, wrong = net_correct(scores[test], quotes[test], chosen)
-            rows.append(
-                {
-                    **key,
-                    "fold": str(held_out),
-                    "questions": int(test.sum()),
-                    "threshold": chosen,
-                    "at_grid_edge": at_grid_edge(chosen, grid),
-                    "correct": correct,
-                    "wrong": wrong,
-                }
-            )
-        chosen = choose_threshold(scores, quotes, grid)
-        correct, wrong = net_correct(scores, quotes, chosen)
-        rows.append(
-            {
-                **key,
-                "fold": "all",
-                "questions": len(scores),
-                "threshold": chosen,
-                "at_grid_edge": at_grid_edge(chosen, grid),
-                "correct": correct,
-                "wrong": wrong,
-            }
-        )
+            rows.append(_threshold_row(key, str(held_fold), scores[test], quotes[test], chosen, grid))
+        chosen = choose_threshold(scores[~out], quotes[~out], grid)
+        rows.append(_threshold_row(key, "all", scores[~out], quotes[~out], chosen, grid))
+        if out.any():
+            thresholds.loc[rows_of_key.index[out]] = chosen
+            rows.append(_threshold_row(key, HOLDOUT_FOLD, scores[out], quotes[out], chosen, grid))
     return thresholds, pd.DataFrame(rows)
 
 
@@ -782,13 +812,12 @@ def measure_ask(
     Every retriever ``rag ask`` offers (the spec's BM25 + LSA + IVF, and
     BM25 + MiniLM when ``embedder``, a :class:`rag.answering.reader.CachedSentenceEmbedder`,
     is given) with both offline generators: the extractive generator at
-    coverage 0.5 and the reader at its frozen threshold. With MiniLM, the
+    its default coverage and the reader at its frozen threshold. With MiniLM, the
     reader is also measured with its MiniLM similarity (``reader_minilm``,
     ``rag ask --similarity``), the signal meant for questions worded unlike
     their answers; the bundled corpus has few enough distinct sentences that
     embedding them all through the cache is cheap.
     """
-    from rag.answering.extractive import DEFAULT_COVERAGE_THRESHOLD
     from rag.answering.reader import DEFAULT_MODEL, DEFAULT_THRESHOLD, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
 
     setups = [("bm25_lsa_ivf", None)] + ([("bm25_minilm", embedder)] if embedder is not None else [])

@@ -40,14 +40,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from rag import bounded_http
-from rag.answering.hosted import Redactor, retry_after_seconds, shown_url
+from rag.answering.hosted import LOOPBACK_HOSTS, RETRYABLE_STATUS, Redactor, retry_after_seconds, shown_url
 from rag.answering.response_cache import ResponseCache
 from rag.progress import format_duration
 
 logger = logging.getLogger(__name__)
 
-RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 MAX_REPLY_BYTES = 8 * 1024 * 1024
 QUOTED_REPLY_CHARACTERS = 300
 MAX_RETRIES = 3

@@ -14,9 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from rag.answering.prompts import Prompt
+from rag.kinds import EXTRACTIVE_THRESHOLD
 from rag.text import analyze, numbers_in, split_sentences, tokenize
 
-DEFAULT_COVERAGE_THRESHOLD = 0.5
+DEFAULT_COVERAGE_THRESHOLD = EXTRACTIVE_THRESHOLD
 NUMBER_PENALTY = 0.5
 ABSTENTION_TEXT = "The sources are insufficient to answer the question."
 

@@ -53,7 +53,7 @@ MODEL_VARIABLE = "RAG_LLM_MODEL"
 TIMEOUT_VARIABLE = "RAG_LLM_TIMEOUT"
 
 RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
-_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 _QUOTED_REPLY_CHARACTERS = 300
 _REDACTED = "[redacted]"
 # A piece of a secret this long is treated as the secret itself.
@@ -216,11 +216,7 @@ class HostedConfig:
             raise ValueError(f"base URL {shown!r} is not an http(s) URL")
         if parsed.username or parsed.password:
             raise ValueError("base URL must not carry credentials; put the key in " + API_KEY_VARIABLE)
-        if (
-            parsed.scheme == "http"
-            and parsed.hostname not in _LOOPBACK_HOSTS
-            and not self.allow_insecure_http
-        ):
+        if parsed.scheme == "http" and parsed.hostname not in LOOPBACK_HOSTS and not self.allow_insecure_http:
             raise ValueError(
                 f"base URL {shown!r} uses plain http to a non-loopback host, which would send "
                 "the key unencrypted; use https (or allow_insecure_http=True on a trusted network)"

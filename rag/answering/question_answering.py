@@ -44,6 +44,7 @@ from rag.answering.verification import AnswerCheck, Verdicts, check_answer, verd
 from rag.chunking import Chunk, ChunkerSpec, chunk_corpus
 from rag.corpus.documents import DEFAULT_ACCESS, SKIPPABLE, Document, DocumentError
 from rag.corpus.folders import read_document
+from rag.kinds import ASK_DEFAULTS
 from rag.retrieval.bm25 import BM25Index, bm25_index_from_counts, bm25_search
 from rag.retrieval.fusion import DEFAULT_CONSTANT, reciprocal_rank_fusion
 from rag.retrieval.ivf import IVFIndex, build_ivf
@@ -61,11 +62,11 @@ RETRIEVERS = (SPEC_RETRIEVER, MINILM_RETRIEVER)
 # Embeds texts as unit rows (the MiniLM encoder through the embedding cache).
 Embed = Callable[[list[str]], np.ndarray]
 
-DEFAULT_MAX_WORDS = 60
-DEFAULT_DIMENSIONS = 32
-DEFAULT_LISTS = 8
-DEFAULT_PROBES = 3
-DEFAULT_SOURCES = 5
+DEFAULT_MAX_WORDS = ASK_DEFAULTS["max_words"]
+DEFAULT_DIMENSIONS = ASK_DEFAULTS["dimensions"]
+DEFAULT_LISTS = ASK_DEFAULTS["lists"]
+DEFAULT_PROBES = ASK_DEFAULTS["probes"]
+DEFAULT_SOURCES = ASK_DEFAULTS["sources"]
 DEFAULT_THRESHOLD = DEFAULT_COVERAGE_THRESHOLD
 # LSA keeps terms found in at least this many chunks (see rag.retrieval.lsa).
 MIN_DOCUMENT_FREQUENCY = 2

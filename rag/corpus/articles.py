@@ -15,6 +15,8 @@ wrapper divs need no special case.
 The parser is the standard library's :class:`html.parser.HTMLParser`: the
 markup MediaWiki emits is balanced, and the few places where HTML closes an
 element implicitly (a block starting inside a paragraph) are handled here.
+Every page goes through :func:`closable_markup` first, which keeps that parser
+linear on hostile input (1 MB of ``<a <a <a ...`` took hours before).
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from html import unescape
 from html.parser import HTMLParser
 
 from rag.corpus.documents import (
@@ -173,6 +174,66 @@ def is_skipped_element(tag: str, attributes: dict[str, str]) -> bool:
     return (attributes.get("role") or "") in SKIPPED_ROLES
 
 
+_NAME_END = r"(?![-_.a-zA-Z0-9])"
+_SECTIONS = r"(?:temp|cdata|ignore|include|rcdata)" + _NAME_END
+_CONDITIONS = r"(?:if|else|endif)" + _NAME_END
+# What html.parser looks for after an opener (and from how far into it): an opener
+# with no such closer after it is never closed. None: never closed (html.parser
+# stops with an AssertionError on a marked section of an unknown name, "<![foo[").
+_CLOSERS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None, int], ...] = (
+    (re.compile(r"<"), re.compile(r">"), 1),
+    (re.compile(r"<!--"), re.compile(r"--\s*>"), 4),
+    (re.compile(r"<!\[" + _SECTIONS, re.IGNORECASE), re.compile(r"]\s*]\s*>"), 3),
+    (re.compile(r"<!\[" + _CONDITIONS, re.IGNORECASE), re.compile(r"]\s*>"), 3),
+    (re.compile(rf"<!\[(?!{_SECTIONS}|{_CONDITIONS})", re.IGNORECASE), None, 0),
+)
+
+
+def _unclosable_openers(html: str) -> set[int]:
+    """The positions of every ``<`` whose construct has no closer after it (:data:`_CLOSERS`).
+
+    html.parser reads such a construct as text up to the next ``>``, so every
+    ``<`` up to there is text too; the next construct starts after it.
+    """
+    positions: set[int] = set()
+    for opener, closer, reach in _CLOSERS:
+        last = -1
+        for last_match in closer.finditer(html) if closer else ():
+            last = last_match.start()
+        start = 0 if closer is None else max(0, last - reach + 1)
+        covered = -1
+        for match in opener.finditer(html, start):
+            if match.start() <= covered:
+                continue
+            end = html.find(">", match.start() + 1)
+            covered = len(html) if end < 0 else end
+            positions.update(index for index in range(match.start(), covered) if html[index] == "<")
+    return positions
+
+
+def closable_markup(html: str) -> str:
+    """``html`` with the ``<`` of every construct that is never closed written as ``&lt;``.
+
+    Why: at the end of its input html.parser retries an unfinished tag,
+    comment or marked section at each following ``<`` and scans to the end
+    of the text each time, so 1 MB of ``<a <a <a ...`` (or ``<!--x>``,
+    ``<![CDATA[ >``, ``<a b``) took minutes to hours. An opener with no closer
+    after it is read as text by html.parser anyway, so writing its ``<`` as a
+    character reference keeps the text and reads it in one forward pass. A
+    marked section of an unknown name (``<![foo[``), which html.parser stops
+    on with an AssertionError, is text too.
+    """
+    positions = _unclosable_openers(html)
+    if not positions:
+        return html
+    pieces, previous = [], 0
+    for position in sorted(positions):
+        pieces += [html[previous:position], "&lt;"]
+        previous = position + 1
+    pieces.append(html[previous:])
+    return "".join(pieces)
+
+
 @dataclass
 class _OpenElement:
     tag: str
@@ -192,6 +253,9 @@ class _ArticleReader(HTMLParser):
         self.blocks: list[Block] = []
         self.path: list[str] = []
         self.stack: list[_OpenElement] = []
+        # Where each tag is open on the stack, innermost last: finding the open
+        # <p> stays constant-time however deep unclosed elements pile up.
+        self.positions: dict[str, list[int]] = {}
         self.skipped_depth = 0
         self.paragraph: list[str] | None = None
         self.heading: list[str] | None = None
@@ -201,14 +265,17 @@ class _ArticleReader(HTMLParser):
     # -- the stack -------------------------------------------------------------
 
     def _open_index(self, tag: str) -> int | None:
-        for index in range(len(self.stack) - 1, -1, -1):
-            if self.stack[index].tag == tag:
-                return index
-        return None
+        positions = self.positions.get(tag)
+        return positions[-1] if positions else None
+
+    def _push(self, element: _OpenElement) -> None:
+        self.positions.setdefault(element.tag, []).append(len(self.stack))
+        self.stack.append(element)
 
     def _close_down_to(self, index: int) -> None:
         while len(self.stack) > index:
             element = self.stack.pop()
+            self.positions[element.tag].pop()
             if element.skipped:
                 self.skipped_depth -= 1
             elif self.skipped_depth == 0:
@@ -250,7 +317,7 @@ class _ArticleReader(HTMLParser):
         if self.skipped_depth == 0 and tag in _SKIPPED_KIND and (skipped or tag == "pre"):
             # pre is never inside a paragraph, so its text is left out too.
             self.skipped[_SKIPPED_KIND[tag]] += 1
-        self.stack.append(_OpenElement(tag, skipped))
+        self._push(_OpenElement(tag, skipped))
         if skipped:
             self.skipped_depth += 1
             return
@@ -305,14 +372,50 @@ def parse_article_html_counted(html: str, name: str) -> tuple[list[Block], dict[
     if not isinstance(html, str):
         raise DocumentError(f"{name}: expected the article's HTML as text, got {type(html).__name__}")
     reader = _ArticleReader()
-    reader.feed(html)
+    reader.feed(closable_markup(html))
     blocks = reader.finish()
     if not blocks:
         raise DocumentError(f"{name}: no paragraphs to index in the article's HTML")
     return blocks, {kind: reader.skipped[kind] for kind in SKIPPABLE}
 
 
-_TITLE = re.compile(r"<(title|h1)\b[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
+class _Titles(HTMLParser):
+    """The text of a page's first ``<h1>`` and first ``<title>``, markup inside them dropped.
+
+    A parser, not a pattern: a lazy ``<(title|h1)...>(.*?)</...>`` search
+    rescans the rest of the page from every unclosed opening tag, which is
+    quadratic on hostile input.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.texts: dict[str, list[str]] = {}
+        self.open: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("h1", "title") and self.open is None and tag not in self.texts:
+            self.open = tag
+            self.texts[tag] = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == self.open:
+            self.open = None
+
+    def handle_data(self, data: str) -> None:
+        if self.open is not None:
+            self.texts[self.open].append(data)
+
+
+def _page_title(html: str) -> str | None:
+    """The first ``<h1>``'s text, else the first ``<title>``'s, else None."""
+    reader = _Titles()
+    reader.feed(closable_markup(html))
+    reader.close()
+    for tag in ("h1", "title"):
+        text = normalize_passage("".join(reader.texts.get(tag, ())))
+        if text:
+            return text
+    return None
 
 
 class _AccessMeta(HTMLParser):
@@ -338,7 +441,7 @@ def declared_html_access(html: str, name: str, default_access: str = DEFAULT_ACC
     :data:`ACCESS_LEVELS` are errors naming the file and line, never a guess.
     """
     reader = _AccessMeta()
-    reader.feed(html)
+    reader.feed(closable_markup(html))
     reader.close()
     if len(reader.found) > 1:
         line = reader.found[1][0]
@@ -371,9 +474,7 @@ def document_from_html_file(
     """
     access = declared_html_access(html, name or doc_id, default_access)
     blocks, skipped = parse_article_html_counted(html, doc_id)
-    titles = {match.group(1).lower(): match.group(2) for match in reversed(list(_TITLE.finditer(html)))}
-    raw_title = titles.get("h1") or titles.get("title") or doc_id
-    title = normalize_passage(unescape(re.sub(r"<[^>]+>", "", raw_title))) or doc_id
+    title = _page_title(html) or doc_id
     document = Document(
         doc_id=doc_id, title=title, version=content_version(blocks), blocks=tuple(blocks), access=access
     )

@@ -27,16 +27,17 @@ EMPHASIS_DELIMITERS = ("**", "__", "*", "_", "`")
 
 
 class _NextOf:
-    """The next position at or after ``start`` holding one of ``characters``, for rising starts.
+    """The next match of ``pattern`` at or after ``start``, for rising starts.
 
     Starts only ever rise while a text is read, so the position found last is
     still the answer until the start passes it: the text is searched once per
-    pointer, whatever the number of questions.
+    pointer, whatever the number of calls. ``pattern`` is compiled once by
+    the caller (:func:`_any_of` for a set of characters).
     """
 
-    def __init__(self, text: str, characters: str) -> None:
+    def __init__(self, text: str, pattern: re.Pattern[str]) -> None:
         self.text = text
-        self.pattern = re.compile("[" + re.escape(characters) + "]")
+        self.pattern = pattern
         self.found = -1
 
     def at_or_after(self, start: int) -> int:
@@ -45,6 +46,16 @@ class _NextOf:
             match = self.pattern.search(self.text, start)
             self.found = match.start() if match else len(self.text)
         return self.found
+
+
+def _any_of(characters: str) -> re.Pattern[str]:
+    """A pattern matching any one of ``characters``: what most pointers look for."""
+    return re.compile("[" + re.escape(characters) + "]")
+
+
+def _closing(delimiter: str) -> re.Pattern[str]:
+    """An emphasis or code closer: ``delimiter`` after a non-space character (``(?<=\\S)\\1``)."""
+    return re.compile(r"(?<=\S)" + re.escape(delimiter))
 
 
 def remove_comments(text: str) -> str:
@@ -72,7 +83,7 @@ def remove_active_elements(text: str) -> str:
     never closed after any later one, so it is not searched for again.
     """
     pieces, position, search_from = [], 0, 0
-    tag_end = _NextOf(text, ">")
+    tag_end = _NextOf(text, _any_of(">"))
     unclosed_after: dict[str, int] = {}
     while True:
         opening = _ACTIVE_OPENING.search(text, search_from)
@@ -99,7 +110,7 @@ def remove_active_elements(text: str) -> str:
 def remove_tags(text: str) -> str:
     """``<[^>\\n]+>`` removed: a ``<`` with at least one character before the next ``>`` on its line."""
     pieces, position, start = [], 0, 0
-    stop = _NextOf(text, ">\n")
+    stop = _NextOf(text, _any_of(">\n"))
     length = len(text)
     while True:
         start = text.find("<", start)
@@ -120,8 +131,8 @@ def remove_tags(text: str) -> str:
 def unwrap_links(text: str) -> str:
     """``!?\\[([^\\]]*)\\]\\([^)]*\\)`` replaced by the link text: ``[Ceres](ceres.md)`` becomes ``Ceres``."""
     pieces, position, start = [], 0, 0
-    close_bracket = _NextOf(text, "]")
-    close_parenthesis = _NextOf(text, ")")
+    close_bracket = _NextOf(text, _any_of("]"))
+    close_parenthesis = _NextOf(text, _any_of(")"))
     length = len(text)
     while True:
         start = text.find("[", start)
@@ -144,22 +155,6 @@ def unwrap_links(text: str) -> str:
     return "".join(pieces)
 
 
-class _Closers:
-    """The first place at or after a rising ``start`` where ``delimiter`` follows a non-space character."""
-
-    def __init__(self, text: str, delimiter: str) -> None:
-        self.text = text
-        self.pattern = re.compile(r"(?<=\S)" + re.escape(delimiter))
-        self.found = -1
-
-    def at_or_after(self, start: int) -> int:
-        """The position, or ``len(text)`` when there is none."""
-        if self.found < start:
-            match = self.pattern.search(self.text, start)
-            self.found = match.start() if match else len(self.text)
-        return self.found
-
-
 def unwrap_emphasis(text: str) -> str:
     """``(\\*\\*|__|\\*|_|`)(?=\\S)(.+?)(?<=\\S)\\1`` replaced by its content, on one line.
 
@@ -167,8 +162,8 @@ def unwrap_emphasis(text: str) -> str:
     ends at the first closing delimiter that follows a non-space character
     and lies on the same line, as the lazy ``.+?`` found it.
     """
-    closers = {delimiter: _Closers(text, delimiter) for delimiter in EMPHASIS_DELIMITERS}
-    line_end = _NextOf(text, "\n")
+    closers = {delimiter: _NextOf(text, _closing(delimiter)) for delimiter in EMPHASIS_DELIMITERS}
+    line_end = _NextOf(text, _any_of("\n"))
     # A delimiter with no closer after some point has none after any later one.
     alive = [delimiter for delimiter in EMPHASIS_DELIMITERS if delimiter in text]
     opener = re.compile(r"[*_`]")

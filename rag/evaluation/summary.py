@@ -105,6 +105,58 @@ def _markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> lis
     return lines
 
 
+def _reader_edges(thresholds: pd.DataFrame | None) -> dict[str, list[str]]:
+    """Per corpus, each reader threshold chosen (``fold = all``) at the edge of its grid."""
+    edges: dict[str, list[str]] = {}
+    if thresholds is None or "at_grid_edge" not in thresholds:
+        return edges
+    chosen = thresholds[(thresholds["fold"].astype(str) == "all") & thresholds["at_grid_edge"].astype(bool)]
+    for row in chosen.itertuples(index=False):
+        edges.setdefault(row.corpus, []).append(
+            f"`{row.chunker}` / `{row.retriever}`, reader `{row.reader}`: threshold {row.threshold:.2f}"
+        )
+    return edges
+
+
+def _learned_edges(learned: pd.DataFrame | None) -> dict[str, list[str]]:
+    """Per corpus, each learned fusion whose weights came out on the border of the grid in some fold."""
+    edges: dict[str, list[str]] = {}
+    if learned is None or "at_grid_edge" not in learned:
+        return edges
+    for (corpus, chunker, retriever), rows in learned.groupby(["corpus", "chunker", "retriever"], sort=True):
+        folds = rows.drop_duplicates(["part", "fold"])
+        at_edge = int(folds["at_grid_edge"].astype(bool).sum())
+        if at_edge:
+            edges.setdefault(corpus, []).append(
+                f"`{chunker}` / `{retriever}`: fusion weights in {at_edge} of {len(folds)} folds"
+            )
+    return edges
+
+
+def grid_edge_lines(
+    thresholds: pd.DataFrame | None = None, learned: pd.DataFrame | None = None
+) -> dict[str, list[str]]:
+    """Per corpus, the README lines naming every cross-validated choice at the edge of its grid.
+
+    Why: a threshold or weight at the top or bottom of its grid says more
+    about the grid than about the questions (at a reader threshold of 2.00
+    the reader never answers), so a user must see it beside the figures it
+    produced, not only in ``reader_thresholds.csv`` or ``learned_fusion.csv``.
+    """
+    lines: dict[str, list[str]] = {}
+    for source, found in (
+        ("reader_thresholds.csv", _reader_edges(thresholds)),
+        ("learned_fusion.csv", _learned_edges(learned)),
+    ):
+        for corpus, choices in found.items():
+            lines.setdefault(corpus, []).append(
+                f"**At the edge of its grid** (`at_grid_edge` in `{source}`; a wider grid might move it): "
+                + "; ".join(choices)
+                + "."
+            )
+    return lines
+
+
 def results_readme(
     summary: pd.DataFrame,
     significance: pd.DataFrame,
@@ -112,12 +164,14 @@ def results_readme(
     resamples: int,
     permutations: int,
     recommended: Mapping[str, Sequence[str]] | None = None,
+    edges: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """results/README.md: per corpus, the best configuration of each metric and the whole summary.
 
     ``recommended`` maps a corpus to the Markdown lines of its recommendations
     (:func:`rag.evaluation.recommendation.recommendation_lines`), placed after
-    the table of maxima.
+    the table of maxima; ``edges`` to its lines naming choices at the edge of
+    their grid (:func:`grid_edge_lines`), placed after those.
     """
     metrics = [item for item in summary_metrics() if item.name in summary.columns]
     lines = [
@@ -151,6 +205,8 @@ def results_readme(
         lines += _markdown_table(["metric", "chunker", "retriever", "value [95 % CI]"], best_rows)
         if recommended and recommended.get(corpus):
             lines += ["", *recommended[corpus]]
+        if edges and edges.get(corpus):
+            lines += ["", *edges[corpus]]
         lines += ["", "### Every configuration", ""]
         table_rows = [
             [row["chunker"], row["retriever"], *(_cell(row, item) for item in metrics)]

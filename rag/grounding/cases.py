@@ -2,10 +2,10 @@
 
 A case is a prompt with a true continuation and a wrong one that the corpus
 states for another body, the kind of fact a model answering from memory mixes
-up. For each case the trigram model of the whole corpus (memory) completes the
-prompt, and memory and the generator conditioned on the retrieved chunks score
-both continuations; the support check then judges memory's completion against
-the same chunks. The swap experiment scores a comparison sentence and the same
+up. For each case the trigram model of the whole corpus (memory) and the same
+model conditioned on the retrieved chunks (sources) each complete the prompt
+and score both continuations; the support check then judges both completions
+against the same chunks. The swap experiment scores a comparison sentence and the same
 sentence with its two values exchanged under RAG-Sequence and RAG-Token.
 
 The numbers come from :mod:`rag.grounding.rag_models` and :mod:`rag.answering.verification`; this
@@ -201,7 +201,9 @@ class CaseResult:
     """Everything measured on one case.
 
     ``log10_odds[model]`` is log10 P(true) / P(wrong) under that model:
-    positive when it prefers the true answer.
+    positive when it prefers the true answer. ``completion_check`` judges
+    memory's completion, ``sources_completion_check`` the completion with the
+    sources, both against the retrieved chunks.
     """
 
     case: GroundingCase
@@ -209,6 +211,7 @@ class CaseResult:
     comparison: GroundingComparison
     log10_odds: Mapping[str, float]
     completion_check: ClaimCheck
+    sources_completion_check: ClaimCheck
     true_check: ClaimCheck
     wrong_check: ClaimCheck
     generator: str = TRIGRAM
@@ -229,7 +232,7 @@ def run_case(
     temperature: float,
     max_tokens: int,
 ) -> CaseResult:
-    """Complete the prompt from memory, score both answers under every model, check memory's answer."""
+    """Complete the prompt from memory and with the sources, score both answers, check both completions."""
     comparison = grounding_comparison(
         memory,
         list(retrieved.texts),
@@ -247,6 +250,9 @@ def run_case(
         log10_odds=log10_odds_by_model(comparison),
         completion_check=check_against_sources(
             case.prompt, comparison.memory_completion.text, retrieved.texts
+        ),
+        sources_completion_check=check_against_sources(
+            case.prompt, comparison.sources_completion.text, retrieved.texts
         ),
         true_check=check_against_sources(case.prompt, case.true_answer, retrieved.texts),
         wrong_check=check_against_sources(case.prompt, case.wrong_answer, retrieved.texts),
@@ -309,10 +315,16 @@ CASE_COLUMNS = [
     "completion_tokens",
     "completion_log_likelihood",
     "completion_geometric_mean",
+    "sources_completion",
+    "sources_completion_finished",
+    "sources_completion_tokens",
     *(f"{model}_log10_odds" for model in MODELS),
     "completion_support",
     "completion_unsupported_numbers",
     "completion_supported",
+    "sources_completion_support",
+    "sources_completion_unsupported_numbers",
+    "sources_completion_supported",
     "true_supported",
     "wrong_unsupported_numbers",
     "wrong_supported",
@@ -376,9 +388,19 @@ def _case_note(result: CaseResult) -> str:
     return "; ".join(f"{', '.join(models)}: {note}" for note, models in models_by_note.items())
 
 
+def _check_columns(prefix: str, check: ClaimCheck) -> dict:
+    """One completion's support check as columns; the prefix tells memory's from the sources' apart."""
+    return {
+        f"{prefix}support": check.support,
+        f"{prefix}unsupported_numbers": _numbers(check),
+        f"{prefix}supported": check.supported,
+    }
+
+
 def case_row(result: CaseResult) -> dict:
-    """The case, memory's completion, the odds under every model and the support checks."""
+    """The case, both completions, the odds under every model and the support checks."""
     case, completion = result.case, result.comparison.memory_completion
+    with_sources = result.comparison.sources_completion
     return {
         "case": case.name,
         "question_id": case.question_id,
@@ -393,10 +415,12 @@ def case_row(result: CaseResult) -> dict:
         "completion_tokens": len(completion.tokens),
         "completion_log_likelihood": completion.log_likelihood,
         "completion_geometric_mean": completion.geometric_mean,
+        "sources_completion": with_sources.text,
+        "sources_completion_finished": with_sources.finished,
+        "sources_completion_tokens": len(with_sources.tokens),
         **{f"{model}_log10_odds": result.log10_odds[model] for model in MODELS},
-        "completion_support": result.completion_check.support,
-        "completion_unsupported_numbers": _numbers(result.completion_check),
-        "completion_supported": result.completion_check.supported,
+        **_check_columns("completion_", result.completion_check),
+        **_check_columns("sources_completion_", result.sources_completion_check),
         "true_supported": result.true_check.supported,
         "wrong_unsupported_numbers": _numbers(result.wrong_check),
         "wrong_supported": result.wrong_check.supported,
@@ -531,13 +555,18 @@ def run_grounding(
 
 
 def describe_case(result: CaseResult) -> str:
-    """The grounding job's log line of one case: what memory says and which answer each model prefers."""
-    completion = result.comparison.memory_completion
+    """The grounding job's log line of one case: what memory and the sources say, which answer each prefers.
+
+    Both completions are named with their verdicts, because for the bundled
+    model the odds are NaN and the two completions are the only comparison.
+    """
+    completion, with_sources = result.comparison.memory_completion, result.comparison.sources_completion
     odds = {model: round(value, 2) for model, value in result.log10_odds.items()}
     return (
         f"{result.case.name} ({result.generator}): memory says {completion.text!r} "
-        f"(geometric mean {completion.geometric_mean:.3f}); log10 odds true:wrong {odds}; "
-        f"completion supported: {result.completion_check.supported}"
+        f"(geometric mean {completion.geometric_mean:.3f}), with the sources {with_sources.text!r}; "
+        f"log10 odds true:wrong {odds}; completion supported: {result.completion_check.supported}, "
+        f"sources completion supported: {result.sources_completion_check.supported}"
     )
 
 

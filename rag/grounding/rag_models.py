@@ -252,14 +252,16 @@ class AnswerLikelihood:
 
 @dataclass(frozen=True)
 class GroundingComparison:
-    """What memory says, and how memory and the sources rate a true and a wrong answer.
+    """What memory and the sources say, and how they rate a true and a wrong answer.
 
-    The odds are log10 of P(true answer) / P(wrong answer): negative means the
-    model prefers the wrong answer.
+    The two greedy completions compare memory against the sources where no
+    answer is given; the odds are log10 of P(true answer) / P(wrong answer):
+    negative means the model prefers the wrong answer.
     """
 
     prompt: str
     memory_completion: Completion
+    sources_completion: Completion
     answers: tuple[AnswerLikelihood, ...]
     memory_log10_odds: float
     sources_log10_odds: float
@@ -311,7 +313,8 @@ def grounding_comparison(
     "sources" conditions memory on all chunks at once, as a prompt holding
     every source would; "rag_sequence" and "rag_token" condition on one chunk
     at a time and mix with the retrieval prior. Answers are scored as the end
-    of the sentence that ``prompt`` starts.
+    of the sentence that ``prompt`` starts; memory and "sources" also complete
+    ``prompt`` greedily, so what each says unprompted can be checked too.
     """
     _check_chunks(chunk_texts, retrieval_scores)
     log_prior = log_retrieval_prior(retrieval_scores, temperature)
@@ -336,6 +339,7 @@ def grounding_comparison(
     return GroundingComparison(
         prompt=prompt,
         memory_completion=complete(memory, prompt, max_tokens=max_tokens),
+        sources_completion=complete(grounded, prompt, max_tokens=max_tokens),
         answers=tuple(rows),
         memory_log10_odds=log10_odds("memory"),
         sources_log10_odds=log10_odds("sources"),

@@ -13,6 +13,10 @@ after it (``/completions`` echoing the prompt with ``logprobs``, through
   log-probability given chunk z; mixed with the retrieval prior exactly as
   for the trigram model (:mod:`rag.grounding.rag_models`).
 
+Beside the scores, the model completes the prompt greedily twice: alone
+(memory) and after the numbered chunks (sources). Completions need no echo,
+so they compare memory with the sources even where the scores are missing.
+
 What the server cannot give is said in the rows' ``note`` instead of being
 guessed: a server that does not echo per-token log-probabilities (chat-only
 APIs) leaves every score NaN; an answer tokenised into a different number of
@@ -281,8 +285,8 @@ def answer_likelihoods(
     return rows
 
 
-def memory_completion(model: ServedModel, prompt: str) -> Completion:
-    """The model's greedy continuation of ``prompt`` alone, in the trigram model's record."""
+def greedy_completion(model: ServedModel, prompt: str) -> Completion:
+    """The model's greedy continuation of ``prompt``, in the trigram model's record."""
     reply = model.complete(prompt)
     values = reply.logprobs
     log_likelihood = math.fsum(values) if values else math.nan
@@ -304,22 +308,31 @@ def memory_completion(model: ServedModel, prompt: str) -> Completion:
 def run_served_case(
     model: ServedModel, case: GroundingCase, retrieved: RetrievedChunks, temperature: float
 ) -> CaseResult:
-    """The grounding case with the served model: its completion from memory, both answers scored."""
+    """The grounding case with the served model: both answers scored, the prompt completed twice.
+
+    Once from memory, once with the sources; the latter continues the same
+    text the "sources" scores read (:func:`sources_prefix`), so the two agree
+    on what reading the sources means.
+    """
     answers = [
         row
         for kind, answer in (("true", case.true_answer), ("wrong", case.wrong_answer))
         for row in answer_likelihoods(model, retrieved, case.prompt, kind, answer, temperature)
     ]
-    completion = memory_completion(model, case.prompt)
-    partial = GroundingComparison(case.prompt, completion, tuple(answers), math.nan, math.nan)
+    completion = greedy_completion(model, case.prompt)
+    with_sources = greedy_completion(model, sources_prefix(retrieved.texts, case.prompt))
+    partial = GroundingComparison(case.prompt, completion, with_sources, tuple(answers), math.nan, math.nan)
     odds = log10_odds_by_model(partial)
-    comparison = GroundingComparison(case.prompt, completion, tuple(answers), odds["memory"], odds["sources"])
+    comparison = dataclasses.replace(
+        partial, memory_log10_odds=odds["memory"], sources_log10_odds=odds["sources"]
+    )
     return CaseResult(
         case=case,
         retrieved=retrieved,
         comparison=comparison,
         log10_odds=odds,
         completion_check=check_against_sources(case.prompt, completion.text, retrieved.texts),
+        sources_completion_check=check_against_sources(case.prompt, with_sources.text, retrieved.texts),
         true_check=check_against_sources(case.prompt, case.true_answer, retrieved.texts),
         wrong_check=check_against_sources(case.prompt, case.wrong_answer, retrieved.texts),
         generator=model.name,

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rag.corpus.documents import ACCESS_LEVELS
 from rag.retrieval.search import Ranking, check_allowed
 
 FILTER_KEYS: tuple[str, ...] = ("access", "tags_any", "tags_all", "doc_ids", "as_of")
@@ -134,6 +135,24 @@ def _names(value: object, where: str) -> frozenset[str]:
     return frozenset(value)
 
 
+def _access_levels(value: object, where: str) -> frozenset[str]:
+    """Names from :data:`ACCESS_LEVELS` only.
+
+    Why: the levels are a closed set, so ``access: [Public]`` or ``[x]``
+    could only ever allow nothing; refused at planning, it cannot give an
+    empty ranking without a word.
+    """
+    levels = _names(value, where)
+    for level in sorted(levels):
+        if level not in ACCESS_LEVELS:
+            hint = f"; did you mean {level.lower()!r}?" if level.lower() in ACCESS_LEVELS else ""
+            raise FilterError(
+                f"{where}: no document can have access {level!r}; the levels are "
+                f"{', '.join(ACCESS_LEVELS)}{hint}"
+            )
+    return levels
+
+
 def parse_filter(entry: Mapping, where: str = "filter") -> ChunkFilter:
     """A ChunkFilter from configuration data; errors name ``where`` and the key."""
     if not isinstance(entry, Mapping):
@@ -142,7 +161,9 @@ def parse_filter(entry: Mapping, where: str = "filter") -> ChunkFilter:
     if unknown:
         raise FilterError(f"{where}[{unknown[0]!r}]: unknown filter key; allowed: {list(FILTER_KEYS)}")
     values: dict[str, object] = {}
-    for key in ("access", "tags_any", "tags_all", "doc_ids"):
+    if "access" in entry:
+        values["access"] = _access_levels(entry["access"], f"{where}['access']")
+    for key in ("tags_any", "tags_all", "doc_ids"):
         if key in entry:
             values[key] = _names(entry[key], f"{where}[{key!r}]")
     if "as_of" in entry:
@@ -205,6 +226,31 @@ def allowed_by_config(columns: Mapping[str, Sequence], filter_config: Mapping, n
     """The mask of chunks a configured filter allows, from the chunk table's metadata columns."""
     metadata = ChunkMetadata.from_columns(*(columns[column] for column in METADATA_COLUMNS))
     return allowed_chunks(parse_filter(filter_config, f"filter {name!r}"), metadata)
+
+
+def absent_values(chunk_filter: ChunkFilter, metadata: ChunkMetadata, name: str) -> list[str]:
+    """One warning per filter key naming the values no chunk has, and what is present.
+
+    Why: planning cannot see the documents, so a tag or document id that no
+    document carries (a typo, a renamed file) would narrow the ranking, or
+    empty it, without a word; the job that reads the chunks says so. Present
+    access levels and tags are named; document ids only counted, as the log
+    may be read by people without access to every document.
+    """
+    tags = {tag for chunk_tags in metadata.tags for tag in chunk_tags}
+    present = {"access": set(metadata.access), "tags_any": tags, "tags_all": tags}
+    present["doc_ids"] = set(metadata.doc_ids)
+    warnings = []
+    for key, known in present.items():
+        wanted = getattr(chunk_filter, key)
+        missing = sorted(wanted - known) if wanted is not None else []
+        if not missing:
+            continue
+        shown = f"{len(known)} documents" if key == "doc_ids" else ", ".join(sorted(known)) or "none"
+        warnings.append(
+            f"filter {name!r}[{key!r}]: no document has {', '.join(map(repr, missing))}; present: {shown}"
+        )
+    return warnings
 
 
 def describe_filtered(name: str, filter_name: str, allowed: np.ndarray, rankings: Sequence[Ranking]) -> str:

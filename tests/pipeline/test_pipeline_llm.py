@@ -19,8 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rag.answering import local_server
 from rag.answering.llm_answers import COLUMNS
+from tests.extras import require_extra
 from tests.fault_server import FaultServer, reply
 from tests.workdir import copy_project, make_workdir, planned_jobs, read_config, snakemake, write_config
 
@@ -77,8 +77,7 @@ def every_file(workdir: Path) -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def bundled(tmp_path_factory):
-    if local_server.missing_packages():
-        pytest.skip(f"needs the llm extra: {local_server.INSTALL_COMMAND}")
+    require_extra("llm")
     root = tmp_path_factory.mktemp("llm-bundled")
     project = copy_project(root / "project")
     workdir = make_workdir(root / "work")

@@ -13,7 +13,6 @@ executor plugin comes with the project's ``slurm`` extra.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.extras import require_extra
 from tests.workdir import PROJECT, copy_project, make_workdir, snakemake
 
 pytestmark = [pytest.mark.pipeline, pytest.mark.slurm]
@@ -44,9 +44,7 @@ def cluster():
     """A running single-node cluster; stopped afterwards only if this test started it."""
     if not (_CAN_INSTALL or (os.geteuid() == 0 and _HAS_SLURM)):
         pytest.skip("a local SLURM cluster needs root and apt-get (to install slurm-wlm and munge)")
-    assert importlib.util.find_spec("snakemake_executor_plugin_slurm") is not None, (
-        'the SLURM executor plugin is missing: pip install ".[slurm]"'
-    )
+    require_extra("slurm")
     was_running = _cluster("status").returncode == 0
     started = _cluster("start")
     assert started.returncode == 0, f"local-cluster.sh start failed:\n{started.stdout}\n{started.stderr}"

@@ -408,17 +408,26 @@ def test_help_lists_every_option_with_its_default(capsys):
         assert default in description, (option, description)
 
 
-def test_help_defaults_match_the_library_defaults():
+def test_rag_ask_and_the_library_read_one_table_of_defaults():
+    """cli and question_answering take rag ask's setup and the extractive threshold from rag.kinds."""
     from rag.answering import question_answering as qa
+    from rag.kinds import ASK_DEFAULTS, EXTRACTIVE_THRESHOLD
 
-    assert cli.DEFAULTS == {
-        "max_words": qa.DEFAULT_MAX_WORDS,
-        "dimensions": qa.DEFAULT_DIMENSIONS,
-        "lists": qa.DEFAULT_LISTS,
-        "probes": qa.DEFAULT_PROBES,
-        "sources": qa.DEFAULT_SOURCES,
-    }
-    assert cli.DEFAULT_THRESHOLDS["extractive"] == qa.DEFAULT_THRESHOLD
+    assert cli.DEFAULTS is ASK_DEFAULTS
+    library = {key: getattr(qa, f"DEFAULT_{key.upper()}") for key in ASK_DEFAULTS}
+    assert library == ASK_DEFAULTS
+    assert cli.DEFAULT_THRESHOLDS["extractive"] == qa.DEFAULT_THRESHOLD == EXTRACTIVE_THRESHOLD
+
+
+def test_help_does_not_import_numpy():
+    """Help and usage errors stay instant: the defaults they print are plain data."""
+    code = (
+        "import sys\nfrom rag import cli\ntry:\n    cli.main(['ask', '--help'])\n"
+        "except SystemExit:\n    print('numpy' in sys.modules, file=sys.stderr)"
+    )
+    environment = {**os.environ, "PYTHONPATH": str(PROJECT)}
+    shown = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, text=True)
+    assert shown.stderr.strip() == "False", shown.stderr
 
 
 def test_bundled_documents_are_found_relative_to_the_package():

@@ -106,6 +106,7 @@ def test_a_digest_changes_with_every_file_of_the_closure_and_no_other(tmp_path):
     assert script_digest(script, package) == before
 
 
+@pytest.mark.pipeline  # slow (20 s): it re-digests every rule once per module
 def test_editing_any_module_changes_exactly_the_digests_of_the_rules_that_reach_it(tmp_path):
     """Walk every rule and every rag module: the digest moves iff the module is in the script's closure."""
     package = tmp_path / "rag"

@@ -19,11 +19,12 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.config import MAX_NAME_LENGTH, ConfigError, build_plan
+from rag.config import GENERATION_DEFAULTS, MAX_NAME_LENGTH, ConfigError, build_plan
 from rag.kinds import (
     CHUNKER_KINDS,
     COMMON_GENERATOR_KEYS,
     COMMON_RETRIEVER_KEYS,
+    EXTRACTIVE_THRESHOLD,
     GENERATOR_KINDS,
     REQUIRED,
     RETRIEVER_KINDS,
@@ -102,6 +103,13 @@ def test_schema_kinds_and_parameters_follow_the_table(section, kinds):
             assert declared.get("maximum") == parameter.maximum, where
 
 
+def test_schema_defaults_of_the_answers_section_are_the_plans():
+    """The schema must state its defaults as literals; they are the plan's, and the threshold the table's."""
+    declared = SCHEMA["properties"]["answers"]["properties"]
+    assert {key: declared[key]["default"] for key in GENERATION_DEFAULTS} == GENERATION_DEFAULTS
+    assert GENERATION_DEFAULTS["threshold"] == EXTRACTIVE_THRESHOLD
+
+
 def test_every_number_has_finite_bounds():
     for kinds in (CHUNKER_KINDS, RETRIEVER_KINDS, GENERATOR_KINDS):
         for kind in kinds.values():
@@ -143,7 +151,17 @@ def test_defaults_are_filled_from_the_table():
 # --------------------------------------------------------------------------
 
 
-def test_bundled_config_plans_every_section():
+@pytest.fixture
+def every_extra_installed(monkeypatch):
+    """Plan the bundled config as with every extra: planning only asks whether they are installed."""
+    from rag.answering import local_server
+    from rag.retrieval.dense import sentence_embeddings
+
+    monkeypatch.setattr(sentence_embeddings, "missing_packages", lambda model: [])
+    monkeypatch.setattr(local_server, "missing_packages", lambda: [])
+
+
+def test_bundled_config_plans_every_section(every_extra_installed):
     plan = plan_of(BUNDLED, PROJECT)
     assert list(plan.corpora) == ["solar_system"]  # wikipedia is disabled
     assert plan.retrievers_of("funnel") == sorted(
@@ -642,7 +660,7 @@ def tally_mutations() -> dict[str, int]:
     return {**counts, "failures": failures}
 
 
-def test_every_mutation_of_the_bundled_config_is_a_plan_or_a_clear_error():
+def test_every_mutation_of_the_bundled_config_is_a_plan_or_a_clear_error(every_extra_installed):
     counts = tally_mutations()
     print(counts)  # the figures quoted in the report: pytest -s shows them
     assert counts["failures"] == []

@@ -19,7 +19,7 @@ from rag.kinds import RETRIEVER_KINDS, defaults, kinds_with
 from rag.retrieval.dense import sentence_embeddings
 from rag.retrieval.funnel import configured_reranker, funnel_ranking
 from rag.retrieval.search import Ranking, chunk_id_order
-from tests.extras import needs
+from tests.extras import needs, require_extra
 from tests.workdir import FIXTURES, PROJECT
 
 SCHEMA = yaml.safe_load((PROJECT / "workflow/schemas/config.schema.yaml").read_text())
@@ -74,8 +74,7 @@ def test_a_misspelled_parameter_is_refused():
 
 @pytest.fixture(scope="module")
 def dense_extra():
-    for package in sentence_embeddings.required_packages("all-MiniLM-L6-v2"):
-        pytest.importorskip(package, reason='needs the dense extra: pip install -e ".[dense]"')
+    require_extra("dense")
     return sentence_embeddings
 
 

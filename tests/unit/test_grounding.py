@@ -22,6 +22,7 @@ from rag.grounding.cases import (
     case_row,
     check_against_sources,
     check_wrong_answer_source,
+    describe_case,
     log10_odds_by_model,
     run_case,
     run_swap,
@@ -202,6 +203,45 @@ def test_case_rows_hold_every_model_and_the_odds_match_independent_scores(memory
     assert summary["completion_unsupported_numbers"] == "176"
     assert summary["wrong_unsupported_numbers"] == "176"
     assert summary["memory_log10_odds"] == result.log10_odds["memory"]
+
+
+def test_the_completion_with_sources_says_what_they_state_where_memory_does_not(memory) -> None:
+    result = run_case(memory, PLUTO, PLUTO_CHUNKS, temperature=0.5, max_tokens=20)
+    # The sources state Pluto's 6.387 days, so the conditioned model completes with it, same prompt.
+    with_sources = result.comparison.sources_completion
+    assert with_sources.prompt == PLUTO.prompt
+    assert with_sources.text == "6.387 earth days." != result.comparison.memory_completion.text
+    assert with_sources.finished
+    check = result.sources_completion_check
+    assert check.supported and check.support == 1.0 and not check.unsupported_numbers
+    assert not result.completion_check.supported
+
+    summary = case_row(result)
+    assert summary["sources_completion"] == "6.387 earth days."
+    assert summary["sources_completion_finished"] and summary["sources_completion_tokens"] == 4
+    assert summary["sources_completion_supported"] and summary["sources_completion_support"] == 1.0
+    assert summary["sources_completion_unsupported_numbers"] == ""
+    assert summary["completion_unsupported_numbers"] == "176" and not summary["completion_supported"]
+    # Each completion's columns sit after the memory completion's, both before the odds.
+    memory_end = CASE_COLUMNS.index("completion_geometric_mean")
+    assert CASE_COLUMNS[memory_end + 1 : memory_end + 4] == [
+        "sources_completion",
+        "sources_completion_finished",
+        "sources_completion_tokens",
+    ]
+    check_end = CASE_COLUMNS.index("completion_supported")
+    assert CASE_COLUMNS[check_end + 1 : check_end + 4] == [
+        "sources_completion_support",
+        "sources_completion_unsupported_numbers",
+        "sources_completion_supported",
+    ]
+
+
+def test_the_log_line_names_both_completions_and_their_verdicts(memory) -> None:
+    line = describe_case(run_case(memory, PLUTO, PLUTO_CHUNKS, temperature=0.5, max_tokens=20))
+    assert "memory says 'about 176 earth days.'" in line
+    assert "with the sources '6.387 earth days.'" in line
+    assert line.endswith("completion supported: False, sources completion supported: True")
 
 
 def test_swap_rows_hold_the_ratios_of_independent_likelihoods(memory) -> None:

@@ -8,6 +8,7 @@ its ``/completions`` echo requests and the response cache.
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -38,6 +39,7 @@ from rag.grounding.served_model import (
     served_model,
     sources_prefix,
 )
+from tests.extras import require_extra
 from tests.fault_server import WORD_MODEL_STATED, WORD_MODEL_UNSTATED, reply, word_language_model
 
 LOG_10 = math.log(10.0)
@@ -62,15 +64,25 @@ def _logs(*probabilities: float) -> tuple[float, ...]:
 
 
 def fixed_model(
-    table: dict[tuple[str, str], tuple[float, ...] | None], completion: str = "about 2 years"
+    table: dict[tuple[str, str], tuple[float, ...] | None], asked: list[str] | None = None
 ) -> ServedModel:
-    """A model that knows only the (prefix, continuation) pairs of ``table``."""
+    """A model that knows only the (prefix, continuation) pairs of ``table``.
+
+    It completes any prompt with "about 2 years", except one that starts with
+    sources, which it completes with Pluto's day; ``asked`` records the prompts.
+    """
+
+    def complete(prompt: str) -> TextCompletion:
+        if asked is not None:
+            asked.append(prompt)
+        if prompt.startswith("Sources:"):
+            return TextCompletion(
+                " 6.387 Earth days.", (" 6.387", " Earth", " days."), _logs(0.9, 0.9, 0.9), True
+            )
+        return TextCompletion(" about 2 years", (" about", " 2", " years"), _logs(0.5, 0.1, 0.2), True)
+
     return ServedModel(
-        name="stub",
-        score=lambda prefix, continuation: table[prefix, continuation],
-        complete=lambda prompt: TextCompletion(
-            " " + completion, (" about", " 2", " years"), _logs(0.5, 0.1, 0.2), True
-        ),
+        name="stub", score=lambda prefix, continuation: table[prefix, continuation], complete=complete
     )
 
 
@@ -117,6 +129,25 @@ def test_memory_sources_and_both_mixtures_match_hand_computed_values() -> None:
     # "2" occurs in neither chunk: the support check flags the answer from memory.
     assert summary["completion_unsupported_numbers"] == "2" and not summary["completion_supported"]
     assert summary["note"] == ""
+
+
+def test_the_completion_with_sources_reads_the_numbered_chunks_and_is_checked() -> None:
+    asked: list[str] = []
+    table = _table((_logs(0.5, 0.5), _logs(0.1, 0.2)), (_logs(0.01, 0.01), _logs(0.5, 0.5)))
+    result = run_served_case(fixed_model(table, asked), CASE, CHUNKS, temperature=1.0)
+    # Memory's prompt alone, then the same prompt after both chunks, numbered as for the scores.
+    assert asked == [CASE.prompt, sources_prefix(CHUNKS.texts, CASE.prompt)]
+    assert "[1] A day on Pluto lasts 6.387 Earth days.\n[2] A day on Mercury lasts 176" in asked[1]
+    assert asked[1].endswith("\n\n" + CASE.prompt)
+    summary = case_row(result)
+    assert summary["sources_completion"] == "6.387 Earth days."
+    assert summary["sources_completion_finished"] is True
+    assert summary["sources_completion_tokens"] == 3
+    assert summary["sources_completion_support"] == 1.0
+    assert summary["sources_completion_unsupported_numbers"] == ""
+    assert summary["sources_completion_supported"] is True
+    # Memory's columns keep their names and their own verdict.
+    assert summary["memory_completion"] == "about 2 years" and not summary["completion_supported"]
 
 
 def test_different_token_counts_leave_rag_token_out_and_keep_rag_sequence_exact() -> None:
@@ -166,9 +197,13 @@ def test_served_case_through_the_client_prefers_what_the_sources_state_and_is_ca
     model = served_model("stub", named, cache, max_tokens=30, start=lambda: starts.append(1) or live)
     result = run_served_case(model, CASE, CHUNKS, temperature=1.0)
     assert starts == [1]
-    # 2 answers x (memory, sources, 2 chunks) and one completion.
-    assert len(server.received) == 2 * 4 + 1
+    # 2 answers x (memory, sources, 2 chunks) and two completions, from memory and with the sources.
+    assert len(server.received) == 2 * 4 + 2
     assert all(request.path == "/v1/completions" for request in server.received)
+    completions = [json.loads(request.body) for request in server.received]
+    prompts = [body["prompt"] for body in completions if not body.get("echo")]
+    assert prompts == [CASE.prompt, sources_prefix(CHUNKS.texts, CASE.prompt)]
+    assert case_row(result)["sources_completion"] == "about 2 years"
     rows = {(row["model"], row["answer_kind"]): row for row in answer_rows(result)}
     # Closed book no answer word was said before: 3 and 4 tokens at 2 nats each.
     assert rows["memory", "true"]["log_likelihood"] == pytest.approx(3 * UNSTATED)
@@ -261,10 +296,13 @@ def test_a_bundled_generator_starts_its_server_with_logits_all_only_on_a_cache_m
     # Started once, for the first run's first miss, with the logits of every prompt token kept.
     assert started == [(str(tmp_path / "server.log"), True)]
     assert case_row(result)["generator"] == "smollm2"
-    # The bundled server's echoed log-probabilities are misaligned: only the completion is asked.
+    # The bundled server's echoed log-probabilities are misaligned: only the two completions are asked.
+    assert len(server.received) == 2
     assert all(request.body and b'"echo"' not in request.body for request in server.received)
     assert {row["note"] for row in answer_rows(result)} == {MISALIGNED_ECHO}
     assert case_row(result)["memory_completion"] == "about 2 years"
+    assert b"[1] A day on Pluto lasts 6.387 Earth days." in server.received[1].body
+    assert case_row(result)["sources_completion"] == "about 2 years"
     assert all("bundled:model.gguf" in path.read_text() for path in (tmp_path / "cache").glob("*.json"))
 
 
@@ -276,8 +314,7 @@ def test_a_bundled_generator_starts_its_server_with_logits_all_only_on_a_cache_m
 def _bundled_or_skip():
     from rag.answering import local_server
 
-    if local_server.missing_packages():
-        pytest.skip(f"needs the llm extra: {local_server.INSTALL_COMMAND}")
+    require_extra("llm")
     return local_server
 
 

@@ -399,6 +399,7 @@ def test_probe_tradeoff_rejects_a_probe_count_outside_the_lists() -> None:
         ivf.probe_tradeoff(vectors, vectors[:5], 8, [1, 9], k=3)
 
 
+@pytest.mark.pipeline  # slow (13 s): 100,000 vectors, 256 lists
 def test_default_synthetic_benchmark_matches_the_handbooks_trade_off() -> None:
     """100,000 x 64 with 256 lists: 8 probes scan about 3 % and find at least 70 % of the top 10."""
     vectors = synthetic.clustered_unit_vectors()

@@ -36,6 +36,7 @@ from rag.chunking import Chunk
 from rag.config import ConfigError, build_plan
 from rag.kinds import GENERATOR_KINDS, defaults
 from rag.labels import Evidence, Question, Span
+from tests.extras import require_extra
 from tests.fault_server import reply
 from tests.workdir import FIXTURES, PROJECT
 
@@ -283,8 +284,7 @@ def test_cache_keys_hold_no_port_and_every_sampling_parameter():
 
 
 def test_the_bundled_identity_names_the_model_file_its_digest_and_the_server_version():
-    if local_server.missing_packages():
-        pytest.skip(f"needs the llm extra: {local_server.INSTALL_COMMAND}")
+    require_extra("llm")
     import hashlib
     import importlib.metadata
 

@@ -254,6 +254,8 @@ def test_grounding_comparison_reports_memory_and_sources() -> None:
         memory, chunks, [3.0, 1.0], "A day on Pluto lasts", "6.387 Earth days.", "about 176 Earth days."
     )
     assert comparison.memory_completion.text == "about 176 earth days."
+    # Conditioned on the chunks, the same greedy decoding says what the first one states.
+    assert comparison.sources_completion.text == "6.387 earth days."
     assert comparison.memory_log10_odds < 0.0 < 3.0 < comparison.sources_log10_odds
     rows = {(row.answer_kind, row.model): row for row in comparison.answers}
     assert set(rows) == {

@@ -183,14 +183,13 @@ def test_a_sentence_opening_with_a_pronoun_borrows_the_previous_sentences_terms(
 
 
 def test_rag_asks_default_thresholds_are_the_ones_the_pipeline_chose():
-    """The thresholds ``rag ask`` uses are read off results/reader_thresholds.csv, not guessed."""
+    """``rag ask``'s thresholds are the rows of results/reader_thresholds.csv they name, not guessed."""
     from pathlib import Path
 
     import pandas as pd
 
-    from rag.answering.reader import DEFAULT_THRESHOLD, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
+    from rag.answering.reader import CHOSEN_THRESHOLD_ROWS, CHOSEN_THRESHOLDS
 
-    table = pd.read_csv(Path(__file__).parents[2] / "results" / "reader_thresholds.csv")
-    chosen = table[(table.fold == "all") & (table.chunker == "sentences100") & (table.retriever == "minilm")]
-    by_reader = dict(zip(chosen.reader, chosen.threshold, strict=True))
-    assert by_reader == {"reader": DEFAULT_THRESHOLD_WITHOUT_SIMILARITY, "reader_minilm": DEFAULT_THRESHOLD}
+    table = pd.read_csv(Path(__file__).parents[2] / "results" / "reader_thresholds.csv", dtype={"fold": str})
+    selected = table[(table[list(CHOSEN_THRESHOLD_ROWS)] == pd.Series(CHOSEN_THRESHOLD_ROWS)).all(axis=1)]
+    assert dict(zip(selected.reader, selected.threshold, strict=True)) == CHOSEN_THRESHOLDS

@@ -115,6 +115,7 @@ rule answer_tables:
         "../envs/rag.yaml"
     params:
         reader=answers_section("reader"),
+        holdouts=PLAN.holdouts,
         code=script_digest("answer_tables.py"),
     script:
         "../scripts/answer_tables.py"

@@ -68,6 +68,9 @@ rule results_readme:
         summary=f"{RESULTS}/summary.csv",
         significance=f"{RESULTS}/significance.csv",
         question_values=QUESTION_VALUES,
+        # Read for the choices at the edge of their grid (rag.evaluation.summary.grid_edge_lines).
+        thresholds=[f"{RESULTS}/reader_thresholds.csv"] if ANSWERS else [],
+        learned=[f"{RESULTS}/learned_fusion.csv"] if PLAN.retrievers_of("learned") else [],
     output:
         f"{RESULTS}/README.md",
     log:

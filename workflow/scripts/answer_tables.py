@@ -4,7 +4,12 @@ import json
 
 import pandas as pd
 
-from rag.answering.answers import apply_thresholds, cross_validated_thresholds, summarize_answers
+from rag.answering.answers import (
+    apply_thresholds,
+    cross_validated_thresholds,
+    held_out_answers,
+    summarize_answers,
+)
 from rag.formats.files import write_csv
 from rag.jobs import finish_job, start_log
 
@@ -24,7 +29,11 @@ choices = []
 for position, part in enumerate(parts):
     chosen = part["reader"] != "extractive"  # the spec's generator keeps its configured threshold
     if chosen.any():
-        thresholds, table = cross_validated_thresholds(part[chosen], keys, reader["folds"], reader["seed"])
+        # A holdout share's questions choose no threshold (rag.evaluation.holdout).
+        held = held_out_answers(part[chosen], snakemake.params.holdouts)
+        thresholds, table = cross_validated_thresholds(
+            part[chosen], keys, reader["folds"], reader["seed"], held_out=held
+        )
         applied = apply_thresholds(part[chosen], thresholds)
         parts[position] = pd.concat([part[~chosen], applied]).sort_index()
         choices.append(table)

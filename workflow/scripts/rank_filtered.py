@@ -6,12 +6,21 @@ records counts only: no chunk id or text, allowed or not, is written there.
 """
 
 import json
+import sys
 
+from rag.escaping import visible
 from rag.formats.tables import load_arrays, read_columns
 from rag.jobs import finish_job, start_log, write_job_ranking
 from rag.provenance import filter_record, retriever_record
 from rag.question_tables import read_questions
-from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config, describe_filtered
+from rag.retrieval.filters import (
+    METADATA_COLUMNS,
+    ChunkMetadata,
+    absent_values,
+    allowed_by_config,
+    describe_filtered,
+    parse_filter,
+)
 from rag.retrieval.retrievers import load_retriever, search
 from rag.retrieval.search import chunk_id_order
 
@@ -23,6 +32,11 @@ name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakem
 chunks = read_columns(snakemake.input.chunks, ["chunk_id", *METADATA_COLUMNS])
 chunk_ids = chunks["chunk_id"]
 allowed = allowed_by_config(chunks, filter_config, filter_name)
+metadata = ChunkMetadata.from_columns(*(chunks[column] for column in METADATA_COLUMNS))
+for warning in absent_values(parse_filter(filter_config, filter_name), metadata, filter_name):
+    line = visible(warning, keep_newlines=False)  # tags and ids are the user's text
+    log.warning("%s", line)
+    print(f"WARNING: {line}", file=sys.stderr)
 questions = read_questions(snakemake.input.questions)
 
 retriever = load_retriever(entry, load_arrays(snakemake.input.index))

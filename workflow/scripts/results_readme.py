@@ -5,7 +5,7 @@ import pandas as pd
 from rag.evaluation.holdout import with_holdout_rows
 from rag.evaluation.recommendation import recommendation_lines, recommendations
 from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
-from rag.evaluation.summary import results_readme
+from rag.evaluation.summary import grid_edge_lines, results_readme
 from rag.formats.files import write_text
 from rag.jobs import finish_job, start_log
 
@@ -21,8 +21,12 @@ recommended = {
     corpus: recommendation_lines(recommendations(summary, values, corpus))
     for corpus in sorted(summary["corpus"].unique())
 }
-write_text(
-    snakemake.output[0],
-    results_readme(summary, significance, snakemake.params.baseline, RESAMPLES, PERMUTATIONS, recommended),
+# Choices at the edge of their grid, from the tables that hold them (present when configured).
+thresholds = pd.read_csv(snakemake.input.thresholds[0]) if snakemake.input.thresholds else None
+learned = pd.read_csv(snakemake.input.learned[0]) if snakemake.input.learned else None
+edges = grid_edge_lines(thresholds, learned)
+readme = results_readme(
+    summary, significance, snakemake.params.baseline, RESAMPLES, PERMUTATIONS, recommended, edges
 )
+write_text(snakemake.output[0], readme)
 finish_job()
