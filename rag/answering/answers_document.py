@@ -154,18 +154,30 @@ def _llm_table(summary: pd.DataFrame, closed_book: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _label_shares(row, label: str, suffix: str) -> str:
+    """Precision and recall of the check's flags against one label, as table cells."""
+    missing, flagged_missing = getattr(row, f"un{label}"), getattr(row, f"flagged_un{label}")
+    cells = []
+    for share, over in ((f"precision{suffix}", row.flagged), (f"recall{suffix}", missing)):
+        low, high = getattr(row, f"{share}_low"), getattr(row, f"{share}_high")
+        cells.append(f"| {_share(flagged_missing, over, low, high)} ")
+    return "".join(cells)
+
+
 def _citation_table(citation: pd.DataFrame) -> list[str]:
     lines = [
-        "| questions | generator | chunker | retriever | answered | unsupported | flagged "
-        "| precision | recall |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| questions | generator | chunker | retriever | answered | citing | flagged | unsupported "
+        "| precision | recall | ungrounded | precision (ungrounded) | recall (ungrounded) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in citation.itertuples(index=False):
         lines.append(
             f"| {row.questions} | {row.generator} | {row.chunker} | {row.retriever} | {row.answered} "
-            f"| {row.unsupported} | {row.flagged} "
-            f"| {_share(row.flagged_unsupported, row.flagged, row.precision_low, row.precision_high)} "
-            f"| {_share(row.flagged_unsupported, row.unsupported, row.recall_low, row.recall_high)} |"
+            f"| {row.citing} | {row.flagged} | {row.unsupported} "
+            + _label_shares(row, "supported", "")
+            + f"| {row.ungrounded} "
+            + _label_shares(row, "grounded", "_ungrounded")
+            + "|"
         )
     return lines
 
@@ -238,9 +250,12 @@ def llm_sections(
             "## Does the citation check catch a real model?",
             "",
             "From `citation_check.csv`. An answer is unsupported unless it is correct and the reference",
-            "is in a source it cites (the labels' verdict); the check flags an answer that is not",
-            "faithful. Precision: flagged answers that are unsupported; recall: unsupported answers",
-            "flagged. Nothing was tuned on these numbers.",
+            "is in a source it cites (the labels' verdict); ungrounded unless it is correct and the",
+            "reference is in any source of the prompt, cited or not. The check flags an answer that is",
+            "not faithful. Precision: flagged answers that are unsupported (ungrounded); recall:",
+            "unsupported (ungrounded) answers flagged. Citing: answers that cite any source. Where",
+            "precision against ungrounded is low, the check flags correct answers the model took from",
+            "its sources without citing them. Nothing was tuned on these numbers.",
             "",
             *_citation_table(citation),
         ]

@@ -99,8 +99,10 @@ def judge_llm_answers(frame: pd.DataFrame, chunk_texts: Mapping[str, str]) -> pd
     ``reference_in_sources`` (the reference answer's content is in some
     source chunk of the prompt), ``reference_in_cited`` (in a source the
     answer cites), ``correct_from_memory`` (correct, yet not in any source)
-    and ``supported`` (correct and in a cited source: the label the citation
-    check is measured against, :func:`citation_check_table`). A source chunk
+    ``supported`` (correct and in a cited source: the label the citation
+    check is measured against, :func:`citation_check_table`) and
+    ``grounded`` (correct and in some source of the prompt, cited or not: the
+    same label for a model that answers from its sources without citing them). A source chunk
     missing from ``chunk_texts`` is an error naming it: the judgement would
     otherwise silently call a sourced answer a remembered one.
     """
@@ -130,6 +132,7 @@ def judge_llm_answers(frame: pd.DataFrame, chunk_texts: Mapping[str, str]) -> pd
                 "reference_in_cited": in_cited,
                 "correct_from_memory": judged.correct and not in_sources,
                 "supported": judged.correct and in_cited,
+                "grounded": judged.correct and in_sources,
             }
         )
     judged_columns = pd.DataFrame(rows, index=frame.index, columns=list(JUDGED_COLUMNS))
@@ -143,6 +146,7 @@ JUDGED_COLUMNS = (
     "reference_in_cited",
     "correct_from_memory",
     "supported",
+    "grounded",
 )
 
 
@@ -298,22 +302,29 @@ def citation_check_table(judged: pd.DataFrame) -> pd.DataFrame:
     the check *flags* an answer when it is not faithful. Precision is the
     share of flagged answers that are unsupported, recall the share of
     unsupported answers flagged, each with a bootstrap interval over those
-    answers. Nothing is tuned on these numbers.
+    answers. The same two figures against ``grounded`` (``*_ungrounded``)
+    tell a flag on a correct answer taken uncited from the prompt apart from a
+    flag on an answer the sources do not give; ``citing`` counts the answers
+    that cite any source at all. Nothing is tuned on these numbers.
     """
     rows = []
     for values, setup in judged.groupby(SETUP_KEYS, sort=True, dropna=False):
         answered = setup[~setup["abstained"].astype(bool)]
-        unsupported = ~_flags(answered, "supported")
         flagged = ~_flags(answered, "faithful")
         row = dict(zip(SETUP_KEYS, values, strict=True))
         row |= {
             "answered": len(answered),
-            "unsupported": int(unsupported.sum()),
+            "citing": int(answered["cited_sources"].map(lambda cited: bool(identifiers(cited))).sum()),
             "flagged": int(flagged.sum()),
-            "flagged_unsupported": int((flagged & unsupported).sum()),
         }
-        row |= _share("precision", unsupported[flagged])
-        row |= _share("recall", flagged[unsupported])
+        for label, suffix in (("supported", ""), ("grounded", "_ungrounded")):
+            missing = ~_flags(answered, label)
+            row |= {
+                f"un{label}": int(missing.sum()),
+                f"flagged_un{label}": int((flagged & missing).sum()),
+            }
+            row |= _share(f"precision{suffix}", missing[flagged])
+            row |= _share(f"recall{suffix}", flagged[missing])
         rows.append(row)
     return pd.DataFrame(rows)
 

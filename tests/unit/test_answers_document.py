@@ -160,6 +160,8 @@ def test_the_language_model_sections_quote_their_tables():
     correct = f"3 of 4 ({3 / 4:.3f}, {summary.correct_share_low:.2f}-{summary.correct_share_high:.2f})"
     assert f"| development | smollm2 | sentences100 | bm25 | 5 | {correct} |" in document
     assert "| development | smollm2 | none | none | 5 | 2 of 4 (0.500," in document
-    assert "| 4 | 3 | 1 | 1 of 1 (1.000, 1.00-1.00) | 1 of 3 (0.333," in document  # precision, recall
+    # answered, citing, flagged, unsupported, precision, recall, ungrounded, precision and recall against it
+    assert "| 4 | 4 | 1 | 3 | 1 of 1 (1.000, 1.00-1.00) | 1 of 3 (0.333," in document
+    assert "| 2 | 1 of 1 (1.000, 1.00-1.00) | 1 of 2 (0.500," in document
     assert NOT_CHECKED in document
     assert "| synonyms | 7 correct, 3 wrong (helps +3) |" in document

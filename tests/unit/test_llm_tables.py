@@ -99,6 +99,7 @@ def test_each_answer_is_judged_and_located(judged):
     assert list(bm25["reference_in_sources"]) == [True, True, False, False, False, False]
     assert list(bm25["reference_in_cited"]) == [True, False, False, False, False, False]
     assert list(bm25["supported"]) == [True, False, False, False, False, False]
+    assert list(bm25["grounded"]) == [True, True, False, False, False, False]
     assert list(bm25["correct_from_memory"]) == [False, False, False, True, False, False]
     closed = judged[judged["retriever"] == "none"].set_index("question_id")
     assert closed.loc["q1", "outcome"] == "wrong" and closed.loc["q6", "outcome"] == ANSWERED_UNANSWERABLE
@@ -141,6 +142,12 @@ def test_the_citation_checks_precision_and_recall(judged):
     assert (bm25.answered, bm25.unsupported, bm25.flagged, bm25.flagged_unsupported) == (4, 3, 1, 1)
     assert bm25.precision == 1.0 and bm25.recall == pytest.approx(1 / 3)
     assert bm25.recall_low <= bm25.recall <= bm25.recall_high
+    # q2 is correct from its sources without citing the one that holds it: grounded, not supported.
+    assert (bm25.ungrounded, bm25.flagged_ungrounded) == (2, 1)
+    assert bm25.precision_ungrounded == 1.0 and bm25.recall_ungrounded == pytest.approx(1 / 2)
+    assert bm25.citing == 4
+    closed = citation_check_table(judged).set_index("retriever").loc["none"]
+    assert closed.citing == 0 and closed.ungrounded == closed.answered  # no sources: nothing is grounded
 
 
 def test_verdicts_are_measured_for_the_model_and_the_offline_generators(judged):
