@@ -910,12 +910,22 @@ class Plan:
         learned = set(self.retrievers_of("learned"))
         return [f"work/learned/{c}/{ch}/{r}.csv" for c, ch, r in self.grid() if r in learned]
 
+    @property
+    def evaluation_folder(self) -> str:
+        """Where the per-question values of this results folder live.
+
+        One folder per results folder: an ablation sent to a folder of its own
+        (``--config results=...``) keeps its own values, so running it never
+        re-runs the jobs of the committed ``results/`` (README.md, "Add an ablation").
+        """
+        name = "_".join(part for part in PurePosixPath(self.results_folder).parts if part != "/") or "root"
+        return f"work/evaluation/{name}"
+
     def question_value_files(self) -> list[str]:
         """Every question's metric values: the chunk-level evaluation's, then the document-level one's."""
-        files = ["work/evaluation/question_values.parquet"] if self.chunk_level_corpora else []
-        return files + (
-            ["work/evaluation/document_question_values.parquet"] if self.document_level_corpora else []
-        )
+        folder = self.evaluation_folder
+        files = [f"{folder}/question_values.parquet"] if self.chunk_level_corpora else []
+        return files + ([f"{folder}/document_question_values.parquet"] if self.document_level_corpora else [])
 
     def comparison_results(self) -> list[str]:
         """Intervals, significance, summary, README and TREC runs: every labelled corpus, at either level."""

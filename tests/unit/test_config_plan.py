@@ -726,3 +726,11 @@ def test_heldout_questions_are_one_file_or_a_list_of_distinct_names():
     assert "differ from each other and from 'development'" in error_of(several, PROJECT)
     several["answers"]["heldout"]["questions"] = []
     assert "['heldout']" in error_of(several, PROJECT)
+
+
+def test_each_results_folder_keeps_its_own_question_values():
+    """The whole-grid rules read the values the evaluate rules write, under the results folder's name."""
+    default = plan_of(tiny())
+    assert default.question_value_files() == ["work/evaluation/results/question_values.parquet"]
+    ablation = plan_of({**tiny(), "results": "ablations/k1"})
+    assert ablation.question_value_files() == ["work/evaluation/ablations_k1/question_values.parquet"]

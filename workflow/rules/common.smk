@@ -78,12 +78,10 @@ EMBEDDING_CACHE = "cache/embeddings"
 # computes only the pieces of new or changed rankings (rag.evaluation.pieces).
 # Outside the DAG too; deleting it costs only time.
 PIECES = "work/pieces"
-# Every metric of every question of one results folder: an ablation sent to a
-# folder of its own (--config results=...) keeps its own, so running it never
-# re-runs the jobs of the committed results/ (README.md, "Add an ablation").
-QUESTION_VALUES = "work/evaluation/{}/question_values.parquet".format(
-    "_".join(part for part in Path(RESULTS).parts if part != os.sep) or "root"
-)
+# Every metric of every question of one results folder, chunk-level and
+# document-level (BEIR) apart; each results folder keeps its own (Plan.evaluation_folder).
+QUESTION_VALUES = f"{PLAN.evaluation_folder}/question_values.parquet"
+DOCUMENT_QUESTION_VALUES = f"{PLAN.evaluation_folder}/document_question_values.parquet"
 # Corpus keys that only steer evaluation: changing them must not re-parse.
 EVALUATION_KEYS = ("level", "depth", "component_depth", "holdout")
 

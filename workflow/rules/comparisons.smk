@@ -7,12 +7,12 @@
 BASELINE = PLAN.baseline
 # Per-question values of every corpus, chunk-level and document-level (BEIR)
 # alike, so each gets intervals, significance, the summary and its section.
-QUESTION_VALUES = PLAN.question_value_files()
+ALL_QUESTION_VALUES = PLAN.question_value_files()
 
 
 rule significance:
     input:
-        question_values=QUESTION_VALUES,
+        question_values=ALL_QUESTION_VALUES,
     output:
         intervals=report(
             f"{RESULTS}/metrics_ci.csv",
@@ -67,7 +67,7 @@ rule results_readme:
     input:
         summary=f"{RESULTS}/summary.csv",
         significance=f"{RESULTS}/significance.csv",
-        question_values=QUESTION_VALUES,
+        question_values=ALL_QUESTION_VALUES,
         # Read for the choices at the edge of their grid (rag.evaluation.summary.grid_edge_lines).
         thresholds=[f"{RESULTS}/reader_thresholds.csv"] if ANSWERS else [],
         learned=[f"{RESULTS}/learned_fusion.csv"] if PLAN.retrievers_of("learned") else [],

@@ -47,7 +47,7 @@ rule evaluate_documents:
     output:
         metrics=f"{RESULTS}/document_metrics.csv",
         beir=f"{RESULTS}/beir_metrics.csv",
-        question_values="work/evaluation/document_question_values.parquet",
+        question_values=DOCUMENT_QUESTION_VALUES,
     log:
         "logs/evaluate_documents.log",
     benchmark:
