@@ -91,21 +91,3 @@ def write_job_ranking(
         stage=stage,
         **parts,
     )
-
-
-def ask_documents_and_question_sets(job: Any) -> tuple[list, dict]:
-    """The jobs that answer through ``rag ask``'s path: its documents and every question set by name.
-
-    The development questions come first, then each held-out file under its
-    file name, so every table reports the sets alike.
-    """
-    from rag.answering.question_answering import parse_documents
-    from rag.corpus.markdown_files import read_markdown_folder
-    from rag.formats.files import read_yaml
-    from rag.labels import parse_questions
-
-    folder = job.input.documents
-    files = [(file.name, file.text) for file in read_markdown_folder(folder)]
-    documents = parse_documents(files, location=f"{folder}/")
-    named = [("development", job.input.development)] + [(Path(path).stem, path) for path in job.input.heldout]
-    return documents, {name: parse_questions(read_yaml(path), path) for name, path in named}

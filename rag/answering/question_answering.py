@@ -34,6 +34,7 @@ import warnings
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import numpy as np
 
@@ -700,3 +701,19 @@ def answer_question(
         quoted = reading.best.text
         withheld = verdicts(check_answer(quoted, prompt.source_texts), quoted, question, labels)
     return AnswerReport(retrieval, prompt, answer, extractive, check, reading, judged, withheld)
+
+
+def documents_and_question_sets(folder: str, development: str, heldout: Sequence[str]) -> tuple[list, dict]:
+    """``rag ask``'s documents of ``folder`` and every question set by name, for the jobs that measure it.
+
+    The development questions come first, then each held-out file under its
+    file name, so every table reports the sets alike.
+    """
+    from rag.corpus.markdown_files import read_markdown_folder
+    from rag.formats.files import read_yaml
+    from rag.labels import parse_questions
+
+    files = [(file.name, file.text) for file in read_markdown_folder(folder)]
+    documents = parse_documents(files, location=f"{folder}/")
+    named = [("development", development)] + [(Path(path).stem, path) for path in heldout]
+    return documents, {name: parse_questions(read_yaml(path), path) for name, path in named}

@@ -3,12 +3,15 @@
 import pandas as pd
 
 from rag.answering.answers import measure_ask
+from rag.answering.question_answering import documents_and_question_sets
 from rag.answering.reader import CachedSentenceEmbedder, dense_available
 from rag.formats.files import write_csv
-from rag.jobs import ask_documents_and_question_sets, finish_job, start_log
+from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
-documents, question_sets = ask_documents_and_question_sets(snakemake)
+documents, question_sets = documents_and_question_sets(
+    snakemake.input.documents, snakemake.input.development, snakemake.input.heldout
+)
 embedder = CachedSentenceEmbedder(snakemake.params.cache) if dense_available() else None
 if embedder is None:
     log.warning("the dense extra is not installed: only the spec's BM25 + LSA + IVF retriever is measured")

@@ -2,14 +2,16 @@
 
 import pandas as pd
 
-from rag.answering.question_answering import IndexOptions, build_question_index
+from rag.answering.question_answering import IndexOptions, build_question_index, documents_and_question_sets
 from rag.answering.reader import DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
 from rag.answering.reader_rules import development_only_rules, rule_ablation
 from rag.formats.files import write_csv
-from rag.jobs import ask_documents_and_question_sets, finish_job, start_log
+from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
-documents, question_sets = ask_documents_and_question_sets(snakemake)
+documents, question_sets = documents_and_question_sets(
+    snakemake.input.documents, snakemake.input.development, snakemake.input.heldout
+)
 # rag ask's own spec retriever (BM25 + LSA + IVF) and the reader's threshold without MiniLM.
 index = build_question_index(documents, IndexOptions(dense_model=None), None)
 rows = rule_ablation(index, documents, question_sets, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY)
