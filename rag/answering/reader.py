@@ -87,7 +87,7 @@ CHOSEN_THRESHOLD_ROWS = {
     "retriever": "minilm",
     "fold": "all",
 }
-CHOSEN_THRESHOLDS = {"reader": 0.8, "reader_minilm": 1.15}
+CHOSEN_THRESHOLDS = {"reader": 0.85, "reader_minilm": 1.15}
 DEFAULT_THRESHOLD = CHOSEN_THRESHOLDS["reader_minilm"]
 DEFAULT_THRESHOLD_WITHOUT_SIMILARITY = CHOSEN_THRESHOLDS["reader"]
 

@@ -656,7 +656,7 @@ def test_the_readers_threshold_says_which_corpus_it_was_chosen_on(notes, tmp_pat
     arguments = ["ask", "When was the lighthouse built?", "--documents", str(notes), "--cache", str(tmp_path)]
     assert cli.main([*arguments, "--retriever", "bm25_lsa_ivf"]) == 0
     output = capsys.readouterr().out
-    assert "note: the reader's threshold 0.80 was chosen on the bundled corpus's labelled questions" in output
+    assert "note: the reader's threshold 0.85 was chosen on the bundled corpus's labelled questions" in output
     assert "not on these documents" in output
     # Given a threshold, or the bundled documents, there is nothing to say.
     assert cli.main([*arguments, "--retriever", "bm25_lsa_ivf", "--threshold", "0.9"]) == 0
