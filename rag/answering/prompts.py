@@ -183,6 +183,12 @@ def build_prompt(
     """
     _validate(question, ranked_chunks, budget)
     chunks = list(ranked_chunks)
+    if budget is None:
+        # Every chunk fits, so only the whole prompt is rendered and measured:
+        # the reader builds thousands of unbounded prompts over a question set.
+        text = render_prompt(question, chunks)
+        sources = dict(enumerate(chunks, start=1))
+        return Prompt(text=text, question=question, sources=sources, tokens=count_tokens(text))
     text = render_prompt(question, [])
     tokens = count_tokens(text)
     if budget is not None and tokens > budget:

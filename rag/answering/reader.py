@@ -33,6 +33,7 @@ which sentence is quoted.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -170,7 +171,12 @@ class Reading:
 
 def chunk_sentences(chunk: Chunk) -> list[str]:
     """The sentences of a chunk as the readers quote them: whitespace collapsed."""
-    return [" ".join(chunk.text[start:end].split()) for start, end in split_sentences(chunk.text)]
+    return list(_sentences_of(chunk.text))
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _sentences_of(text: str) -> tuple[str, ...]:
+    return tuple(" ".join(text[start:end].split()) for start, end in split_sentences(text))
 
 
 def proximity(sentence_terms: Sequence[str], question: Sequence[str]) -> float:
@@ -232,6 +238,13 @@ def _stems(terms: Sequence[str]) -> list[str]:
     return analyze(" ".join(terms), stem=True)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _text_stems(text: str) -> tuple[str, ...]:
+    """A sentence's or label's stemmed terms. Cached: the reader scores the
+    same pooled sentences for every question, and stemming was a third of its time."""
+    return tuple(analyze(text, stem=True))
+
+
 def _synonym_stems(table: Sequence[Sequence[str]]) -> dict[str, frozenset[str]]:
     """stem -> the stems of its group (itself included)."""
     groups: dict[str, frozenset[str]] = {}
@@ -258,6 +271,7 @@ def _aliases(
     return aliases
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _opens_with_reference(sentence: str) -> bool:
     words = tokenize(sentence)
     return bool(words) and words[0] in _REFERRING_OPENERS
@@ -290,7 +304,7 @@ def read_candidates(
     aliases = _aliases(list(term_weights), answer_type, weights)
 
     def stems_of(text: str) -> list[str]:
-        return [aliases.get(term, term) for term in analyze(text, stem=True)]
+        return [aliases.get(term, term) for term in _text_stems(text)]
 
     entries: list[tuple[int, int, str, str, str]] = []
     for number, chunk in prompt.sources.items():
@@ -316,7 +330,7 @@ def read_candidates(
         coverage = covered / total if total > 0 else 0.0
         near = proximity(sentence_terms, list(term_weights))
         typed = has_expected_value(sentence, answer_type, question, label)
-        on_topic = bool(entity_stems) and bool(entity_stems & set(analyze(title_of[number], stem=True)))
+        on_topic = bool(entity_stems) and bool(entity_stems & set(_text_stems(title_of[number])))
         score = weights.coverage * coverage + weights.proximity * near + weights.topic * on_topic
         if similar is not None:
             score += weights.similarity * similar
