@@ -34,6 +34,13 @@ include: "workflow/rules/cohorts.smk"
 include: "workflow/rules/provenance.smk"
 
 
+# `snakemake --report` opens on the results summary (README.html, rendered from
+# README.md) when there is one; the rule graph comes last (docs/comparisons.md).
+if PLAN.labelled_corpora:
+
+    report: "workflow/report/workflow.rst"
+
+
 rule all:
     default_target: True
     input:

@@ -19,14 +19,23 @@ within 20 s, one chunker within 45 s.
 copy instead of encoding from nothing (the ``embedding_cache`` column says
 which); the committed figures use none.
 
+Beside the table, ``--rules`` writes where the clean build's time goes: per
+rule, its jobs and the seconds from each job's start to its end as the
+Snakemake log stamps them (whole seconds, so a rule of many short jobs is
+counted roughly), medians over the builds. A rule's seconds overlap other
+rules' on two cores; their sum is the work, not the wall time.
+
 Usage:
-    python benchmarks/ablation_speed.py --builds 3 --output results/benchmarks/ablation_speed.csv
+    python benchmarks/ablation_speed.py --builds 3 --output results/benchmarks/ablation_speed.csv \
+        --rules results/benchmarks/ablation_speed_rules.csv
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -56,6 +65,37 @@ def add_entry(workdir: Path, section: str, name: str, entry: dict) -> None:
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
+_STAMP = re.compile(r"^\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]$")
+_RULE = re.compile(r"^(?:local)?rule (\w+):$")
+_JOB = re.compile(r"^\s+jobid: (\d+)$")
+_FINISHED = re.compile(r"^Finished jobid: (\d+)")
+
+
+def rule_seconds(log: str) -> dict[str, tuple[int, float]]:
+    """Rule -> (jobs, seconds summed over its jobs) from a Snakemake log's time stamps."""
+    stamp, rule, started, rule_of, seconds = None, None, {}, {}, {}
+    for line in log.splitlines():
+        if match := _STAMP.match(line):
+            stamp = datetime.datetime.strptime(" ".join(match.group(1).split()), "%a %b %d %H:%M:%S %Y")
+        elif match := _RULE.match(line):
+            rule = match.group(1)
+        elif (match := _JOB.match(line)) and rule is not None:
+            started[match.group(1)], rule_of[match.group(1)], rule = stamp, rule, None
+        elif (match := _FINISHED.match(line)) and match.group(1) in started:
+            seconds[match.group(1)] = (stamp - started[match.group(1)]).total_seconds()
+    totals: dict[str, tuple[int, float]] = {}
+    for job, spent in seconds.items():
+        jobs, total = totals.get(rule_of[job], (0, 0.0))
+        totals[rule_of[job]] = (jobs + 1, total + spent)
+    return totals
+
+
+def newest_log(workdir: Path) -> str:
+    """The text of the newest Snakemake log in a project copy."""
+    logs = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))
+    return logs[-1].read_text() if logs else ""
+
+
 def run_step(workdir: Path, cores: int) -> tuple[float, int, float]:
     """One ``snakemake --cores N`` to completion: wall seconds, jobs run, load average at the start."""
     load = os.getloadavg()[0]
@@ -69,13 +109,13 @@ def run_step(workdir: Path, cores: int) -> tuple[float, int, float]:
     return seconds, sum(job_counts(result.stdout + result.stderr).values()), load
 
 
-def build(root: Path, number: int, cores: int, embedding_cache: Path | None) -> list[dict]:
-    """The four steps in a fresh copy of the project."""
+def build(root: Path, number: int, cores: int, embedding_cache: Path | None) -> tuple[list[dict], list[dict]]:
+    """The four steps in a fresh copy of the project, and the clean step's seconds per rule."""
     workdir = copy_inputs(PROJECT, root / f"build_{number}")
     if embedding_cache is not None:
         (workdir / "cache").mkdir()
         (workdir / "cache" / "embeddings").symlink_to(embedding_cache.resolve())
-    rows = []
+    rows, rules = [], []
     for step in STEPS:
         if step == "add_retriever":
             add_entry(workdir, *ADDED_RETRIEVER)
@@ -94,7 +134,12 @@ def build(root: Path, number: int, cores: int, embedding_cache: Path | None) -> 
             }
         )
         print(f"build {number}, {step}: {seconds:.1f} s, {jobs} jobs, load {load:.2f}", flush=True)
-    return rows
+        if step == "clean":
+            rules = [
+                {"build": number, "rule": rule, "jobs": jobs, "seconds": total}
+                for rule, (jobs, total) in rule_seconds(newest_log(workdir)).items()
+            ]
+    return rows, rules
 
 
 def main() -> None:
@@ -103,21 +148,29 @@ def main() -> None:
     parser.add_argument("--cores", type=int, default=2)
     parser.add_argument("--output", type=Path, default=PROJECT / "results/benchmarks/ablation_speed.csv")
     parser.add_argument("--embedding-cache", type=Path, help="an existing embedding cache to link in")
+    parser.add_argument("--rules", type=Path, help="also write the clean build's seconds per rule here")
     parser.add_argument("--keep", type=Path, help="build in this new folder and keep the copies")
     arguments = parser.parse_args()
-    rows = []
+    rows, rules = [], []
     with tempfile.TemporaryDirectory(prefix="ablation-speed-") as temporary:
         root = Path(temporary)
         if arguments.keep is not None:
             arguments.keep.mkdir(parents=True)  # refuses an existing folder
             root = arguments.keep
         for number in range(1, arguments.builds + 1):
-            rows += build(root, number, arguments.cores, arguments.embedding_cache)
+            step_rows, rule_rows = build(root, number, arguments.cores, arguments.embedding_cache)
+            rows, rules = rows + step_rows, rules + rule_rows
     table = pd.DataFrame(rows)
     table["median_wall_seconds"] = table.groupby("step")["wall_seconds"].transform("median")
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(arguments.output, index=False)
     print(table.groupby("step", sort=False)[["median_wall_seconds", "jobs", "load_average"]].median())
+    if arguments.rules is not None:
+        per_rule = pd.DataFrame(rules).groupby("rule")[["jobs", "seconds"]].median()
+        per_rule = per_rule.sort_values(["seconds", "jobs"], ascending=False).reset_index()
+        per_rule["share_of_work"] = (per_rule["seconds"] / per_rule["seconds"].sum()).round(3)
+        per_rule.to_csv(arguments.rules, index=False)
+        print(per_rule.head(12).to_string(index=False))
 
 
 if __name__ == "__main__":

@@ -933,7 +933,7 @@ class Plan:
         results += self.trec_run_files(self.chunk_level_corpora)
         if self.labelled_corpora:
             results += [f"{out}/metrics_ci.csv", f"{out}/significance.csv", f"{out}/summary.csv"]
-            results += [f"{out}/README.md"]
+            results += [f"{out}/README.md", f"{out}/README.html", f"{out}/report_metadata.yaml"]
             results += [f"{out}/learned_fusion.csv"] if self.retrievers_of("learned") else []
         return results
 

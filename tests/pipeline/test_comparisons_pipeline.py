@@ -111,7 +111,7 @@ def test_report_renders_in_headless_chromium(grown, tmp_path):
     assert shutil.which("chromium"), "this test needs Debian's chromium package (.ci/run installs it)"
     workdir, _ = grown
     report = workdir / "results/report.html"
-    snakemake(workdir, "--report", str(report))
+    snakemake(workdir, "--report", str(report), "--report-metadata", "results/report_metadata.yaml")
     page = report.read_text()
     # The probe opens every category and figure, then records what it saw in the page.
     probed = tmp_path / "probed.html"
@@ -135,6 +135,9 @@ def test_report_renders_in_headless_chromium(grown, tmp_path):
     assert match, "the report's page did not render"
     seen = json.loads(html.unescape(match.group(1)))
     assert seen["error"] is None
+    # It opens on the rendered results/README.md, not on the rule graph.
+    assert seen["front"] == "Results"
+    assert seen["rule_graph_first"] is False
     assert seen["categories"] == ["1. Retrieval", "2. Comparisons"]
     for name in (
         "results/summary.csv",

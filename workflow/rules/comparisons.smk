@@ -85,6 +85,26 @@ rule results_readme:
         "../scripts/results_readme.py"
 
 
+# The summary rendered to HTML, which the report's front page embeds
+# (workflow/report/workflow.rst), and the numbers shown under it
+# (snakemake --report ... --report-metadata results/report_metadata.yaml).
+rule summary_page:
+    input:
+        readme=f"{RESULTS}/README.md",
+        summary=f"{RESULTS}/summary.csv",
+    output:
+        page=f"{RESULTS}/README.html",
+        metadata=f"{RESULTS}/report_metadata.yaml",
+    log:
+        "logs/summary_page.log",
+    conda:
+        "../envs/rag.yaml"
+    params:
+        code=script_digest("summary_page.py"),
+    script:
+        "../scripts/summary_page.py"
+
+
 # Every ranking as a TREC run (documents for document-level corpora, as BEIR
 # scores them), with the labels as qrels, for trec_eval, ir-measures or ranx.
 rule trec_runs:
