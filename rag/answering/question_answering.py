@@ -1,17 +1,25 @@
 """Answering one question over a folder of documents: the path behind ``rag ask``.
 
 The batch pipeline measures every stage over a grid; an interactive question
-needs one fixed setup that is fast to query. The spec's sample project uses
-sentence chunks of at most 60 words with a title and section header, BM25
-next to 32-dimensional LSA searched through an IVF index with 8 lists (3
-probed), the two rankings fused by reciprocal rank fusion, the five best
-chunks as numbered sources, an extractive answer and a citation check. That
-setup stays available (retriever ``bm25_lsa_ivf``, generator
-``extractive``); by default the stronger reader of :mod:`rag.answering.reader`
-answers, and with the ``dense`` extra BM25 is fused with exact MiniLM search
-instead (retriever ``bm25_minilm``). Every answer gets two verdicts:
-faithful (the citation check) and responsive (it holds what the question
-asks for).
+needs one fixed setup that is fast to query. Each of ``rag ask``'s retrievers
+is a named setup of the table of kinds, written as the pipeline's config
+entries (:data:`rag.kinds.ASK_SETUPS`). The spec's sample project,
+``bm25_lsa_ivf``, uses sentence chunks of at most 60 words with a title and
+section header, BM25 next to 32-dimensional LSA searched through an IVF index
+with 8 lists (3 probed), the two rankings fused by reciprocal rank fusion, and
+the five best chunks as numbered sources; ``bm25_minilm`` (the dense extra)
+fuses the stemmed BM25 of config.yaml with exact MiniLM search instead. The
+entries are filled with their kinds' defaults by the config plan's own
+:func:`rag.kinds.canonical_entry`, and the index is built, searched and fused
+through the kinds' behaviour (:func:`rag.kinds.behaviour`), so ``rag ask``
+ranks as the pipeline's entries of the same values rank. What the pipeline
+has no use for stays here: a collection too small for the entries' LSA
+dimensions or IVF lists gets fewer, with a note; chunks of withheld access
+levels are masked after fusion; the MiniLM vectors come through the
+embedding cache. By default the reader of :mod:`rag.answering.reader`
+answers (``extractive`` is the spec's generator). Every answer gets two
+verdicts: faithful (the citation check) and responsive (it holds what the
+question asks for).
 
 Fitting is the slow part (the SVD and k-means), and it depends only on the
 documents and a few index options, so the fitted index converts to plain
@@ -103,7 +111,10 @@ class IndexOptions:
     chunks uses one list per chunk and says so in its notes. ``dense_model``
     names the sentence embedder of the ``bm25_minilm`` retriever (None: the
     spec's LSA through IVF); it is part of the cache key, so an index built
-    for one model is never served for another.
+    for one model is never served for another. ``max_words``, ``dimensions``,
+    ``lists`` and ``seed`` replace those values of the setup's chunker, lsa
+    and ivf entries (:func:`setup_entries`); ``seed`` is the ivf entry's
+    k-means seed, since the lsa kind fixes ARPACK's start vector itself.
     """
 
     max_words: int = DEFAULT_MAX_WORDS
