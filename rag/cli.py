@@ -74,7 +74,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 from rag.escaping import visible
-from rag.kinds import ASK_DEFAULTS, EXTRACTIVE_THRESHOLD
+from rag.kinds import ASK_OPTIONS, ASK_SETUPS, EXTRACTIVE_THRESHOLD
 
 if TYPE_CHECKING:
     from rag.answering.question_answering import AnswerReport, IndexOptions, QuestionIndex
@@ -93,11 +93,13 @@ GENERATORS = ("reader", "extractive", "hosted", "llm")
 BUNDLED_GENERATOR_NAMES = ("llm", "smollm2")
 LLM_CACHE_FOLDER = "llm"
 RETRIEVERS = ("auto", "bm25_minilm", "bm25_lsa_ivf")
-DENSE_MODEL = "all-MiniLM-L6-v2"
+# The model of the bm25_minilm setup's dense entry (rag.kinds.ASK_SETUPS).
+DENSE_MODEL = ASK_SETUPS["bm25_minilm"].retrievers[ASK_SETUPS["bm25_minilm"].dense]["model"]
 
-# rag ask's setup, from the table of kinds (plain data: `rag ask --help` and
-# usage errors must not pay for numpy and scipy).
-DEFAULTS = ASK_DEFAULTS
+# rag ask's whole-number options, read from the spec setup's entries in the
+# table of kinds (plain data: `rag ask --help` and usage errors must not pay
+# for numpy and scipy).
+DEFAULTS = ASK_OPTIONS
 # The abstention threshold of each offline generator (the reader's depends on
 # whether its MiniLM similarity is in the score); see rag.answering.reader.
 DEFAULT_THRESHOLDS = {"extractive": EXTRACTIVE_THRESHOLD, "reader": None}
@@ -455,17 +457,14 @@ def _threshold_provenance(threshold: float) -> str:
 
 def _lexical_name(index: QuestionIndex) -> str:
     """The fused BM25 as the report names it: stemmed, with its k1 and b, or the spec's."""
-    from rag.answering.question_answering import LEXICAL_RETRIEVERS
-
-    settings = LEXICAL_RETRIEVERS[index.options.lexical]
+    settings = index.entries.lexical
     stemmed = "stemmed " if settings["stem"] else ""
     return f"{stemmed}BM25, k1 {settings['k1']:g}, b {settings['b']:g}"
 
 
 def format_retrieval(report: AnswerReport, index: QuestionIndex) -> list[str]:
-    from rag.retrieval.fusion import DEFAULT_CONSTANT
-
     retrieval = report.retrieval
+    constant = index.entries.fused["constant"]
     dense_column = "IVF"
     if index.chunk_embeddings is not None:
         dense = f"{index.options.dense_model} (exact cosine search, {retrieval.dense_listed} listed)"
@@ -481,7 +480,7 @@ def format_retrieval(report: AnswerReport, index: QuestionIndex) -> list[str]:
     lines = [
         "Retrieval",
         f"  {_lexical_name(index)} ({retrieval.bm25_listed} chunks listed) and {dense};",
-        f"  fused by reciprocal rank fusion, score = sum of 1 / ({DEFAULT_CONSTANT:g} + rank).",
+        f"  fused by reciprocal rank fusion, score = sum of 1 / ({constant:g} + rank).",
     ]
     lines += [f"  note: {note}" for note in retrieval.notes]
     if not retrieval.chosen:

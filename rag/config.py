@@ -31,22 +31,18 @@ from rag.kinds import (
     BUNDLED_ENDPOINT,
     CHUNKER_KINDS,
     COMMON_GENERATOR_KEYS,
-    COMMON_RETRIEVER_KEYS,
     EXTRACTIVE_THRESHOLD,
     GENERATOR_KINDS,
     RETRIEVER_KINDS,
+    ConfigError,
+    canonical_entry,
     kinds_with,
     model_kinds,
-    parameter_problem,
 )
 from rag.kinds import defaults as kind_defaults
 from rag.labels import LabelError, parse_questions
 from rag.retrieval.filters import FilterError, parse_filter
 from rag.retrieval.synthetic import DEFAULT_CENTRES, DEFAULT_SPREAD
-
-
-class ConfigError(ValueError):
-    """A configuration mistake; the message starts with the key path."""
 
 
 def schema_errors(config: Mapping, schema: Mapping, fill_defaults: bool = False) -> list[str]:
@@ -99,45 +95,6 @@ IVF_SYNTHETIC_PARAMETERS: dict[str, object] = {
     "seed": 0,
     "repeats": 3,
 }
-
-# Parameters whose null is a setting ("no reranking", "no cap"), not a missing value.
-NULLABLE_PARAMETERS: dict[str, frozenset[str]] = {
-    name: frozenset(key for key, parameter in kind.parameters.items() if parameter.nullable)
-    for name, kind in {**CHUNKER_KINDS, **RETRIEVER_KINDS, **GENERATOR_KINDS}.items()
-}
-
-
-def canonical_entry(
-    kind_parameters: Mapping[str, Mapping[str, object]],
-    entry: Mapping,
-    where: str,
-    common_keys: Iterable[str] = COMMON_RETRIEVER_KEYS,
-) -> dict:
-    """The entry with defaults filled in; unknown or missing parameters are errors."""
-    common_keys = tuple(common_keys)
-    kind = entry.get("kind")
-    if kind not in kind_parameters:
-        raise ConfigError(
-            f"{where}['kind']: unknown kind {kind!r}; expected one of {sorted(kind_parameters)}"
-        )
-    allowed = kind_parameters[kind]
-    canonical: dict[str, object] = {"kind": kind}
-    for key in entry:
-        if key not in allowed and key not in common_keys:
-            raise ConfigError(
-                f"{where}[{key!r}]: not a parameter of kind {kind!r}; allowed: {sorted(allowed)}"
-            )
-    for key, default in allowed.items():
-        value = entry.get(key, default)
-        if value is None and key not in NULLABLE_PARAMETERS.get(kind, ()):
-            raise ConfigError(f"{where}[{key!r}]: required for kind {kind!r}")
-        problem = parameter_problem(kind, key, value)
-        if problem:
-            raise ConfigError(f"{where}[{key!r}]: {problem}")
-        canonical[key] = value
-    if "chunkers" in entry:
-        canonical["chunkers"] = sorted(entry["chunkers"])
-    return canonical
 
 
 def canonical_settings(parameters: Mapping[str, object], settings: Mapping, where: str) -> dict:

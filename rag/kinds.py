@@ -20,7 +20,7 @@ from __future__ import annotations
 import importlib
 import math
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 # A parameter without a default must be given in the entry.
@@ -393,12 +393,104 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
 # Keys every generator entry may carry besides its kind's parameters.
 COMMON_GENERATOR_KEYS = ("kind", "optional")
 
-# ``rag ask``'s one fixed setup (rag.answering.question_answering): sentence
-# chunks of at most ``max_words`` words, LSA of ``dimensions`` dimensions filed
-# in an IVF index of ``lists`` lists of which ``probes`` are scanned, and the
-# ``sources`` best chunks in the prompt. Plain data here, so that the command's
-# help and usage errors read them without importing numpy.
-ASK_DEFAULTS: dict[str, int] = {"max_words": 60, "dimensions": 32, "lists": 8, "probes": 3, "sources": 5}
+
+@dataclass(frozen=True)
+class AskSetup:
+    """One retriever of ``rag ask``, written as the pipeline writes its grid: config entries.
+
+    ``chunker`` is a chunker entry and ``retrievers`` are retriever entries by
+    name, exactly as they could stand in config.yaml (and pass its checks:
+    tests/unit/test_ask_setups.py), so ``rag ask`` builds, searches and fuses
+    with the same behaviour and defaults as the pipeline. ``fused`` names the
+    fused entry whose ranking picks the sources; its components are the
+    lexical ranking first, then the dense one. ``weights`` names the bm25
+    entry whose idf the offline generators weigh question terms with (the
+    spec's unstemmed one for every setup, so the generators do not change with
+    the retriever), and ``sources`` is how many chunks reach the prompt.
+    """
+
+    chunker: dict[str, object]
+    retrievers: dict[str, dict[str, object]]
+    fused: str
+    weights: str
+    sources: int
+
+    @property
+    def lexical(self) -> str:
+        """The name of the fused entry's lexical component."""
+        return self.retrievers[self.fused]["components"][0]
+
+    @property
+    def dense(self) -> str:
+        """The name of the fused entry's dense component (an ivf entry, or an exact dense one)."""
+        return self.retrievers[self.fused]["components"][1]
+
+
+# rag ask's chunks: whole sentences packed up to 60 words, each chunk headed by
+# its title and section (both setups share them, and so their chunk ids).
+_ASK_CHUNKER: dict[str, object] = {"kind": "sentences", "max_words": 60, "header": True}
+# The spec's unstemmed BM25: the lexical half of bm25_lsa_ivf and, in every
+# setup, the idf the generators weigh question terms with.
+_SPEC_BM25: dict[str, object] = {"kind": "bm25", "stem": False, "k1": 1.5, "b": 0.75}
+
+# ``rag ask``'s setups by retriever name (rag.answering.question_answering):
+# bm25_lsa_ivf is the spec's sample project, BM25 fused with 32-dimensional LSA
+# searched through an IVF index of 8 lists of which 3 are probed; bm25_minilm
+# fuses the stemmed BM25 of config.yaml (Anserini's k1 0.9 and b 0.4) with
+# exact MiniLM search (the dense extra), which fused better on every chunk set
+# of the bundled corpus (results/README.md). Plain data here, so that the
+# command's help and usage errors read them without importing numpy.
+ASK_SETUPS: dict[str, AskSetup] = {
+    "bm25_lsa_ivf": AskSetup(
+        chunker=_ASK_CHUNKER,
+        retrievers={
+            "bm25": _SPEC_BM25,
+            "lsa32": {"kind": "lsa", "dimensions": 32, "min_df": 2},
+            "lsa32_ivf": {"kind": "ivf", "base": "lsa32", "lists": 8, "probes": 3, "seed": 0},
+            "bm25_lsa_ivf": {"kind": "rrf", "components": ["bm25", "lsa32_ivf"], "constant": 60},
+        },
+        fused="bm25_lsa_ivf",
+        weights="bm25",
+        sources=5,
+    ),
+    "bm25_minilm": AskSetup(
+        chunker=_ASK_CHUNKER,
+        retrievers={
+            "bm25": _SPEC_BM25,
+            "bm25_stem": {"kind": "bm25", "stem": True, "k1": 0.9, "b": 0.4},
+            "minilm": {"kind": "embedder", "model": "all-MiniLM-L6-v2"},
+            "bm25_minilm": {"kind": "rrf", "components": ["bm25_stem", "minilm"], "constant": 60},
+        },
+        fused="bm25_minilm",
+        weights="bm25",
+        sources=5,
+    ),
+}
+# The setup ``rag ask`` falls back to without the dense extra, and whose entries
+# give its whole-number options their defaults (:func:`ask_options`).
+SPEC_SETUP = "bm25_lsa_ivf"
+
+
+def ask_options(setup: AskSetup) -> dict[str, int]:
+    """``rag ask``'s whole-number options and their defaults, read from a setup's entries.
+
+    ``max_words`` is the chunker's size, ``lists`` and ``probes`` are its
+    approximate (ivf) entry's, ``dimensions`` that entry's base's, and
+    ``sources`` the setup's; each value is thus written once, in the entry.
+    """
+    approximate = next(
+        entry for entry in setup.retrievers.values() if RETRIEVER_KINDS[entry["kind"]].role == "approximate"
+    )
+    return {
+        "max_words": setup.chunker[CHUNKER_KINDS[setup.chunker["kind"]].size],
+        "dimensions": setup.retrievers[approximate["base"]]["dimensions"],
+        "lists": approximate["lists"],
+        "probes": approximate["probes"],
+        "sources": setup.sources,
+    }
+
+
+ASK_OPTIONS: dict[str, int] = ask_options(ASK_SETUPS[SPEC_SETUP])
 
 
 def kinds_with(
@@ -438,3 +530,52 @@ def _table_of(kind: str) -> dict[str, Kind]:
 def parameter_problem(kind: str, key: str, value: object) -> str | None:
     """Why ``value`` is not allowed for a retriever, generator or chunker kind's parameter, or None."""
     return _table_of(kind)[kind].parameters[key].problem(value)
+
+
+class ConfigError(ValueError):
+    """A configuration mistake; the message starts with the key path."""
+
+
+# Parameters whose null is a setting ("no reranking", "no cap"), not a missing value.
+NULLABLE_PARAMETERS: dict[str, frozenset[str]] = {
+    name: frozenset(key for key, parameter in kind.parameters.items() if parameter.nullable)
+    for name, kind in {**CHUNKER_KINDS, **RETRIEVER_KINDS, **GENERATOR_KINDS}.items()
+}
+
+
+def canonical_entry(
+    kind_parameters: Mapping[str, Mapping[str, object]],
+    entry: Mapping,
+    where: str,
+    common_keys: Iterable[str] = COMMON_RETRIEVER_KEYS,
+) -> dict:
+    """The entry with defaults filled in; unknown or missing parameters are errors.
+
+    Here rather than in :mod:`rag.config` so that every reader of entries (the
+    config plan for config.yaml's, ``rag ask`` for its setups) fills them the
+    same way without importing the plan.
+    """
+    common_keys = tuple(common_keys)
+    kind = entry.get("kind")
+    if kind not in kind_parameters:
+        raise ConfigError(
+            f"{where}['kind']: unknown kind {kind!r}; expected one of {sorted(kind_parameters)}"
+        )
+    allowed = kind_parameters[kind]
+    canonical: dict[str, object] = {"kind": kind}
+    for key in entry:
+        if key not in allowed and key not in common_keys:
+            raise ConfigError(
+                f"{where}[{key!r}]: not a parameter of kind {kind!r}; allowed: {sorted(allowed)}"
+            )
+    for key, default in allowed.items():
+        value = entry.get(key, default)
+        if value is None and key not in NULLABLE_PARAMETERS.get(kind, ()):
+            raise ConfigError(f"{where}[{key!r}]: required for kind {kind!r}")
+        problem = parameter_problem(kind, key, value)
+        if problem:
+            raise ConfigError(f"{where}[{key!r}]: {problem}")
+        canonical[key] = value
+    if "chunkers" in entry:
+        canonical["chunkers"] = sorted(entry["chunkers"])
+    return canonical

@@ -1,17 +1,25 @@
 """Answering one question over a folder of documents: the path behind ``rag ask``.
 
 The batch pipeline measures every stage over a grid; an interactive question
-needs one fixed setup that is fast to query. The spec's sample project uses
-sentence chunks of at most 60 words with a title and section header, BM25
-next to 32-dimensional LSA searched through an IVF index with 8 lists (3
-probed), the two rankings fused by reciprocal rank fusion, the five best
-chunks as numbered sources, an extractive answer and a citation check. That
-setup stays available (retriever ``bm25_lsa_ivf``, generator
-``extractive``); by default the stronger reader of :mod:`rag.answering.reader`
-answers, and with the ``dense`` extra BM25 is fused with exact MiniLM search
-instead (retriever ``bm25_minilm``). Every answer gets two verdicts:
-faithful (the citation check) and responsive (it holds what the question
-asks for).
+needs one fixed setup that is fast to query. Each of ``rag ask``'s retrievers
+is a named setup of the table of kinds, written as the pipeline's config
+entries (:data:`rag.kinds.ASK_SETUPS`). The spec's sample project,
+``bm25_lsa_ivf``, uses sentence chunks of at most 60 words with a title and
+section header, BM25 next to 32-dimensional LSA searched through an IVF index
+with 8 lists (3 probed), the two rankings fused by reciprocal rank fusion, and
+the five best chunks as numbered sources; ``bm25_minilm`` (the dense extra)
+fuses the stemmed BM25 of config.yaml with exact MiniLM search instead. The
+entries are filled with their kinds' defaults by the config plan's own
+:func:`rag.kinds.canonical_entry`, and the index is built, searched and fused
+through the kinds' behaviour (:func:`rag.kinds.behaviour`), so ``rag ask``
+ranks as the pipeline's entries of the same values rank. What the pipeline
+has no use for stays here: a collection too small for the entries' LSA
+dimensions or IVF lists gets fewer, with a note; chunks of withheld access
+levels are masked after fusion; the MiniLM vectors come through the
+embedding cache. By default the reader of :mod:`rag.answering.reader`
+answers (``extractive`` is the spec's generator). Every answer gets two
+verdicts: faithful (the citation check) and responsive (it holds what the
+question asks for).
 
 Fitting is the slow part (the SVD and k-means), and it depends only on the
 documents and a few index options, so the fitted index converts to plain
@@ -42,48 +50,57 @@ from rag.answering.extractive import DEFAULT_COVERAGE_THRESHOLD, Abstention, Ext
 from rag.answering.prompts import Prompt, build_prompt
 from rag.answering.reader import DEFAULT_WEIGHTS, ReaderWeights, Reading, Similarity, read, read_candidates
 from rag.answering.verification import AnswerCheck, Verdicts, check_answer, verdicts
-from rag.chunking import Chunk, ChunkerSpec, chunk_corpus
+from rag.chunking import Chunk, ChunkerSpec, chunk_corpus, spec_from_config
 from rag.corpus.documents import DEFAULT_ACCESS, SKIPPABLE, Document, DocumentError
 from rag.corpus.folders import read_document
-from rag.kinds import ASK_DEFAULTS
-from rag.retrieval.bm25 import BM25Index, bm25_index_from_counts, bm25_search
-from rag.retrieval.fusion import DEFAULT_CONSTANT, reciprocal_rank_fusion
-from rag.retrieval.ivf import IVFIndex, build_ivf
-from rag.retrieval.lsa import LSAModel, embed_queries, fit_lsa_from_counts
-from rag.retrieval.search import Ranking, chunk_id_order, count_terms, top_k, top_k_among
-from rag.text import analyze
+from rag.kinds import (
+    ASK_SETUPS,
+    CHUNKER_KINDS,
+    RETRIEVER_KINDS,
+    SPEC_SETUP,
+    AskSetup,
+    ask_options,
+    behaviour,
+    canonical_entry,
+    defaults,
+)
+from rag.retrieval.bm25 import BM25Index
+from rag.retrieval.ivf import IVFIndex, share_scanned
+from rag.retrieval.lsa import LSAModel
+from rag.retrieval.retrievers import ApproximateIndex, Retriever, build_ivf_retriever, query_embeddings
+from rag.retrieval.search import Ranking, chunk_id_order, count_terms, top_k
+from rag.text import analyze_entry
 
 # Bumped whenever the bundle layout changes, so old cache entries are never misread.
 INDEX_FORMAT = 3
-# The retrievers of ``rag ask``: the spec's BM25 + LSA through IVF, and BM25 +
-# exact MiniLM search (the dense extra). The index holds what its retriever needs.
-SPEC_RETRIEVER = "bm25_lsa_ivf"
+# The retrievers of ``rag ask``, each a named setup of the table of kinds
+# (rag.kinds.ASK_SETUPS): the spec's BM25 + LSA through IVF, and BM25 + exact
+# MiniLM search (the dense extra). The index holds what its retriever needs.
+SPEC_RETRIEVER = SPEC_SETUP
 MINILM_RETRIEVER = "bm25_minilm"
-RETRIEVERS = (SPEC_RETRIEVER, MINILM_RETRIEVER)
+RETRIEVERS = tuple(ASK_SETUPS)
 # Embeds texts as unit rows (the MiniLM encoder through the embedding cache).
 Embed = Callable[[list[str]], np.ndarray]
 
-DEFAULT_MAX_WORDS = ASK_DEFAULTS["max_words"]
-DEFAULT_DIMENSIONS = ASK_DEFAULTS["dimensions"]
-DEFAULT_LISTS = ASK_DEFAULTS["lists"]
-DEFAULT_PROBES = ASK_DEFAULTS["probes"]
-DEFAULT_SOURCES = ASK_DEFAULTS["sources"]
+# The whole-number options' defaults, read from the spec setup's entries.
+_SPEC_OPTIONS = ask_options(ASK_SETUPS[SPEC_SETUP])
+DEFAULT_MAX_WORDS = _SPEC_OPTIONS["max_words"]
+DEFAULT_DIMENSIONS = _SPEC_OPTIONS["dimensions"]
+DEFAULT_LISTS = _SPEC_OPTIONS["lists"]
+DEFAULT_PROBES = _SPEC_OPTIONS["probes"]
+DEFAULT_SOURCES = _SPEC_OPTIONS["sources"]
 DEFAULT_THRESHOLD = DEFAULT_COVERAGE_THRESHOLD
-# LSA keeps terms found in at least this many chunks (see rag.retrieval.lsa).
-MIN_DOCUMENT_FREQUENCY = 2
 # How deep each retriever's list goes into the fusion: the evaluation depth of
 # the pipeline. Deeper lists only add contributions below 1 / (60 + 100).
 FUSION_DEPTH = 100
 
-
-# The lexical half of the fusion, as the grid's entries of the same names
-# (config.yaml): the spec's unstemmed BM25 beside LSA, and the stemmed BM25
-# (Snowball, Anserini's k1 0.9 and b 0.4) beside MiniLM, where it fused
-# better on every chunk set of the bundled corpus (results/README.md).
-LEXICAL_RETRIEVERS: dict[str, dict[str, object]] = {
-    "bm25": {"stem": False, "k1": 1.5, "b": 0.75},
-    "bm25_stem": {"stem": True, "k1": 0.9, "b": 0.4},
-}
+# Kind -> parameter -> default, as the config plan fills config.yaml's entries.
+_RETRIEVER_PARAMETERS = defaults(RETRIEVER_KINDS)
+_CHUNKER_PARAMETERS = defaults(CHUNKER_KINDS)
+# The BM25 entries that can be fused (``IndexOptions.lexical``), by name: each
+# setup's lexical component, the spec's unstemmed bm25 and the stemmed
+# bm25_stem (Snowball, k1 0.9, b 0.4) of config.yaml.
+LEXICAL_NAMES = tuple(dict.fromkeys(setup.lexical for setup in ASK_SETUPS.values()))
 
 
 @dataclass(frozen=True)
@@ -94,7 +111,10 @@ class IndexOptions:
     chunks uses one list per chunk and says so in its notes. ``dense_model``
     names the sentence embedder of the ``bm25_minilm`` retriever (None: the
     spec's LSA through IVF); it is part of the cache key, so an index built
-    for one model is never served for another.
+    for one model is never served for another. ``max_words``, ``dimensions``,
+    ``lists`` and ``seed`` replace those values of the setup's chunker, lsa
+    and ivf entries (:func:`setup_entries`); ``seed`` is the ivf entry's
+    k-means seed, since the lsa kind fixes ARPACK's start vector itself.
     """
 
     max_words: int = DEFAULT_MAX_WORDS
@@ -104,16 +124,16 @@ class IndexOptions:
     dense_model: str | None = None
     # What the Markdown reader leaves out (rag.corpus.documents.SKIPPABLE), as a corpus's ``skip``.
     skip: tuple[str, ...] = SKIPPABLE
-    # The BM25 that is fused (LEXICAL_RETRIEVERS): None takes bm25_stem beside
-    # MiniLM and the spec's bm25 beside LSA.
+    # The BM25 entry that is fused, by name (LEXICAL_NAMES): None takes the
+    # setup's own (bm25_stem beside MiniLM, the spec's bm25 beside LSA).
     lexical: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "skip", tuple(self.skip))
         if self.lexical is None:
-            object.__setattr__(self, "lexical", "bm25_stem" if self.dense_model is not None else "bm25")
-        if self.lexical not in LEXICAL_RETRIEVERS:
-            raise ValueError(f"lexical must be one of {sorted(LEXICAL_RETRIEVERS)}, got {self.lexical!r}")
+            object.__setattr__(self, "lexical", self.setup.lexical)
+        if self.lexical not in LEXICAL_NAMES:
+            raise ValueError(f"lexical must be one of {list(LEXICAL_NAMES)}, got {self.lexical!r}")
         for name in ("max_words", "dimensions", "lists"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -124,10 +144,78 @@ class IndexOptions:
     def as_dict(self) -> dict[str, int | str | None]:
         return dataclasses.asdict(self)
 
+    @property
+    def retriever(self) -> str:
+        """The setup's name: bm25_minilm with a dense model, else the spec's bm25_lsa_ivf."""
+        return MINILM_RETRIEVER if self.dense_model is not None else SPEC_RETRIEVER
+
+    @property
+    def setup(self) -> AskSetup:
+        return ASK_SETUPS[self.retriever]
+
+
+@dataclass(frozen=True)
+class SetupEntries:
+    """The canonical entries an index is built and searched with, by their part in ``rag ask``.
+
+    ``lexical`` is the fused BM25 and ``weights`` the BM25 whose idf the
+    generators use (the same entry for the spec setup). ``dense`` is the LSA
+    entry (spec) or the embedder entry (MiniLM); ``approximate`` the ivf entry
+    over the LSA, None beside MiniLM. ``fused`` is the rrf entry.
+    """
+
+    chunker: dict[str, object]
+    lexical: dict[str, object]
+    weights: dict[str, object]
+    dense: dict[str, object]
+    approximate: dict[str, object] | None
+    fused: dict[str, object]
+
+
+def _canonical_retriever(setup_name: str, name: str) -> dict[str, object]:
+    """A setup's retriever entry with its kind's defaults filled in, as config.yaml's are."""
+    where = f"rag.kinds.ASK_SETUPS[{setup_name!r}].retrievers[{name!r}]"
+    return canonical_entry(_RETRIEVER_PARAMETERS, ASK_SETUPS[setup_name].retrievers[name], where)
+
+
+def lexical_entry(name: str) -> dict[str, object]:
+    """The canonical BM25 entry of that name (one of LEXICAL_NAMES), from the setup that fuses it."""
+    owner = next(setup_name for setup_name, setup in ASK_SETUPS.items() if setup.lexical == name)
+    return _canonical_retriever(owner, name)
+
+
+def setup_entries(options: IndexOptions) -> SetupEntries:
+    """The options' setup as canonical entries, with the options' chunk size, dimensions, lists and seed.
+
+    The options replace values of the setup's entries rather than adding to
+    them, so that a size the collection cannot take is clipped later with a
+    note (:func:`build_question_index`) instead of refused here.
+    """
+    setup_name, setup = options.retriever, options.setup
+    size = CHUNKER_KINDS[setup.chunker["kind"]].size
+    chunker = canonical_entry(
+        _CHUNKER_PARAMETERS,
+        {**setup.chunker, size: options.max_words},
+        f"rag.kinds.ASK_SETUPS[{setup_name!r}].chunker",
+    )
+    dense = _canonical_retriever(setup_name, setup.dense)
+    approximate = None
+    if RETRIEVER_KINDS[dense["kind"]].role == "approximate":
+        approximate = {**dense, "lists": options.lists, "seed": options.seed}
+        dense = {**_canonical_retriever(setup_name, dense["base"]), "dimensions": options.dimensions}
+    return SetupEntries(
+        chunker=chunker,
+        lexical=lexical_entry(options.lexical),
+        weights=_canonical_retriever(setup_name, setup.weights),
+        dense=dense,
+        approximate=approximate,
+        fused=_canonical_retriever(setup_name, setup.fused),
+    )
+
 
 def chunker_spec(options: IndexOptions) -> ChunkerSpec:
-    """Sentence packing with headers: whole sentences, and each chunk names its body."""
-    return ChunkerSpec(kind="sentences", size=options.max_words, header=True)
+    """The setup's chunker entry as a spec: whole sentences, and each chunk names its body."""
+    return spec_from_config(setup_entries(options).chunker)
 
 
 # --------------------------------------------------------------------------
@@ -220,9 +308,14 @@ class QuestionIndex:
         """The BM25 index that ranks chunks for the fusion."""
         return self.bm25 if self.lexical_bm25 is None else self.lexical_bm25
 
+    @cached_property
+    def entries(self) -> SetupEntries:
+        """The canonical entries the index was built with, and is searched with."""
+        return setup_entries(self.options)
+
     def lexical_terms(self, text: str) -> list[str]:
         """A question's terms as the ranking BM25 analyzes them."""
-        return analyze(text, stem=bool(LEXICAL_RETRIEVERS[self.options.lexical]["stem"]))
+        return analyze_entry([text], self.entries.lexical)[0]
 
     @property
     def list_count(self) -> int:
@@ -281,65 +374,65 @@ def _build_retrievers(
 ) -> QuestionIndex:
     from threadpoolctl import threadpool_limits
 
+    entries = setup_entries(options)
+    chunks = chunk_corpus(
+        sorted(documents, key=lambda document: document.doc_id), spec_from_config(entries.chunker)
+    )
+    texts = [chunk.indexed_text for chunk in chunks]
+    bm25 = _build(entries.weights, texts)
+    lexical = None if entries.lexical == entries.weights else _build(entries.lexical, texts)
     if options.dense_model is not None:
         if embed is None:
             raise ValueError(f"an index with {options.dense_model} embeddings needs an embed function")
-        chunks = chunk_corpus(sorted(documents, key=lambda document: document.doc_id), chunker_spec(options))
-        bm25 = bm25_index_from_counts(count_terms([analyze(chunk.indexed_text) for chunk in chunks]))
-        embeddings = np.asarray(embed([chunk.indexed_text for chunk in chunks]), dtype=np.float32)
-        lexical = _lexical_index(chunks, options)
+        embeddings = np.asarray(embed(texts), dtype=np.float32)
         return QuestionIndex(tuple(chunks), bm25, None, None, options, (), embeddings, lexical_bm25=lexical)
     with threadpool_limits(1, user_api="blas"):
-        return _build_question_index(documents, options)
+        lsa, ivf, notes = _build_lsa_and_ivf(entries, texts)
+    return QuestionIndex(tuple(chunks), bm25, lsa, ivf, options, notes, lexical_bm25=lexical)
 
 
-def _lexical_index(chunks: Sequence[Chunk], options: IndexOptions) -> BM25Index | None:
-    """The ranking BM25 of ``options.lexical`` when it is not the spec's unstemmed one."""
-    settings = LEXICAL_RETRIEVERS[options.lexical]
-    if options.lexical == "bm25":
-        return None
-    terms = [analyze(chunk.indexed_text, stem=bool(settings["stem"])) for chunk in chunks]
-    return bm25_index_from_counts(count_terms(terms), k1=float(settings["k1"]), b=float(settings["b"]))
+def _build(entry: Mapping[str, object], texts: Sequence[str]) -> object:
+    """Fit the index a retriever entry describes with its kind's ``build`` behaviour, as the pipeline does."""
+    return behaviour(entry["kind"], "build")(entry, texts)
 
 
-def _build_question_index(documents: Sequence[Document], options: IndexOptions) -> QuestionIndex:
-    chunks = chunk_corpus(sorted(documents, key=lambda document: document.doc_id), chunker_spec(options))
-    term_counts = count_terms([analyze(chunk.indexed_text) for chunk in chunks])
-    bm25 = bm25_index_from_counts(term_counts)
-    notes: list[str] = []
-    shared_terms = int(np.count_nonzero(term_counts.document_frequency >= MIN_DOCUMENT_FREQUENCY))
+def _build_lsa_and_ivf(
+    entries: SetupEntries, texts: Sequence[str]
+) -> tuple[LSAModel | None, IVFIndex | None, tuple[str, ...]]:
+    """The LSA entry's model and the ivf entry's lists over it, each clipped to what the chunks allow.
+
+    A collection too small for the entries' dimensions or lists gets fewer,
+    with a note saying so, where the pipeline would refuse the entry: a
+    folder of two short notes should still be answerable. With no term in
+    ``min_df`` chunks LSA has nothing to learn, and retrieval uses BM25 alone.
+    """
+    lsa_entry, ivf_entry = entries.dense, entries.approximate
+    minimum = lsa_entry["min_df"]
+    frequency = count_terms(analyze_entry(texts, lsa_entry)).document_frequency
+    shared_terms = int(np.count_nonzero(frequency >= minimum))
     if shared_terms == 0:
-        notes.append(
-            f"no term occurs in {MIN_DOCUMENT_FREQUENCY} or more of the {len(chunks)} chunks, "
+        note = (
+            f"no term occurs in {minimum} or more of the {len(texts)} chunks, "
             "so LSA has nothing to learn: retrieval uses BM25 alone"
         )
-        return QuestionIndex(
-            tuple(chunks),
-            bm25,
-            None,
-            None,
-            options,
-            tuple(notes),
-            lexical_bm25=_lexical_index(chunks, options),
-        )
+        return None, None, (note,)
+    notes: list[str] = []
     with warnings.catch_warnings():
         # The clipping warning is replaced by the note below.
         warnings.simplefilter("ignore", UserWarning)
-        lsa = fit_lsa_from_counts(term_counts, options.dimensions, MIN_DOCUMENT_FREQUENCY, options.seed)
-    if lsa.dimensions < options.dimensions:
+        lsa = _build(lsa_entry, texts)
+    if lsa.dimensions < lsa_entry["dimensions"]:
         notes.append(
-            f"{options.dimensions} LSA dimensions asked for, but {len(chunks)} chunks and "
+            f"{lsa_entry['dimensions']} LSA dimensions asked for, but {len(texts)} chunks and "
             f"{shared_terms} shared terms allow only {lsa.dimensions}: using {lsa.dimensions}"
         )
-    lists = min(options.lists, len(chunks))
-    if lists < options.lists:
+    lists = min(ivf_entry["lists"], len(texts))
+    if lists < ivf_entry["lists"]:
         notes.append(
-            f"{options.lists} IVF lists asked for, but there are only {len(chunks)} chunks: using {lists}"
+            f"{ivf_entry['lists']} IVF lists asked for, but there are only {len(texts)} chunks: using {lists}"
         )
-    ivf = build_ivf(lsa.chunk_embeddings, lists, seed=options.seed)
-    return QuestionIndex(
-        tuple(chunks), bm25, lsa, ivf, options, tuple(notes), lexical_bm25=_lexical_index(chunks, options)
-    )
+    approximate = build_ivf_retriever({**ivf_entry, "lists": lists}, Retriever(lsa_entry, lsa))
+    return lsa, approximate.index.lists, tuple(notes)
 
 
 def index_to_bundle(index: QuestionIndex) -> tuple[dict[str, dict], dict[str, object], dict[str, object]]:
@@ -386,7 +479,8 @@ def index_from_bundle(
     if (dense is None) != (options.dense_model is None):
         raise ValueError("the stored index and its options disagree on the dense model")
     lexical = BM25Index.from_arrays(arrays["lexical"]) if "lexical" in arrays else None
-    if (lexical is None) != (options.lexical == "bm25"):
+    entries = setup_entries(options)
+    if (lexical is None) != (entries.lexical == entries.weights):
         raise ValueError("the stored index and its options disagree on the lexical retriever")
     sizes = {len(chunks), manifest.get("chunk_count"), bm25.n_chunks}
     if lsa is not None and ivf is not None:
@@ -416,7 +510,8 @@ class RetrievalSettings:
 
     sources: int = DEFAULT_SOURCES
     probes: int = DEFAULT_PROBES
-    constant: float = DEFAULT_CONSTANT
+    # None: the constant of the setup's fused entry.
+    constant: float | None = None
     depth: int = FUSION_DEPTH
 
 
@@ -462,22 +557,26 @@ class Retrieval:
     withheld: int = 0
 
 
-def _dense_ranking(index: QuestionIndex, terms: list[str], probes: int, depth: int) -> tuple[Ranking, float]:
-    """The IVF ranking and the share of chunks it scanned.
+def _search(
+    index: object, entry: Mapping[str, object], question: str, depth: int, tie_order: np.ndarray
+) -> Ranking:
+    """One question's ranking by the entry's kind's ``search`` behaviour, as the pipeline ranks it."""
+    return behaviour(entry["kind"], "search")(index, entry, [question], depth, tie_order, None)[0]
 
-    The index breaks ties by storage position; asking it for every scanned
-    chunk and ranking those again with the chunk-id tie order keeps the
-    result independent of how chunks happened to be filed.
+
+def _dense_ranking(index: QuestionIndex, question: str, probes: int, depth: int) -> tuple[Ranking, float]:
+    """The ivf entry's ranking with ``probes`` lists, and the share of chunks it scanned.
+
+    The LSA entry embeds the question and the probed lists' members are
+    scored exactly, with the chunk-id tie order, as the pipeline's rank_ivf
+    rule scores them; the share comes from the same choice of lists.
     """
-    query = embed_queries(index.lsa, [terms])
-    if not query.any():
-        return Ranking.empty(), 0.0
-    result = index.ivf.search(query, probes, len(index.chunks))
-    found = result.positions[0] >= 0
-    ranking = top_k_among(
-        result.positions[0][found], result.scores[0][found].astype(np.float64), depth, index.tie_order
-    )
-    return ranking, float(result.share_scanned[0])
+    entries = index.entries
+    base = Retriever(entries.dense, index.lsa)
+    entry = {**entries.approximate, "lists": index.list_count, "probes": probes}
+    ranking = _search(ApproximateIndex(base, index.ivf), entry, question, depth, index.tie_order)
+    share = share_scanned(index.ivf, query_embeddings(base, [question]), probes)[0]
+    return ranking, float(share)
 
 
 def _ranks(ranking: Ranking) -> dict[int, int]:
@@ -514,8 +613,9 @@ def retrieve(
     if sources < 1 or probes < 1:
         raise ValueError(f"sources and probes must be positive, got {sources} and {probes}")
     notes: list[str] = []
-    terms = analyze(question)
-    bm25_ranking = bm25_search(index.ranking_bm25, [index.lexical_terms(question)], depth, index.tie_order)[0]
+    entries = index.entries
+    terms = analyze_entry([question], entries.weights)[0]
+    bm25_ranking = _search(index.ranking_bm25, entries.lexical, question, depth, index.tie_order)
     dense_ranking, share, used_probes = Ranking.empty(), 0.0, 0
     if index.chunk_embeddings is not None:
         if embed is None:
@@ -529,18 +629,22 @@ def retrieve(
             notes.append(
                 f"{probes} probes asked for, but the index has {index.list_count} lists: probing all"
             )
-        dense_ranking, share = _dense_ranking(index, terms, used_probes, depth)
+        dense_ranking, share = _dense_ranking(index, question, used_probes, depth)
     if not terms:
         notes.append("the question has no searchable terms (only stopwords or punctuation)")
     elif len(bm25_ranking) == 0 and len(dense_ranking) == 0:
         notes.append("no chunk shares a term with the question")
     rankings = [bm25_ranking, dense_ranking]
+    fused_entry = (
+        entries.fused if settings.constant is None else {**entries.fused, "constant": settings.constant}
+    )
+    fuse = behaviour(fused_entry["kind"], "fuse")
     left_out = 0
     if withheld is None:
-        fused = reciprocal_rank_fusion(rankings, settings.constant, sources, index.tie_order)
+        fused = fuse(fused_entry, rankings, sources, index.tie_order)
     else:
         fused, left_out = _without_withheld(
-            reciprocal_rank_fusion(rankings, settings.constant, None, index.tie_order), withheld, sources
+            fuse(fused_entry, rankings, None, index.tie_order), withheld, sources
         )
     bm25_ranks, dense_ranks = _ranks(bm25_ranking), _ranks(dense_ranking)
     chosen = tuple(

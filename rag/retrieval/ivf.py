@@ -571,6 +571,18 @@ def _probed_lists_exactly(index: IVFIndex, queries: np.ndarray, probes: int) -> 
     return probed
 
 
+def share_scanned(index: IVFIndex, queries: np.ndarray, probes: int) -> np.ndarray:
+    """Per query, the share of the vectors :func:`rank_probed_lists` scans with ``probes`` lists.
+
+    The lists are chosen exactly as that search chooses them, so the share
+    reported beside a ranking is the share that ranking was made from; a
+    query of zeros (no known term) scans nothing.
+    """
+    batch = np.asarray(queries, dtype=np.float64)
+    shares = index.list_sizes[_probed_lists_exactly(index, batch, probes)].sum(axis=1) / index.size
+    return np.where(batch.any(axis=1), shares, 0.0)
+
+
 def rank_probed_lists(
     index: IVFIndex,
     vectors: np.ndarray,

@@ -411,11 +411,14 @@ def test_help_lists_every_option_with_its_default(capsys):
 def test_rag_ask_and_the_library_read_one_table_of_defaults():
     """cli and question_answering take rag ask's setup and the extractive threshold from rag.kinds."""
     from rag.answering import question_answering as qa
-    from rag.kinds import ASK_DEFAULTS, EXTRACTIVE_THRESHOLD
+    from rag.kinds import ASK_OPTIONS, ASK_SETUPS, EXTRACTIVE_THRESHOLD, SPEC_SETUP, ask_options
 
-    assert cli.DEFAULTS is ASK_DEFAULTS
-    library = {key: getattr(qa, f"DEFAULT_{key.upper()}") for key in ASK_DEFAULTS}
-    assert library == ASK_DEFAULTS
+    assert cli.DEFAULTS is ASK_OPTIONS
+    assert ASK_OPTIONS == ask_options(ASK_SETUPS[SPEC_SETUP])
+    library = {key: getattr(qa, f"DEFAULT_{key.upper()}") for key in ASK_OPTIONS}
+    assert library == ASK_OPTIONS
+    minilm = ASK_SETUPS["bm25_minilm"]
+    assert cli.DENSE_MODEL == minilm.retrievers[minilm.dense]["model"]
     assert cli.DEFAULT_THRESHOLDS["extractive"] == qa.DEFAULT_THRESHOLD == EXTRACTIVE_THRESHOLD
 
 
