@@ -36,6 +36,19 @@ def base_components(name: str, entries: Mapping[str, Mapping]) -> list[str]:
     return names
 
 
+def entries_used(name: str, entries: Mapping[str, Mapping]) -> dict[str, Mapping]:
+    """The entry of ``name`` and of every component it fuses, at any depth: all a ranking reads.
+
+    The job's parameters hold only these, so adding an unrelated retriever to
+    the grid never re-ranks a question set (nor re-asks the models that read it).
+    """
+    used = {name: entries[name]}
+    if RETRIEVER_KINDS[entries[name]["kind"]].role == "fused":
+        for component in entries[name]["components"]:
+            used.update(entries_used(component, entries))
+    return used
+
+
 def rank_question_set(
     name: str,
     entries: Mapping[str, Mapping],

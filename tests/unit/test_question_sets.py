@@ -70,3 +70,15 @@ def test_a_fused_ranking_records_its_components():
     assert set(record["components"]) == {"rrf_bm25_tfidf", "bm25"}
     assert set(record["components"]["rrf_bm25_tfidf"]["components"]) == {"bm25", "tfidf"}
     assert ranking_provenance("bm25", ENTRIES)["retriever"] == ENTRIES["bm25"]
+
+
+def test_a_ranking_reads_only_its_own_entries_and_ranks_the_same_from_them(saved):
+    from rag.retrieval.question_sets import entries_used
+
+    used = entries_used("rrf_nested", ENTRIES)
+    assert set(used) == {"rrf_nested", "rrf_bm25_tfidf", "bm25", "tfidf"}
+    assert set(entries_used("bm25", ENTRIES)) == {"bm25"}
+    tie_order = np.arange(len(TEXTS))
+    whole = rank_question_set("rrf_nested", ENTRIES, QUESTIONS, 10, tie_order, saved.__getitem__)
+    alone = rank_question_set("rrf_nested", used, QUESTIONS, 10, tie_order, saved.__getitem__)
+    assert [list(ranking.positions) for ranking in alone] == [list(ranking.positions) for ranking in whole]

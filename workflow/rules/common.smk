@@ -207,6 +207,13 @@ def question_set_indexes(wildcards):
     ]
 
 
+def question_set_entries(wildcards):
+    """The retriever entries a question set's ranking reads: its own and its components'."""
+    from rag.retrieval.question_sets import entries_used
+
+    return canonical_json(entries_used(wildcards.retriever, RETRIEVERS))
+
+
 def llm_answer_files():
     """The llm generators' answer files: the development questions of every corpus, and each
     held-out file of the held-out corpus, answered with the same settings."""

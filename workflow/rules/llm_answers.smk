@@ -21,7 +21,7 @@ rule rank_question_set:
     conda:
         "../envs/rag.yaml"
     params:
-        retrievers=lambda wildcards: canonical_json(RETRIEVERS),
+        retrievers=question_set_entries,
         depth=config["evaluation"]["depth"],
         code=script_digest("rank_question_set.py"),
     script:
