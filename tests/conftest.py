@@ -2,7 +2,7 @@
 
 ``tests/unit/`` holds the tests of ``rag``'s functions; ``tests/pipeline/``
 the tests that build the workflow end to end (and the SLURM run).
-``.venv/bin/python -m pytest -m "not pipeline"`` is the everyday loop, about a
+``.venv/bin/python -m pytest -m "not pipeline" -n 2`` is the everyday loop, under a
 minute: it leaves out every slow test. A test is marked ``pipeline`` here, at
 collection, when
 
