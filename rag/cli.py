@@ -86,6 +86,9 @@ _STARTED = time.perf_counter()
 
 PROGRAM = "rag"
 BUNDLED_DOCUMENTS = Path("resources") / "solar_system" / "documents"
+# The reader's default thresholds are read from the pipeline's cross-validation
+# (rag.answering.reader.chosen_thresholds), found next to the package like the corpus.
+CROSS_VALIDATED_THRESHOLDS = Path("results") / "reader_thresholds.csv"
 DEFAULT_CACHE = Path(".rag-cache")
 GENERATORS = ("reader", "extractive", "hosted", "llm")
 # --generator llm (or smollm2) asks the bundled model; any other name is an llm
@@ -134,6 +137,22 @@ class OneLineParser(argparse.ArgumentParser):
 def bundled_documents() -> Path:
     """The bundled corpus, found next to the package so it works from any directory."""
     return Path(__file__).resolve().parent.parent / BUNDLED_DOCUMENTS
+
+
+def reader_threshold(similarity: bool) -> float:
+    """The reader's threshold the pipeline's cross-validation chose, with or without MiniLM similarity."""
+    from rag.answering.reader import read_chosen_thresholds
+
+    path = Path(__file__).resolve().parent.parent / CROSS_VALIDATED_THRESHOLDS
+    if not path.is_file():
+        raise AskError(
+            f"the reader's threshold is read from {CROSS_VALIDATED_THRESHOLDS} (the pipeline's "
+            "cross-validation), which this installation does not have: pass --threshold"
+        )
+    try:
+        return read_chosen_thresholds(path)["reader_minilm" if similarity else "reader"]
+    except (ValueError, KeyError) as error:
+        raise AskError(f"{error}: pass --threshold, or rebuild it with snakemake") from None
 
 
 def _positive_integer(text: str) -> int:
@@ -707,7 +726,6 @@ def _retriever(requested: str) -> str:
 def ask(arguments: argparse.Namespace) -> int:
     from rag.answering.prompts import PromptBudgetError
     from rag.answering.question_answering import IndexOptions, RetrievalSettings, answer_question
-    from rag.answering.reader import DEFAULT_THRESHOLD, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
 
     generate = None
     if arguments.generator == "hosted":
@@ -738,7 +756,7 @@ def ask(arguments: argparse.Namespace) -> int:
         if arguments.generator == "extractive":
             threshold = DEFAULT_THRESHOLDS["extractive"]
         else:
-            threshold = DEFAULT_THRESHOLD if use_similarity else DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
+            threshold = reader_threshold(use_similarity)
     index, index_lines = load_or_build_index(folder, arguments.cache, options, embed)
     if (
         arguments.threshold is None

@@ -805,20 +805,24 @@ def describe_answers(frame: pd.DataFrame, what: str) -> str:
 
 
 def measure_ask(
-    documents: Sequence[Document], question_sets: Mapping[str, Sequence[Question]], embedder=None
+    documents: Sequence[Document],
+    question_sets: Mapping[str, Sequence[Question]],
+    thresholds: Mapping[str, float],
+    embedder=None,
 ) -> list[dict]:
     """Rows of results/answers_heldout.csv: each question set through ``rag ask``'s path.
 
     Every retriever ``rag ask`` offers (the spec's BM25 + LSA + IVF, and
     BM25 + MiniLM when ``embedder``, a :class:`rag.answering.reader.CachedSentenceEmbedder`,
     is given) with both offline generators: the extractive generator at
-    its default coverage and the reader at its frozen threshold. With MiniLM, the
+    its default coverage and the reader at its frozen threshold (``thresholds``,
+    reader -> threshold, :func:`rag.answering.reader.chosen_thresholds`). With MiniLM, the
     reader is also measured with its MiniLM similarity (``reader_minilm``,
     ``rag ask --similarity``), the signal meant for questions worded unlike
     their answers; the bundled corpus has few enough distinct sentences that
     embedding them all through the cache is cheap.
     """
-    from rag.answering.reader import DEFAULT_MODEL, DEFAULT_THRESHOLD, DEFAULT_THRESHOLD_WITHOUT_SIMILARITY
+    from rag.answering.reader import DEFAULT_MODEL
 
     setups = [("bm25_lsa_ivf", None)] + ([("bm25_minilm", embedder)] if embedder is not None else [])
     rows = []
@@ -829,10 +833,10 @@ def measure_ask(
         # (name, the generator rag ask runs, its threshold, the similarity it adds)
         generators = [
             ("extractive", "extractive", DEFAULT_COVERAGE_THRESHOLD, None),
-            ("reader", "reader", DEFAULT_THRESHOLD_WITHOUT_SIMILARITY, None),
+            ("reader", "reader", thresholds["reader"], None),
         ]
         if dense is not None:
-            generators.append(("reader_minilm", "reader", DEFAULT_THRESHOLD, dense.similarity))
+            generators.append(("reader_minilm", "reader", thresholds["reader_minilm"], dense.similarity))
         for name, generator, threshold, similarity in generators:
             for questions_file, questions in question_sets.items():
                 judged = judge_ask_answers(

@@ -33,9 +33,10 @@ which sentence is quoted.
 
 from __future__ import annotations
 
+import csv
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,22 +76,36 @@ DURATION_SYNONYM_GROUPS: tuple[tuple[str, ...], ...] = (("year", "circuit", "rev
 # previous sentence's terms count for it as the source's label does.
 _REFERRING_OPENERS = frozenset("it its they their this these he she his her".split())
 SCORE_DECIMALS = 4
-# The thresholds ``rag ask`` uses: the ones the pipeline's cross-validation
-# chose on all development questions for the best retriever at sentences100,
-# top 5: the rows of results/reader_thresholds.csv selected by
-# CHOSEN_THRESHOLD_ROWS, by reader (reader_minilm adds the MiniLM similarity,
-# whose scores run higher). They are stated here, not read from results/,
-# because the installed command has no results folder;
-# tests/unit/test_reader.py fails when they differ from that file.
-CHOSEN_THRESHOLD_ROWS = {
-    "corpus": "solar_system",
-    "chunker": "sentences100",
-    "retriever": "minilm",
-    "fold": "all",
-}
-CHOSEN_THRESHOLDS = {"reader": 0.85, "reader_minilm": 1.15}
-DEFAULT_THRESHOLD = CHOSEN_THRESHOLDS["reader_minilm"]
-DEFAULT_THRESHOLD_WITHOUT_SIMILARITY = CHOSEN_THRESHOLDS["reader"]
+# Which rows of results/reader_thresholds.csv give ``rag ask`` and the frozen
+# reader of answers_heldout their thresholds: the pipeline's cross-validation
+# over all development questions on the bundled corpus's sentences100 chunks,
+# top 5, ranked by minilm (by the baseline bm25 in a grid without minilm), one
+# row per reader (reader_minilm adds the MiniLM similarity, whose scores run
+# higher). The values are read from that table (:func:`chosen_thresholds`),
+# never restated here.
+CHOSEN_THRESHOLD_ROWS = {"corpus": "solar_system", "chunker": "sentences100", "fold": "all"}
+CHOSEN_THRESHOLD_RETRIEVERS = ("minilm", "bm25")
+
+
+def chosen_thresholds(rows: Iterable[Mapping[str, str]], where: str) -> dict[str, float]:
+    """Reader -> threshold from the rows of a reader_thresholds.csv (``where`` names it in errors)."""
+    rows = [row for row in rows if all(row.get(key) == value for key, value in CHOSEN_THRESHOLD_ROWS.items())]
+    for retriever in CHOSEN_THRESHOLD_RETRIEVERS:
+        chosen = {row["reader"]: float(row["threshold"]) for row in rows if row.get("retriever") == retriever}
+        if chosen:
+            return chosen
+    wanted = ", ".join(f"{key} {value}" for key, value in CHOSEN_THRESHOLD_ROWS.items())
+    raise ValueError(
+        f"{where}: no cross-validated reader threshold for {wanted} and retriever "
+        f"{' or '.join(CHOSEN_THRESHOLD_RETRIEVERS)}"
+    )
+
+
+def read_chosen_thresholds(path: str | Path) -> dict[str, float]:
+    """:func:`chosen_thresholds` of a reader_thresholds.csv file."""
+    with open(path, newline="", encoding="utf-8") as table:
+        return chosen_thresholds(csv.DictReader(table), str(path))
+
 
 READER_NAMES = ("extractive", "reader")
 

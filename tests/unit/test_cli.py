@@ -16,6 +16,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from rag import cli
@@ -659,8 +660,23 @@ def test_the_readers_threshold_says_which_corpus_it_was_chosen_on(notes, tmp_pat
     arguments = ["ask", "When was the lighthouse built?", "--documents", str(notes), "--cache", str(tmp_path)]
     assert cli.main([*arguments, "--retriever", "bm25_lsa_ivf"]) == 0
     output = capsys.readouterr().out
-    assert "note: the reader's threshold 0.85 was chosen on the bundled corpus's labelled questions" in output
+    # The threshold is the cross-validation's, read here from the committed table independently.
+    table = pd.read_csv(PROJECT / "results" / "reader_thresholds.csv", dtype={"fold": str})
+    chosen = table.query(
+        "corpus == 'solar_system' and chunker == 'sentences100' and retriever == 'minilm' "
+        "and fold == 'all' and reader == 'reader'"
+    )["threshold"]
+    assert len(chosen) == 1
+    threshold = chosen.iloc[0]
+    assert f"note: the reader's threshold {threshold:.2f} was chosen on the bundled corpus's" in output
     assert "not on these documents" in output
     # Given a threshold, or the bundled documents, there is nothing to say.
     assert cli.main([*arguments, "--retriever", "bm25_lsa_ivf", "--threshold", "0.9"]) == 0
     assert "was chosen on the bundled corpus" not in capsys.readouterr().out
+
+
+def test_without_the_cross_validated_thresholds_the_reader_asks_for_one(monkeypatch):
+    """An installation without results/ has no chosen threshold: one clear line, never a guess."""
+    monkeypatch.setattr(cli, "CROSS_VALIDATED_THRESHOLDS", Path("results") / "no_such_table.csv")
+    with pytest.raises(cli.AskError, match=r"results/no_such_table.csv .*: pass --threshold$"):
+        cli.reader_threshold(similarity=False)

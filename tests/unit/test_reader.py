@@ -182,14 +182,42 @@ def test_a_sentence_opening_with_a_pronoun_borrows_the_previous_sentences_terms(
     assert with_context > without
 
 
-def test_rag_asks_default_thresholds_are_the_ones_the_pipeline_chose():
-    """``rag ask``'s thresholds are the rows of results/reader_thresholds.csv they name, not guessed."""
+def test_rag_asks_default_thresholds_are_read_from_the_pipelines_cross_validation():
+    """The thresholds are the rows of results/reader_thresholds.csv, read, not restated."""
     from pathlib import Path
 
     import pandas as pd
 
-    from rag.answering.reader import CHOSEN_THRESHOLD_ROWS, CHOSEN_THRESHOLDS
+    from rag.answering.reader import read_chosen_thresholds
 
-    table = pd.read_csv(Path(__file__).parents[2] / "results" / "reader_thresholds.csv", dtype={"fold": str})
-    selected = table[(table[list(CHOSEN_THRESHOLD_ROWS)] == pd.Series(CHOSEN_THRESHOLD_ROWS)).all(axis=1)]
-    assert dict(zip(selected.reader, selected.threshold, strict=True)) == CHOSEN_THRESHOLDS
+    path = Path(__file__).parents[2] / "results" / "reader_thresholds.csv"
+    table = pd.read_csv(path, dtype={"fold": str})
+    selected = table[
+        (table["corpus"] == "solar_system")
+        & (table["chunker"] == "sentences100")
+        & (table["retriever"] == "minilm")
+        & (table["fold"] == "all")
+    ]
+    assert set(selected["reader"]) == {"reader", "reader_minilm"}
+    assert read_chosen_thresholds(path) == dict(zip(selected.reader, selected.threshold, strict=True))
+
+
+def test_chosen_thresholds_fall_back_to_the_baseline_and_name_the_file_when_absent():
+    from rag.answering.reader import chosen_thresholds
+
+    def row(retriever, reader, threshold, chunker="sentences100", fold="all"):
+        return {
+            "corpus": "solar_system",
+            "chunker": chunker,
+            "retriever": retriever,
+            "reader": reader,
+            "fold": fold,
+            "threshold": threshold,
+        }
+
+    rows = [row("bm25", "reader", "0.700000"), row("bm25", "reader", "0.9", fold="0")]
+    assert chosen_thresholds(rows, "t.csv") == {"reader": 0.7}
+    assert chosen_thresholds([*rows, row("minilm", "reader", "0.85")], "t.csv") == {"reader": 0.85}
+    absent = r"^t.csv: no cross-validated reader threshold for corpus solar_system"
+    with pytest.raises(ValueError, match=absent):
+        chosen_thresholds([row("tfidf", "reader", "0.8"), row("bm25", "reader", "0.8", chunker="x")], "t.csv")

@@ -229,6 +229,7 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
             documents=heldout_input("documents"),
             development=heldout_input("development"),
             heldout=heldout_input("heldout"),
+            thresholds=f"{RESULTS}/reader_thresholds.csv",
         output:
             f"{RESULTS}/reader_rules.csv",
         log:
@@ -247,6 +248,7 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
             documents=heldout_input("documents"),
             development=heldout_input("development"),
             heldout=heldout_input("heldout"),
+            thresholds=f"{RESULTS}/reader_thresholds.csv",
         output:
             f"{RESULTS}/answers_heldout.csv",
         log:

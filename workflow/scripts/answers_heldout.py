@@ -4,7 +4,7 @@ import pandas as pd
 
 from rag.answering.answers import measure_ask
 from rag.answering.question_answering import documents_and_question_sets
-from rag.answering.reader import CachedSentenceEmbedder, dense_available
+from rag.answering.reader import CachedSentenceEmbedder, dense_available, read_chosen_thresholds
 from rag.formats.files import write_csv
 from rag.jobs import finish_job, start_log
 
@@ -15,7 +15,9 @@ documents, question_sets = documents_and_question_sets(
 embedder = CachedSentenceEmbedder(snakemake.params.cache) if dense_available() else None
 if embedder is None:
     log.warning("the dense extra is not installed: only the spec's BM25 + LSA + IVF retriever is measured")
-table = pd.DataFrame(measure_ask(documents, question_sets, embedder))
+# The reader frozen at the thresholds the cross-validation chose (results/reader_thresholds.csv).
+thresholds = read_chosen_thresholds(snakemake.input.thresholds)
+table = pd.DataFrame(measure_ask(documents, question_sets, thresholds, embedder))
 if embedder is not None:
     embedder.save()
 for row in table[table["group"] == "answerable"].itertuples():
