@@ -1,7 +1,9 @@
-"""The workflow side: helpers that take a Snakemake job (its ``snakemake`` object) or end one.
+"""The workflow side: helpers that start and end a workflow job and write a ranking rule's output.
 
 Only the scripts in ``workflow/scripts`` import this module (a test checks
-it): the ``rag`` package below it never sees Snakemake.
+it). Its functions take plain values (paths, parameters, records): each
+script reads them from its ``snakemake`` object and passes them on, so no
+function in ``rag`` takes the Snakemake job itself (tests/unit/test_no_snakemake_objects.py).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from rag import job_errors
 from rag.formats.files import one_writer_per_output
@@ -53,41 +55,43 @@ def finish_job() -> NoReturn:
     os._exit(0)
 
 
-def job_filter(job: Any) -> dict | None:
-    """The filter a job's ranking is kept within (its JSON ``filter`` parameter), or None.
+def job_filter(encoded: str | None) -> dict | None:
+    """The filter a job's ranking is kept within, decoded from its JSON ``filter`` parameter, or None.
 
-    Scripts that serve a rule and its ``_filtered`` twin (fuse, funnel) read
-    the filter here: only the filtered rule has the parameter.
+    Scripts that serve a rule and its ``_filtered`` twin (fuse, funnel) pass
+    the parameter here, or None when the rule has none: only the filtered
+    rule has it.
     """
-    encoded = getattr(job.params, "filter", None)
     return json.loads(encoded) if encoded else None
 
 
 def write_job_ranking(
-    job: Any,
+    path: str | os.PathLike,
     question_ids: Sequence[str],
     rankings: Sequence,
     chunk_ids: Sequence[str],
+    *,
+    chunks: str | os.PathLike,
+    code: str,
     retriever: Mapping,
     stage: str,
     **parts: object,
 ) -> None:
-    """:func:`write_ranking` for a ranking rule's job (its ``snakemake`` object).
+    """:func:`write_ranking` at ``path`` for a ranking rule, recording the provenance of its chunk table.
 
     Every ranking rule names its output ``ranking``, its chunk table
-    ``chunks`` and its code digest ``code`` (workflow/rules), so the output
-    path, the chunk set's provenance and the code digest are taken from the
-    job here, once, rather than repeated in every ranking script, where one
-    could record another file's provenance or leave out the code.
+    ``chunks`` and its code digest ``code`` (workflow/rules); the scripts
+    pass those three, and the chunk set's provenance is read here from the
+    very chunk table the job ranked, so no script can record another file's.
     """
     write_ranking(
-        job.output.ranking,
+        path,
         question_ids,
         rankings,
         chunk_ids,
-        chunk_set=read_provenance(job.input.chunks),
+        chunk_set=read_provenance(chunks),
         retriever=retriever,
-        code=job.params.code,
+        code=code,
         stage=stage,
         **parts,
     )

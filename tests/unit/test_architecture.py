@@ -85,7 +85,7 @@ def test_every_module_is_in_a_layer():
 
 
 def test_only_workflow_scripts_import_the_snakemake_helpers():
-    """rag.jobs takes the snakemake object; nothing in rag imports it, so rag never sees Snakemake."""
+    """rag.jobs is the workflow side (starting and ending jobs); nothing in rag imports it."""
     assert [module for module, imported in stage_imports() if imported == "jobs"] == []
     users = [
         path.name

@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import re
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pyarrow as pa
@@ -148,9 +147,10 @@ RANKING_SCRIPTS = ["rank.py", "rank_embedder.py", "rank_ivf.py", "rank_filtered.
 
 @pytest.mark.parametrize("script", RANKING_SCRIPTS)
 def test_every_ranking_script_writes_through_write_ranking_with_its_code(script):
-    """Through write_job_ranking, which takes the output, chunk set and code digest from the job."""
+    """Through write_job_ranking, handed the job's own output, chunk table and code digest."""
     source = (SCRIPTS / script).read_text()
-    assert re.search(r"^(io\.)?write_job_ranking\(snakemake, ", source, re.MULTILINE)
+    assert re.search(r"^write_job_ranking\(\s*snakemake\.output\.ranking,", source, re.MULTILINE)
+    assert "chunks=snakemake.input.chunks," in source and "code=snakemake.params.code," in source
     assert "write_ranking(" not in source
     assert "write_parquet" not in source and "rankings_to_table" not in source
 
@@ -158,15 +158,18 @@ def test_every_ranking_script_writes_through_write_ranking_with_its_code(script)
 def test_a_job_ranking_records_the_jobs_chunk_set_and_code(tmp_path):
     chunks = tmp_path / "chunks.parquet"
     write_parquet(pa.table({"chunk_id": ["chunk-a", "chunk-b"]}), chunks, CHUNK_SET)
-    job = SimpleNamespace(
-        output=SimpleNamespace(ranking=str(tmp_path / "ranking.parquet")),
-        input=SimpleNamespace(chunks=str(chunks)),
-        params=SimpleNamespace(code="abc"),
-    )
     rankings = [Ranking(np.array([1, 0]), np.array([2.0, 1.0])), Ranking.empty()]
     parts = filter_record({"access": ["public"]})
     write_job_ranking(
-        job, ["q1", "q2"], rankings, ["chunk-a", "chunk-b"], retriever_record(BM25), "rank", **parts
+        str(tmp_path / "ranking.parquet"),
+        ["q1", "q2"],
+        rankings,
+        ["chunk-a", "chunk-b"],
+        chunks=str(chunks),
+        code="abc",
+        retriever=retriever_record(BM25),
+        stage="rank",
+        **parts,
     )
     # Byte for byte what write_ranking gives when handed the same three by hand.
     assert (tmp_path / "ranking.parquet").read_bytes() == write(tmp_path / "by_hand", **parts).read_bytes()
@@ -217,7 +220,5 @@ def test_component_rankings_are_read_over_every_question_any_component_ranks(tmp
 
 
 def test_a_job_filter_is_its_decoded_filter_parameter_or_none():
-    assert job_filter(SimpleNamespace(params=SimpleNamespace(filter='{"access": ["public"]}'))) == {
-        "access": ["public"]
-    }
-    assert job_filter(SimpleNamespace(params=SimpleNamespace())) is None
+    assert job_filter('{"access": ["public"]}') == {"access": ["public"]}
+    assert job_filter(None) is None and job_filter("") is None

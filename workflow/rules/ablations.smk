@@ -6,7 +6,7 @@ rule diversity_ablation:
     input:
         rankings=(
             [
-                f"work/rankings/{corpus}/{DIVERSITY_ABLATION['chunker']}/{retriever}.parquet"
+                RANKING.format(corpus=corpus, chunker=DIVERSITY_ABLATION["chunker"], retriever=retriever)
                 for corpus in SPAN_CORPORA
                 for retriever in sorted(DIVERSITY_ABLATION["retrievers"])
             ]
@@ -14,12 +14,12 @@ rule diversity_ablation:
             else []
         ),
         qrels=(
-            [f"work/qrels/{corpus}/{DIVERSITY_ABLATION['chunker']}.parquet" for corpus in SPAN_CORPORA]
+            expand(QRELS, corpus=SPAN_CORPORA, chunker=DIVERSITY_ABLATION["chunker"])
             if DIVERSITY_ABLATION
             else []
         ),
         chunks=(
-            [f"work/chunks/{corpus}/{DIVERSITY_ABLATION['chunker']}.parquet" for corpus in SPAN_CORPORA]
+            expand(CHUNKS, corpus=SPAN_CORPORA, chunker=DIVERSITY_ABLATION["chunker"])
             if DIVERSITY_ABLATION
             else []
         ),

@@ -9,12 +9,12 @@
 
 rule answer:
     input:
-        chunks="work/chunks/{corpus}/{chunker}.parquet",
-        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
-        parsed="work/parsed/{corpus}.parquet",
+        chunks=CHUNKS,
+        ranking=RANKING,
+        parsed=PARSED,
         questions=questions_file,
     output:
-        "work/answers/{corpus}/{chunker}/{retriever}.parquet",
+        f"{ANSWER_STEM}.parquet",
     log:
         "logs/answer/{corpus}/{chunker}/{retriever}.log",
     benchmark:
@@ -32,12 +32,12 @@ rule answer:
 
 rule read_answers:
     input:
-        chunks="work/chunks/{corpus}/{chunker}.parquet",
-        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
-        parsed="work/parsed/{corpus}.parquet",
+        chunks=CHUNKS,
+        ranking=RANKING,
+        parsed=PARSED,
         questions=questions_file,
     output:
-        "work/answers/{corpus}/{chunker}/{retriever}.{reader}.parquet",
+        f"{ANSWER_STEM}.{{reader}}.parquet",
     log:
         "logs/read_answers/{corpus}/{chunker}/{retriever}.{reader}.log",
     benchmark:
@@ -57,10 +57,10 @@ rule read_answers:
 
 rule answer_from_summaries:
     input:
-        parsed="work/parsed/{corpus}.parquet",
+        parsed=PARSED,
         questions=questions_file,
     output:
-        "work/answers/{corpus}/lead_summaries.parquet",
+        f"{SUMMARY_ANSWER_STEM}.parquet",
     log:
         "logs/answer_from_summaries/{corpus}.log",
     benchmark:
@@ -78,10 +78,10 @@ rule answer_from_summaries:
 
 rule read_answers_from_summaries:
     input:
-        parsed="work/parsed/{corpus}.parquet",
+        parsed=PARSED,
         questions=questions_file,
     output:
-        "work/answers/{corpus}/lead_summaries.{reader}.parquet",
+        f"{SUMMARY_ANSWER_STEM}.{{reader}}.parquet",
     log:
         "logs/read_answers_from_summaries/{corpus}.{reader}.log",
     benchmark:
@@ -101,9 +101,15 @@ rule read_answers_from_summaries:
 
 rule answer_tables:
     input:
-        ranked=[path for c, ch, r in answer_pairs() for path in answer_files(f"work/answers/{c}/{ch}/{r}")],
+        ranked=[
+            path
+            for c, ch, r in answer_pairs()
+            for path in answer_files(ANSWER_STEM.format(corpus=c, chunker=ch, retriever=r))
+        ],
         summaries=[
-            path for corpus in SPAN_CORPORA for path in answer_files(f"work/answers/{corpus}/lead_summaries")
+            path
+            for corpus in SPAN_CORPORA
+            for path in answer_files(SUMMARY_ANSWER_STEM.format(corpus=corpus))
         ],
     output:
         answers=f"{RESULTS}/answers.csv",
@@ -175,7 +181,7 @@ rule abstention:
 
 rule summaries:
     input:
-        parsed=expand("work/parsed/{corpus}.parquet", corpus=SPAN_CORPORA),
+        parsed=expand(PARSED, corpus=SPAN_CORPORA),
         questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
     output:
         f"{RESULTS}/summaries.csv",
@@ -193,7 +199,7 @@ rule summaries:
 
 rule route:
     input:
-        parsed=expand("work/parsed/{corpus}.parquet", corpus=SPAN_CORPORA),
+        parsed=expand(PARSED, corpus=SPAN_CORPORA),
         questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
         chunks=routing_inputs("chunks"),
         qrels=routing_inputs("qrels"),
@@ -273,7 +279,7 @@ rule llm_answer:
     input:
         unpack(llm_answer_inputs),
     output:
-        "work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet",
+        LLM_ANSWER,
     log:
         job="logs/llm_answer/{corpus}/{questions}/{generator}/{chunker}/{retriever}.log",
         server="logs/llm_server/{corpus}/{questions}/{generator}/{chunker}/{retriever}.log",

@@ -3,9 +3,9 @@
 
 rule chunk:
     input:
-        "work/parsed/{corpus}.parquet",
+        PARSED,
     output:
-        "work/chunks/{corpus}/{chunker}.parquet",
+        CHUNKS,
     log:
         "logs/chunk/{corpus}/{chunker}.log",
     benchmark:
@@ -21,7 +21,7 @@ rule chunk:
 
 rule chunk_statistics:
     input:
-        [f"work/chunks/{corpus}/{chunker}.parquet" for corpus, chunker in corpus_chunker_pairs()],
+        [CHUNKS.format(corpus=corpus, chunker=chunker) for corpus, chunker in corpus_chunker_pairs()],
     output:
         f"{RESULTS}/chunk_statistics.csv",
     log:

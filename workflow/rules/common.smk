@@ -110,6 +110,21 @@ QRELS = "work/qrels/{corpus}/{chunker}.parquet"
 INDEX = "work/indexes/{corpus}/{chunker}/{retriever}.npz"
 RANKING = "work/rankings/{corpus}/{chunker}/{retriever}.parquet"
 FILTERED = "work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet"
+# A ranking ranked deeper for fusion, and its index (rag.config.Plan.component_ranking).
+COMPONENT_RANKING = "work/component_rankings/{corpus}/{chunker}/{retriever}.parquet"
+COMPONENT_INDEX = "work/component_indexes/{corpus}/{chunker}/{retriever}.npz"
+# A BEIR corpus's questions and document qrels; a chunk set's evidence cuts.
+QUESTIONS = "work/questions/{corpus}.parquet"
+DOCUMENT_QRELS = "work/document_qrels/{corpus}.parquet"
+CUTS = "work/cuts/{corpus}/{chunker}.parquet"
+# A held-out question set's ranking (question_set_ranking).
+QUESTION_SET_RANKING = "work/question_sets/{corpus}/{questions}/{chunker}/{retriever}.parquet"
+# Answer files without their endings: ".parquet" for the extractive generator,
+# ".{reader}.parquet" for a reader (answer_files).
+ANSWER_STEM = "work/answers/{corpus}/{chunker}/{retriever}"
+SUMMARY_ANSWER_STEM = "work/answers/{corpus}/lead_summaries"
+# A language model's answers (rag.config.Plan.llm_answer_files).
+LLM_ANSWER = "work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet"
 
 
 def ranking_depth_of(wildcards):
@@ -168,7 +183,7 @@ def beir_inputs(wildcards):
 def questions_path(corpus):
     """A corpus's questions: its labelled YAML file, or the table its BEIR queries become."""
     if CORPORA[corpus]["source"] == "beir":
-        return f"work/questions/{corpus}.parquet"
+        return QUESTIONS.format(corpus=corpus)
     return CORPORA[corpus].get("questions", [])  # none for an unlabelled corpus
 
 
@@ -194,7 +209,7 @@ def question_set_ranking(corpus, questions, chunker, retriever):
     names = {"corpus": corpus, "chunker": chunker, "retriever": retriever}
     if questions == "development":
         return RANKING.format(**names)
-    return f"work/question_sets/{corpus}/{questions}/{chunker}/{retriever}.parquet"
+    return QUESTION_SET_RANKING.format(questions=questions, **names)
 
 
 def question_set_indexes(wildcards):
@@ -220,7 +235,7 @@ def llm_answer_files():
     files = PLAN.llm_answer_files()
     heldout = ANSWERS["heldout"] if ANSWERS is not None else None
     for questions in heldout_question_sets():
-        prefix = f"work/llm_answers/{heldout['corpus']}/"
+        prefix = LLM_ANSWER.split("{questions}")[0].format(corpus=heldout["corpus"])
         files += [path for path in PLAN.llm_answer_files(questions) if path.startswith(prefix)]
     return files
 
@@ -256,7 +271,7 @@ def fusion_inputs(wildcards):
 def learned_labels(wildcards):
     """What a learned fusion chooses on: the chunk set's qrels, or the corpus's document qrels."""
     if LEVELS[wildcards.corpus] == "document":
-        return f"work/document_qrels/{wildcards.corpus}.parquet"
+        return DOCUMENT_QRELS.format(corpus=wildcards.corpus)
     return QRELS.format(corpus=wildcards.corpus, chunker=wildcards.chunker)
 
 
@@ -301,7 +316,10 @@ def abstention_inputs():
     if ANSWERS is None:
         return []
     chunker, retriever = ANSWERS["abstention"]["chunker"], ANSWERS["abstention"]["retriever"]
-    return [f"work/answers/{corpus}/{chunker}/{retriever}.parquet" for corpus in SPAN_CORPORA]
+    return [
+        f"{ANSWER_STEM}.parquet".format(corpus=corpus, chunker=chunker, retriever=retriever)
+        for corpus in SPAN_CORPORA
+    ]
 
 
 def routing_inputs(kind):

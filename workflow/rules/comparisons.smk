@@ -109,8 +109,8 @@ rule summary_page:
 # scores them), with the labels as qrels, for trec_eval, ir-measures or ranx.
 rule trec_runs:
     input:
-        rankings=[f"work/rankings/{c}/{ch}/{r}.parquet" for c, ch, r in grid(CHUNK_LEVEL_CORPORA)],
-        qrels=[f"work/qrels/{c}/{ch}.parquet" for c, ch in corpus_chunker_pairs(CHUNK_LEVEL_CORPORA)],
+        rankings=[RANKING.format(corpus=c, chunker=ch, retriever=r) for c, ch, r in grid(CHUNK_LEVEL_CORPORA)],
+        qrels=[QRELS.format(corpus=c, chunker=ch) for c, ch in corpus_chunker_pairs(CHUNK_LEVEL_CORPORA)],
         questions=[questions_path(corpus) for corpus in CHUNK_LEVEL_CORPORA],
     output:
         runs=PLAN.trec_run_files(CHUNK_LEVEL_CORPORA),
@@ -136,9 +136,11 @@ rule trec_runs:
 
 rule trec_document_runs:
     input:
-        rankings=[f"work/rankings/{c}/{ch}/{r}.parquet" for c, ch, r in grid(DOCUMENT_LEVEL_CORPORA)],
-        chunks=[f"work/chunks/{c}/{ch}.parquet" for c, ch in corpus_chunker_pairs(DOCUMENT_LEVEL_CORPORA)],
-        qrels=[f"work/document_qrels/{corpus}.parquet" for corpus in DOCUMENT_LEVEL_CORPORA],
+        rankings=[
+            RANKING.format(corpus=c, chunker=ch, retriever=r) for c, ch, r in grid(DOCUMENT_LEVEL_CORPORA)
+        ],
+        chunks=[CHUNKS.format(corpus=c, chunker=ch) for c, ch in corpus_chunker_pairs(DOCUMENT_LEVEL_CORPORA)],
+        qrels=expand(DOCUMENT_QRELS, corpus=DOCUMENT_LEVEL_CORPORA),
         questions=[questions_path(corpus) for corpus in DOCUMENT_LEVEL_CORPORA],
     output:
         runs=PLAN.trec_run_files(DOCUMENT_LEVEL_CORPORA),

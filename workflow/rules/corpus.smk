@@ -10,7 +10,7 @@ rule parse_markdown:
     input:
         corpus_documents,
     output:
-        "work/parsed/{corpus}.parquet",
+        PARSED,
     log:
         "logs/parse/{corpus}.log",
     wildcard_constraints:
@@ -48,7 +48,7 @@ rule parse_wikipedia:
     input:
         lock="resources/{corpus}/wikipedia.lock.yaml",
     output:
-        "work/parsed/{corpus}.parquet",
+        PARSED,
     log:
         "logs/parse/{corpus}.log",
     wildcard_constraints:
@@ -68,9 +68,9 @@ rule parse_beir:
     input:
         unpack(beir_inputs),
     output:
-        parsed="work/parsed/{corpus}.parquet",
-        questions="work/questions/{corpus}.parquet",
-        qrels="work/document_qrels/{corpus}.parquet",
+        parsed=PARSED,
+        questions=QUESTIONS,
+        qrels=DOCUMENT_QRELS,
     log:
         "logs/parse/{corpus}.log",
     benchmark:
@@ -90,7 +90,7 @@ rule parse_beir:
 
 rule corpus_statistics:
     input:
-        parsed=expand("work/parsed/{corpus}.parquet", corpus=CORPORA),
+        parsed=expand(PARSED, corpus=CORPORA),
         questions=[questions_path(corpus) for corpus in LABELLED_CORPORA],
     output:
         documents=f"{RESULTS}/corpus_statistics.csv",

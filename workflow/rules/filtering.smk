@@ -7,11 +7,11 @@
 
 rule rank_filtered:
     input:
-        index="work/indexes/{corpus}/{chunker}/{retriever}.npz",
-        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        index=INDEX,
+        chunks=CHUNKS,
         questions=questions_file,
     output:
-        ranking="work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet",
+        ranking=FILTERED,
     log:
         "logs/rank_filtered/{corpus}/{chunker}/{filter_name}/{retriever}.log",
     wildcard_constraints:
@@ -33,9 +33,9 @@ rule fuse_filtered:
             filtered_ranking(wildcards.corpus, wildcards.chunker, wildcards.filter_name, component)
             for component in RETRIEVERS[wildcards.retriever]["components"]
         ],
-        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        chunks=CHUNKS,
     output:
-        ranking="work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet",
+        ranking=FILTERED,
     log:
         "logs/fuse_filtered/{corpus}/{chunker}/{filter_name}/{retriever}.log",
     wildcard_constraints:
@@ -60,10 +60,10 @@ rule funnel_filtered:
             RETRIEVERS[wildcards.retriever]["first"],
         ),
         rerank=funnel_rerank_indexes,
-        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        chunks=CHUNKS,
         questions=questions_file,
     output:
-        ranking="work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet",
+        ranking=FILTERED,
     log:
         "logs/funnel_filtered/{corpus}/{chunker}/{filter_name}/{retriever}.log",
     wildcard_constraints:
@@ -83,7 +83,7 @@ rule funnel_filtered:
 rule filter_ablation:
     input:
         rankings=[
-            f"work/rankings/{corpus}/{FILTER_ABLATION['chunker']}/{retriever}.parquet"
+            RANKING.format(corpus=corpus, chunker=FILTER_ABLATION["chunker"], retriever=retriever)
             for corpus, retriever, _ in filter_ablation_grid()
         ],
         filtered=[
@@ -91,12 +91,10 @@ rule filter_ablation:
             for corpus, retriever, filter_name in filter_ablation_grid()
         ],
         qrels=(
-            [f"work/qrels/{corpus}/{FILTER_ABLATION['chunker']}.parquet" for corpus in SPAN_CORPORA]
-            if FILTER_ABLATION
-            else []
+            expand(QRELS, corpus=SPAN_CORPORA, chunker=FILTER_ABLATION["chunker"]) if FILTER_ABLATION else []
         ),
         chunks=(
-            [f"work/chunks/{corpus}/{FILTER_ABLATION['chunker']}.parquet" for corpus in SPAN_CORPORA]
+            expand(CHUNKS, corpus=SPAN_CORPORA, chunker=FILTER_ABLATION["chunker"])
             if FILTER_ABLATION
             else []
         ),

@@ -6,12 +6,12 @@
 
 rule label:
     input:
-        parsed="work/parsed/{corpus}.parquet",
-        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        parsed=PARSED,
+        chunks=CHUNKS,
         questions=questions_file,
     output:
-        qrels="work/qrels/{corpus}/{chunker}.parquet",
-        cuts="work/cuts/{corpus}/{chunker}.parquet",
+        qrels=QRELS,
+        cuts=CUTS,
     log:
         "logs/label/{corpus}/{chunker}.log",
     wildcard_constraints:
@@ -27,7 +27,10 @@ rule label:
 
 rule evidence_cuts:
     input:
-        [f"work/cuts/{corpus}/{chunker}.parquet" for corpus, chunker in corpus_chunker_pairs(SPAN_CORPORA)],
+        [
+            CUTS.format(corpus=corpus, chunker=chunker)
+            for corpus, chunker in corpus_chunker_pairs(SPAN_CORPORA)
+        ],
     output:
         f"{RESULTS}/evidence_cuts.csv",
     log:
@@ -43,10 +46,10 @@ rule evidence_cuts:
 
 rule document_qrels:
     input:
-        parsed="work/parsed/{corpus}.parquet",
+        parsed=PARSED,
         questions=questions_file,
     output:
-        "work/document_qrels/{corpus}.parquet",
+        DOCUMENT_QRELS,
     log:
         "logs/document_qrels/{corpus}.log",
     wildcard_constraints:

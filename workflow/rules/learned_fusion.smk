@@ -8,11 +8,11 @@
 rule fuse_learned:
     input:
         components=fusion_inputs,
-        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        chunks=CHUNKS,
         qrels=learned_labels,
         questions=questions_file,
     output:
-        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+        ranking=RANKING,
         weights="work/learned/{corpus}/{chunker}/{retriever}.csv",
     log:
         "logs/fuse_learned/{corpus}/{chunker}/{retriever}.log",

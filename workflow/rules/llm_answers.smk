@@ -12,7 +12,7 @@ rule rank_question_set:
         questions=lambda wildcards: llm_questions_path(wildcards.corpus, wildcards.questions),
         indexes=question_set_indexes,
     output:
-        ranking="work/question_sets/{corpus}/{questions}/{chunker}/{retriever}.parquet",
+        ranking=QUESTION_SET_RANKING,
     log:
         "logs/rank_question_set/{corpus}/{questions}/{chunker}/{retriever}.log",
     wildcard_constraints:

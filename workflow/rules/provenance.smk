@@ -4,7 +4,7 @@
 
 rule provenance:
     input:
-        rankings=[f"work/rankings/{c}/{ch}/{r}.parquet" for c, ch, r in grid()],
+        rankings=[RANKING.format(corpus=c, chunker=ch, retriever=r) for c, ch, r in grid()],
         filtered=[
             filtered_ranking(corpus, FILTER_ABLATION["chunker"], filter_name, retriever)
             for corpus, retriever, filter_name in filter_ablation_grid()

@@ -5,12 +5,16 @@
 
 rule funnel:
     input:
-        first=lambda wildcards: f"work/rankings/{wildcards.corpus}/{wildcards.chunker}/{RETRIEVERS[wildcards.retriever]['first']}.parquet",
+        first=lambda wildcards: RANKING.format(
+            corpus=wildcards.corpus,
+            chunker=wildcards.chunker,
+            retriever=RETRIEVERS[wildcards.retriever]["first"],
+        ),
         rerank=funnel_rerank_indexes,
-        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        chunks=CHUNKS,
         questions=questions_file,
     output:
-        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+        ranking=RANKING,
     log:
         "logs/funnel/{corpus}/{chunker}/{retriever}.log",
     benchmark:

@@ -7,11 +7,11 @@
 
 rule rank:
     input:
-        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        chunks=CHUNKS,
         questions=questions_file,
     output:
-        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
-        index="work/indexes/{corpus}/{chunker}/{retriever}.npz",
+        ranking=RANKING,
+        index=INDEX,
     log:
         "logs/rank/{corpus}/{chunker}/{retriever}.log",
     benchmark:
@@ -38,11 +38,11 @@ rule rank:
 # reports the encoding rate in texts per second.
 rule rank_embedder:
     input:
-        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        chunks=CHUNKS,
         questions=questions_file,
     output:
-        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
-        index="work/indexes/{corpus}/{chunker}/{retriever}.npz",
+        ranking=RANKING,
+        index=INDEX,
     log:
         "logs/rank_embedder/{corpus}/{chunker}/{retriever}.log",
     benchmark:
@@ -68,9 +68,9 @@ rule rank_embedder:
 rule fuse:
     input:
         components=fusion_inputs,
-        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        chunks=CHUNKS,
     output:
-        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
+        ranking=RANKING,
     log:
         "logs/fuse/{corpus}/{chunker}/{retriever}.log",
     wildcard_constraints:
@@ -95,8 +95,8 @@ rule fuse:
 # scheduled when a corpus's component depth exceeds its ranking depth.
 use rule rank as rank_component with:
     output:
-        ranking="work/component_rankings/{corpus}/{chunker}/{retriever}.parquet",
-        index="work/component_indexes/{corpus}/{chunker}/{retriever}.npz",
+        ranking=COMPONENT_RANKING,
+        index=COMPONENT_INDEX,
     log:
         "logs/rank_component/{corpus}/{chunker}/{retriever}.log",
     benchmark:
@@ -109,8 +109,8 @@ use rule rank as rank_component with:
 
 use rule rank_embedder as rank_embedder_component with:
     output:
-        ranking="work/component_rankings/{corpus}/{chunker}/{retriever}.parquet",
-        index="work/component_indexes/{corpus}/{chunker}/{retriever}.npz",
+        ranking=COMPONENT_RANKING,
+        index=COMPONENT_INDEX,
     log:
         "logs/rank_embedder_component/{corpus}/{chunker}/{retriever}.log",
     benchmark:
@@ -128,11 +128,11 @@ use rule rank_embedder as rank_embedder_component with:
 rule rank_ivf:
     input:
         base_index=ivf_base_index,
-        chunks="work/chunks/{corpus}/{chunker}.parquet",
+        chunks=CHUNKS,
         questions=questions_file,
     output:
-        ranking="work/rankings/{corpus}/{chunker}/{retriever}.parquet",
-        index="work/indexes/{corpus}/{chunker}/{retriever}.npz",
+        ranking=RANKING,
+        index=INDEX,
     log:
         "logs/rank_ivf/{corpus}/{chunker}/{retriever}.log",
     benchmark:
@@ -158,7 +158,7 @@ rule rank_ivf:
 # The time and memory columns measure the machine and vary from run to run.
 rule index_statistics:
     input:
-        indexes=[f"work/indexes/{c}/{ch}/{r}.npz" for c, ch, r in index_grid()],
+        indexes=[INDEX.format(corpus=c, chunker=ch, retriever=r) for c, ch, r in index_grid()],
         benchmarks=[index_benchmark(c, ch, r) for c, ch, r in index_grid()],
     output:
         f"{RESULTS}/index_statistics.csv",

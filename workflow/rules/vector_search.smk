@@ -7,9 +7,9 @@ if IVF_TRADEOFF:
 
     rule ivf_tradeoff:
         input:
-            index=f"work/indexes/{IVF_TRADEOFF['corpus']}/{IVF_TRADEOFF['chunker']}/{IVF_TRADEOFF['retriever']}.npz",
-            chunks=f"work/chunks/{IVF_TRADEOFF['corpus']}/{IVF_TRADEOFF['chunker']}.parquet",
-            qrels=f"work/qrels/{IVF_TRADEOFF['corpus']}/{IVF_TRADEOFF['chunker']}.parquet",
+            index=INDEX.format(**{key: IVF_TRADEOFF[key] for key in ("corpus", "chunker", "retriever")}),
+            chunks=CHUNKS.format(corpus=IVF_TRADEOFF["corpus"], chunker=IVF_TRADEOFF["chunker"]),
+            qrels=QRELS.format(corpus=IVF_TRADEOFF["corpus"], chunker=IVF_TRADEOFF["chunker"]),
             questions=CORPORA[IVF_TRADEOFF["corpus"]]["questions"],
         output:
             f"{RESULTS}/ivf_tradeoff.csv",

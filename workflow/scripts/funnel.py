@@ -18,7 +18,7 @@ from rag.retrieval.search import chunk_id_order
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
-filter_config = job_filter(snakemake)
+filter_config = job_filter(getattr(snakemake.params, "filter", None))
 
 chunks = read_columns(snakemake.input.chunks, ["chunk_id", *METADATA_COLUMNS])
 chunk_ids, tie_order = chunks["chunk_id"], chunk_id_order(chunks["chunk_id"])
@@ -46,6 +46,15 @@ log.info("%s", describe_funnel(snakemake.wildcards.retriever, entry, rankings))
 if allowed is not None:
     log.info("disallowed first-stage candidates removed before reranking: %d (expected 0)", removed)
 record = composite_record(entry, first=read_provenance(snakemake.input.first), rerank=rerank_record)
-parts = filter_record(filter_config)
-write_job_ranking(snakemake, question_ids, rankings, chunk_ids, record, "funnel", **parts)
+write_job_ranking(
+    snakemake.output.ranking,
+    question_ids,
+    rankings,
+    chunk_ids,
+    chunks=snakemake.input.chunks,
+    code=snakemake.params.code,
+    retriever=record,
+    stage="funnel",
+    **filter_record(filter_config),
+)
 finish_job()

@@ -24,6 +24,16 @@ fused = [fuse(entry, [component[q] for component in components], depth, tie_orde
 log.info("fused %s for %d questions", entry["components"], len(question_ids))
 components_record = read_component_provenance(entry["components"], snakemake.input.components)
 record = composite_record(entry, components=components_record)
-parts = filter_record(job_filter(snakemake))
-write_job_ranking(snakemake, question_ids, fused, chunk_ids, record, "fuse", **parts)
+parts = filter_record(job_filter(getattr(snakemake.params, "filter", None)))
+write_job_ranking(
+    snakemake.output.ranking,
+    question_ids,
+    fused,
+    chunk_ids,
+    chunks=snakemake.input.chunks,
+    code=snakemake.params.code,
+    retriever=record,
+    stage="fuse",
+    **parts,
+)
 finish_job()

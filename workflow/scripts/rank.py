@@ -26,5 +26,14 @@ rankings = search_with_progress(
 log.info("%s", describe_rankings(name, len(chunk_ids), question_ids, rankings))
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
-write_job_ranking(snakemake, question_ids, rankings, chunk_ids, retriever_record(entry), "rank")
+write_job_ranking(
+    snakemake.output.ranking,
+    question_ids,
+    rankings,
+    chunk_ids,
+    chunks=snakemake.input.chunks,
+    code=snakemake.params.code,
+    retriever=retriever_record(entry),
+    stage="rank",
+)
 finish_job()

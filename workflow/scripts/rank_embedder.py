@@ -41,5 +41,15 @@ log.info("%s: %d chunks, %d questions", name, len(chunk_ids), len(questions))
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
 question_ids = [q.question_id for q in questions]
 record = retriever_record(entry)
-write_job_ranking(snakemake, question_ids, rankings, chunk_ids, record, "rank_embedder", encoder=fingerprint)
+write_job_ranking(
+    snakemake.output.ranking,
+    question_ids,
+    rankings,
+    chunk_ids,
+    chunks=snakemake.input.chunks,
+    code=snakemake.params.code,
+    retriever=record,
+    stage="rank_embedder",
+    encoder=fingerprint,
+)
 finish_job()

@@ -45,5 +45,15 @@ rankings = search(retriever, [q.text for q in questions], snakemake.params.depth
 log.info("%s", describe_filtered(name, filter_name, allowed, rankings))
 question_ids = [q.question_id for q in questions]
 record, parts = retriever_record(entry), filter_record(filter_config)
-write_job_ranking(snakemake, question_ids, rankings, chunk_ids, record, "rank_filtered", **parts)
+write_job_ranking(
+    snakemake.output.ranking,
+    question_ids,
+    rankings,
+    chunk_ids,
+    chunks=snakemake.input.chunks,
+    code=snakemake.params.code,
+    retriever=record,
+    stage="rank_filtered",
+    **parts,
+)
 finish_job()

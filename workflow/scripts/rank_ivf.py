@@ -39,5 +39,14 @@ log.info(
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
 record = ivf_record(entry, base_entry)
-write_job_ranking(snakemake, [q.question_id for q in questions], rankings, chunk_ids, record, "rank_ivf")
+write_job_ranking(
+    snakemake.output.ranking,
+    [q.question_id for q in questions],
+    rankings,
+    chunk_ids,
+    chunks=snakemake.input.chunks,
+    code=snakemake.params.code,
+    retriever=record,
+    stage="rank_ivf",
+)
 finish_job()

@@ -33,6 +33,13 @@ log.info(
 )
 question_ids = [question.question_id for question in questions]
 write_job_ranking(
-    snakemake, question_ids, rankings, chunk_ids, ranking_provenance(name, entries), "rank_question_set"
+    snakemake.output.ranking,
+    question_ids,
+    rankings,
+    chunk_ids,
+    chunks=snakemake.input.chunks,
+    code=snakemake.params.code,
+    retriever=ranking_provenance(name, entries),
+    stage="rank_question_set",
 )
 finish_job()
