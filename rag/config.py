@@ -258,8 +258,8 @@ class Plan:
         """Chunks a fusion reads of each component per question: never fewer than the ranking depth.
 
         The corpus's own ``component_depth``, else evaluation.component_depth,
-        else :data:`BEIR_COMPONENT_DEPTH` for a BEIR corpus (the depth peers
-        fuse at) and the ranking depth for any other. A depth beyond the
+        else :data:`rag.corpus.config_checks.BEIR_COMPONENT_DEPTH` for a BEIR
+        corpus (the depth peers fuse at) and the ranking depth for any other. A depth beyond the
         chunk set is the whole chunk set: a ranking holds at most every chunk.
         """
         entry, evaluation = self.corpora[corpus], self.config.get("evaluation", {})
@@ -746,8 +746,8 @@ def build_plan(
 
     ``config`` is changed in place as Snakemake's own validation would: the
     schema's defaults are filled in and optional retrievers whose extra is
-    missing are pruned (see :func:`prune_unavailable`; the warnings are in
-    ``plan.warnings``). ``root`` is the folder relative paths start from (the
+    missing are pruned (see :func:`rag.retrieval.config_checks.prune_unavailable`;
+    the warnings are in ``plan.warnings``). ``root`` is the folder relative paths start from (the
     working directory of the run) and ``config_files`` the YAML files the
     config was read from, re-read to catch a key given twice.
     ``questions_schema`` (workflow/schemas/questions.schema.yaml), when
