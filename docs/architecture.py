@@ -50,10 +50,19 @@ LAYERS = (
         ),
     ),
     ("corpus", ("corpus",)),
-    # A BEIR collection is documents and their judgements together, so it reads as labels.
+    # A BEIR collection is documents and their judgements together, so it reads as labels;
+    # the corpus entries' checks look for a BEIR split's files, so they sit with it.
     (
         "chunks and labels",
-        ("chunking", "chunk_tables", "labels", "question_tables", "corpus.beir", "corpus.beir_files"),
+        (
+            "chunking",
+            "chunk_tables",
+            "labels",
+            "question_tables",
+            "corpus.beir",
+            "corpus.beir_files",
+            "corpus.config_checks",
+        ),
     ),
     ("retrieval", ("retrieval",)),
     ("evaluation", ("evaluation",)),

@@ -536,6 +536,14 @@ class ConfigError(ValueError):
     """A configuration mistake; the message starts with the key path."""
 
 
+def check_names(names: Iterable[str], known: Iterable[str], where: str, what: str) -> None:
+    """Every name must be one of ``known``; the first that is not is a ConfigError at ``where``."""
+    known_set = set(known)
+    for name in names:
+        if name not in known_set:
+            raise ConfigError(f"{where}: unknown {what} {name!r}; known: {sorted(known_set)}")
+
+
 # Parameters whose null is a setting ("no reranking", "no cap"), not a missing value.
 NULLABLE_PARAMETERS: dict[str, frozenset[str]] = {
     name: frozenset(key for key, parameter in kind.parameters.items() if parameter.nullable)

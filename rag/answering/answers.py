@@ -749,7 +749,7 @@ def settings_from_config(
     """Generation settings for one reader, and the sentence embedder to save afterwards (or None).
 
     ``reader`` is ``{"name": "extractive"}`` or the canonical reader section
-    (:func:`rag.config.canonical_reader`); its ``minilm`` similarity reads
+    (:func:`rag.answering.config_checks.canonical_reader`); its ``minilm`` similarity reads
     and extends the embedding cache in ``embedding_cache``. The reader's
     threshold here is only provisional: the tables apply the cross-validated
     one (:func:`cross_validated_thresholds`).

@@ -21,10 +21,11 @@ from rag.answering.answers import (
     quoted_piece,
     summarize_answers,
 )
+from rag.answering.config_checks import DEFAULT_ABSTENTION_THRESHOLDS, canonical_answers
 from rag.answering.extractive import ExtractiveAnswer, extract_answer
 from rag.answering.prompts import PromptBudgetError, build_prompt
 from rag.chunking import Chunk
-from rag.config import DEFAULT_ABSTENTION_THRESHOLDS, ConfigError, canonical_answers
+from rag.kinds import ConfigError
 from rag.labels import Evidence, Question, Span, SpanLocation
 from rag.text import analyze
 

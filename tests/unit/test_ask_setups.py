@@ -17,11 +17,12 @@ from rag.answering.question_answering import (
     retrieve,
     setup_entries,
 )
-from rag.config import _canonical_grid, check_distinct_components
+from rag.config import _canonical_grid
 from rag.corpus.markdown_files import read_markdown_folder
 from rag.formats.files import read_yaml
 from rag.kinds import ASK_SETUPS, SPEC_SETUP
 from rag.labels import parse_questions
+from rag.retrieval.config_checks import check_distinct_components
 from rag.retrieval.fusion import fuse
 from rag.retrieval.retrievers import build_ivf_retriever, build_retriever, search
 from rag.retrieval.search import chunk_id_order

@@ -19,7 +19,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.config import GENERATION_DEFAULTS, MAX_NAME_LENGTH, ConfigError, build_plan
+from rag.answering.config_checks import GENERATION_DEFAULTS
+from rag.config import MAX_NAME_LENGTH, ConfigError, build_plan
 from rag.kinds import (
     CHUNKER_KINDS,
     COMMON_GENERATOR_KEYS,

@@ -9,7 +9,6 @@ import pytest
 import yaml
 
 from rag.answering.verification import parse_citations
-from rag.config import GROUNDING_PARAMETERS, ConfigError, canonical_grounding
 from rag.grounding.cases import (
     ANSWER_COLUMNS,
     CASE_COLUMNS,
@@ -31,8 +30,10 @@ from rag.grounding.cases import (
     swap_values,
     top_chunks,
 )
+from rag.grounding.config_checks import GROUNDING_PARAMETERS, canonical_grounding
 from rag.grounding.rag_models import candidate_likelihoods
 from rag.grounding.trigram import score, train
+from rag.kinds import ConfigError
 
 SCHEMA = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
 

@@ -14,19 +14,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from rag.config import (
-    IVF_SYNTHETIC_PARAMETERS,
-    IVF_TRADEOFF_PARAMETERS,
-    RETRIEVER_PARAMETERS,
-    ConfigError,
-    canonical_entry,
-    canonical_settings,
-    check_dense_retriever,
-    check_ivf_entry,
-)
+from rag.evaluation.config_checks import IVF_SYNTHETIC_PARAMETERS, IVF_TRADEOFF_PARAMETERS, canonical_settings
 from rag.evaluation.ivf_tuning import probe_sweep
 from rag.evaluation.metrics import recall_at
+from rag.kinds import ConfigError, canonical_entry
 from rag.retrieval import ivf, synthetic
+from rag.retrieval.config_checks import RETRIEVER_PARAMETERS, check_dense_retriever, check_ivf_entry
 from rag.retrieval.retrievers import (
     DENSE_KINDS,
     RetrieverError,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.config import ConfigError, check_optional_packages, prune_unavailable
+from rag.kinds import ConfigError
+from rag.retrieval.config_checks import check_optional_packages, prune_unavailable
 from rag.retrieval.dense import sentence_embeddings
 
 PRETRAINED = ("embedder",)

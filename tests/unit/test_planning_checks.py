@@ -72,7 +72,7 @@ def test_a_typo_in_an_optional_entry_is_refused_whether_or_not_its_extra_is_inst
             if entry.get("kind") in tuple(kinds):
                 raise ConfigError(f"config['retrievers'][{name!r}]: the dense extra is missing")
 
-        monkeypatch.setattr("rag.config.check_optional_packages", missing)
+        monkeypatch.setattr("rag.retrieval.config_checks.check_optional_packages", missing)
         pruned = tiny()
         pruned["retrievers"]["minilm"] = {"kind": "embedder", "optional": True}
         plan = build_plan(pruned, SCHEMA, TINY)

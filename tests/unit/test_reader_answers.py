@@ -21,9 +21,10 @@ from rag.answering.answers import (
     net_correct,
     summarize_answers,
 )
+from rag.answering.config_checks import canonical_reader
 from rag.answering.verification import check_answer, check_responsive, describe_verdicts, verdicts
 from rag.chunking import Chunk
-from rag.config import ConfigError, canonical_reader
+from rag.kinds import ConfigError
 from rag.labels import Question
 
 TITAN_TEXT = (

