@@ -250,7 +250,7 @@ def _weights(
 
 
 def _stems(terms: Sequence[str]) -> list[str]:
-    return analyze(" ".join(terms), stem=True)
+    return list(_text_stems(" ".join(terms)))
 
 
 @functools.lru_cache(maxsize=1 << 16)

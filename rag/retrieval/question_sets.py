@@ -27,13 +27,8 @@ SUPPORTED_ROLES = ("fitted", "pretrained", "fused")
 
 def base_components(name: str, entries: Mapping[str, Mapping]) -> list[str]:
     """The base retrievers a (possibly fused) entry's rankings come from, each once, in order."""
-    entry = entries[name]
-    if RETRIEVER_KINDS[entry["kind"]].role != "fused":
-        return [name]
-    names: list[str] = []
-    for component in entry["components"]:
-        names += [base for base in base_components(component, entries) if base not in names]
-    return names
+    used = entries_used(name, entries)
+    return [entry for entry in used if RETRIEVER_KINDS[used[entry]["kind"]].role != "fused"]
 
 
 def entries_used(name: str, entries: Mapping[str, Mapping]) -> dict[str, Mapping]:
