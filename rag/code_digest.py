@@ -12,17 +12,31 @@ they never run. ``rag/__init__.py`` is always part of the closure, because
 Python runs it before any submodule.
 
 Nothing is imported or executed: reading the sources is enough, and it keeps
-the digest a pure function of the files.
+the digest a pure function of the files. Parsing the package's modules is
+most of a no-op run's digest work, so the imports found in each source are
+kept in a small file keyed by the source's own SHA-256 (``use_import_cache``):
+an edited module has a new key and is parsed again, so the cache can be stale
+only in size, never in content.
 """
 
 from __future__ import annotations
 
 import ast
+import atexit
 import functools
 import hashlib
+import json
+import os
+from collections.abc import Mapping
 from pathlib import Path
 
 PACKAGE = "rag"
+
+# Source digest + importing module -> the dotted names its import statements
+# name (before checking which are module files). Filled from the cache file,
+# if one is in use, and by every parse.
+_KNOWN_IMPORTS: dict[str, list[str]] = {}
+_USED_KEYS: set[str] = set()
 
 
 def _module_file(package_root: Path, module: str) -> Path | None:
@@ -77,14 +91,35 @@ def imported_modules(source: str, package_root: Path, current: str | None = None
 @functools.lru_cache(maxsize=4096)
 def _imported_modules(source: str, package_root: Path, current: str | None) -> frozenset[str]:
     """Parsed once per distinct source: a digest walk over every rule reads the same modules often."""
-    tree = ast.parse(source)
+    key = hashlib.sha256(f"{current}\0{source}".encode()).hexdigest()
+    _USED_KEYS.add(key)
+    if key not in _KNOWN_IMPORTS:
+        _KNOWN_IMPORTS[key] = sorted(_named_imports(source, current))
     found: set[str] = set()
-    for node in _executed_nodes(tree):
+    for name in _KNOWN_IMPORTS[key]:
+        base, _, attribute = name.partition(":")
+        if base:
+            found.add(base)
+        if attribute:
+            candidate = f"{base}.{attribute}" if base else attribute
+            if _module_file(package_root, candidate) is not None:
+                found.add(candidate)
+    return frozenset(module for module in found if _module_file(package_root, module) is not None)
+
+
+def _named_imports(source: str, current: str | None) -> set[str]:
+    """What the import statements of ``source`` name below the package, as ``base`` or ``base:name``.
+
+    ``from rag.a import b`` gives ``a`` and ``a:b`` (``b`` may be a module or
+    an attribute: which one depends on the files, so it is decided later).
+    """
+    names: set[str] = set()
+    for node in _executed_nodes(ast.parse(source)):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 below = _below_package(alias.name)
                 if below:
-                    found.add(below)
+                    names.add(below)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 if current is None:
@@ -96,53 +131,123 @@ def _imported_modules(source: str, package_root: Path, current: str | None) -> f
                 if base is None:
                     continue
             if base:
-                found.add(base)
-            for alias in node.names:
-                candidate = f"{base}.{alias.name}" if base else alias.name
-                if _module_file(package_root, candidate) is not None:
-                    found.add(candidate)
-    return frozenset(module for module in found if _module_file(package_root, module) is not None)
+                names.add(base)
+            names.update(f"{base}:{alias.name}" for alias in node.names)
+    return names
 
 
-def import_closure(script: Path, package_root: Path) -> list[str]:
+def use_import_cache(path: str | os.PathLike) -> None:
+    """Read the imports found by earlier runs from ``path``, and write this run's back at exit.
+
+    Only the entries this run used are written, so the file stays the size
+    of the package. A missing or unreadable file is simply an empty cache;
+    the file is replaced whole (written beside, then renamed), so a run cut
+    short never leaves half of it.
+    """
+    path = Path(path)
+    try:
+        known = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if not isinstance(known, dict):
+        known = {}
+    for key, value in known.items():
+        if isinstance(value, list) and all(isinstance(name, str) for name in value):
+            _KNOWN_IMPORTS.setdefault(key, value)
+    atexit.register(save_import_cache, path, known)
+
+
+def save_import_cache(path: str | os.PathLike, before: Mapping | None = None) -> None:
+    """Write the imports this process used to ``path`` (nothing when they equal ``before``)."""
+    path = Path(path)
+    used = {key: _KNOWN_IMPORTS[key] for key in sorted(_USED_KEYS) if key in _KNOWN_IMPORTS}
+    if not used or used == before:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_text(json.dumps(used, sort_keys=True), encoding="utf-8")
+        os.replace(partial, path)
+    except OSError:
+        pass  # a cache that cannot be written only costs the next run its parse
+
+
+class PackageFiles:
+    """The package's files as one run of the workflow sees them: each looked up and read once.
+
+    A digest walk over every rule visits the same modules dozens of times;
+    the workflow keeps one of these for its whole start-up, while files do not
+    change. Calls without one look at the disk afresh.
+    """
+
+    def __init__(self, package_root: str | os.PathLike) -> None:
+        self.root = Path(package_root)
+        self._paths: dict[str, Path | None] = {}
+        self._data: dict[Path, bytes] = {}
+        self._imports: dict[str, set[str]] = {}
+
+    def module_file(self, module: str) -> Path | None:
+        if module not in self._paths:
+            self._paths[module] = _module_file(self.root, module)
+        return self._paths[module]
+
+    def data(self, path: Path) -> bytes:
+        if path not in self._data:
+            self._data[path] = Path(path).read_bytes()
+        return self._data[path]
+
+    def text(self, path: Path) -> str:
+        return self.data(path).decode("utf-8")
+
+    def module_imports(self, module: str) -> set[str]:
+        """The ``rag`` modules that module ``module`` (a name below the package) imports."""
+        if module not in self._imports:
+            path = self.module_file(module)
+            # A package's __init__ resolves relative imports against the package itself.
+            current = f"{module}.__init__" if path.name == "__init__.py" else module
+            self._imports[module] = imported_modules(self.text(path), self.root, current)
+        return self._imports[module]
+
+
+def import_closure(script: Path, package_root: Path, files: PackageFiles | None = None) -> list[str]:
     """Every ``rag`` module ``script`` imports, transitively, sorted; ``"__init__"`` included."""
-    pending = list(imported_modules(Path(script).read_text(encoding="utf-8"), package_root))
+    files = files or PackageFiles(package_root)
+    pending = list(imported_modules(Path(script).read_text(encoding="utf-8"), files.root))
     seen: set[str] = set()
     while pending:
         module = pending.pop()
         if module in seen:
             continue
         seen.add(module)
-        path = _module_file(package_root, module)
-        # A package's __init__ resolves relative imports against the package itself.
-        current = f"{module}.__init__" if path.name == "__init__.py" else module
-        pending.extend(imported_modules(path.read_text(encoding="utf-8"), package_root, current))
+        pending.extend(files.module_imports(module))
     # Importing ``rag.a.b`` runs ``rag/a/__init__.py`` first, so a stage package's
     # own ``__init__`` is part of every closure that reaches into it.
     parents = {
         ".".join(module.split(".")[:depth]) for module in seen for depth in range(1, module.count(".") + 1)
     }
-    return sorted(seen | {parent for parent in parents if _module_file(package_root, parent)} | {"__init__"})
+    return sorted(seen | {parent for parent in parents if files.module_file(parent)} | {"__init__"})
 
 
-def closure_files(script: Path, package_root: Path) -> list[Path]:
+def closure_files(script: Path, package_root: Path, files: PackageFiles | None = None) -> list[Path]:
     """The source files of the closure, in a fixed order."""
+    files = files or PackageFiles(package_root)
     return [
-        package_root / "__init__.py" if module == "__init__" else _module_file(package_root, module)
-        for module in import_closure(script, package_root)
+        files.root / "__init__.py" if module == "__init__" else files.module_file(module)
+        for module in import_closure(script, package_root, files)
     ]
 
 
-def script_digest(script: Path, package_root: Path) -> str:
+def script_digest(script: Path, package_root: Path, files: PackageFiles | None = None) -> str:
     """A short digest of a script and its whole ``rag`` import closure.
 
     Each file enters with its name, so moving code from one module to
     another also changes the digest.
     """
     script, package_root = Path(script), Path(package_root)
+    files = files or PackageFiles(package_root)
     digest = hashlib.sha256()
     digest.update(b"script\0" + script.read_bytes() + b"\0")
-    for path in closure_files(script, package_root):
+    for path in closure_files(script, package_root, files):
         name = path.relative_to(package_root).as_posix()
-        digest.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+        digest.update(name.encode() + b"\0" + files.data(path) + b"\0")
     return digest.hexdigest()[:16]

@@ -30,8 +30,7 @@ import string
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from rag.answering.chat_client import Completion, Endpoint, Sampling, chat_many, chat_request_key
 from rag.answering.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, neutralize, render_source
@@ -40,6 +39,9 @@ from rag.answering.verification import check_answer, check_responsive, parse_cit
 from rag.chunking import Chunk
 from rag.kinds import BUNDLED_ENDPOINT
 from rag.labels import Question
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CLOSED_BOOK = "none"
 DEVELOPMENT = "development"
@@ -314,6 +316,8 @@ def _judge(
 
 def answers_frame(records: Sequence[LlmAnswer]) -> pd.DataFrame:
     """The records as the contract's table, in its column order and types."""
+    import pandas as pd
+
     frame = pd.DataFrame([asdict(record) for record in records], columns=list(COLUMNS))
     types = {field.name: field.type for field in fields(LlmAnswer)}
     casts = {"bool": bool, "int": "int64", "float": "float64", "str": str}

@@ -18,7 +18,6 @@ import numpy as np
 
 from rag.kinds import RETRIEVER_KINDS
 from rag.retrieval.fusion import fuse
-from rag.retrieval.retrievers import load_retriever, search
 
 # Kinds whose rankings can be made for a new question set here: the ones
 # loaded from a saved index (fitted, pretrained) and the fusions of those.
@@ -75,6 +74,10 @@ def rank_question_set(
             fuse(entry, [component[position] for component in components], depth, tie_order)
             for position in range(len(question_texts))
         ]
+    # Imported here: the workflow reads ``entries_used`` on every start, and
+    # the retrievers bring scipy, a sixth of a no-op run's time.
+    from rag.retrieval.retrievers import load_retriever, search
+
     retriever = load_retriever(entry, saved_index(name))
     return search(retriever, list(question_texts), depth, tie_order)
 

@@ -203,3 +203,53 @@ def test_editing_text_schedules_exactly_the_rules_whose_scripts_reach_it(built_w
         path.name for path in sorted(PACKAGE.glob("*.py")) if not any(path.stem in c for c in closures)
     )
     assert edited(project, workdir, snakefile, unreached) == {}
+
+
+def small_package(root: Path, a_source: str) -> tuple[Path, Path]:
+    package = root / "rag"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text(a_source)
+    (package / "b.py").write_text("X = 1\n")
+    (package / "c.py").write_text("Y = 2\n")
+    script = root / "job.py"
+    script.write_text("from rag import a\n")
+    return package, script
+
+
+def test_the_import_cache_is_keyed_by_content_so_an_edit_is_never_stale(tmp_path):
+    import json
+
+    from rag import code_digest
+
+    package, script = small_package(tmp_path, "from rag import b\n")
+    cache = tmp_path / "cache" / "imports.json"
+    code_digest.use_import_cache(cache)
+    assert import_closure(script, package) == ["__init__", "a", "b"]
+    code_digest.save_import_cache(cache)
+    assert json.loads(cache.read_text())  # written whole, with this run's entries
+
+    # A later run reads the cache; the edited module has a new key and is parsed again.
+    (package / "a.py").write_text("from rag import c\n")
+    code_digest.use_import_cache(cache)
+    assert import_closure(script, package) == ["__init__", "a", "c"]
+
+
+def test_an_unreadable_import_cache_is_an_empty_one(tmp_path):
+    from rag import code_digest
+
+    package, script = small_package(tmp_path, "import rag.b\n")
+    cache = tmp_path / "imports.json"
+    cache.write_text("{not json")
+    code_digest.use_import_cache(cache)
+    assert import_closure(script, package) == ["__init__", "a", "b"]
+
+
+def test_one_package_walk_for_every_rule_gives_the_same_digests():
+    from rag.code_digest import PackageFiles
+
+    files = PackageFiles(PACKAGE)
+    scripts = sorted(SCRIPTS.glob("*.py"))
+    assert [script_digest(script, PACKAGE, files) for script in scripts] == [
+        script_digest(script, PACKAGE) for script in scripts
+    ]

@@ -98,9 +98,16 @@ wildcard_constraints:
     filter_name=alternatives(FILTERS),
 
 
+# Which modules each source imports is kept between runs, keyed by the source's digest.
+code_digest.use_import_cache(Path(".snakemake") / "rag" / "import_cache.json")
+PACKAGE_FILES = code_digest.PackageFiles(PROJECT_ROOT / "rag")
+
+
 def script_digest(script):
     """Digest of a rule's script and its whole rag import closure (rag.code_digest)."""
-    return code_digest.script_digest(PROJECT_ROOT / "workflow" / "scripts" / script, PROJECT_ROOT / "rag")
+    return code_digest.script_digest(
+        PROJECT_ROOT / "workflow" / "scripts" / script, PROJECT_ROOT / "rag", PACKAGE_FILES
+    )
 
 
 # Paths written once; rules and input functions fill them in.
