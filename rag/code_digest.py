@@ -23,11 +23,10 @@ from __future__ import annotations
 
 import ast
 import atexit
-import functools
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 PACKAGE = "rag"
@@ -85,26 +84,31 @@ def imported_modules(source: str, package_root: Path, current: str | None = None
     import x`` counts ``x`` only when it is a module file; otherwise it names
     an attribute of ``rag/__init__.py``, which is always in the closure anyway.
     """
-    return set(_imported_modules(source, Path(package_root), current))
+    package_root = Path(package_root)
+    return _resolve(_known_imports(source, current), lambda module: _module_file(package_root, module))
 
 
-@functools.lru_cache(maxsize=4096)
-def _imported_modules(source: str, package_root: Path, current: str | None) -> frozenset[str]:
-    """Parsed once per distinct source: a digest walk over every rule reads the same modules often."""
+def _known_imports(source: str, current: str | None) -> list[str]:
+    """The names ``source`` imports (``_named_imports``), parsed once per distinct source and kept."""
     key = hashlib.sha256(f"{current}\0{source}".encode()).hexdigest()
     _USED_KEYS.add(key)
     if key not in _KNOWN_IMPORTS:
         _KNOWN_IMPORTS[key] = sorted(_named_imports(source, current))
+    return _KNOWN_IMPORTS[key]
+
+
+def _resolve(names: list[str], module_file: Callable[[str], Path | None]) -> set[str]:
+    """The modules among the imported names: ``base:name`` is a module only if its file exists."""
     found: set[str] = set()
-    for name in _KNOWN_IMPORTS[key]:
+    for name in names:
         base, _, attribute = name.partition(":")
         if base:
             found.add(base)
         if attribute:
             candidate = f"{base}.{attribute}" if base else attribute
-            if _module_file(package_root, candidate) is not None:
+            if module_file(candidate) is not None:
                 found.add(candidate)
-    return frozenset(module for module in found if _module_file(package_root, module) is not None)
+    return {module for module in found if module_file(module) is not None}
 
 
 def _named_imports(source: str, current: str | None) -> set[str]:
@@ -205,7 +209,7 @@ class PackageFiles:
             path = self.module_file(module)
             # A package's __init__ resolves relative imports against the package itself.
             current = f"{module}.__init__" if path.name == "__init__.py" else module
-            self._imports[module] = imported_modules(self.text(path), self.root, current)
+            self._imports[module] = _resolve(_known_imports(self.text(path), current), self.module_file)
         return self._imports[module]
 
 
