@@ -216,7 +216,7 @@ class PackageFiles:
 def import_closure(script: Path, package_root: Path, files: PackageFiles | None = None) -> list[str]:
     """Every ``rag`` module ``script`` imports, transitively, sorted; ``"__init__"`` included."""
     files = files or PackageFiles(package_root)
-    pending = list(imported_modules(Path(script).read_text(encoding="utf-8"), files.root))
+    pending = list(_resolve(_known_imports(files.text(Path(script)), None), files.module_file))
     seen: set[str] = set()
     while pending:
         module = pending.pop()
@@ -250,7 +250,7 @@ def script_digest(script: Path, package_root: Path, files: PackageFiles | None =
     script, package_root = Path(script), Path(package_root)
     files = files or PackageFiles(package_root)
     digest = hashlib.sha256()
-    digest.update(b"script\0" + script.read_bytes() + b"\0")
+    digest.update(b"script\0" + files.data(script) + b"\0")
     for path in closure_files(script, package_root, files):
         name = path.relative_to(package_root).as_posix()
         digest.update(name.encode() + b"\0" + files.data(path) + b"\0")
