@@ -9,7 +9,8 @@ four steps in order, each to completion with ``snakemake --cores 2``:
 - ``add_retriever``: ``bm25_k1_12`` (BM25 with Lucene's k1 = 1.2) added to config.yaml;
 - ``add_chunker``: ``sentences60`` (sentences of at most 60 words) added as well.
 
-The machine's one-minute load average is written beside every figure, so
+Python's bytecode cache is on, as in a user's shell, whatever the caller's
+``PYTHONDONTWRITEBYTECODE`` says. The machine's one-minute load average is written beside every figure, so
 figures from a shared machine can be told from an idle one's, and the median
 of ``--builds`` builds is given per step. Targets on an idle two-core machine
 (issue 29): clean within 90 s (goal 60), no-op within 2 s, one retriever
@@ -101,6 +102,11 @@ def run_step(workdir: Path, cores: int) -> tuple[float, int, float]:
     load = os.getloadavg()[0]
     command = [sys.executable, "-m", "snakemake", "--cores", str(cores)]
     environment = {**os.environ, "PYTHONPATH": str(workdir)}
+    # As a user's shell runs it: Python caches each module's bytecode, so the
+    # jobs after the first ones import the copy's rag modules without
+    # compiling them again (some shells switch the cache off; that alone
+    # costs every job tenths of a second).
+    environment.pop("PYTHONDONTWRITEBYTECODE", None)
     started = time.perf_counter()
     result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, env=environment)
     seconds = time.perf_counter() - started

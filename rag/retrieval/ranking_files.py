@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rag import __version__
+from rag.formats.arrow_columns import numeric_column, string_column
 from rag.formats.tables import read_columns, read_provenance, write_parquet
 from rag.provenance import ranking_record
 from rag.retrieval.search import Ranking
@@ -48,16 +49,33 @@ def write_ranking(
 
 
 def rankings_to_table(question_ids: Sequence[str], rankings: Sequence, chunk_ids: Sequence[str]) -> pa.Table:
-    """One row per (question, rank); an empty ranking simply has no rows."""
+    """One row per (question, rank); an empty ranking simply has no rows.
+
+    The columns are built from numpy arrays and encoded strings
+    (:mod:`rag.formats.arrow_columns`), not converted from Python lists:
+    pyarrow's list conversion imports pandas, which would cost a ranking job
+    more than its own work.
+    """
     import pyarrow as pa
 
-    columns: dict[str, list] = {name: [] for name in RANKING_COLUMNS}
-    for question_id, ranking in zip(question_ids, rankings, strict=True):
-        count = len(ranking.positions)
-        columns["question_id"].extend([str(question_id)] * count)
-        columns["rank"].extend(range(1, count + 1))
-        columns["chunk_id"].extend(chunk_ids[position] for position in ranking.positions)
-        columns["score"].extend(float(score) for score in ranking.scores)
+    counts = [len(ranking.positions) for ranking in rankings]
+    if len(counts) != len(question_ids):
+        raise ValueError(f"{len(question_ids)} question ids for {len(counts)} rankings")
+    pairs = zip(question_ids, counts, strict=True)
+    repeated_ids = [str(question_id) for question_id, count in pairs for _ in range(count)]
+    positions = [np.asarray(ranking.positions, dtype=np.int64) for ranking in rankings]
+    scores = [np.asarray(ranking.scores, dtype=np.float64) for ranking in rankings]
+    columns = {
+        "question_id": string_column(repeated_ids),
+        "rank": numeric_column(
+            np.concatenate([np.arange(1, count + 1, dtype=np.int64) for count in counts] or [[]]),
+            np.int64,
+        ),
+        "chunk_id": string_column(
+            [chunk_ids[position] for ranked in positions for position in ranked.tolist()]
+        ),
+        "score": numeric_column(np.concatenate(scores or [[]]), np.float64),
+    }
     return pa.table(columns, schema=ranking_schema())
 
 
