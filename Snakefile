@@ -16,7 +16,7 @@ if not workflow.config_settings.configfiles:
 
 
 include: "workflow/rules/common.smk"
-include: "workflow/rules/scheduling.smk"
+include: "workflow/rules/snakemake_patches.smk"
 include: "workflow/rules/corpus.smk"
 include: "workflow/rules/chunking.smk"
 include: "workflow/rules/labels.smk"
