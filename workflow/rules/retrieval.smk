@@ -54,8 +54,11 @@ rule rank_embedder:
     priority: 1
     conda:
         "../envs/rag.yaml"
-    # Whole batches run in parallel, one per thread (rag.retrieval.dense.embedder.encode).
-    threads: 2
+    # One thread: Snakemake starts a job only when all its threads are free at
+    # once, so a two-thread job waited behind the short one-thread jobs and the
+    # four ran last, one at a time. Each job encodes one batch per thread
+    # (rag.retrieval.dense.embedder.encode); a cluster profile may give more.
+    threads: 1
     params:
         retriever=retriever_params,
         depth=ranking_depth_of,
