@@ -23,36 +23,39 @@ rule answer:
         "../envs/rag.yaml"
     params:
         generation=answers_section("generation"),
-        reader=EXTRACTIVE_READER,
+        readers=EXTRACTIVE_READERS,
         cache=EMBEDDING_CACHE,
         code=script_digest("answer.py"),
     script:
         "../scripts/answer.py"
 
 
-rule read_answers:
-    input:
-        chunks=CHUNKS,
-        ranking=RANKING,
-        parsed=PARSED,
-        questions=questions_file,
-    output:
-        f"{ANSWER_STEM}.{{reader}}.parquet",
-    log:
-        "logs/read_answers/{corpus}/{chunker}/{retriever}.{reader}.log",
-    benchmark:
-        "benchmarks/logs/read_answers/{corpus}/{chunker}/{retriever}.{reader}.tsv"
-    wildcard_constraints:
-        reader="reader|reader_minilm",
-    conda:
-        "../envs/rag.yaml"
-    params:
-        generation=answers_section("generation", "k", "token_counter", "budget"),
-        reader=reader_params,
-        cache=EMBEDDING_CACHE,
-        code=script_digest("answer.py"),
-    script:
-        "../scripts/answer.py"
+# Every reader of a ranking in one job (rag.answering.answers.answer_questions_by_readers):
+# they differ only in their similarity, so the job reads the ranking, builds
+# each prompt and loads the token counter once for all of them.
+if reader_names():
+
+    rule read_answers:
+        input:
+            chunks=CHUNKS,
+            ranking=RANKING,
+            parsed=PARSED,
+            questions=questions_file,
+        output:
+            reader_answer_files(ANSWER_STEM),
+        log:
+            "logs/read_answers/{corpus}/{chunker}/{retriever}.log",
+        benchmark:
+            "benchmarks/logs/read_answers/{corpus}/{chunker}/{retriever}.tsv"
+        conda:
+            "../envs/rag.yaml"
+        params:
+            generation=answers_section("generation", "k", "token_counter", "budget"),
+            readers=reader_params,
+            cache=EMBEDDING_CACHE,
+            code=script_digest("answer.py"),
+        script:
+            "../scripts/answer.py"
 
 
 rule answer_from_summaries:
@@ -69,34 +72,34 @@ rule answer_from_summaries:
         "../envs/rag.yaml"
     params:
         generation=answers_section("generation", "threshold", "token_counter", "budget"),
-        reader=EXTRACTIVE_READER,
+        readers=EXTRACTIVE_READERS,
         cache=EMBEDDING_CACHE,
         code=script_digest("answer_from_summaries.py"),
     script:
         "../scripts/answer_from_summaries.py"
 
 
-rule read_answers_from_summaries:
-    input:
-        parsed=PARSED,
-        questions=questions_file,
-    output:
-        f"{SUMMARY_ANSWER_STEM}.{{reader}}.parquet",
-    log:
-        "logs/read_answers_from_summaries/{corpus}.{reader}.log",
-    benchmark:
-        "benchmarks/logs/read_answers_from_summaries/{corpus}.{reader}.tsv"
-    wildcard_constraints:
-        reader="reader|reader_minilm",
-    conda:
-        "../envs/rag.yaml"
-    params:
-        generation=answers_section("generation", "token_counter", "budget"),
-        reader=reader_params,
-        cache=EMBEDDING_CACHE,
-        code=script_digest("answer_from_summaries.py"),
-    script:
-        "../scripts/answer_from_summaries.py"
+if reader_names():
+
+    rule read_answers_from_summaries:
+        input:
+            parsed=PARSED,
+            questions=questions_file,
+        output:
+            reader_answer_files(SUMMARY_ANSWER_STEM),
+        log:
+            "logs/read_answers_from_summaries/{corpus}.log",
+        benchmark:
+            "benchmarks/logs/read_answers_from_summaries/{corpus}.tsv"
+        conda:
+            "../envs/rag.yaml"
+        params:
+            generation=answers_section("generation", "token_counter", "budget"),
+            readers=reader_params,
+            cache=EMBEDDING_CACHE,
+            code=script_digest("answer_from_summaries.py"),
+        script:
+            "../scripts/answer_from_summaries.py"
 
 
 rule answer_tables:
