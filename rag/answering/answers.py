@@ -928,6 +928,7 @@ def measure_ask(
         embed = dense.embed if dense is not None else None
         options = IndexOptions(dense_model=DEFAULT_MODEL if dense is not None else None)
         index = build_question_index(documents, options, embed)
+        memo: dict = {}  # retrievals of this index, shared by the generators and question sets
         # (name, the generator rag ask runs, its threshold, the similarity it adds)
         generators = [
             ("extractive", "extractive", DEFAULT_COVERAGE_THRESHOLD, None),
@@ -938,7 +939,7 @@ def measure_ask(
         for name, generator, threshold, similarity in generators:
             for questions_file, questions in question_sets.items():
                 judged = judge_ask_answers(
-                    index, questions, documents, generator, threshold, embed, similarity
+                    index, questions, documents, generator, threshold, embed, similarity, memo=memo
                 )
                 keys = {"questions_file": questions_file, "retriever": retriever, "generator": name}
                 rows += ask_summary(judged, **keys, threshold=f"{threshold:g}")
@@ -973,6 +974,7 @@ def judge_ask_answers(
     embed: Embed | None = None,
     similarity: Similarity | None = None,
     weights=None,
+    memo: dict | None = None,
 ) -> list[AskJudgement]:
     """Answer every question as ``rag ask`` would (its defaults) and judge the answers by the labels.
 
@@ -981,7 +983,9 @@ def judge_ask_answers(
     same answer against the reference answer instead, as a language model's
     answers are judged, so the verdicts of every generator are measured alike.
     ``weights`` (a :class:`rag.answering.reader.ReaderWeights`) change the
-    reader's weights and rules; None keeps its defaults.
+    reader's weights and rules; None keeps its defaults. ``memo`` (a dict kept
+    over the calls with one ``index`` and ``embed``) reuses retrievals across them
+    (:func:`rag.answering.question_answering.answer_question`).
     """
     from rag.answering.correctness import judge_answer
     from rag.answering.question_answering import answer_question as ask_question
@@ -997,6 +1001,7 @@ def judge_ask_answers(
             reader=reader,
             embed=embed,
             similarity=similarity,
+            memo=memo,
             **options,
         )
         answered = not report.abstained

@@ -318,8 +318,15 @@ def read_candidates(
     title_of = {number: chunk.title for number, chunk in prompt.sources.items()}
     aliases = _aliases(list(term_weights), answer_type, weights)
 
+    # A chunk's label and each sentence's context (the sentence before it) recur
+    # for every sentence of the chunk: their stems are looked up once per call.
+    known: dict[str, list[str]] = {}
+
     def stems_of(text: str) -> list[str]:
-        return [aliases.get(term, term) for term in _text_stems(text)]
+        found = known.get(text)
+        if found is None:
+            found = known[text] = [aliases.get(term, term) for term in _text_stems(text)]
+        return found
 
     entries: list[tuple[int, int, str, str, str]] = []
     for number, chunk in prompt.sources.items():
