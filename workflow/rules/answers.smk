@@ -294,9 +294,13 @@ rule llm_answer:
         retriever=alternatives([*RETRIEVERS, CLOSED_BOOK]),
     conda:
         "../envs/rag.yaml"
-    # The bundled model's server computes with two threads (rag.answering.local_server):
-    # one such job at a time on a two-core machine.
-    threads: 2
+    # One core: a job whose replies are all in LLM_CACHE (every job of a build
+    # from the committed cache) only reads it. With two threads, the share of
+    # a miss's server (rag.answering.local_server computes with two), each job
+    # waited for both cores to be free and the twelve ran one at a time at the
+    # end of a clean build. Ask for two where misses are expected:
+    # --set-threads llm_answer=2 (the slurm profile does).
+    threads: 1
     params:
         generator=lambda wildcards: canonical_json(ANSWERS["generators"][wildcards.generator]),
         k=lambda wildcards: ANSWERS["generation"]["k"],
