@@ -41,7 +41,6 @@ from rag.answering.verification import check_answer, check_responsive
 from rag.chunking import Chunk
 from rag.corpus.documents import Document
 from rag.labels import Judgement, Question, SpanLocation, judge_chunks, locate_spans
-from rag.retrieval.bm25 import bm25_idf
 from rag.text import analyze
 
 if TYPE_CHECKING:
@@ -148,11 +147,14 @@ def collection_idf(indexed_texts: Sequence[str], stem: bool = False) -> dict[str
     """
     if not indexed_texts:
         raise ValueError("cannot compute an idf over an empty collection")
-    # Document frequencies counted directly, not through the retrievers' term matrix
-    # (rag.retrieval.search.count_terms): the same numbers without importing scipy.
+    # rag.retrieval.bm25.bm25_idf (its lucene variant) over the document frequencies,
+    # both written out here: the BM25 module and its term matrix import scipy, which
+    # costs an answer job a fifth of a second. tests/unit/test_answers.py checks they agree.
     frequency = Counter(term for text in indexed_texts for term in set(analyze(text, stem=stem)))
     vocabulary = sorted(frequency)
-    weights = bm25_idf(np.array([frequency[term] for term in vocabulary], dtype=np.int64), len(indexed_texts))
+    document_frequency = np.array([frequency[term] for term in vocabulary], dtype=np.float64)
+    n_chunks = len(indexed_texts)
+    weights = np.log1p((n_chunks - document_frequency + 0.5) / (document_frequency + 0.5))
     return dict(zip(vocabulary, weights.tolist(), strict=True))
 
 
@@ -854,6 +856,40 @@ def settings_from_config(
         similarity=similarity,
     )
     return settings, embedder
+
+
+def reader_frames(
+    questions: Sequence[Question],
+    documents: Sequence[Document],
+    prompt_chunks: Callable[[Question], Sequence[Chunk]],
+    judged_chunks: Sequence[Chunk],
+    idf: Mapping[str, float],
+    generation: Mapping,
+    readers: Sequence[Mapping],
+    embedding_cache: str | None = None,
+    count_cl100k: TokenCounter | None = None,
+    **keys: str,
+) -> list[tuple[pd.DataFrame, object | None]]:
+    """Each reader's answer table, led by ``keys`` and its name, and its sentence embedder to save.
+
+    The answer jobs' one call: ``generation`` and each of ``readers`` are the
+    rule's canonical params (:func:`settings_from_config`), answered together
+    (:func:`answer_questions_by_readers`).
+    """
+    configured = [settings_from_config(generation, reader, embedding_cache) for reader in readers]
+    answered = answer_questions_by_readers(
+        questions,
+        documents,
+        prompt_chunks,
+        judged_chunks,
+        idf,
+        [settings for settings, _ in configured],
+        count_cl100k,
+    )
+    return [
+        (answers_frame(records, **keys, reader=reader["name"]), embedder)
+        for reader, (_, embedder), records in zip(readers, configured, answered, strict=True)
+    ]
 
 
 def reader_outputs(readers: Sequence[Mapping], outputs: Sequence[str]) -> list[str]:

@@ -18,19 +18,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import numpy as np
+import scipy.sparse as sp
 
 from rag.kinds import RETRIEVER_KINDS, parameter_problem
 from rag.retrieval import search
 from rag.retrieval.stored_arrays import require_arrays, term_matrix_arrays
 from rag.text import analyze_entry
-
-# scipy.sparse is imported where a matrix is built: the answer jobs need only
-# bm25_idf, and importing scipy costs them a fifth of a second each.
-if TYPE_CHECKING:
-    import scipy.sparse as sp
 
 # Defaults, bounds and idf variants come from the table of kinds, the one place
 # the config plan checks them too.
@@ -115,8 +110,6 @@ class BM25Index:
 
     @cached_property
     def weight_matrix(self) -> sp.csc_matrix:
-        import scipy.sparse as sp
-
         return sp.csc_matrix((self.weights, self.counts.indices, self.counts.indptr), shape=self.counts.shape)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -143,8 +136,6 @@ class BM25Index:
             "b",
             "idf_variant",
         )
-        import scipy.sparse as sp
-
         require_arrays(arrays, keys, "index")
         vocabulary = np.asarray(arrays["vocabulary"])
         chunk_lengths = np.asarray(arrays["chunk_lengths"], dtype=np.int64)

