@@ -315,13 +315,12 @@ def has_expected_value(sentence: str, answer_type: AnswerType, question: str = "
     not a new value. A description is satisfied by any sentence that adds a
     content word to the question's.
     """
-    excluded = frozenset(_words(question)) | frozenset(_words(label))
     for value_type in answer_type.kinds:
         if value_type in UNITS:
             if any(found == value_type for _, found in quantities(sentence)):
                 return True
         elif value_type == NAME:
-            if names_in(sentence, excluded):
+            if names_in(sentence, _word_set(question) | _word_set(label)):
                 return True
         elif value_type == DATE:
             if has_date(sentence):
@@ -330,6 +329,18 @@ def has_expected_value(sentence: str, answer_type: AnswerType, question: str = "
             if has_number(sentence):
                 return True
         else:  # a noun phrase or a description: something the question does not already say
-            if set(analyze(sentence)) - set(analyze(question)) - set(analyze(label)):
+            if set(analyze(sentence)) - _term_set(question) - _term_set(label):
                 return True
     return False
+
+
+# A question and a source label are asked about with every sentence of a prompt:
+# their words and terms are read once.
+@functools.lru_cache(maxsize=1 << 12)
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(_words(text))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _term_set(text: str) -> frozenset[str]:
+    return frozenset(analyze(text))

@@ -19,9 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pandas as pd
 
 from rag.answering.extractive import (
@@ -32,22 +35,18 @@ from rag.answering.extractive import (
     extract_answer,
 )
 from rag.answering.prompts import Prompt, PromptBudgetError, build_prompt
-from rag.answering.question_answering import (
-    Embed,
-    IndexOptions,
-    QuestionIndex,
-    build_question_index,
-)
-from rag.answering.question_answering import answer_question as ask_question
 from rag.answering.reader import READER_NAMES, Similarity, read
 from rag.answering.tokens import TokenCounter, count_word_and_punctuation
 from rag.answering.verification import check_answer, check_responsive
 from rag.chunking import Chunk
 from rag.corpus.documents import Document
 from rag.labels import Judgement, Question, SpanLocation, judge_chunks, locate_spans
-from rag.retrieval.bm25 import bm25_idf
-from rag.retrieval.search import count_terms
 from rag.text import analyze
+
+if TYPE_CHECKING:
+    # rag ask's path (and the retrievers it builds, with scipy) is imported by the
+    # functions that measure it, not by the answer jobs, which only read rankings.
+    from rag.answering.question_answering import Embed, QuestionIndex
 
 SINGLE_DOCUMENT = "single_document"
 MULTI_DOCUMENT = "multi_document"
@@ -148,9 +147,15 @@ def collection_idf(indexed_texts: Sequence[str], stem: bool = False) -> dict[str
     """
     if not indexed_texts:
         raise ValueError("cannot compute an idf over an empty collection")
-    counts = count_terms([analyze(text, stem=stem) for text in indexed_texts])
-    weights = bm25_idf(counts.document_frequency, len(indexed_texts))
-    return dict(zip(counts.vocabulary.tolist(), weights.tolist(), strict=True))
+    # rag.retrieval.bm25.bm25_idf (its lucene variant) over the document frequencies,
+    # both written out here: the BM25 module and its term matrix import scipy, which
+    # costs an answer job a fifth of a second. tests/unit/test_answers.py checks they agree.
+    frequency = Counter(term for text in indexed_texts for term in set(analyze(text, stem=stem)))
+    vocabulary = sorted(frequency)
+    document_frequency = np.array([frequency[term] for term in vocabulary], dtype=np.float64)
+    n_chunks = len(indexed_texts)
+    weights = np.log1p((n_chunks - document_frequency + 0.5) / (document_frequency + 0.5))
+    return dict(zip(vocabulary, weights.tolist(), strict=True))
 
 
 def evidence_documents(questions: Iterable[Question], locations: Iterable[SpanLocation]) -> dict[str, tuple]:
@@ -247,34 +252,53 @@ def answer_question(
     cl100k_base tokens as well. For the extractive generator the answer is
     exactly :func:`rag.answering.extractive.extract_answer`'s at ``settings.threshold``.
     """
+    return answer_question_by_readers(
+        question, ranked_chunks, idf, [settings], pieces, documents, count_cl100k
+    )[0]
+
+
+def _shared_prompt_settings(readers: Sequence[GenerationSettings]) -> GenerationSettings:
+    """The settings that build the prompt, which every reader of one job must share."""
+    if not readers:
+        raise ValueError("answering needs at least one reader's settings")
+    first = readers[0]
+    for other in readers[1:]:
+        if (other.k, other.budget, other.count_tokens) != (first.k, first.budget, first.count_tokens):
+            raise ValueError(
+                "readers answered together must share k, budget and token counter: "
+                f"{first.reader} has {(first.k, first.budget)}, {other.reader} {(other.k, other.budget)}"
+            )
+    return first
+
+
+def answer_question_by_readers(
+    question: Question,
+    ranked_chunks: Sequence[Chunk],
+    idf: Mapping[str, float],
+    readers: Sequence[GenerationSettings],
+    pieces: Mapping[int, Collection[str]] | None = None,
+    documents: Sequence[str] = (),
+    count_cl100k: TokenCounter | None = None,
+) -> list[AnswerRecord]:
+    """:func:`answer_question` for several readers of one prompt, one record per reader.
+
+    The readers differ only in how they read (reader, similarity, threshold):
+    the prompt, its token counts and the evidence it holds are computed once,
+    and a best sentence two readers both pick is checked once.
+    """
     from rag.answering.answer_types import expected_type
 
+    shared = _shared_prompt_settings(readers)
     try:
         prompt = build_prompt(
-            question.text, list(ranked_chunks[: settings.k]), settings.count_tokens, settings.budget
+            question.text, list(ranked_chunks[: shared.k]), shared.count_tokens, shared.budget
         )
     except PromptBudgetError as error:
         raise PromptBudgetError(f"question {question.question_id!r}: {error}") from None
-    best = best_sentence(prompt, idf, settings)
     prompt_chunks = {chunk.chunk_id for chunk in prompt.sources.values()}
     pieces = pieces or {}
     in_prompt = sum(1 for chunks in pieces.values() if prompt_chunks.intersection(chunks))
-
-    found = best is not None
-    best_chunk = prompt.sources[best.source_number] if found else None
-    best_piece = quoted_piece(best.sentence, best_chunk.doc_id, question) if found else None
-    best_faithful: bool | None = None
-    best_support: float | None = None
-    best_responsive: bool | None = None
-    if found:
-        quoted = cite(best.sentence, best.source_number)
-        check = check_answer(quoted, prompt.source_texts)
-        best_faithful = check.supported
-        best_support = min(claim.support for claim in check.claims) if check.claims else 0.0
-        labels = {number: chunk.label for number, chunk in prompt.sources.items()}
-        best_responsive = check_responsive(quoted, question.text, labels)
-    answered = found and best.score >= settings.threshold
-    return AnswerRecord(
+    common = dict(
         question_id=question.question_id,
         type=question.type,
         answerable=question.answerable,
@@ -284,11 +308,52 @@ def answer_question(
         sources=len(prompt.sources),
         omitted=prompt.omitted,
         pieces_in_prompt=in_prompt,
+        expected_type="|".join(expected_type(question.text).kinds),
+        prompt_tokens=count_word_and_punctuation(prompt.text),
+        prompt_tokens_cl100k=count_cl100k(prompt.text) if count_cl100k else None,
+    )
+    checks: dict[tuple[str, int], tuple] = {}
+
+    def judge(best: _Best) -> tuple:
+        """The best sentence's quoted piece and its checks: faithful, support, responsive."""
+        key = (best.sentence, best.source_number)
+        if key not in checks:
+            chunk = prompt.sources[best.source_number]
+            quoted = cite(best.sentence, best.source_number)
+            check = check_answer(quoted, prompt.source_texts)
+            support = min(claim.support for claim in check.claims) if check.claims else 0.0
+            labels = {number: source.label for number, source in prompt.sources.items()}
+            responsive = check_responsive(quoted, question.text, labels)
+            checks[key] = (
+                quoted_piece(best.sentence, chunk.doc_id, question),
+                check.supported,
+                support,
+                responsive,
+            )
+        return checks[key]
+
+    return [
+        _reader_record(prompt, best_sentence(prompt, idf, settings), settings, judge, common)
+        for settings in readers
+    ]
+
+
+def _reader_record(
+    prompt: Prompt, best: _Best | None, settings: GenerationSettings, judge: Callable, common: dict
+) -> AnswerRecord:
+    """One reader's record of a prompt: its best sentence, answered at its threshold, and the verdicts."""
+    found = best is not None
+    best_chunk = prompt.sources[best.source_number] if found else None
+    best_piece, best_faithful, best_support, best_responsive = (
+        judge(best) if found else (None, None, None, None)
+    )
+    answered = found and best.score >= settings.threshold
+    return AnswerRecord(
+        **common,
         answered=answered,
         threshold=float(settings.threshold),
         score=best.score if found else math.nan,
         coverage=best.coverage if found else math.nan,
-        expected_type="|".join(expected_type(question.text).kinds),
         answer=cite(best.sentence, best.source_number) if answered else ABSTENTION_TEXT,
         cited_source=best.source_number if answered else None,
         quotes_evidence=answered and best_piece is not None,
@@ -304,8 +369,6 @@ def answer_question(
         best_faithful=best_faithful,
         best_support=best_support,
         best_responsive=best_responsive,
-        prompt_tokens=count_word_and_punctuation(prompt.text),
-        prompt_tokens_cl100k=count_cl100k(prompt.text) if count_cl100k else None,
     )
 
 
@@ -326,16 +389,36 @@ def answer_questions(
     count the evidence pieces each prompt holds). A prompt that cannot fit
     the budget is an error naming config['answers']['budget'].
     """
+    return answer_questions_by_readers(
+        questions, documents, prompt_chunks, judged_chunks, idf, [settings], count_cl100k
+    )[0]
+
+
+def answer_questions_by_readers(
+    questions: Sequence[Question],
+    documents: Sequence[Document],
+    prompt_chunks: Callable[[Question], Sequence[Chunk]],
+    judged_chunks: Sequence[Chunk],
+    idf: Mapping[str, float],
+    readers: Sequence[GenerationSettings],
+    count_cl100k: TokenCounter | None = None,
+) -> list[list[AnswerRecord]]:
+    """:func:`answer_questions` for several readers at once: per reader, its records.
+
+    One job answers a ranking with every reader (workflow rule read_answers),
+    so the evidence is located, and each prompt built and counted, once for all of them.
+    """
+    shared = _shared_prompt_settings(readers)
     locations = locate_spans(questions, documents)
     holding = evidence_documents(questions, locations)
     pieces = evidence_chunks(judge_chunks(questions, locations, list(judged_chunks)))
     try:
-        return [
-            answer_question(
+        per_question = [
+            answer_question_by_readers(
                 question,
                 prompt_chunks(question),
                 idf,
-                settings,
+                readers,
                 pieces.get(question.question_id, {}),
                 holding[question.question_id],
                 count_cl100k,
@@ -343,7 +426,8 @@ def answer_questions(
             for question in questions
         ]
     except PromptBudgetError as error:
-        raise PromptBudgetError(f"config['answers']['budget'] = {settings.budget}: {error}") from None
+        raise PromptBudgetError(f"config['answers']['budget'] = {shared.budget}: {error}") from None
+    return [[records[index] for records in per_question] for index in range(len(readers))]
 
 
 # Nullable dtypes, so that "not applicable" stays empty in the CSV instead of 0 or False.
@@ -774,6 +858,55 @@ def settings_from_config(
     return settings, embedder
 
 
+def reader_frames(
+    questions: Sequence[Question],
+    documents: Sequence[Document],
+    prompt_chunks: Callable[[Question], Sequence[Chunk]],
+    judged_chunks: Sequence[Chunk],
+    idf: Mapping[str, float],
+    generation: Mapping,
+    readers: Sequence[Mapping],
+    embedding_cache: str | None = None,
+    count_cl100k: TokenCounter | None = None,
+    **keys: str,
+) -> list[tuple[pd.DataFrame, object | None]]:
+    """Each reader's answer table, led by ``keys`` and its name, and its sentence embedder to save.
+
+    The answer jobs' one call: ``generation`` and each of ``readers`` are the
+    rule's canonical params (:func:`settings_from_config`), answered together
+    (:func:`answer_questions_by_readers`).
+    """
+    configured = [settings_from_config(generation, reader, embedding_cache) for reader in readers]
+    answered = answer_questions_by_readers(
+        questions,
+        documents,
+        prompt_chunks,
+        judged_chunks,
+        idf,
+        [settings for settings, _ in configured],
+        count_cl100k,
+    )
+    return [
+        (answers_frame(records, **keys, reader=reader["name"]), embedder)
+        for reader, (_, embedder), records in zip(readers, configured, answered, strict=True)
+    ]
+
+
+def reader_outputs(readers: Sequence[Mapping], outputs: Sequence[str]) -> list[str]:
+    """The answer file of each reader of a job, in the readers' order; a mismatch is an error.
+
+    A reader's file is named after it (``{stem}.{name}.parquet``); the
+    extractive generator's is the stem's own (``{stem}.parquet``).
+    """
+    names = [reader["name"] for reader in readers]
+    if len(outputs) != len(names):
+        raise ValueError(f"{len(names)} readers ({names}) for {len(outputs)} answer files")
+    for name, path in zip(names, outputs, strict=True):
+        if name != "extractive" and not str(path).endswith(f".{name}.parquet"):
+            raise ValueError(f"reader {name!r}: its answer file must end in .{name}.parquet, not {path!r}")
+    return [str(path) for path in outputs]
+
+
 def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
     """Rows of results/answers_heldout.csv: per question group, what ``rag ask`` got right.
 
@@ -822,6 +955,7 @@ def measure_ask(
     their answers; the bundled corpus has few enough distinct sentences that
     embedding them all through the cache is cheap.
     """
+    from rag.answering.question_answering import IndexOptions, build_question_index
     from rag.answering.reader import DEFAULT_MODEL
 
     setups = [("bm25_lsa_ivf", None)] + ([("bm25_minilm", embedder)] if embedder is not None else [])
@@ -830,6 +964,7 @@ def measure_ask(
         embed = dense.embed if dense is not None else None
         options = IndexOptions(dense_model=DEFAULT_MODEL if dense is not None else None)
         index = build_question_index(documents, options, embed)
+        memo: dict = {}  # retrievals of this index, shared by the generators and question sets
         # (name, the generator rag ask runs, its threshold, the similarity it adds)
         generators = [
             ("extractive", "extractive", DEFAULT_COVERAGE_THRESHOLD, None),
@@ -840,7 +975,7 @@ def measure_ask(
         for name, generator, threshold, similarity in generators:
             for questions_file, questions in question_sets.items():
                 judged = judge_ask_answers(
-                    index, questions, documents, generator, threshold, embed, similarity
+                    index, questions, documents, generator, threshold, embed, similarity, memo=memo
                 )
                 keys = {"questions_file": questions_file, "retriever": retriever, "generator": name}
                 rows += ask_summary(judged, **keys, threshold=f"{threshold:g}")
@@ -875,6 +1010,7 @@ def judge_ask_answers(
     embed: Embed | None = None,
     similarity: Similarity | None = None,
     weights=None,
+    memo: dict | None = None,
 ) -> list[AskJudgement]:
     """Answer every question as ``rag ask`` would (its defaults) and judge the answers by the labels.
 
@@ -883,9 +1019,12 @@ def judge_ask_answers(
     same answer against the reference answer instead, as a language model's
     answers are judged, so the verdicts of every generator are measured alike.
     ``weights`` (a :class:`rag.answering.reader.ReaderWeights`) change the
-    reader's weights and rules; None keeps its defaults.
+    reader's weights and rules; None keeps its defaults. ``memo`` (a dict kept
+    over the calls with one ``index`` and ``embed``) reuses retrievals across them
+    (:func:`rag.answering.question_answering.answer_question`).
     """
     from rag.answering.correctness import judge_answer
+    from rag.answering.question_answering import answer_question as ask_question
 
     holding = evidence_documents(questions, locate_spans(questions, documents))
     judged = []
@@ -898,6 +1037,7 @@ def judge_ask_answers(
             reader=reader,
             embed=embed,
             similarity=similarity,
+            memo=memo,
             **options,
         )
         answered = not report.abstained

@@ -721,6 +721,7 @@ def rerank_by_reader(
     sources: int,
     similarity: Similarity | None = None,
     weights: ReaderWeights = DEFAULT_WEIGHTS,
+    pool_prompt: Prompt | None = None,
 ) -> Retrieval:
     """The ``sources`` chunks of the fused list whose best sentence the reader scores highest.
 
@@ -728,11 +729,13 @@ def rerank_by_reader(
     scores single sentences for the question, type included, so reading a
     deeper pool and keeping the chunks with the best sentences brings up the
     one sentence that answers even when the chunk around it is about
-    something else. Ties keep the fused order.
+    something else. Ties keep the fused order. ``pool_prompt`` is the prompt
+    of every chunk of ``retrieval`` (:func:`pool_prompt_of`), when the caller has it already.
     """
     if not retrieval.chosen:
         return retrieval
-    pool_prompt = build_prompt(retrieval.question, [retrieved.chunk for retrieved in retrieval.chosen])
+    if pool_prompt is None:
+        pool_prompt = pool_prompt_of(retrieval)
     best: dict[int, float] = {}
     for candidate in read_candidates(pool_prompt, idf, similarity, weights):
         number = candidate.source_number
@@ -748,6 +751,19 @@ def rerank_by_reader(
     return dataclasses.replace(retrieval, chosen=chosen, notes=notes)
 
 
+def pool_prompt_of(retrieval: Retrieval) -> Prompt:
+    """The prompt of every chosen chunk of a retrieval: what the reader reads to rerank them."""
+    return build_prompt(retrieval.question, [retrieved.chunk for retrieved in retrieval.chosen])
+
+
+def _memoized(memo: dict | None, key: tuple, compute: Callable[[], object]) -> object:
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
 def answer_question(
     index: QuestionIndex,
     question: str,
@@ -761,6 +777,7 @@ def answer_question(
     pool: int = DEFAULT_POOL,
     access: Collection[str] | None = None,
     weights: ReaderWeights = DEFAULT_WEIGHTS,
+    memo: dict | None = None,
 ) -> AnswerReport:
     """Retrieve with ``settings``, assemble the prompt within ``budget``, answer, check and judge.
 
@@ -774,17 +791,33 @@ def answer_question(
     ``access`` names the access levels whose documents may reach the prompt
     (None: every level); a chunk of any other document is never a source.
     ``weights`` are the reader's weights and rules (its defaults unless a
-    rule's effect is being measured).
+    rule's effect is being measured). ``memo``, a dict the caller keeps over
+    the questions of one ``index`` and ``embed``, reuses retrievals and the
+    reader's pool prompts: the jobs that measure ``rag ask`` answer each
+    question with several generators, weights and thresholds.
     """
     if reader not in GENERATORS:
         raise ValueError(f"unknown reader {reader!r}; choose one of {list(GENERATORS)}")
     withheld = None if access is None else index.withheld(access)
+    allowed = None if access is None else tuple(sorted(access))
+
+    def retrieval_at(chosen: RetrievalSettings) -> Retrieval:
+        return _memoized(
+            memo,
+            ("retrieval", question, chosen, allowed),
+            lambda: retrieve(index, question, chosen, embed=embed, withheld=withheld),
+        )
+
     if generate is None and reader == "reader":
         pooled = dataclasses.replace(settings, sources=max(settings.sources, pool))
-        retrieval = retrieve(index, question, pooled, embed=embed, withheld=withheld)
-        retrieval = rerank_by_reader(retrieval, index.idf, settings.sources, similarity, weights)
+        retrieval = retrieval_at(pooled)
+        pool_prompt = None
+        if retrieval.chosen:
+            key = ("pool prompt", question, pooled, allowed)
+            pool_prompt = _memoized(memo, key, lambda: pool_prompt_of(retrieval))
+        retrieval = rerank_by_reader(retrieval, index.idf, settings.sources, similarity, weights, pool_prompt)
     else:
-        retrieval = retrieve(index, question, settings, embed=embed, withheld=withheld)
+        retrieval = retrieval_at(settings)
     prompt = build_prompt(question, [retrieved.chunk for retrieved in retrieval.chosen], budget=budget)
     extractive: ExtractiveAnswer | Abstention | None = None
     reading: Reading | None = None

@@ -292,6 +292,14 @@ def _opens_with_reference(sentence: str) -> bool:
     return bool(words) and words[0] in _REFERRING_OPENERS
 
 
+@functools.lru_cache(maxsize=512)
+def _scored_sentences(terms: tuple) -> dict[tuple[str, str, str], tuple[float, float]]:
+    """(sentence, label, context) -> coverage and proximity, for one reading's weighted
+    stems, aliases and label weight (``terms``): everything those two scores depend on.
+    512 readings cover a question set read by two readers in turn, in tens of megabytes."""
+    return {}
+
+
 def read_candidates(
     prompt: Prompt,
     idf: Mapping[str, float],
@@ -318,8 +326,31 @@ def read_candidates(
     title_of = {number: chunk.title for number, chunk in prompt.sources.items()}
     aliases = _aliases(list(term_weights), answer_type, weights)
 
+    # A chunk's label and each sentence's context (the sentence before it) recur
+    # for every sentence of the chunk: their stems are looked up once per call.
+    known: dict[str, list[str]] = {}
+
     def stems_of(text: str) -> list[str]:
-        return [aliases.get(term, term) for term in _text_stems(text)]
+        found = known.get(text)
+        if found is None:
+            found = known[text] = [aliases.get(term, term) for term in _text_stems(text)]
+        return found
+
+    def coverage_and_proximity(sentence: str, label: str, context: str) -> tuple[float, float]:
+        sentence_terms = stems_of(sentence)
+        in_sentence = set(sentence_terms)
+        in_label = set(stems_of(label)) | set(stems_of(context))
+        covered = sum(
+            weight * (1.0 if term in in_sentence else weights.label)
+            for term, weight in term_weights.items()
+            if term in in_sentence or term in in_label
+        )
+        coverage = covered / total if total > 0 else 0.0
+        return coverage, proximity(sentence_terms, list(term_weights))
+
+    # The same sentence is read again for the same terms: in the pool and then in
+    # the prompt of rag ask's reader, by the reader with and without MiniLM.
+    scored = _scored_sentences((tuple(term_weights.items()), tuple(aliases.items()), weights.label))
 
     entries: list[tuple[int, int, str, str, str]] = []
     for number, chunk in prompt.sources.items():
@@ -334,16 +365,11 @@ def read_candidates(
         similarities = [round(float(value), SCORE_DECIMALS) for value in values]
     candidates = []
     for (number, position, sentence, label, context), similar in zip(entries, similarities, strict=True):
-        sentence_terms = stems_of(sentence)
-        in_sentence = set(sentence_terms)
-        in_label = set(stems_of(label)) | set(stems_of(context))
-        covered = sum(
-            weight * (1.0 if term in in_sentence else weights.label)
-            for term, weight in term_weights.items()
-            if term in in_sentence or term in in_label
-        )
-        coverage = covered / total if total > 0 else 0.0
-        near = proximity(sentence_terms, list(term_weights))
+        key = (sentence, label, context)
+        found = scored.get(key)
+        if found is None:
+            found = scored[key] = coverage_and_proximity(sentence, label, context)
+        coverage, near = found
         typed = has_expected_value(sentence, answer_type, question, label)
         on_topic = bool(entity_stems) and bool(entity_stems & set(_text_stems(title_of[number])))
         score = weights.coverage * coverage + weights.proximity * near + weights.topic * on_topic

@@ -46,11 +46,14 @@ def rule_ablation(
     from rag.answering.answers import judge_ask_answers
 
     rules = RULES if rules is None else rules
+    memo: dict = {}  # each question is retrieved once, for every rule (the weights only read)
     baseline: dict[str, int] = {}
     rows = []
     for rule, weights in [(ALL_RULES, DEFAULT_WEIGHTS), *rules.items()]:
         for name, questions in question_sets.items():
-            judged = judge_ask_answers(index, questions, documents, "reader", threshold, weights=weights)
+            judged = judge_ask_answers(
+                index, questions, documents, "reader", threshold, weights=weights, memo=memo
+            )
             correct = sum(judgement.correct for judgement in judged)
             wrong = sum(judgement.answered and not judgement.correct for judgement in judged)
             net = correct - wrong

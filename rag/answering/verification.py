@@ -11,6 +11,7 @@ says nothing about whether the claim answers the question.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -129,10 +130,14 @@ class _SourceTerms:
 
 
 def _source_terms(sources: Mapping[int, str], stem: bool) -> dict[int, _SourceTerms]:
-    return {
-        number: _SourceTerms(frozenset(analyze(text, stem=stem)), frozenset(numbers_in(text)))
-        for number, text in sources.items()
-    }
+    return {number: _terms_of_source(text, stem) for number, text in sources.items()}
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _terms_of_source(text: str, stem: bool) -> _SourceTerms:
+    """A source's terms and numbers. Cached: the jobs that measure ``rag ask`` check
+    answers against the same retrieved chunks for every generator and setting."""
+    return _SourceTerms(frozenset(analyze(text, stem=stem)), frozenset(numbers_in(text)))
 
 
 def _check(sentence: str, indexed: Mapping[int, _SourceTerms], rule: SupportRule) -> ClaimCheck:

@@ -77,6 +77,20 @@ def test_collection_idf_is_the_positive_bm25_idf():
         collection_idf([])
 
 
+@pytest.mark.parametrize("stem", [False, True])
+def test_collection_idf_is_bit_for_bit_the_retrievers_bm25_idf(stem):
+    """collection_idf writes out bm25_idf over the term matrix's document frequencies, without scipy."""
+    from rag.retrieval.bm25 import bm25_idf
+    from rag.retrieval.search import count_terms
+
+    texts = [chunk.text for chunk in CHUNKS] + ["Moons, moons and 81,296 moons.", "the of and"]
+    counts = count_terms([analyze(text, stem=stem) for text in texts])
+    weights = bm25_idf(counts.document_frequency, len(texts)).tolist()
+    expected = dict(zip(counts.vocabulary.tolist(), weights, strict=True))
+    idf = collection_idf(texts, stem=stem)
+    assert list(idf.items()) == list(expected.items())
+
+
 def test_a_sentence_equal_to_the_span_quotes_it():
     assert quoted_piece("Mars has two small moons, Phobos and Deimos.", "mars", MOONS) == 0
 

@@ -128,6 +128,18 @@ def test_bundle_round_trip_gives_the_same_answers(bundled_index, questions):
         assert again.answer == original.answer
 
 
+def test_a_memo_reuses_retrievals_and_changes_no_answer(bundled_index, questions):
+    """The jobs that measure rag ask answer each question several times over one memo."""
+    memo: dict = {}
+    for question in questions[:4]:
+        for reader in ("reader", "extractive", "reader"):
+            plain = answer_question(bundled_index, question, reader=reader)
+            memoized = answer_question(bundled_index, question, reader=reader, memo=memo)
+            assert memoized == plain
+    # Per question one pooled retrieval (the reader's), its pool prompt and one plain retrieval.
+    assert len(memo) == 3 * 4
+
+
 def test_bundle_pieces_that_disagree_are_refused(bundled_index):
     arrays, values, manifest = index_to_bundle(bundled_index)
     with pytest.raises(ValueError, match="disagree on the number of chunks"):

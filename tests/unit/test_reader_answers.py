@@ -12,6 +12,7 @@ from rag.answering.answers import (
     THRESHOLD_GRID,
     GenerationSettings,
     answer_question,
+    answer_question_by_readers,
     answers_frame,
     apply_thresholds,
     bootstrap_interval,
@@ -19,6 +20,7 @@ from rag.answering.answers import (
     cross_validated_thresholds,
     fold_of_questions,
     net_correct,
+    reader_outputs,
     summarize_answers,
 )
 from rag.answering.config_checks import canonical_reader
@@ -55,6 +57,40 @@ def test_the_reader_scores_the_titan_sentence_below_its_own_coverage():
     quoted = answer_question(TITAN_QUESTION, [TITAN], IDF, spec)
     assert read.score < quoted.score  # the missing temperature costs the type penalty
     assert read.best_responsive is False
+
+
+def test_readers_answered_together_match_each_answered_alone():
+    """One read_answers job answers every reader of a ranking: one prompt, the same records."""
+    readers = [
+        GenerationSettings(k=1, threshold=-math.inf, reader="reader"),
+        GenerationSettings(k=1, threshold=0.5),
+        GenerationSettings(k=1, threshold=math.inf, reader="reader"),
+    ]
+    together = answer_question_by_readers(TITAN_QUESTION, [TITAN], IDF, readers, count_cl100k=len)
+    alone = [
+        answer_question(TITAN_QUESTION, [TITAN], IDF, settings, count_cl100k=len) for settings in readers
+    ]
+    assert together == alone
+    assert together[0].answered and not together[2].answered
+
+
+def test_readers_answered_together_share_the_prompt_settings():
+    readers = [GenerationSettings(k=1, reader="reader"), GenerationSettings(k=2, reader="reader")]
+    with pytest.raises(ValueError, match="must share k, budget and token counter"):
+        answer_question_by_readers(TITAN_QUESTION, [TITAN], IDF, readers)
+    with pytest.raises(ValueError, match="at least one"):
+        answer_question_by_readers(TITAN_QUESTION, [TITAN], IDF, [])
+
+
+def test_each_reader_writes_the_answer_file_named_after_it():
+    readers = [{"name": "reader"}, {"name": "reader_minilm"}]
+    files = ["a/bm25.reader.parquet", "a/bm25.reader_minilm.parquet"]
+    assert reader_outputs(readers, files) == files
+    assert reader_outputs([{"name": "extractive"}], ["a/bm25.parquet"]) == ["a/bm25.parquet"]
+    with pytest.raises(ValueError, match="must end in .reader.parquet"):
+        reader_outputs(readers, files[::-1])
+    with pytest.raises(ValueError, match="2 readers"):
+        reader_outputs(readers, files[:1])
 
 
 def test_verdicts_in_plain_words():

@@ -23,36 +23,39 @@ rule answer:
         "../envs/rag.yaml"
     params:
         generation=answers_section("generation"),
-        reader=EXTRACTIVE_READER,
+        readers=EXTRACTIVE_READERS,
         cache=EMBEDDING_CACHE,
         code=script_digest("answer.py"),
     script:
         "../scripts/answer.py"
 
 
-rule read_answers:
-    input:
-        chunks=CHUNKS,
-        ranking=RANKING,
-        parsed=PARSED,
-        questions=questions_file,
-    output:
-        f"{ANSWER_STEM}.{{reader}}.parquet",
-    log:
-        "logs/read_answers/{corpus}/{chunker}/{retriever}.{reader}.log",
-    benchmark:
-        "benchmarks/logs/read_answers/{corpus}/{chunker}/{retriever}.{reader}.tsv"
-    wildcard_constraints:
-        reader="reader|reader_minilm",
-    conda:
-        "../envs/rag.yaml"
-    params:
-        generation=answers_section("generation", "k", "token_counter", "budget"),
-        reader=reader_params,
-        cache=EMBEDDING_CACHE,
-        code=script_digest("answer.py"),
-    script:
-        "../scripts/answer.py"
+# Every reader of a ranking in one job (rag.answering.answers.answer_questions_by_readers):
+# they differ only in their similarity, so the job reads the ranking, builds
+# each prompt and loads the token counter once for all of them.
+if reader_names():
+
+    rule read_answers:
+        input:
+            chunks=CHUNKS,
+            ranking=RANKING,
+            parsed=PARSED,
+            questions=questions_file,
+        output:
+            reader_answer_files(ANSWER_STEM),
+        log:
+            "logs/read_answers/{corpus}/{chunker}/{retriever}.log",
+        benchmark:
+            "benchmarks/logs/read_answers/{corpus}/{chunker}/{retriever}.tsv"
+        conda:
+            "../envs/rag.yaml"
+        params:
+            generation=answers_section("generation", "k", "token_counter", "budget"),
+            readers=reader_params,
+            cache=EMBEDDING_CACHE,
+            code=script_digest("answer.py"),
+        script:
+            "../scripts/answer.py"
 
 
 rule answer_from_summaries:
@@ -69,34 +72,34 @@ rule answer_from_summaries:
         "../envs/rag.yaml"
     params:
         generation=answers_section("generation", "threshold", "token_counter", "budget"),
-        reader=EXTRACTIVE_READER,
+        readers=EXTRACTIVE_READERS,
         cache=EMBEDDING_CACHE,
         code=script_digest("answer_from_summaries.py"),
     script:
         "../scripts/answer_from_summaries.py"
 
 
-rule read_answers_from_summaries:
-    input:
-        parsed=PARSED,
-        questions=questions_file,
-    output:
-        f"{SUMMARY_ANSWER_STEM}.{{reader}}.parquet",
-    log:
-        "logs/read_answers_from_summaries/{corpus}.{reader}.log",
-    benchmark:
-        "benchmarks/logs/read_answers_from_summaries/{corpus}.{reader}.tsv"
-    wildcard_constraints:
-        reader="reader|reader_minilm",
-    conda:
-        "../envs/rag.yaml"
-    params:
-        generation=answers_section("generation", "token_counter", "budget"),
-        reader=reader_params,
-        cache=EMBEDDING_CACHE,
-        code=script_digest("answer_from_summaries.py"),
-    script:
-        "../scripts/answer_from_summaries.py"
+if reader_names():
+
+    rule read_answers_from_summaries:
+        input:
+            parsed=PARSED,
+            questions=questions_file,
+        output:
+            reader_answer_files(SUMMARY_ANSWER_STEM),
+        log:
+            "logs/read_answers_from_summaries/{corpus}.log",
+        benchmark:
+            "benchmarks/logs/read_answers_from_summaries/{corpus}.tsv"
+        conda:
+            "../envs/rag.yaml"
+        params:
+            generation=answers_section("generation", "token_counter", "budget"),
+            readers=reader_params,
+            cache=EMBEDDING_CACHE,
+            code=script_digest("answer_from_summaries.py"),
+        script:
+            "../scripts/answer_from_summaries.py"
 
 
 rule answer_tables:
@@ -291,9 +294,13 @@ rule llm_answer:
         retriever=alternatives([*RETRIEVERS, CLOSED_BOOK]),
     conda:
         "../envs/rag.yaml"
-    # The bundled model's server computes with two threads (rag.answering.local_server):
-    # one such job at a time on a two-core machine.
-    threads: 2
+    # One core: a job whose replies are all in LLM_CACHE (every job of a build
+    # from the committed cache) only reads it. With two threads, the share of
+    # a miss's server (rag.answering.local_server computes with two), each job
+    # waited for both cores to be free and the twelve ran one at a time at the
+    # end of a clean build. Ask for two where misses are expected:
+    # --set-threads llm_answer=2 (the slurm profile does).
+    threads: 1
     params:
         generator=lambda wildcards: canonical_json(ANSWERS["generators"][wildcards.generator]),
         k=lambda wildcards: ANSWERS["generation"]["k"],

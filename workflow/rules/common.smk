@@ -339,13 +339,29 @@ def routing_inputs(kind):
 
 
 # The reader (rag/answering/reader.py) beside the spec's extractive generator.
-EXTRACTIVE_READER = canonical_json({"name": "extractive"})
+# The answer scripts take a list of readers: the extractive rules list one,
+# the reader rules every reader name, answered together in one job.
+EXTRACTIVE_READERS = canonical_json([{"name": "extractive"}])
+
+
+def reader_names():
+    """The reader names of answers.generators (reader, and reader_minilm with MiniLM similarity)."""
+    return ANSWERS["reader"]["names"] if ANSWERS is not None else []
 
 
 def reader_params(wildcards):
-    """The reader section for one reader name: the similarity is on for reader_minilm only."""
-    similarity = "minilm" if wildcards.reader == "reader_minilm" else "none"
-    return canonical_json({**ANSWERS["reader"], "name": wildcards.reader, "similarity": similarity})
+    """The reader section for each reader name, in order: the similarity is on for reader_minilm only."""
+    return canonical_json(
+        [
+            {**ANSWERS["reader"], "name": name, "similarity": "minilm" if name == "reader_minilm" else "none"}
+            for name in reader_names()
+        ]
+    )
+
+
+def reader_answer_files(stem):
+    """One answer file per reader name, in the order of reader_params: {stem}.{name}.parquet."""
+    return [f"{stem}.{name}.parquet" for name in reader_names()]
 
 
 def answer_files(stem):
@@ -353,7 +369,7 @@ def answer_files(stem):
     if ANSWERS is None:
         return []
     extractive = [f"{stem}.parquet"] if "extractive" in ANSWERS["offline"] else []
-    return [*extractive, *(f"{stem}.{name}.parquet" for name in ANSWERS["reader"]["names"])]
+    return [*extractive, *reader_answer_files(stem)]
 
 
 def heldout_input(kind):

