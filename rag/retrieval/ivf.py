@@ -142,10 +142,14 @@ def _plus_plus_initialization(
         return int(generator.choice(pool))
 
     chosen = np.empty(list_count, dtype=np.int64)
-    distance = np.ones(count, dtype=np.float64)
+    # Each row's distance to its nearest chosen centre, kept at zero for chosen and
+    # zero rows: the draw's weights, updated in place (one pass over the rows per
+    # centre, not four, with the same values).
+    weights = np.where(usable, 1.0, 0.0)
+    distances = np.empty(count, dtype=directions.dtype)
+    cumulative = np.empty(count, dtype=np.float64)
     for index in range(list_count):
-        weights = np.where(chosen_mask | ~usable, 0.0, distance)
-        cumulative = np.cumsum(weights)
+        np.cumsum(weights, out=cumulative)
         if index > 0 and cumulative[-1] > 0:
             pick = int(np.searchsorted(cumulative, generator.random() * cumulative[-1], side="right"))
             if pick == count:  # the draw rounded up to the total
@@ -154,7 +158,11 @@ def _plus_plus_initialization(
             pick = uniform_pick()
         chosen[index] = pick
         chosen_mask[pick] = True
-        distance = np.minimum(distance, np.clip(1.0 - directions @ directions[pick], 0.0, None))
+        np.matmul(directions, directions[pick], out=distances)
+        np.subtract(1.0, distances, out=distances)
+        np.clip(distances, 0.0, None, out=distances)
+        np.minimum(weights, distances, out=weights)
+        weights[pick] = 0.0
     return chosen
 
 

@@ -453,3 +453,39 @@ def test_synthetic_generators_reject_bad_settings() -> None:
         synthetic.queries_near_clusters(count=10, centres=0)
     with pytest.raises(ValueError, match="count"):
         synthetic.clustered_unit_vectors(count=0)
+
+
+def _seeds_as_first_written(directions, list_count, generator):
+    """k-means++ seeding with the weights rebuilt from the distances on every draw."""
+    count = directions.shape[0]
+    usable = np.any(directions != 0, axis=1)
+    chosen_mask = np.zeros(count, dtype=bool)
+    chosen = np.empty(list_count, dtype=np.int64)
+    distance = np.ones(count, dtype=np.float64)
+    for index in range(list_count):
+        weights = np.where(chosen_mask | ~usable, 0.0, distance)
+        cumulative = np.cumsum(weights)
+        if index > 0 and cumulative[-1] > 0:
+            pick = int(np.searchsorted(cumulative, generator.random() * cumulative[-1], side="right"))
+            if pick == count:
+                pick = int(np.flatnonzero(weights)[-1])
+        else:
+            pool = np.flatnonzero(usable & ~chosen_mask)
+            pick = int(generator.choice(pool if pool.size else np.flatnonzero(~chosen_mask)))
+        chosen[index] = pick
+        chosen_mask[pick] = True
+        distance = np.minimum(distance, np.clip(1.0 - directions @ directions[pick], 0.0, None))
+    return chosen
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_seeding_in_place_draws_the_same_centres(seed):
+    vectors = synthetic.clustered_unit_vectors(3_000, 16, centres=40, seed=seed)
+    # Duplicates and zero rows: draws fall back to uniform picks once the distances run out.
+    few = np.zeros((30, 4), dtype=np.float32)
+    few[:3] = np.eye(4, dtype=np.float32)[:3]
+    few[10] = few[0]
+    for directions, lists in [(vectors, 64), (few, 8)]:
+        expected = _seeds_as_first_written(directions, lists, np.random.default_rng(seed))
+        drawn = ivf._plus_plus_initialization(directions, lists, np.random.default_rng(seed))
+        assert np.array_equal(drawn, expected)
