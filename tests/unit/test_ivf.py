@@ -489,3 +489,26 @@ def test_seeding_in_place_draws_the_same_centres(seed):
         expected = _seeds_as_first_written(directions, lists, np.random.default_rng(seed))
         drawn = ivf._plus_plus_initialization(directions, lists, np.random.default_rng(seed))
         assert np.array_equal(drawn, expected)
+
+
+def test_rounded_argmax_picks_the_first_largest_rounded_score():
+    from rag.retrieval.search import stable_scores
+
+    generator = np.random.default_rng(6)
+    block = generator.uniform(-1.0, 1.0, size=(500, 40))
+    # Ties and near-ties within and beyond the rounding: equal, 3e-10 apart, 2e-9 apart.
+    block[:, 7] = block[:, 3]
+    block[:100, 12] = block[:100, 3] + 3e-10
+    block[100:200, 20] = block[100:200, 3] - 2e-9
+    block[200:300, 30] = block[200:300, 3] + 4.9e-10
+    block[:, 3] = block.max(axis=1) + generator.choice([0.0, 1e-10, 6e-10], size=500)
+    expected = np.argmax(stable_scores(block), axis=1)
+    assert np.array_equal(ivf._rounded_argmax(block, np.empty_like(block)), expected)
+
+
+def test_assignment_is_the_same_for_vectors_too_long_for_the_scaled_argmax():
+    vectors = synthetic.clustered_unit_vectors(2_000, 8, centres=20, seed=3).astype(np.float64)
+    centroids = vectors[:20]
+    short = ivf._assign(vectors, centroids)
+    long = ivf._assign(vectors * 1e6, centroids)  # beyond the bound: rounded scores, as before
+    assert np.array_equal(short[0], long[0])
