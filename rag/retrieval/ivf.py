@@ -34,7 +34,7 @@ import numpy as np
 if TYPE_CHECKING:
     import pandas as pd
 
-from rag.retrieval.search import SCORE_DECIMALS, Ranking, stable_scores, top_k_among
+from rag.retrieval.search import Ranking, stable_scores, top_k_among
 from rag.retrieval.stored_arrays import field_arrays, field_names, missing_arrays
 from rag.timing import interleaved_median_seconds
 
@@ -111,41 +111,12 @@ def _assign(vectors: np.ndarray, centroids: np.ndarray) -> tuple[np.ndarray, np.
     """
     assignment = np.empty(vectors.shape[0], dtype=np.int64)
     similarity = np.empty(vectors.shape[0], dtype=np.float64)
-    scaled = None
-    if _largest_norm(vectors) * _largest_norm(centroids) < _SCALED_ARGMAX_BOUND:
-        scaled = np.empty((min(_ASSIGNMENT_BLOCK_ROWS, vectors.shape[0]), centroids.shape[0]))
     for start in range(0, vectors.shape[0], _ASSIGNMENT_BLOCK_ROWS):
         block = vectors[start : start + _ASSIGNMENT_BLOCK_ROWS] @ centroids.T
-        if scaled is None:
-            best = np.argmax(stable_scores(block), axis=1)
-        else:
-            best = _rounded_argmax(block, scaled[: len(block)])
+        best = np.argmax(stable_scores(block), axis=1)
         assignment[start : start + len(best)] = best
         similarity[start : start + len(best)] = block[np.arange(len(best)), best]
     return assignment, similarity
-
-
-# Below this bound on |score|, whole multiples of 10**-SCORE_DECIMALS are dozens of
-# float64 spacings apart, so dividing the rounded multiples back never makes two equal.
-_SCALED_ARGMAX_BOUND = 1e5
-
-
-def _largest_norm(matrix: np.ndarray) -> float:
-    return float(np.sqrt(np.einsum("ij,ij->i", matrix, matrix).max(initial=0.0)))
-
-
-def _rounded_argmax(block: np.ndarray, scaled: np.ndarray) -> np.ndarray:
-    """``np.argmax(stable_scores(block), axis=1)`` in two passes over a reused buffer instead of four.
-
-    NumPy rounds to d decimals as rint(x * 10**d) / 10**d. While every score is
-    below :data:`_SCALED_ARGMAX_BOUND` in size (the caller bounds it by the
-    product of the largest norms), the division keeps distinct multiples
-    distinct and in order, and adding 0.0 changes no comparison, so the first
-    largest of rint(x * 10**d) sits where the first largest rounded score does.
-    """
-    np.multiply(block, 10.0**SCORE_DECIMALS, out=scaled)
-    np.rint(scaled, out=scaled)
-    return np.argmax(scaled, axis=1)
 
 
 def _plus_plus_initialization(
@@ -171,14 +142,10 @@ def _plus_plus_initialization(
         return int(generator.choice(pool))
 
     chosen = np.empty(list_count, dtype=np.int64)
-    # Each row's distance to its nearest chosen centre, kept at zero for chosen and
-    # zero rows: the draw's weights, updated in place (one pass over the rows per
-    # centre, not four, with the same values).
-    weights = np.where(usable, 1.0, 0.0)
-    distances = np.empty(count, dtype=directions.dtype)
-    cumulative = np.empty(count, dtype=np.float64)
+    distance = np.ones(count, dtype=np.float64)
     for index in range(list_count):
-        np.cumsum(weights, out=cumulative)
+        weights = np.where(chosen_mask | ~usable, 0.0, distance)
+        cumulative = np.cumsum(weights)
         if index > 0 and cumulative[-1] > 0:
             pick = int(np.searchsorted(cumulative, generator.random() * cumulative[-1], side="right"))
             if pick == count:  # the draw rounded up to the total
@@ -187,11 +154,7 @@ def _plus_plus_initialization(
             pick = uniform_pick()
         chosen[index] = pick
         chosen_mask[pick] = True
-        np.matmul(directions, directions[pick], out=distances)
-        np.subtract(1.0, distances, out=distances)
-        np.clip(distances, 0.0, None, out=distances)
-        np.minimum(weights, distances, out=weights)
-        weights[pick] = 0.0
+        distance = np.minimum(distance, np.clip(1.0 - directions @ directions[pick], 0.0, None))
     return chosen
 
 
