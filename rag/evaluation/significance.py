@@ -339,11 +339,11 @@ def _question_matrix(rows) -> tuple[list[tuple], np.ndarray]:
     numberings and one scatter instead of a pivot per run. Returns the
     columns' keys and the matrix; a missing value is NaN.
     """
-    columns = rows.groupby([*RUN_KEYS, "metric", "k"], sort=True)
-    questions = rows.groupby("question_id", sort=True).ngroup().to_numpy()
+    columns = rows.groupby([*RUN_KEYS, "metric", "k"], sort=True, dropna=False)
+    questions = rows.groupby("question_id", sort=True, dropna=False).ngroup().to_numpy()
     matrix = np.full((questions.max(initial=-1) + 1, columns.ngroups), np.nan)
     matrix[questions, columns.ngroup().to_numpy()] = rows["value"].to_numpy(dtype=np.float64)
-    return list(columns.groups), matrix
+    return list(columns.size().index), matrix  # the keys in group number order
 
 
 def _check_complete(frame) -> None:
