@@ -160,12 +160,27 @@ def _block_intervals(counts: np.ndarray, values: np.ndarray, tail: float) -> tup
     # interpolation as per column); the rest one by one over their finite means.
     complete = ~np.isnan(means).any(axis=0)
     if complete.any():
-        low[complete], high[complete] = np.quantile(means[:, complete], [tail, 1 - tail], axis=0)
+        low[complete], high[complete] = _column_quantiles(means[:, complete], [tail, 1 - tail])
     for column in np.flatnonzero(~complete):
         finite = means[:, column][~np.isnan(means[:, column])]
         if len(finite):
             low[column], high[column] = np.quantile(finite, [tail, 1 - tail])
     return low, high
+
+
+def _column_quantiles(values: np.ndarray, quantiles: Sequence[float]) -> np.ndarray:
+    """``np.quantile(values, quantiles, axis=0)`` of a matrix without NaN, about a third faster.
+
+    Each column is copied into a contiguous row and sorted (NumPy's vectorised
+    sort beats the quantile's partition of a strided column), and the quantile
+    of the sorted rows reads the same order statistics and interpolates them
+    with the same code: the same numbers. Zeros are made positive first, so
+    which of -0.0 and 0.0 lands next to the other cannot depend on the sort.
+    """
+    rows = np.ascontiguousarray(values.T)
+    rows += 0.0
+    rows.sort(axis=1)
+    return np.quantile(rows, quantiles, axis=1)
 
 
 def randomization_p_values(
@@ -207,7 +222,9 @@ def paired_t_p_value(differences: Sequence[float]) -> float:
 
 def paired_t_p_values(columns: Sequence[Sequence[float]]) -> list[float]:
     """:func:`paired_t_p_value` of each vector, with one call of Student's t for all of them."""
-    from scipy.stats import t as student_t  # lazy: the package imports without scipy
+    # Student's t survival function is scipy.special.stdtr(df, -t), exactly what
+    # scipy.stats.t.sf computes; scipy.special loads in a third of scipy.stats' time.
+    from scipy.special import stdtr  # lazy: the package imports without scipy
 
     p_values: list[float | None] = []
     statistics, freedoms, pending = [], [], []
@@ -227,7 +244,7 @@ def paired_t_p_values(columns: Sequence[Sequence[float]]) -> list[float]:
         freedoms.append(count - 1)
         pending.append(index)
     if pending:
-        tails = 2.0 * student_t.sf(np.array(statistics), np.array(freedoms))
+        tails = 2.0 * stdtr(np.array(freedoms), -np.array(statistics))
         for index, value in zip(pending, tails, strict=True):
             p_values[index] = float(value)
     return p_values
@@ -313,10 +330,20 @@ SIGNIFICANCE_COLUMNS = [
 ]
 
 
-def _question_matrix(rows):
-    """questions x (metric, k) values of one run, questions in id order."""
-    wide = rows.pivot(index="question_id", columns=["metric", "k"], values="value").sort_index()
-    return wide.sort_index(axis=1)
+def _question_matrix(rows) -> tuple[list[tuple], np.ndarray]:
+    """questions x (corpus, chunker, retriever, metric, k) values of one corpus's rows.
+
+    Questions in id order and columns in key order, as one pivot per run
+    sorted and side by side would give (:func:`_check_complete` has made sure
+    every column has every question of the corpus), but from two group
+    numberings and one scatter instead of a pivot per run. Returns the
+    columns' keys and the matrix; a missing value is NaN.
+    """
+    columns = rows.groupby([*RUN_KEYS, "metric", "k"], sort=True, dropna=False)
+    questions = rows.groupby("question_id", sort=True, dropna=False).ngroup().to_numpy()
+    matrix = np.full((questions.max(initial=-1) + 1, columns.ngroups), np.nan)
+    matrix[questions, columns.ngroup().to_numpy()] = rows["value"].to_numpy(dtype=np.float64)
+    return list(columns.size().index), matrix  # the keys in group number order
 
 
 def _check_complete(frame) -> None:
@@ -330,6 +357,33 @@ def _check_complete(frame) -> None:
             )
 
 
+def _paired_columns(keys: Sequence[tuple], baseline: str) -> tuple[list[tuple], list[int], list[int]]:
+    """Which columns of a corpus's matrix (:func:`_question_matrix`, ``keys`` in key order) each
+    comparison with ``baseline`` pairs: its labels (corpus, chunker, retriever, metric, k), the
+    retriever's columns and the baseline's.
+
+    Each retriever of a chunker the baseline ran on is compared on the baseline's
+    metrics and ks, in key order; a metric the retriever lacks points at the
+    column of NaN the caller appends at index -1, and its test fails (a
+    paired test needs every value). Chunkers without the baseline have no
+    comparisons.
+    """
+    position = {key: column for column, key in enumerate(keys)}
+    by_run: dict[tuple, list[tuple]] = {}
+    for key in keys:
+        by_run.setdefault(key[:3], []).append(key[3:])
+    labels, treated, controls = [], [], []
+    for corpus, chunker, retriever in by_run:
+        reference = (corpus, chunker, baseline)
+        if retriever == baseline or reference not in by_run:
+            continue
+        for metric_k in by_run[reference]:
+            labels.append((corpus, chunker, retriever, *metric_k))
+            treated.append(position.get((corpus, chunker, retriever, *metric_k), -1))
+            controls.append(position[(*reference, *metric_k)])
+    return labels, treated, controls
+
+
 def interval_table(question_metrics, resamples: int = RESAMPLES, seed: int = SEED):
     """Each metric row's mean over questions with its bootstrap confidence interval.
 
@@ -341,12 +395,8 @@ def interval_table(question_metrics, resamples: int = RESAMPLES, seed: int = SEE
     rows = []
     for _, runs in question_metrics.groupby("corpus", sort=True):
         # Every run of a corpus has the same questions: one resampling of all their columns.
-        labels, matrices = [], []
-        for (corpus, chunker, retriever), run in runs.groupby(RUN_KEYS, sort=True):
-            wide = _question_matrix(run)
-            labels += [(corpus, chunker, retriever, metric, int(k)) for metric, k in wide.columns]
-            matrices.append(wide.to_numpy(dtype=np.float64))
-        values = np.hstack(matrices)
+        keys, values = _question_matrix(runs)
+        labels = [(*run_metric, int(k)) for *run_metric, k in keys]
         low, high = bootstrap_intervals(values, resamples, seed)
         units = to_units(values)
         for column, label in enumerate(labels):
@@ -386,23 +436,14 @@ def significance_table(
     for _, corpus_runs in tested.groupby("corpus", sort=True):
         # Every comparison of a corpus has the same questions: one call tests all their columns
         # with the shared draws and sign flips (each column's result is what a call of its own gives).
-        labels, treated, controls = [], [], []
-        for (corpus, chunker), runs in corpus_runs.groupby(["corpus", "chunker"], sort=True):
-            matrices = {name: _question_matrix(run) for name, run in runs.groupby("retriever", sort=True)}
-            if baseline not in matrices:
-                continue
-            reference = matrices[baseline]
-            for retriever, wide in matrices.items():
-                if retriever == baseline:
-                    continue
-                wide = wide.reindex(index=reference.index, columns=reference.columns)
-                size = len(reference)
-                labels += [(corpus, chunker, retriever, metric, k, size) for metric, k in wide.columns]
-                treated.append(wide.to_numpy(np.float64))
-                controls.append(reference.to_numpy(np.float64))
+        keys, values = _question_matrix(corpus_runs)
+        labels, treated, controls = _paired_columns(keys, baseline)
         if not labels:
             continue
-        comparisons = compare_paired(np.hstack(treated), np.hstack(controls), resamples, permutations, seed)
+        size = values.shape[0]
+        labels = [(*label, size) for label in labels]
+        values = np.column_stack([values, np.full(size, np.nan)])  # column -1: a metric a retriever lacks
+        comparisons = compare_paired(values[:, treated], values[:, controls], resamples, permutations, seed)
         for label, result in zip(labels, comparisons, strict=True):
             corpus, chunker, retriever, metric, k, questions = label
             rows.append(

@@ -28,10 +28,14 @@ from collections.abc import Iterable, Mapping, Sequence
 
 SCORE_DECIMALS = 6
 PIECE_SEPARATOR = "#"
+# The least a written score lies below the one above it (see strictly_decreasing).
+_SMALLEST_STEP = 10.0**-SCORE_DECIMALS
 
 
 def _check_id(value: str, what: str) -> str:
-    if not value or any(character.isspace() for character in value):
+    # str.split() splits on exactly the characters str.isspace() names, so an id
+    # is one field when it splits into itself: one C call instead of one per character.
+    if value.split() != [value]:
         raise ValueError(f"{what} {value!r} is empty or contains whitespace; TREC files split on spaces")
     return value
 
@@ -43,33 +47,79 @@ def strictly_decreasing(scores: Sequence[float]) -> list[float]:
     (trec_eval's and pytrec_eval's) hold scores in single precision, whose
     resolution near 20 is 2e-6, so a nudge of 1e-6 alone would still tie.
     """
-    written: list[float] = []
     for score in scores:
         if not math.isfinite(score):
             raise ValueError(f"score {score!r} is not a finite number")
-        value = round(float(score), SCORE_DECIMALS)
+    return _nudged([round(float(score), SCORE_DECIMALS) for score in scores], 1)
+
+
+def _nudged(rounded: list[float], first: int) -> list[float]:
+    """Rounded scores with every one from position ``first`` on kept clearly below the one above it.
+
+    The scores before ``first`` are known to need no nudge (each is clearly
+    below its predecessor), so the sequential loop starts where the first
+    nudge may be.
+    """
+    written = rounded[:first]
+    for value in rounded[first:]:
         if written:
             previous = written[-1]
-            step = max(10.0**-SCORE_DECIMALS, abs(previous) * 2.0**-20)
+            step = max(_SMALLEST_STEP, abs(previous) * 2.0**-20)
             if value > previous - step:
                 value = round(previous - step, SCORE_DECIMALS)
         written.append(value)
     return written
 
 
+def strictly_decreasing_lists(lists: Sequence[Sequence[float]]) -> list[list[float]]:
+    """:func:`strictly_decreasing` of each list, with the check for nudges done once over all of them.
+
+    A run has about 10,000 scores and few ties, so each score is rounded (by
+    Python's ``round``, as there) and one vectorised comparison finds, in each
+    list, the first rounded score that is not clearly below the one above it;
+    from there on the sequential loop takes over, as its nudges depend on the
+    scores already written. The comparison is the same IEEE arithmetic (abs,
+    a power-of-two product, max, a difference) elementwise, so the prefix it
+    passes is exactly what the loop writes.
+    """
+    import numpy as np
+
+    flat = [float(score) for scores in lists for score in scores]
+    if not all(map(math.isfinite, flat)):
+        return [strictly_decreasing(scores) for scores in lists]  # raises on the first bad score
+    rounded = [round(score, SCORE_DECIMALS) for score in flat]
+    values = np.array(rounded, dtype=np.float64)
+    previous = values[:-1]
+    nudged = values[1:] > previous - np.maximum(_SMALLEST_STEP, np.abs(previous) * 2.0**-20)
+    written, start = [], 0
+    for end in np.cumsum([len(scores) for scores in lists], dtype=np.int64).tolist():
+        # nudged[i] compares score i + 1 with score i; a list's first score has no score above it.
+        ties = np.flatnonzero(nudged[start : end - 1]) if end - start > 1 else ()
+        written.append(_nudged(rounded[start:end], int(ties[0]) + 1) if len(ties) else rounded[start:end])
+        start = end
+    return written
+
+
 def run_lines(rankings: Mapping[str, Sequence[tuple[str, float]]], run_name: str) -> str:
     """A TREC run: for each query in id order, its (document, score) list in rank order."""
     _check_id(run_name, "run name")
-    out = io.StringIO()
-    for query_id in sorted(rankings):
+    # A run repeats the same few hundred chunk ids in every query: each is checked once,
+    # and every line is one f-string of one comprehension (a run has ~10,000 lines).
+    checked: set[str] = set()
+    lines: list[str] = []
+    queries = sorted(rankings)
+    written = strictly_decreasing_lists([[score for _, score in rankings[query]] for query in queries])
+    for query_id, scores in zip(queries, written, strict=True):
         _check_id(query_id, "query id")
-        ranked = rankings[query_id]
-        for rank, ((doc_id, _), score) in enumerate(
-            zip(ranked, strictly_decreasing([score for _, score in ranked]), strict=True), start=1
-        ):
-            doc_id = _check_id(doc_id, "document id")
-            out.write(f"{query_id} Q0 {doc_id} {rank} {score:.{SCORE_DECIMALS}f} {run_name}\n")
-    return out.getvalue()
+        documents = [doc_id for doc_id, _ in rankings[query_id]]
+        for doc_id in documents:
+            if doc_id not in checked:
+                checked.add(_check_id(doc_id, "document id"))
+        lines += [
+            f"{query_id} Q0 {doc_id} {rank} {score:.{SCORE_DECIMALS}f} {run_name}\n"
+            for rank, doc_id, score in zip(range(1, len(documents) + 1), documents, scores, strict=True)
+        ]
+    return "".join(lines)
 
 
 def ranked_lists(columns: Mapping[str, Sequence]) -> dict[str, list[tuple[str, float]]]:

@@ -38,6 +38,7 @@ from rag.evaluation.trec import (
     qrels_lines,
     run_lines,
     strictly_decreasing,
+    strictly_decreasing_lists,
 )
 from rag.plotting import grid_overview, legible_ticks, recall_curves
 from rag.retrieval.fusion import (
@@ -64,6 +65,45 @@ def test_run_lines_keep_the_pipeline_order_when_scores_tie():
     written = strictly_decreasing(scores)
     assert (np.diff(np.array(written, dtype=np.float32)) < 0).all()
     assert written[0] == 21.229368 and written[4] == 5.0 and written[-1] == -3.0
+
+
+def _sequential_scores(scores):
+    """strictly_decreasing as first written: one score after another."""
+    written = []
+    for score in scores:
+        value = round(float(score), 6)
+        if written:
+            step = max(10.0**-6, abs(written[-1]) * 2.0**-20)
+            if value > written[-1] - step:
+                value = round(written[-1] - step, 6)
+        written.append(value)
+    return written
+
+
+def test_score_lists_are_nudged_as_one_score_after_another():
+    generator = np.random.default_rng(4)
+    lists = [[], [3.0], [2.0, 2.0, 2.0, 1.0]]
+    for _ in range(300):
+        size = int(generator.integers(0, 40))
+        # Descending scores with runs of ties, near-ties, large and negative values.
+        scores = np.sort(generator.choice([1e-7, 1.0, 20.0, 3e4], size) * generator.random(size))[::-1]
+        scores[generator.random(size) < 0.3] = 0.0
+        scores = -np.sort(-(np.round(scores, int(generator.integers(0, 9))) - generator.integers(0, 2)))
+        lists.append(scores.tolist())
+    expected = [_sequential_scores(scores) for scores in lists]
+    assert strictly_decreasing_lists(lists) == expected
+    assert [strictly_decreasing(scores) for scores in lists] == expected
+    with pytest.raises(ValueError, match="finite"):
+        strictly_decreasing_lists([[1.0], [2.0, float("inf")]])
+
+
+def test_ids_are_refused_for_any_unicode_whitespace():
+    for bad in ["", "q 1", "q\t1", "q\u00a01", "q\u20031", "q1\n"]:
+        with pytest.raises(ValueError, match="whitespace"):
+            run_lines({bad: [("a", 1.0)]}, "run")
+        with pytest.raises(ValueError, match="whitespace"):
+            run_lines({"q1": [("a", 1.0), (bad, 0.5)]}, "run")
+    assert run_lines({"q\u00e91": [("a-b_c.d", 1.0)]}, "r") == "q\u00e91 Q0 a-b_c.d 1 1.000000 r\n"
 
 
 def test_ids_with_spaces_and_odd_gains_are_refused():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 
@@ -17,11 +18,15 @@ from scipy import stats
 
 from rag.evaluation.metrics import question_metrics
 from rag.evaluation.significance import (
+    _column_quantiles,
+    _paired_columns,
+    _question_matrix,
     bootstrap_intervals,
     compare_paired,
     holm,
     interval_table,
     paired_t_p_value,
+    paired_t_p_values,
     randomization_p_values,
     significance_table,
 )
@@ -208,6 +213,87 @@ def test_incomplete_runs_are_refused():
     values = pd.concat([_long("c", "x", "bm25", [1.0, 0.0, 1.0]), _long("c", "x", "other", [1.0, 0.0])])
     with pytest.raises(ValueError, match="c/x/other: recall@5 has 2 questions"):
         interval_table(values)
+
+
+def _grid(seed: int = 3) -> pd.DataFrame:
+    """Per-question values of two chunkers' runs in shuffled row order, with NaNs and ties."""
+    generator = np.random.default_rng(seed)
+    frames = []
+    for chunker, retrievers in [("x", ["bm25", "dense", "rrf"]), ("y", ["dense", "bm25"])]:
+        for retriever in retrievers:
+            for metric, ks in [("recall", [1, 5, 10]), ("mrr", [0]), ("duplicate_source_rate", [5])]:
+                for k in ks:
+                    values = np.round(generator.random(25), 1)
+                    if metric == "duplicate_source_rate":
+                        values[generator.random(25) < 0.2] = np.nan
+                    frames.append(_long("c", chunker, retriever, values).assign(metric=metric, k=k))
+    table = pd.concat(frames, ignore_index=True)
+    return table.sample(frac=1.0, random_state=4).reset_index(drop=True)
+
+
+def test_question_matrix_is_the_per_run_pivots_side_by_side():
+    table = _grid()
+    keys, matrix = _question_matrix(table)
+    # The former construction: one pivot per run, questions and (metric, k) sorted.
+    labels, blocks = [], []
+    for run, rows in table.groupby(["corpus", "chunker", "retriever"], sort=True):
+        wide = rows.pivot(index="question_id", columns=["metric", "k"], values="value").sort_index()
+        wide = wide.sort_index(axis=1)
+        labels += [(*run, metric, k) for metric, k in wide.columns]
+        blocks.append(wide.to_numpy(np.float64))
+    assert keys == labels
+    assert np.array_equal(matrix, np.hstack(blocks), equal_nan=True)
+
+
+def test_paired_columns_pair_each_retriever_with_the_baseline_on_its_chunker():
+    keys = [
+        ("c", "x", "bm25", "mrr", 0),
+        ("c", "x", "bm25", "recall", 5),
+        ("c", "x", "dense", "recall", 5),
+        ("c", "y", "dense", "recall", 5),
+    ]
+    labels, treated, controls = _paired_columns(keys, "bm25")
+    # dense lacks bm25's mrr (column -1, the caller's NaN); chunker y has no baseline.
+    assert labels == [("c", "x", "dense", "mrr", 0), ("c", "x", "dense", "recall", 5)]
+    assert treated == [-1, 2] and controls == [0, 1]
+
+
+def test_a_retriever_without_a_metric_of_the_baseline_cannot_be_compared():
+    values = pd.concat([_long("c", "x", "bm25", [1.0, 0.0, 1.0]), _long("c", "x", "other", [0.0, 0.0, 1.0])])
+    values = pd.concat([values, _long("c", "x", "bm25", [0.5, 0.0, 1.0]).assign(metric="mrr", k=0)])
+    with pytest.raises(ValueError, match="needs a value for every question"):
+        significance_table(values, "bm25")
+
+
+def test_column_quantiles_equal_numpy_quantiles():
+    generator = np.random.default_rng(8)
+    # Few distinct values, zeros and ties, as resampled means of recall have.
+    values = generator.integers(-3, 4, size=(1001, 40)) / 7.0
+    values[:, 5] = 0.0
+    expected = np.quantile(values, [0.025, 0.975], axis=0)
+    assert np.array_equal(_column_quantiles(values, [0.025, 0.975]), expected)
+    spread = generator.normal(size=(10_000, 7))
+    assert np.array_equal(
+        _column_quantiles(spread, [0.025, 0.975]), np.quantile(spread, [0.025, 0.975], axis=0)
+    )
+
+
+def test_t_test_p_values_are_scipy_stats_exactly():
+    generator = np.random.default_rng(9)
+    sizes = generator.integers(2, 120, size=50)
+    columns = [generator.normal(0.05 * index, 1.0, size=int(size)) for index, size in enumerate(sizes)]
+    expected = []
+    for column in columns:
+        mean, spread = column.mean(), column.std(ddof=1)
+        expected.append(stats.t.sf(abs(mean / (spread / np.sqrt(len(column)))), len(column) - 1))
+    # Same statistic up to summation order, so compare the tails on the module's own statistics:
+    # scipy.stats.t.sf is stdtr(df, -t), the function the module calls.
+    assert paired_t_p_values(columns) == pytest.approx([2.0 * value for value in expected], rel=1e-9)
+    for column, p in zip(columns, paired_t_p_values(columns), strict=True):
+        mean = math.fsum(column) / len(column)
+        variance = math.fsum((value - mean) ** 2 for value in column) / (len(column) - 1)
+        statistic = abs(mean / math.sqrt(variance / len(column)))
+        assert p == float(2.0 * stats.t.sf(np.array([statistic]), np.array([len(column) - 1]))[0])
 
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
