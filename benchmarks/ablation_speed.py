@@ -16,6 +16,12 @@ of ``--builds`` builds is given per step. Targets on an idle two-core machine
 (issue 29): clean within 90 s (goal 60), no-op within 2 s, one retriever
 within 20 s, one chunker within 45 s.
 
+``--baseline REF`` also builds the project as it was at git commit REF from
+clean in every round, right before the current code's clean build, and
+gives each round's ratio of the two (``clean_relative_to_baseline``). A
+shared machine's speed drifts between runs and between days; a ratio taken
+pair by pair does not.
+
 ``--embedding-cache DIR`` links an existing MiniLM embedding cache into each
 copy instead of encoding from nothing (the ``embedding_cache`` column says
 which); the committed figures use none.
@@ -115,6 +121,35 @@ def run_step(workdir: Path, cores: int) -> tuple[float, int, float]:
     return seconds, sum(job_counts(result.stdout + result.stderr).values()), load
 
 
+def baseline_source(root: Path, reference: str) -> Path:
+    """The project's files at commit ``reference``, exported once per run (``git archive``)."""
+    folder = root / "baseline_source"
+    if not folder.exists():
+        folder.mkdir()
+        archive = subprocess.run(
+            ["git", "archive", reference], cwd=PROJECT, capture_output=True, check=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(folder)], input=archive, check=True)
+    return folder
+
+
+def baseline_clean(root: Path, number: int, cores: int, reference: str) -> dict:
+    """The clean step of the code at ``reference``, in a fresh copy of its files."""
+    workdir = copy_inputs(baseline_source(root, reference), root / f"baseline_{number}")
+    seconds, jobs, load = run_step(workdir, cores)
+    print(f"build {number}, clean at {reference}: {seconds:.1f} s, {jobs} jobs, load {load:.2f}", flush=True)
+    return {
+        "build": number,
+        "step": "clean_baseline",
+        "wall_seconds": round(seconds, 1),
+        "load_average": round(load, 2),
+        "jobs": jobs,
+        "target_seconds": float("nan"),
+        "embedding_cache": "fresh",
+        "code": reference,
+    }
+
+
 def build(root: Path, number: int, cores: int, embedding_cache: Path | None) -> tuple[list[dict], list[dict]]:
     """The four steps in a fresh copy of the project, and the clean step's seconds per rule."""
     workdir = copy_inputs(PROJECT, root / f"build_{number}")
@@ -137,6 +172,7 @@ def build(root: Path, number: int, cores: int, embedding_cache: Path | None) -> 
                 "jobs": jobs,
                 "target_seconds": TARGETS[step],
                 "embedding_cache": "shared" if embedding_cache is not None else "fresh",
+                "code": "current",
             }
         )
         print(f"build {number}, {step}: {seconds:.1f} s, {jobs} jobs, load {load:.2f}", flush=True)
@@ -156,6 +192,7 @@ def main() -> None:
     parser.add_argument("--embedding-cache", type=Path, help="an existing embedding cache to link in")
     parser.add_argument("--rules", type=Path, help="also write the clean build's seconds per rule here")
     parser.add_argument("--keep", type=Path, help="build in this new folder and keep the copies")
+    parser.add_argument("--baseline", help="also build this git commit from clean in every round, for ratios")
     arguments = parser.parse_args()
     rows, rules = [], []
     with tempfile.TemporaryDirectory(prefix="ablation-speed-") as temporary:
@@ -164,10 +201,18 @@ def main() -> None:
             arguments.keep.mkdir(parents=True)  # refuses an existing folder
             root = arguments.keep
         for number in range(1, arguments.builds + 1):
+            if arguments.baseline is not None:
+                rows.append(baseline_clean(root, number, arguments.cores, arguments.baseline))
             step_rows, rule_rows = build(root, number, arguments.cores, arguments.embedding_cache)
             rows, rules = rows + step_rows, rules + rule_rows
     table = pd.DataFrame(rows)
     table["median_wall_seconds"] = table.groupby("step")["wall_seconds"].transform("median")
+    if arguments.baseline is not None:
+        clean = table[table["step"] == "clean"].set_index("build")["wall_seconds"]
+        baseline = table[table["step"] == "clean_baseline"].set_index("build")["wall_seconds"]
+        ratio = (clean / baseline).round(3)
+        table["clean_relative_to_baseline"] = table["build"].map(ratio).where(table["step"] == "clean")
+        print(f"clean relative to {arguments.baseline}: {ratio.tolist()}, median {ratio.median()}")
     arguments.output.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(arguments.output, index=False)
     print(table.groupby("step", sort=False)[["median_wall_seconds", "jobs", "load_average"]].median())
