@@ -828,7 +828,10 @@ def abstention_tradeoff(
 
 
 def settings_from_config(
-    generation: Mapping, reader: Mapping, embedding_cache: str | None = None
+    generation: Mapping,
+    reader: Mapping,
+    embedding_cache: str | None = None,
+    prompt_vectors: Sequence[str] = (),
 ) -> tuple[GenerationSettings, object | None]:
     """Generation settings for one reader, and the sentence embedder to save afterwards (or None).
 
@@ -836,7 +839,9 @@ def settings_from_config(
     (:func:`rag.answering.config_checks.canonical_reader`); its ``minilm`` similarity reads
     and extends the embedding cache in ``embedding_cache``. The reader's
     threshold here is only provisional: the tables apply the cross-validated
-    one (:func:`cross_validated_thresholds`).
+    one (:func:`cross_validated_thresholds`). ``prompt_vectors`` are files of
+    :func:`rag.answering.reader.write_prompt_vectors` whose vectors the
+    similarity takes as cached.
     """
     from rag.answering.tokens import get_token_counter
 
@@ -846,6 +851,8 @@ def settings_from_config(
         from rag.answering.reader import CachedSentenceEmbedder
 
         embedder = CachedSentenceEmbedder(embedding_cache or "cache/embeddings")
+        for path in prompt_vectors:
+            embedder.preload(path)
         similarity = embedder.similarity
     settings = GenerationSettings(
         k=generation.get("k", 1),
@@ -868,6 +875,7 @@ def reader_frames(
     readers: Sequence[Mapping],
     embedding_cache: str | None = None,
     count_cl100k: TokenCounter | None = None,
+    prompt_vectors: Sequence[str] = (),
     **keys: str,
 ) -> list[tuple[pd.DataFrame, object | None]]:
     """Each reader's answer table, led by ``keys`` and its name, and its sentence embedder to save.
@@ -876,7 +884,9 @@ def reader_frames(
     rule's canonical params (:func:`settings_from_config`), answered together
     (:func:`answer_questions_by_readers`).
     """
-    configured = [settings_from_config(generation, reader, embedding_cache) for reader in readers]
+    configured = [
+        settings_from_config(generation, reader, embedding_cache, prompt_vectors) for reader in readers
+    ]
     answered = answer_questions_by_readers(
         questions,
         documents,

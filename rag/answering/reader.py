@@ -488,6 +488,18 @@ class CachedSentenceEmbedder:
         self.fresh.update(fresh)
         return vectors
 
+    def preload(self, path: str | Path) -> int:
+        """Take the vectors of a file written by :func:`write_prompt_vectors` as cached; returns how many.
+
+        They come from the same encoder (the file is built through this
+        class's cache), so a text found there is never encoded again.
+        """
+        from rag.retrieval.dense.embedding_shards import read_embedding_file
+
+        vectors = read_embedding_file(path)
+        self.cached.update(vectors)
+        return len(vectors)
+
     def similarity(self, question: str, sentences: Sequence[str]) -> list[float]:
         """Cosine of the question with each sentence (the vectors have unit length)."""
         if not sentences:
@@ -503,3 +515,32 @@ class CachedSentenceEmbedder:
         self.cached.update(self.fresh)
         self.fresh = {}
         return path
+
+
+def prompt_texts(questions: Sequence[str], chunks: Iterable[Chunk]) -> list[str]:
+    """Every text the MiniLM similarity may be asked about for one chunk set, distinct and sorted.
+
+    That is each question and each sentence of each chunk, as the reader
+    quotes it. The answer jobs of one chunk set share most of their prompts'
+    sentences; encoded once, ahead of them, no job encodes what another is
+    encoding at the same moment.
+    """
+    texts = set(questions)
+    for chunk in chunks:
+        texts.update(chunk_sentences(chunk))
+    return sorted(texts)
+
+
+def write_prompt_vectors(embedder: CachedSentenceEmbedder, texts: Sequence[str], path: str | Path) -> int:
+    """Embed ``texts`` through the cache, store the new vectors there and all of them at ``path``.
+
+    Returns how many texts were encoded (not found in the cache).
+    """
+    from rag.retrieval.dense.embedding_cache import text_key
+    from rag.retrieval.dense.embedding_shards import write_embedding_file
+
+    vectors = embedder.embed(texts)
+    encoded = len(embedder.fresh)
+    embedder.save()
+    write_embedding_file(path, {text_key(text): vector for text, vector in zip(texts, vectors, strict=True)})
+    return encoded

@@ -33,6 +33,30 @@ rule answer:
 # Every reader of a ranking in one job (rag.answering.answers.answer_questions_by_readers):
 # they differ only in their similarity, so the job reads the ranking, builds
 # each prompt and loads the token counter once for all of them.
+if "reader_minilm" in reader_names():
+
+    # Every sentence a chunk set's prompts can hold, encoded once for all its
+    # answer jobs (rag.answering.reader.prompt_texts); they read the vectors
+    # from here instead of each encoding what its prompts share with the others'.
+    rule prompt_vectors:
+        input:
+            chunks=CHUNKS,
+            questions=questions_file,
+        output:
+            PROMPT_VECTORS,
+        log:
+            "logs/prompt_vectors/{corpus}/{chunker}.log",
+        benchmark:
+            "benchmarks/logs/prompt_vectors/{corpus}/{chunker}.tsv"
+        conda:
+            "../envs/rag.yaml"
+        params:
+            cache=EMBEDDING_CACHE,
+            code=script_digest("prompt_vectors.py"),
+        script:
+            "../scripts/prompt_vectors.py"
+
+
 if reader_names():
 
     rule read_answers:
@@ -41,6 +65,7 @@ if reader_names():
             ranking=RANKING,
             parsed=PARSED,
             questions=questions_file,
+            prompt_vectors=prompt_vectors,
         output:
             reader_answer_files(ANSWER_STEM),
         log:

@@ -129,6 +129,8 @@ QUESTION_SET_RANKING = "work/question_sets/{corpus}/{questions}/{chunker}/{retri
 # Answer files without their endings: ".parquet" for the extractive generator,
 # ".{reader}.parquet" for a reader (answer_files).
 ANSWER_STEM = "work/answers/{corpus}/{chunker}/{retriever}"
+# MiniLM vectors of a chunk set's sentences and questions, for the reader's similarity.
+PROMPT_VECTORS = "work/prompt_vectors/{corpus}/{chunker}.npz"
 SUMMARY_ANSWER_STEM = "work/answers/{corpus}/lead_summaries"
 # A language model's answers (rag.config.Plan.llm_answer_files).
 LLM_ANSWER = "work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet"
@@ -347,6 +349,13 @@ EXTRACTIVE_READERS = canonical_json([{"name": "extractive"}])
 def reader_names():
     """The reader names of answers.generators (reader, and reader_minilm with MiniLM similarity)."""
     return ANSWERS["reader"]["names"] if ANSWERS is not None else []
+
+
+def prompt_vectors(wildcards):
+    """The chunk set's prompt vectors when a reader uses the MiniLM similarity; otherwise nothing."""
+    if "reader_minilm" not in reader_names():
+        return []
+    return [PROMPT_VECTORS.format(corpus=wildcards.corpus, chunker=wildcards.chunker)]
 
 
 def reader_params(wildcards):

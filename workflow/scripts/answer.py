@@ -40,10 +40,9 @@ def top_chunks(question):
 
 
 keys = {"corpus": corpus, "chunker": chunker, "retriever": retriever}
-chunk_list, cache = list(chunks.values()), snakemake.params.cache
-frames = reader_frames(
-    questions, documents, top_chunks, chunk_list, idf, generation, readers, cache, count_cl100k, **keys
-)
+inputs = (questions, documents, top_chunks, list(chunks.values()), idf, generation, readers)
+vectors = list(snakemake.input.get("prompt_vectors", []))
+frames = reader_frames(*inputs, snakemake.params.cache, count_cl100k, prompt_vectors=vectors, **keys)
 for reader, (frame, embedder), path in zip(readers, frames, outputs, strict=True):
     if embedder is not None and embedder.save() is not None:
         log.info("stored new sentence embeddings in %s", embedder.folder)

@@ -29,15 +29,27 @@ def read_embedding_shards(folder: str | os.PathLike) -> tuple[dict, list[str]]:
         return vectors, problems
     for shard in sorted(path.glob(f"*{EMBEDDING_SHARD_SUFFIX}")):
         try:
-            arrays = load_arrays(shard)
-            keys, matrix = arrays["keys"], arrays["vectors"]
-            if matrix.ndim != 2 or keys.shape != (len(matrix),):
-                raise ValueError(f"{keys.shape} keys for vectors of shape {matrix.shape}")
+            vectors.update(read_embedding_file(shard))
         except (OSError, ValueError, KeyError, zipfile.BadZipFile) as error:
             problems.append(f"{shard}: skipped, unreadable ({type(error).__name__}: {error})")
-            continue
-        vectors.update(zip(keys.tolist(), matrix, strict=True))
     return vectors, problems
+
+
+def read_embedding_file(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """The vectors of one shard-format file by text key; a damaged file raises."""
+    arrays = load_arrays(path)
+    keys, matrix = arrays["keys"], arrays["vectors"]
+    if matrix.ndim != 2 or keys.shape != (len(matrix),):
+        raise ValueError(f"{keys.shape} keys for vectors of shape {matrix.shape}")
+    return dict(zip(keys.tolist(), matrix, strict=True))
+
+
+def write_embedding_file(path: str | os.PathLike, vectors: Mapping) -> None:
+    """Store vectors (text key -> vector) at ``path`` atomically, in key order (same vectors, same bytes)."""
+    keys = sorted(vectors)
+    rows = [np.asarray(vectors[key], dtype=np.float32) for key in keys]
+    matrix = np.stack(rows) if rows else np.zeros((0, 0), dtype=np.float32)
+    save_arrays(path, {"keys": np.array(keys, dtype=np.str_), "vectors": matrix})
 
 
 def write_embedding_shard(folder: str | os.PathLike, vectors: Mapping) -> Path | None:
@@ -50,9 +62,7 @@ def write_embedding_shard(folder: str | os.PathLike, vectors: Mapping) -> Path |
     """
     if not vectors:
         return None
-    keys = sorted(vectors)
-    name = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:24]
+    name = hashlib.sha256("\n".join(sorted(vectors)).encode()).hexdigest()[:24]
     path = Path(folder) / f"{name}{EMBEDDING_SHARD_SUFFIX}"
-    matrix = np.stack([np.asarray(vectors[key], dtype=np.float32) for key in keys])
-    save_arrays(path, {"keys": np.array(keys, dtype=np.str_), "vectors": matrix})
+    write_embedding_file(path, vectors)
     return path
