@@ -30,9 +30,6 @@ rule answer:
         "../scripts/answer.py"
 
 
-# Every reader of a ranking in one job (rag.answering.answers.answer_questions_by_readers):
-# they differ only in their similarity, so the job reads the ranking, builds
-# each prompt and loads the token counter once for all of them.
 if "reader_minilm" in reader_names():
 
     # Every sentence a chunk set's prompts can hold, encoded once for all its
@@ -57,6 +54,9 @@ if "reader_minilm" in reader_names():
             "../scripts/prompt_vectors.py"
 
 
+# Every reader of a ranking in one job (rag.answering.answers.answer_questions_by_readers):
+# they differ only in their similarity, so the job reads the ranking, builds
+# each prompt and loads the token counter once for all of them.
 if reader_names():
 
     rule read_answers:
