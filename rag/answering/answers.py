@@ -992,6 +992,25 @@ def measure_ask(
     return rows
 
 
+def measured_ask_texts(
+    documents: Sequence[Document], question_sets: Mapping[str, Sequence[Question]]
+) -> list[str]:
+    """Every text :func:`measure_ask` embeds with MiniLM, distinct and sorted.
+
+    That is the indexed text of each chunk of ``rag ask``'s MiniLM index, each
+    of those chunks' sentences and every question. The held-out check waits
+    for every answer table, so it runs near the end of a build, mostly alone;
+    encoding these texts in a job that needs only the documents and the
+    questions moves that work to where other jobs keep the cores busy.
+    """
+    from rag.answering.question_answering import IndexOptions, index_chunks
+    from rag.answering.reader import DEFAULT_MODEL, prompt_texts
+
+    chunks = index_chunks(documents, IndexOptions(dense_model=DEFAULT_MODEL))
+    questions = [question.text for questions in question_sets.values() for question in questions]
+    return sorted({*prompt_texts(questions, chunks), *(chunk.indexed_text for chunk in chunks)})
+
+
 # --------------------------------------------------------------------------
 # Judging rag ask's answers on labelled questions
 # --------------------------------------------------------------------------

@@ -369,15 +369,23 @@ def build_question_index(
     return dataclasses.replace(index, access=access, words=words)
 
 
+def index_chunks(documents: Sequence[Document], options: IndexOptions) -> list[Chunk]:
+    """The chunks an index with ``options`` holds: its setup's chunker over the documents in id order.
+
+    The texts it embeds are their ``indexed_text``s, which lets a job encode
+    them ahead of the index (rag.answering.answers.measured_ask_texts).
+    """
+    chunker = setup_entries(options).chunker
+    return chunk_corpus(sorted(documents, key=lambda document: document.doc_id), spec_from_config(chunker))
+
+
 def _build_retrievers(
     documents: Sequence[Document], options: IndexOptions, embed: Embed | None
 ) -> QuestionIndex:
     from threadpoolctl import threadpool_limits
 
     entries = setup_entries(options)
-    chunks = chunk_corpus(
-        sorted(documents, key=lambda document: document.doc_id), spec_from_config(entries.chunker)
-    )
+    chunks = index_chunks(documents, options)
     texts = [chunk.indexed_text for chunk in chunks]
     bm25 = _build(entries.weights, texts)
     lexical = None if entries.lexical == entries.weights else _build(entries.lexical, texts)

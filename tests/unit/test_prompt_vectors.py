@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from rag.answering.answers import reader_frames
+from rag.answering.answers import measure_ask, measured_ask_texts, reader_frames
 from rag.answering.reader import CachedSentenceEmbedder, chunk_sentences, prompt_texts, write_prompt_vectors
 from rag.chunking import Chunk
 from rag.corpus.documents import Block, Document
@@ -103,3 +103,33 @@ def test_a_damaged_vectors_file_is_an_error_not_an_empty_cache(tmp_path):
         read_embedding_file(path)
     write_embedding_file(path, {})
     assert read_embedding_file(path) == {}
+
+
+def test_the_held_out_checks_texts_encoded_ahead_leave_it_nothing_to_encode(tmp_path, encoded):
+    """measured_ask_texts lists everything measure_ask embeds: with them preloaded it encodes nothing."""
+    documents = [
+        Document("saturn", "Saturn", "1", (Block(("Moons",), TITAN.text + " " + RHEA.text),)),
+        Document("mars", "Mars", "1", (Block(("Moons",), "Phobos and Deimos are the two moons of Mars."),)),
+    ]
+    question_sets = {"development": QUESTIONS[:1], "heldout": QUESTIONS[1:]}
+    texts = measured_ask_texts(documents, question_sets)
+    assert {QUESTIONS[0].text, QUESTIONS[1].text, "Phobos and Deimos are the two moons of Mars."} <= set(
+        texts
+    )
+    assert any(text.startswith("Mars") and "Phobos" in text for text in texts)  # a chunk with its header
+    write_prompt_vectors(CachedSentenceEmbedder(tmp_path / "other_cache"), texts, tmp_path / "ask.npz")
+    encoded.clear()
+
+    embedder = CachedSentenceEmbedder(tmp_path / "empty_cache")
+    embedder.preload(tmp_path / "ask.npz")
+    rows = measure_ask(documents, question_sets, {"reader": 0.0, "reader_minilm": 0.0}, embedder)
+    assert encoded == [] and embedder.fresh == {}
+    assert {row["generator"] for row in rows} == {"extractive", "reader", "reader_minilm"}
+    # Without the file, the same check encodes them itself.
+    measure_ask(
+        documents,
+        question_sets,
+        {"reader": 0.0, "reader_minilm": 0.0},
+        CachedSentenceEmbedder(tmp_path / "c"),
+    )
+    assert encoded

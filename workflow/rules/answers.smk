@@ -277,12 +277,36 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
         script:
             "../scripts/reader_rules.py"
 
+    if "reader_minilm" in reader_names():
+
+        # What the held-out check embeds (rag.answering.answers.measured_ask_texts),
+        # encoded early: answers_heldout waits for every answer table.
+        rule ask_vectors:
+            input:
+                documents=heldout_input("documents"),
+                development=heldout_input("development"),
+                heldout=heldout_input("heldout"),
+            output:
+                ASK_VECTORS,
+            log:
+                "logs/ask_vectors.log",
+            benchmark:
+                "benchmarks/logs/ask_vectors.tsv"
+            conda:
+                "../envs/rag.yaml"
+            params:
+                cache=EMBEDDING_CACHE,
+                code=script_digest("ask_vectors.py"),
+            script:
+                "../scripts/ask_vectors.py"
+
     rule answers_heldout:
         input:
             documents=heldout_input("documents"),
             development=heldout_input("development"),
             heldout=heldout_input("heldout"),
             thresholds=f"{RESULTS}/reader_thresholds.csv",
+            ask_vectors=[ASK_VECTORS] if "reader_minilm" in reader_names() else [],
         output:
             f"{RESULTS}/answers_heldout.csv",
         log:

@@ -131,6 +131,8 @@ QUESTION_SET_RANKING = "work/question_sets/{corpus}/{questions}/{chunker}/{retri
 ANSWER_STEM = "work/answers/{corpus}/{chunker}/{retriever}"
 # MiniLM vectors of a chunk set's sentences and questions, for the reader's similarity.
 PROMPT_VECTORS = "work/prompt_vectors/{corpus}/{chunker}.npz"
+# The same for the texts of the held-out check (rule ask_vectors).
+ASK_VECTORS = "work/ask_vectors.npz"
 SUMMARY_ANSWER_STEM = "work/answers/{corpus}/lead_summaries"
 # A language model's answers (rag.config.Plan.llm_answer_files).
 LLM_ANSWER = "work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet"

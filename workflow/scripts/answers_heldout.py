@@ -13,12 +13,16 @@ documents, question_sets = documents_and_question_sets(
     snakemake.input.documents, snakemake.input.development, snakemake.input.heldout
 )
 embedder = CachedSentenceEmbedder(snakemake.params.cache) if dense_available() else None
-if embedder is None:
+if embedder is not None:
+    for path in snakemake.input.ask_vectors:  # the texts encoded ahead (rule ask_vectors)
+        embedder.preload(path)
+else:
     log.warning("the dense extra is not installed: only the spec's BM25 + LSA + IVF retriever is measured")
 # The reader frozen at the thresholds the cross-validation chose (results/reader_thresholds.csv).
 thresholds = read_chosen_thresholds(snakemake.input.thresholds)
 table = pd.DataFrame(measure_ask(documents, question_sets, thresholds, embedder))
 if embedder is not None:
+    log.info("%d texts encoded here, not found in the cache", len(embedder.fresh))
     embedder.save()
 for row in table[table["group"] == "answerable"].itertuples():
     log.info(

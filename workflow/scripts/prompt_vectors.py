@@ -13,8 +13,6 @@ questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.inpu
 chunks = chunks_from_frame(pd.read_parquet(snakemake.input.chunks))
 texts = prompt_texts([question.text for question in questions], chunks)
 embedder = CachedSentenceEmbedder(snakemake.params.cache, report=log.info)
-for problem in embedder.problems:
-    log.warning("%s", problem)
 encoded = write_prompt_vectors(embedder, texts, snakemake.output[0])
 log.info("%d texts (questions and chunk sentences), %d encoded, the rest cached", len(texts), encoded)
 finish_job()
