@@ -30,7 +30,7 @@ rule answer:
         "../scripts/answer.py"
 
 
-if "reader_minilm" in reader_names():
+if MINILM_READER:
 
     # Every sentence a chunk set's prompts can hold, encoded once for all its
     # answer jobs (rag.answering.reader.prompt_texts); they read the vectors
@@ -277,7 +277,7 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
         script:
             "../scripts/reader_rules.py"
 
-    if "reader_minilm" in reader_names():
+    if MINILM_READER:
 
         # What the held-out check embeds (rag.answering.answers.measured_ask_texts),
         # encoded early: answers_heldout waits for every answer table.
@@ -306,7 +306,7 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
             development=heldout_input("development"),
             heldout=heldout_input("heldout"),
             thresholds=f"{RESULTS}/reader_thresholds.csv",
-            ask_vectors=[ASK_VECTORS] if "reader_minilm" in reader_names() else [],
+            ask_vectors=[ASK_VECTORS] if MINILM_READER else [],
         output:
             f"{RESULTS}/answers_heldout.csv",
         log:

@@ -353,9 +353,14 @@ def reader_names():
     return ANSWERS["reader"]["names"] if ANSWERS is not None else []
 
 
+# Whether a reader uses the MiniLM similarity: then its texts are encoded ahead
+# (rules prompt_vectors and ask_vectors) and the answer jobs read them.
+MINILM_READER = "reader_minilm" in reader_names()
+
+
 def prompt_vectors(wildcards):
     """The chunk set's prompt vectors when a reader uses the MiniLM similarity; otherwise nothing."""
-    if "reader_minilm" not in reader_names():
+    if not MINILM_READER:
         return []
     return [PROMPT_VECTORS.format(corpus=wildcards.corpus, chunker=wildcards.chunker)]
 
