@@ -343,7 +343,7 @@ LLM_CLOSED_BOOK_SYSTEM = (
 )
 LLM_CLOSED_BOOK_USER = "Question: {question}"
 # base_url of the model that ships with the llm extra, served on 127.0.0.1 by
-# rag.answering.local_server while a job needs it.
+# rag.models.local_server while a job needs it.
 BUNDLED_ENDPOINT = "bundled"
 
 # The share of the question's idf weight the extractive generator's sentence
@@ -433,7 +433,7 @@ _ASK_CHUNKER: dict[str, object] = {"kind": "sentences", "max_words": 60, "header
 # setup, the idf the generators weigh question terms with.
 _SPEC_BM25: dict[str, object] = {"kind": "bm25", "stem": False, "k1": 1.5, "b": 0.75}
 
-# ``rag ask``'s setups by retriever name (rag.answering.question_answering):
+# ``rag ask``'s setups by retriever name (rag.ask.index):
 # bm25_lsa_ivf is the spec's sample project, BM25 fused with 32-dimensional LSA
 # searched through an IVF index of 8 lists of which 3 are probed; bm25_minilm
 # fuses the stemmed BM25 of config.yaml (Anserini's k1 0.9 and b 0.4) with

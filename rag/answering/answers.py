@@ -22,7 +22,6 @@ import math
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -40,13 +39,9 @@ from rag.answering.tokens import TokenCounter, count_word_and_punctuation
 from rag.answering.verification import check_answer, check_responsive
 from rag.chunking import Chunk
 from rag.corpus.documents import Document
+from rag.evaluation.statistics import bootstrap_interval
 from rag.labels import Judgement, Question, SpanLocation, judge_chunks, locate_spans
 from rag.text import analyze
-
-if TYPE_CHECKING:
-    # rag ask's path (and the retrievers it builds, with scipy) is imported by the
-    # functions that measure it, not by the answer jobs, which only read rankings.
-    from rag.answering.question_answering import Embed, QuestionIndex
 
 SINGLE_DOCUMENT = "single_document"
 MULTI_DOCUMENT = "multi_document"
@@ -469,7 +464,7 @@ def answers_frame(records: Sequence[AnswerRecord], **keys: str) -> pd.DataFrame:
     return frame
 
 
-def _members(frame: pd.DataFrame, group: str) -> pd.DataFrame:
+def members_of(frame: pd.DataFrame, group: str) -> pd.DataFrame:
     if group == ALL:
         return frame
     if group == ANSWERABLE:
@@ -482,38 +477,6 @@ def _mean(values: pd.Series) -> float:
     return float(values.mean()) if len(values) else math.nan
 
 
-# Bootstrap settings of every interval in the summary: resamples of the
-# questions, the coverage of the percentile interval, and the seed.
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_LEVEL = 0.95
-BOOTSTRAP_SEED = 0
-
-
-def bootstrap_interval(
-    outcomes: Sequence[bool] | Sequence[float],
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    level: float = BOOTSTRAP_LEVEL,
-    seed: int = BOOTSTRAP_SEED,
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``outcomes`` (questions resampled with replacement).
-
-    The questions are a sample of the questions users ask; the interval says
-    how far the share could move with another sample of the same size. NaN
-    for no outcomes. Seeded, so the table is byte-identical from run to run.
-    """
-    import numpy as np
-
-    values = np.asarray(outcomes, dtype=np.float64)
-    if values.size == 0:
-        return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, values.size, size=(resamples, values.size))
-    means = values[draws].mean(axis=1)
-    tail = (1.0 - level) / 2.0
-    low, high = np.quantile(means, [tail, 1.0 - tail])
-    return round(float(low), 6), round(float(high), 6)
-
-
 def _share_with_interval(name: str, outcomes: pd.Series) -> dict[str, float]:
     values = outcomes.astype(bool).to_numpy()
     low, high = bootstrap_interval(values)
@@ -524,7 +487,7 @@ def _share_with_interval(name: str, outcomes: pd.Series) -> dict[str, float]:
     }
 
 
-def _group_outcomes(
+def group_outcomes(
     frame: pd.DataFrame,
     keys: Mapping[str, object],
     correct_column: str,
@@ -546,7 +509,7 @@ def _group_outcomes(
     """
     rows = []
     for group in GROUPS:
-        members = _members(frame, group)
+        members = members_of(frame, group)
         if members.empty:
             continue
         answered = members["answered"].astype(bool)
@@ -608,7 +571,7 @@ def summarize_answers(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     rows = []
     for values, rows_of_key in frame.groupby(list(keys), sort=True):
         key = dict(zip(keys, values, strict=True))
-        rows += _group_outcomes(rows_of_key, key, "quotes_evidence", "citation_passed", prompts=True)
+        rows += group_outcomes(rows_of_key, key, "quotes_evidence", "citation_passed", prompts=True)
     return pd.DataFrame(rows)
 
 
@@ -803,7 +766,7 @@ def abstention_tradeoff(
     for values, rows_of_key in frame.groupby(list(keys), sort=True):
         for threshold in sorted(thresholds):
             for group in ABSTENTION_GROUPS:
-                members = _members(rows_of_key, group)
+                members = members_of(rows_of_key, group)
                 if members.empty:
                     continue
                 answered = members["score"].to_numpy(dtype=float) >= threshold  # NaN: never answered
@@ -917,25 +880,6 @@ def reader_outputs(readers: Sequence[Mapping], outputs: Sequence[str]) -> list[s
     return [str(path) for path in outputs]
 
 
-def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
-    """Rows of results/answers_heldout.csv: per question group, what ``rag ask`` got right.
-
-    ``judgements`` are :class:`AskJudgement` records;
-    shares come with the same bootstrap intervals as the answer summary.
-    """
-    from rag.answering.verdicts import verdict_counts
-
-    frame = pd.DataFrame([dataclasses.asdict(judgement) for judgement in judgements])
-    frame["answerable"] = frame["group"] != UNANSWERABLE
-    rows = _group_outcomes(frame, keys, "correct", "faithful", prompts=False)
-    for row in rows:
-        members = _members(frame, row["group"])
-        row |= verdict_counts(
-            members["answered"], members["faithful"], members["responsive"], members["outcome"]
-        )
-    return rows
-
-
 def describe_answers(frame: pd.DataFrame, what: str) -> str:
     """The log line of an answer job: best sentences quoting evidence, evidence in the prompt."""
     answerable = frame["answerable"].astype(bool)
@@ -945,147 +889,3 @@ def describe_answers(frame: pd.DataFrame, what: str) -> str:
         f"{int((answerable & (frame['pieces_in_prompt'] > 0)).sum())}, all of it for "
         f"{int((answerable & (frame['pieces_in_prompt'] == frame['evidence_pieces'])).sum())}"
     )
-
-
-def measure_ask(
-    documents: Sequence[Document],
-    question_sets: Mapping[str, Sequence[Question]],
-    thresholds: Mapping[str, float],
-    embedder=None,
-) -> list[dict]:
-    """Rows of results/answers_heldout.csv: each question set through ``rag ask``'s path.
-
-    Every retriever ``rag ask`` offers (the spec's BM25 + LSA + IVF, and
-    BM25 + MiniLM when ``embedder``, a :class:`rag.answering.reader.CachedSentenceEmbedder`,
-    is given) with both offline generators: the extractive generator at
-    its default coverage and the reader at its frozen threshold (``thresholds``,
-    reader -> threshold, :func:`rag.answering.reader.chosen_thresholds`). With MiniLM, the
-    reader is also measured with its MiniLM similarity (``reader_minilm``,
-    ``rag ask --similarity``), the signal meant for questions worded unlike
-    their answers; the bundled corpus has few enough distinct sentences that
-    embedding them all through the cache is cheap.
-    """
-    from rag.answering.question_answering import IndexOptions, build_question_index
-    from rag.answering.reader import DEFAULT_MODEL
-
-    setups = [("bm25_lsa_ivf", None)] + ([("bm25_minilm", embedder)] if embedder is not None else [])
-    rows = []
-    for retriever, dense in setups:
-        embed = dense.embed if dense is not None else None
-        options = IndexOptions(dense_model=DEFAULT_MODEL if dense is not None else None)
-        index = build_question_index(documents, options, embed)
-        memo: dict = {}  # retrievals of this index, shared by the generators and question sets
-        # (name, the generator rag ask runs, its threshold, the similarity it adds)
-        generators = [
-            ("extractive", "extractive", DEFAULT_COVERAGE_THRESHOLD, None),
-            ("reader", "reader", thresholds["reader"], None),
-        ]
-        if dense is not None:
-            generators.append(("reader_minilm", "reader", thresholds["reader_minilm"], dense.similarity))
-        for name, generator, threshold, similarity in generators:
-            for questions_file, questions in question_sets.items():
-                judged = judge_ask_answers(
-                    index, questions, documents, generator, threshold, embed, similarity, memo=memo
-                )
-                keys = {"questions_file": questions_file, "retriever": retriever, "generator": name}
-                rows += ask_summary(judged, **keys, threshold=f"{threshold:g}")
-    return rows
-
-
-def measured_ask_texts(
-    documents: Sequence[Document], question_sets: Mapping[str, Sequence[Question]]
-) -> list[str]:
-    """Every text :func:`measure_ask` embeds with MiniLM, distinct and sorted.
-
-    That is the indexed text of each chunk of ``rag ask``'s MiniLM index, each
-    of those chunks' sentences and every question. The held-out check waits
-    for every answer table, so it runs near the end of a build, mostly alone;
-    encoding these texts in a job that needs only the documents and the
-    questions moves that work to where other jobs keep the cores busy.
-    """
-    from rag.answering.question_answering import IndexOptions, index_chunks
-    from rag.answering.reader import DEFAULT_MODEL, prompt_texts
-
-    chunks = index_chunks(documents, IndexOptions(dense_model=DEFAULT_MODEL))
-    questions = [question.text for questions in question_sets.values() for question in questions]
-    return sorted({*prompt_texts(questions, chunks), *(chunk.indexed_text for chunk in chunks)})
-
-
-# --------------------------------------------------------------------------
-# Judging rag ask's answers on labelled questions
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AskJudgement:
-    """One labelled question answered through ``rag ask``'s path, and what the labels say of it."""
-
-    question_id: str
-    group: str
-    answered: bool
-    correct: bool
-    faithful: bool | None
-    responsive: bool | None
-    answer: str
-    outcome: str  # by the reference answer (rag.answering.correctness), for the verdicts' worth
-
-
-def judge_ask_answers(
-    index: QuestionIndex,
-    questions: Sequence,
-    documents: Sequence[Document],
-    reader: str,
-    threshold: float,
-    embed: Embed | None = None,
-    similarity: Similarity | None = None,
-    weights=None,
-    memo: dict | None = None,
-) -> list[AskJudgement]:
-    """Answer every question as ``rag ask`` would (its defaults) and judge the answers by the labels.
-
-    Correct means the quoted sentence quotes labelled evidence, exactly as
-    in the answer experiments (:func:`quoted_piece`); ``outcome`` judges the
-    same answer against the reference answer instead, as a language model's
-    answers are judged, so the verdicts of every generator are measured alike.
-    ``weights`` (a :class:`rag.answering.reader.ReaderWeights`) change the
-    reader's weights and rules; None keeps its defaults. ``memo`` (a dict kept
-    over the calls with one ``index`` and ``embed``) reuses retrievals across them
-    (:func:`rag.answering.question_answering.answer_question`).
-    """
-    from rag.answering.correctness import judge_answer
-    from rag.answering.question_answering import answer_question as ask_question
-
-    holding = evidence_documents(questions, locate_spans(questions, documents))
-    judged = []
-    for question in questions:
-        options = {} if weights is None else {"weights": weights}
-        report = ask_question(
-            index,
-            question.text,
-            threshold=threshold,
-            reader=reader,
-            embed=embed,
-            similarity=similarity,
-            memo=memo,
-            **options,
-        )
-        answered = not report.abstained
-        outcome = judge_answer(report.answer, question.answer, question.answerable, not answered).outcome
-        correct = False
-        if answered:
-            best = report.reading.best if report.reading is not None else report.extractive
-            source = report.prompt.sources[best.source_number]
-            correct = quoted_piece(best.sentence, source.doc_id, question) is not None
-        judged.append(
-            AskJudgement(
-                question_id=question.question_id,
-                group=question_group(question, holding[question.question_id]),
-                answered=answered,
-                correct=correct,
-                faithful=report.verdicts.faithful if report.verdicts else None,
-                responsive=report.verdicts.responsive if report.verdicts else None,
-                answer=report.answer,
-                outcome=outcome,
-            )
-        )
-    return judged

@@ -95,7 +95,7 @@ def _check_llm_entry(entry: Mapping, where: str) -> None:
     from rag.answering.llm_answers import template_problem
 
     if entry["base_url"] != BUNDLED_ENDPOINT:
-        from rag.answering.chat_client import Endpoint
+        from rag.models.client import Endpoint
 
         try:
             Endpoint(
@@ -125,7 +125,7 @@ def prune_unavailable_generators(config: dict) -> list[str]:
     nothing installed. Unmarked, a bundled entry without the extra is an
     error naming the install command.
     """
-    from rag.answering.local_server import INSTALL_COMMAND, missing_packages
+    from rag.models.local_server import INSTALL_COMMAND, missing_packages
 
     section = config.get("generators") or {}
     missing = missing_packages()

@@ -30,7 +30,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from rag.answering.answers import bootstrap_interval
 from rag.answering.correctness import (
     ABSTAINED,
     ANSWERED_UNANSWERABLE,
@@ -41,6 +40,7 @@ from rag.answering.correctness import (
     content_in_text,
     judge_answer,
 )
+from rag.evaluation.statistics import bootstrap_interval
 
 CLOSED_BOOK = "none"
 # One answer file's setup; the columns every row of every table starts with.

@@ -119,7 +119,7 @@ class ReaderWeights:
 
     ``type_penalty`` is subtracted when the type is missing. Each rule can
     be switched off so that its effect can be measured on the development
-    and the held-out questions alike (:mod:`rag.answering.reader_rules`):
+    and the held-out questions alike (:mod:`rag.ask.reader_rules`):
     ``duration_synonyms`` (:data:`DURATION_SYNONYM_GROUPS`),
     ``referring_context`` (a sentence opening with "it" is read with the
     sentence before), ``duration_frame`` (a duration question's

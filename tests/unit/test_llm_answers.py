@@ -15,8 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from rag.answering import llm_answers, local_server
-from rag.answering.chat_client import Completion, Endpoint, Sampling, chat_request, chat_request_key
+from rag.answering import llm_answers
 from rag.answering.llm_answers import (
     COLUMNS,
     LlmGenerator,
@@ -31,11 +30,13 @@ from rag.answering.llm_answers import (
     messages_for,
     template_problem,
 )
-from rag.answering.response_cache import ResponseCache
 from rag.chunking import Chunk
 from rag.config import ConfigError, build_plan
 from rag.kinds import GENERATOR_KINDS, defaults
 from rag.labels import Evidence, Question, Span
+from rag.models import local_server
+from rag.models.client import Completion, Endpoint, Sampling, chat_request, chat_request_key
+from rag.models.response_cache import ResponseCache
 from tests.extras import require_extra
 from tests.fault_server import reply
 from tests.workdir import FIXTURES, PROJECT

@@ -7,8 +7,9 @@ import hashlib
 import numpy as np
 import pytest
 
-from rag.answering.answers import measure_ask, measured_ask_texts, reader_frames
+from rag.answering.answers import reader_frames
 from rag.answering.reader import CachedSentenceEmbedder, chunk_sentences, prompt_texts, write_prompt_vectors
+from rag.ask.measure import measure_ask, measured_ask_texts
 from rag.chunking import Chunk
 from rag.corpus.documents import Block, Document
 from rag.formats.tables import DamagedFileError

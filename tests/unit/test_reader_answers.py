@@ -15,7 +15,6 @@ from rag.answering.answers import (
     answer_question_by_readers,
     answers_frame,
     apply_thresholds,
-    bootstrap_interval,
     choose_threshold,
     cross_validated_thresholds,
     fold_of_questions,
@@ -26,6 +25,7 @@ from rag.answering.answers import (
 from rag.answering.config_checks import canonical_reader
 from rag.answering.verification import check_answer, check_responsive, describe_verdicts, verdicts
 from rag.chunking import Chunk
+from rag.evaluation.statistics import bootstrap_interval
 from rag.kinds import ConfigError
 from rag.labels import Question
 

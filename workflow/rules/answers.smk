@@ -326,7 +326,7 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
 # questions closed book (chunker and retriever "none") and from the top k
 # chunks of each ranking of answers.llm. Replies come from the response cache
 # (LLM_CACHE, committed) or, on a miss, from the endpoint; a bundled generator's
-# server runs only inside the job that misses (rag/answering/local_server.py).
+# server runs only inside the job that misses (rag/models/local_server.py).
 rule llm_answer:
     input:
         unpack(llm_answer_inputs),
@@ -345,7 +345,7 @@ rule llm_answer:
         "../envs/rag.yaml"
     # One core: a job whose replies are all in LLM_CACHE (every job of a build
     # from the committed cache) only reads it. With two threads, the share of
-    # a miss's server (rag.answering.local_server computes with two), each job
+    # a miss's server (rag.models.local_server computes with two), each job
     # waited for both cores to be free and the twelve ran one at a time at the
     # end of a clean build. Ask for two where misses are expected:
     # --set-threads llm_answer=2 (the slurm profile does).

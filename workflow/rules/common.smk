@@ -394,7 +394,7 @@ def heldout_input(kind):
     return {"documents": corpus["documents"], "development": corpus["questions"], "heldout": heldout}[kind]
 
 
-# Language-model replies by request digest (rag/answering/response_cache.py),
+# Language-model replies by request digest (rag/models/response_cache.py),
 # committed so that a fresh clone rebuilds the LLM answer tables without a model.
 # Like the embedding cache it lies outside the DAG: jobs read and add to it.
 LLM_CACHE = "resources/llm_cache"

@@ -13,13 +13,13 @@ from rag.answering.llm_answers import (
     complete_with_cache,
     generator_from_entry,
 )
-from rag.answering.response_cache import ResponseCache
 from rag.chunk_tables import chunks_from_frame
 from rag.corpus.document_tables import documents_from_frame
 from rag.formats.files import read_yaml
 from rag.formats.tables import provenance, write_parquet
 from rag.jobs import finish_job, start_log
 from rag.labels import judge_chunks, locate_spans, parse_questions
+from rag.models.response_cache import ResponseCache
 from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
 log = start_log(snakemake.log.job)

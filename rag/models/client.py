@@ -5,7 +5,7 @@ All of them accept POST ``{base_url}/chat/completions`` (and most
 ``model``, ``messages`` (or ``prompt``), ``temperature``, ``max_tokens`` and
 ``seed``; ``usage`` is read when the server reports it. The pipeline's ``llm``
 generators, the grounding experiments and ``rag ask`` all go through here, with
-one :class:`~rag.answering.response_cache.ResponseCache`, so a reply is paid
+one :class:`~rag.models.response_cache.ResponseCache`, so a reply is paid
 for once.
 
 Why each rule:
@@ -27,21 +27,22 @@ Why each rule:
 
 from __future__ import annotations
 
+import email.utils
 import json
 import logging
 import math
 import os
 import threading
 import time
-import unicodedata
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 
 from rag import bounded_http
-from rag.answering.hosted import LOOPBACK_HOSTS, RETRYABLE_STATUS, Redactor, retry_after_seconds, shown_url
-from rag.answering.response_cache import ResponseCache
+from rag.models.redaction import Redactor, escape_controls, shown_url
+from rag.models.response_cache import ResponseCache
 from rag.progress import format_duration
 
 logger = logging.getLogger(__name__)
@@ -51,6 +52,26 @@ QUOTED_REPLY_CHARACTERS = 300
 MAX_RETRIES = 3
 BACKOFF_SECONDS = 1.0
 PROGRESS_EVERY_SECONDS = 5.0
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 class LlmError(RuntimeError):
@@ -64,7 +85,7 @@ class Endpoint:
     ``identity`` is how the response cache knows the endpoint when its URL
     is not stable: the bundled server listens on a fresh port each time, so it
     is known by its model file and server version instead
-    (:func:`rag.answering.local_server.identity`). Default: the base URL.
+    (:func:`rag.models.local_server.identity`). Default: the base URL.
     """
 
     base_url: str
@@ -129,18 +150,6 @@ class Completion:
     completion_tokens: int
     seconds: float
     cached: bool
-
-
-def escape_controls(text: str) -> str:
-    """One printable line: control and format characters (ESC, BEL, newlines...) as escapes."""
-    if text.isascii() and text.isprintable():
-        return text
-    return "".join(
-        character
-        if unicodedata.category(character) not in ("Cc", "Cf", "Co", "Cs", "Cn")
-        else (f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}")
-        for character in text
-    )
 
 
 def read_key(endpoint: Endpoint, environment: Mapping[str, str]) -> str | None:
