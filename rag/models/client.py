@@ -78,6 +78,14 @@ class LlmError(RuntimeError):
     """The endpoint failed or cannot be used safely; the message is one key-free line."""
 
 
+class ResponseFormatRefused(LlmError):
+    """The server refused a request's ``response_format``; the caller may ask again in plain text."""
+
+
+# Words in a 4xx reply that show the server refused the response_format field itself.
+_RESPONSE_FORMAT_WORDS = ("response_format", "json_schema", "grammar", "schema")
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """Where a model is served. ``key_variable`` names the environment variable holding the key.
@@ -315,20 +323,35 @@ def _usage(document: dict) -> tuple[int, int]:
     )
 
 
-def chat_request(endpoint: Endpoint, messages: list[dict], sampling: Sampling) -> dict:
+def chat_request(
+    endpoint: Endpoint, messages: list[dict], sampling: Sampling, response_format: dict | None = None
+) -> dict:
     """What the cache is keyed by: endpoint, model, every sampling parameter, the exact messages."""
-    return chat_request_key(endpoint.cache_name, endpoint.model, messages, sampling)
+    return chat_request_key(endpoint.cache_name, endpoint.model, messages, sampling, response_format)
 
 
-def chat_request_key(endpoint_name: str, model: str, messages: list[dict], sampling: Sampling) -> dict:
-    """The cache key of a chat request, from the endpoint's stable name (no port of a local server)."""
-    return {
+def chat_request_key(
+    endpoint_name: str,
+    model: str,
+    messages: list[dict],
+    sampling: Sampling,
+    response_format: dict | None = None,
+) -> dict:
+    """The cache key of a chat request, from the endpoint's stable name (no port of a local server).
+
+    ``response_format`` is in the key only when the request asks for one, so
+    the keys of plain requests are the same as before the field existed.
+    """
+    key = {
         "kind": "chat",
         "endpoint": endpoint_name,
         "model": model,
         "sampling": asdict(sampling),
         "messages": messages,
     }
+    if response_format is not None:
+        key["response_format"] = response_format
+    return key
 
 
 def _check_messages(messages: object) -> list[dict]:
@@ -351,9 +374,15 @@ def chat(
     cache: ResponseCache | None,
     environment: Mapping[str, str] = os.environ,
     sleep: Callable[[float], None] = time.sleep,
+    response_format: dict | None = None,
 ) -> Completion:
-    """The model's reply to ``messages``, from the cache when it holds exactly this request."""
-    request = chat_request(endpoint, _check_messages(messages), sampling)
+    """The model's reply to ``messages``, from the cache when it holds exactly this request.
+
+    ``response_format`` (the protocol's standard field, e.g. a ``json_schema``)
+    asks for a structured reply; a server that refuses the field raises
+    :class:`ResponseFormatRefused`, so the caller can ask again in plain text.
+    """
+    request = chat_request(endpoint, _check_messages(messages), sampling, response_format)
     stored = cache.get(request) if cache is not None else None
     if stored is not None:
         return Completion(**{**stored, "cached": True})
@@ -364,7 +393,15 @@ def chat(
         "max_tokens": sampling.max_tokens,
         "seed": sampling.seed,
     }
-    reply = post_json(endpoint, "/chat/completions", body, environment, sleep)
+    if response_format is not None:
+        body["response_format"] = response_format
+    try:
+        reply = post_json(endpoint, "/chat/completions", body, environment, sleep)
+    except LlmError as error:
+        refused = any(f"HTTP {status} " in str(error) for status in (400, 422, 501))
+        if response_format is not None and refused and any(w in str(error) for w in _RESPONSE_FORMAT_WORDS):
+            raise ResponseFormatRefused(str(error)) from None
+        raise
     try:
         text = reply.document["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
@@ -389,6 +426,7 @@ def chat_many(
     cache: ResponseCache | None,
     progress: Callable[[str], object] | None = None,
     environment: Mapping[str, str] = os.environ,
+    response_format: dict | None = None,
 ) -> list[Completion]:
     """Replies in input order, at most ``endpoint.concurrency`` requests in flight.
 
@@ -402,7 +440,7 @@ def chat_many(
     started = state["last"]
 
     def one(messages: list[dict]) -> Completion:
-        completion = chat(endpoint, messages, sampling, cache, environment)
+        completion = chat(endpoint, messages, sampling, cache, environment, response_format=response_format)
         with lock:
             state["done"] += 1
             state["tokens"] += completion.prompt_tokens + completion.completion_tokens
