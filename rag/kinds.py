@@ -107,8 +107,16 @@ class Kind:
     - ``rerank(entry, chunk_texts, tie_order) -> Reranker``: a funnel reranker
       that scores candidates itself (``(query, positions) -> scores``);
     - ``chunk(document, spec) -> [(start, end)]``: a chunker's character ranges;
-    - ``generate``: a generator's settings from its canonical entry
+    - ``read(prompt, idf, similarity) -> BestSentence | None``: an ``offline``
+      generator's best sentence of a prompt (rag.answering.extractive.BestSentence),
+      which it answers with when the sentence's score reaches its threshold;
+    - ``generate``: an ``llm`` generator's settings from its canonical entry
       (``(name, entry) -> settings``), which the answer jobs of its ``rule`` read.
+
+    ``threshold`` says where an offline generator's abstention threshold comes
+    from: ``configured`` (the answers section's ``threshold``),
+    ``cross_validated`` (chosen per fold by the answer tables) or None (it
+    answers whenever its prompt has a sentence).
     """
 
     name: str
@@ -123,7 +131,9 @@ class Kind:
     fuse: str | None = None
     rerank: str | None = None
     chunk: str | None = None
+    read: str | None = None
     generate: str | None = None
+    threshold: str | None = None
     # The parameter a chunker's size is read from (rag.chunking.spec_from_config).
     size: str | None = None
 
@@ -353,11 +363,21 @@ EXTRACTIVE_THRESHOLD = 0.5
 
 # Generators read a question and the top k chunks of a ranking (or none: closed
 # book) and answer. ``rule`` is the workflow rule of their answer jobs. The
-# extractive generator and the reader are offline and run over every answered
-# (chunker, retriever) pair; an llm asks an OpenAI-compatible endpoint and runs
-# over the settings of answers.llm.
+# ``offline`` ones (the extractive generator, the reader) pick a sentence of the
+# prompt (``read``) and run over every answered (chunker, retriever) pair, the
+# extractive one in its own job (rule answer, the file {stem}.parquet), every
+# other in one job per ranking (rule read_answers, {stem}.{name}.parquet); an
+# ``llm`` asks an OpenAI-compatible endpoint and runs over the settings of
+# answers.llm.
 GENERATOR_KINDS: dict[str, Kind] = _by_name(
-    Kind("extractive", "offline", {}, rule="answer"),
+    Kind(
+        "extractive",
+        "offline",
+        {},
+        rule="answer",
+        read="rag.answering.extractive:best_sentence",
+        threshold="configured",
+    ),
     Kind(
         "reader",
         "offline",
@@ -367,6 +387,8 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
             "seed": Parameter("integer", 0, minimum=0, maximum=2**32 - 1),
         },
         rule="read_answers",
+        read="rag.answering.reader:best_sentence",
+        threshold="cross_validated",
     ),
     Kind(
         "llm",

@@ -26,20 +26,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rag.answering.extractive import (
-    ABSTENTION_TEXT,
-    DEFAULT_COVERAGE_THRESHOLD,
-    ExtractiveAnswer,
-    cite,
-    extract_answer,
-)
+from rag.answering.extractive import ABSTENTION_TEXT, DEFAULT_COVERAGE_THRESHOLD, BestSentence, cite
 from rag.answering.prompts import Prompt, PromptBudgetError, build_prompt
-from rag.answering.reader import READER_NAMES, Similarity, read
+from rag.answering.reader import Similarity
 from rag.answering.tokens import TokenCounter, count_word_and_punctuation
 from rag.answering.verification import check_answer, check_responsive
 from rag.chunking import Chunk
 from rag.corpus.documents import Document
 from rag.evaluation.statistics import bootstrap_interval
+from rag.kinds import GENERATOR_KINDS, behaviour
 from rag.labels import Judgement, Question, SpanLocation, judge_chunks, locate_spans
 from rag.text import analyze
 
@@ -51,14 +46,25 @@ ALL = "all"
 # Rows of the summary tables: every question, then the cohorts that behave differently.
 GROUPS: tuple[str, ...] = (ALL, ANSWERABLE, SINGLE_DOCUMENT, MULTI_DOCUMENT, UNANSWERABLE)
 DOCUMENT_SEPARATOR = ";"
+# An offline kind's threshold policy (rag.kinds.Kind.threshold) whose threshold is the answers section's.
+CONFIGURED_THRESHOLD = "configured"
+CROSS_VALIDATED_THRESHOLD = "cross_validated"
+# The rule of the offline kind whose answer file is the stem's own ({stem}.parquet).
+OWN_FILE_RULE = "answer"
+
+
+def offline_kinds() -> tuple[str, ...]:
+    """The generator kinds that pick a sentence of the prompt (their ``read``), in table order."""
+    return tuple(name for name, kind in GENERATOR_KINDS.items() if kind.read is not None)
 
 
 @dataclass(frozen=True)
 class GenerationSettings:
     """How a prompt is built and answered: the top ``k`` chunks, within ``budget`` tokens
-    as measured by ``count_tokens``, read by ``reader`` (the spec's ``extractive``
-    generator or the ``reader`` of :mod:`rag.answering.reader`, optionally with a MiniLM
-    ``similarity``), answered when the best score reaches ``threshold``."""
+    as measured by ``count_tokens``, read by ``reader`` (an offline generator kind of
+    the table of kinds: the spec's ``extractive`` generator, the ``reader`` of
+    :mod:`rag.answering.reader`, optionally with a MiniLM ``similarity``, ...),
+    answered when the best score reaches ``threshold``."""
 
     k: int = 5
     threshold: float = DEFAULT_COVERAGE_THRESHOLD
@@ -72,10 +78,11 @@ class GenerationSettings:
             raise ValueError(f"k must be a positive integer, got {self.k!r}")
         if not isinstance(self.threshold, int | float) or math.isnan(self.threshold):
             raise ValueError(f"the coverage threshold must be a number, got {self.threshold!r}")
-        if self.reader not in READER_NAMES:
-            raise ValueError(f"unknown reader {self.reader!r}; choose one of {list(READER_NAMES)}")
-        if self.reader == "extractive" and self.similarity is not None:
-            raise ValueError("the extractive generator takes no similarity; it is the spec's, unchanged")
+        offline = offline_kinds()
+        if self.reader not in offline:
+            raise ValueError(f"unknown reader {self.reader!r}; choose one of {list(offline)}")
+        if self.similarity is not None and "similarity" not in GENERATOR_KINDS[self.reader].parameters:
+            raise ValueError(f"the {self.reader} generator takes no similarity")
 
 
 @dataclass(frozen=True)
@@ -207,27 +214,15 @@ def quoted_piece(sentence: str, document: str, question: Question) -> int | None
     return None
 
 
-@dataclass(frozen=True)
-class _Best:
-    """The best sentence of a prompt by either reader, and its score."""
+def best_sentence(
+    prompt: Prompt, idf: Mapping[str, float], settings: GenerationSettings
+) -> BestSentence | None:
+    """The sentence the reader would quote at any threshold; None when the prompt has none.
 
-    sentence: str
-    source_number: int
-    score: float
-    coverage: float
-
-
-def best_sentence(prompt: Prompt, idf: Mapping[str, float], settings: GenerationSettings) -> _Best | None:
-    """The sentence the reader would quote at any threshold; None when the prompt has none."""
-    if settings.reader == "extractive":
-        found = extract_answer(prompt, idf, threshold=-math.inf)
-        if not isinstance(found, ExtractiveAnswer):
-            return None
-        return _Best(found.sentence, found.source_number, found.coverage, found.coverage)
-    best = read(prompt, idf, -math.inf, settings.similarity).best
-    if best is None:
-        return None
-    return _Best(best.sentence, best.source_number, best.score, best.coverage)
+    The reader's kind is resolved through the table of kinds (its ``read``
+    behaviour, rag.kinds), so an offline generator kind is one module and one entry there.
+    """
+    return behaviour(settings.reader, "read")(prompt, idf, settings.similarity)
 
 
 def answer_question(
@@ -309,7 +304,7 @@ def answer_question_by_readers(
     )
     checks: dict[tuple[str, int], tuple] = {}
 
-    def judge(best: _Best) -> tuple:
+    def judge(best: BestSentence) -> tuple:
         """The best sentence's quoted piece and its checks: faithful, support, responsive."""
         key = (best.sentence, best.source_number)
         if key not in checks:
@@ -334,7 +329,7 @@ def answer_question_by_readers(
 
 
 def _reader_record(
-    prompt: Prompt, best: _Best | None, settings: GenerationSettings, judge: Callable, common: dict
+    prompt: Prompt, best: BestSentence | None, settings: GenerationSettings, judge: Callable, common: dict
 ) -> AnswerRecord:
     """One reader's record of a prompt: its best sentence, answered at its threshold, and the verdicts."""
     found = best is not None
@@ -798,8 +793,10 @@ def settings_from_config(
 ) -> tuple[GenerationSettings, object | None]:
     """Generation settings for one reader, and the sentence embedder to save afterwards (or None).
 
-    ``reader`` is ``{"name": "extractive"}`` or the canonical reader section
-    (:func:`rag.answering.config_checks.canonical_reader`); its ``minilm`` similarity reads
+    ``reader`` is one of the canonical answers section's ``readers``
+    (:func:`rag.answering.config_checks.offline_readers`: its ``name``, its
+    ``kind`` and its settings, the reader's from
+    :func:`rag.answering.config_checks.canonical_reader`); a ``minilm`` similarity reads
     and extends the embedding cache in ``embedding_cache``. The reader's
     threshold here is only provisional: the tables apply the cross-validated
     one (:func:`cross_validated_thresholds`). ``prompt_vectors`` are files of
@@ -810,19 +807,22 @@ def settings_from_config(
 
     similarity, embedder = None, None
     name = reader["name"]
-    if name != "extractive" and reader.get("similarity") == "minilm":
+    kind = GENERATOR_KINDS[reader["kind"]]
+    if reader.get("similarity") == "minilm":
         from rag.answering.reader import CachedSentenceEmbedder
 
         embedder = CachedSentenceEmbedder(embedding_cache or "cache/embeddings")
         for path in prompt_vectors:
             embedder.preload(path)
         similarity = embedder.similarity
+    # A cross-validated threshold is applied later by the tables; without one the reader always answers.
+    configured = kind.threshold == CONFIGURED_THRESHOLD
     settings = GenerationSettings(
         k=generation.get("k", 1),
-        threshold=generation["threshold"] if name == "extractive" else -math.inf,  # the reader's: later
+        threshold=generation["threshold"] if configured else -math.inf,
         budget=generation["budget"],
         count_tokens=get_token_counter(generation["token_counter"]),
-        reader="extractive" if name == "extractive" else "reader",
+        reader=kind.name,
         similarity=similarity,
     )
     return settings, embedder
@@ -869,13 +869,15 @@ def reader_outputs(readers: Sequence[Mapping], outputs: Sequence[str]) -> list[s
     """The answer file of each reader of a job, in the readers' order; a mismatch is an error.
 
     A reader's file is named after it (``{stem}.{name}.parquet``); the
-    extractive generator's is the stem's own (``{stem}.parquet``).
+    extractive generator's, whose kind has its own rule (answer), is the stem's
+    own (``{stem}.parquet``).
     """
     names = [reader["name"] for reader in readers]
     if len(outputs) != len(names):
         raise ValueError(f"{len(names)} readers ({names}) for {len(outputs)} answer files")
-    for name, path in zip(names, outputs, strict=True):
-        if name != "extractive" and not str(path).endswith(f".{name}.parquet"):
+    for reader, name, path in zip(readers, names, outputs, strict=True):
+        own_file = GENERATOR_KINDS[reader["kind"]].rule == OWN_FILE_RULE
+        if not own_file and not str(path).endswith(f".{name}.parquet"):
             raise ValueError(f"reader {name!r}: its answer file must end in .{name}.parquet, not {path!r}")
     return [str(path) for path in outputs]
 

@@ -80,7 +80,10 @@ def test_answers_with_preloaded_vectors_encode_nothing_and_equal_the_answers_wit
     write_prompt_vectors(CachedSentenceEmbedder(tmp_path / "other_cache"), texts, tmp_path / "vectors.npz")
     encoded.clear()
     generation = {"k": 2, "budget": 1000, "token_counter": "word_and_punctuation"}
-    readers = [{"name": "reader", "similarity": "none"}, {"name": "reader_minilm", "similarity": "minilm"}]
+    readers = [
+        {"name": "reader", "kind": "reader", "similarity": "none"},
+        {"name": "reader_minilm", "kind": "reader", "similarity": "minilm"},
+    ]
     arguments = (QUESTIONS, DOCUMENTS, lambda question: [TITAN, RHEA], [TITAN, RHEA], {}, generation, readers)
     keys = {"corpus": "c", "chunker": "x", "retriever": "r"}
 

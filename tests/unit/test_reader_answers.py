@@ -83,10 +83,11 @@ def test_readers_answered_together_share_the_prompt_settings():
 
 
 def test_each_reader_writes_the_answer_file_named_after_it():
-    readers = [{"name": "reader"}, {"name": "reader_minilm"}]
+    readers = [{"name": "reader", "kind": "reader"}, {"name": "reader_minilm", "kind": "reader"}]
     files = ["a/bm25.reader.parquet", "a/bm25.reader_minilm.parquet"]
     assert reader_outputs(readers, files) == files
-    assert reader_outputs([{"name": "extractive"}], ["a/bm25.parquet"]) == ["a/bm25.parquet"]
+    extractive = [{"name": "extractive", "kind": "extractive"}]
+    assert reader_outputs(extractive, ["a/bm25.parquet"]) == ["a/bm25.parquet"]
     with pytest.raises(ValueError, match="must end in .reader.parquet"):
         reader_outputs(readers, files[::-1])
     with pytest.raises(ValueError, match="2 readers"):

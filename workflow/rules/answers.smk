@@ -149,6 +149,7 @@ rule answer_tables:
         "../envs/rag.yaml"
     params:
         reader=answers_section("reader"),
+        cross_validated=cross_validated_readers(),
         holdouts=PLAN.holdouts,
         code=script_digest("answer_tables.py"),
     script:
