@@ -5,13 +5,7 @@ import json
 import pandas as pd
 
 from rag.answering.answers import evidence_chunks
-from rag.answering.llm_answers import (
-    CLOSED_BOOK,
-    Setting,
-    answer_records,
-    answers_frame,
-    complete_with_cache,
-)
+from rag.answering.llm_answers import CLOSED_BOOK, Setting, answer_records, answers_frame, complete_with_cache
 from rag.chunk_tables import chunks_from_frame
 from rag.corpus.document_tables import documents_from_frame
 from rag.formats.files import read_yaml
@@ -26,7 +20,6 @@ log = start_log(snakemake.log.job)
 keys = ("corpus", "questions", "generator", "chunker", "retriever")
 names = {key: snakemake.wildcards[key] for key in keys}
 entry = json.loads(snakemake.params.generator)
-# The kind's generate behaviour (rag.kinds), as the retrievers' jobs resolve search.
 generator = behaviour(entry["kind"], "generate")(names["generator"], entry)
 setting = Setting(**names, k=int(snakemake.params.k))
 questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
