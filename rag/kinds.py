@@ -410,6 +410,14 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
         rule="llm_answer",
         generate="rag.answering.llm_answers:generator_from_entry",
     ),
+    # A lower bound: the top chunk's first sentence, whatever the question (rag.answering.first_sentence).
+    Kind(
+        "first_sentence",
+        "offline",
+        {},
+        rule="read_answers",
+        read="rag.answering.first_sentence:best_sentence",
+    ),
 )
 
 # Keys every generator entry may carry besides its kind's parameters.
