@@ -806,7 +806,6 @@ def settings_from_config(
     from rag.answering.tokens import get_token_counter
 
     similarity, embedder = None, None
-    name = reader["name"]
     kind = GENERATOR_KINDS[reader["kind"]]
     if reader.get("similarity") == "minilm":
         from rag.answering.reader import CachedSentenceEmbedder

@@ -202,36 +202,13 @@ def questions_file(wildcards):
     return questions_path(wildcards.corpus)
 
 
-def fusion_inputs(wildcards):
-    """The components' rankings, read at the corpus's component depth (rag.config.Plan.component_ranking)."""
-    return [
-        PLAN.component_ranking(wildcards.corpus, wildcards.chunker, component)
-        for component in RETRIEVERS[wildcards.retriever]["components"]
-    ]
-
-
-def learned_labels(wildcards):
-    """What a learned fusion chooses on: the chunk set's qrels, or the corpus's document qrels."""
-    if LEVELS[wildcards.corpus] == "document":
-        return DOCUMENT_QRELS.format(corpus=wildcards.corpus)
-    return QRELS.format(corpus=wildcards.corpus, chunker=wildcards.chunker)
-
-
-def funnel_rerank_params(wildcards):
-    return canonical_json(PLAN.rerank_entries(wildcards.retriever))
-
-
-def funnel_rerank_indexes(wildcards):
-    """The fitted indexes of the plain retrievers a funnel reranks with."""
-    return [
-        INDEX.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=name)
-        for name in PLAN.rerank_entries(wildcards.retriever)
-        if name in BASE_RETRIEVERS
-    ]
-
-
-def filtered_ranking(corpus, chunker, filter_name, retriever):
-    return FILTERED.format(corpus=corpus, chunker=chunker, filter_name=filter_name, retriever=retriever)
+def grounding_inputs(wildcards):
+    """The parsed corpus (memory), the chunk set and the ranking the grounding cases read."""
+    if GROUNDING is None:
+        raise ConfigError("config['grounding']: these results need a grounding section in config.yaml")
+    names = {key: GROUNDING[key] for key in ("corpus", "chunker", "retriever")}
+    templates = {"parsed": PARSED, "chunks": CHUNKS, "ranking": RANKING}
+    return {role: template.format(**names) for role, template in templates.items()}
 
 
 # Language-model replies by request digest (rag/models/response_cache.py),

@@ -7,15 +7,6 @@
 # Scheduled only when config.yaml has a grounding section; one job runs every case.
 
 
-def grounding_inputs(wildcards):
-    """The parsed corpus (memory), the chunk set and the ranking the grounding cases read."""
-    if GROUNDING is None:
-        raise ConfigError("config['grounding']: these results need a grounding section in config.yaml")
-    names = {key: GROUNDING[key] for key in ("corpus", "chunker", "retriever")}
-    templates = {"parsed": PARSED, "chunks": CHUNKS, "ranking": RANKING}
-    return {role: template.format(**names) for role, template in templates.items()}
-
-
 rule grounding:
     input:
         unpack(grounding_inputs),

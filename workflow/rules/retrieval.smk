@@ -5,19 +5,6 @@
 # set, so it is requested in proportion to the input's size.
 
 
-def ivf_base(wildcards):
-    return RETRIEVERS[wildcards.retriever]["base"]
-
-
-def ivf_base_index(wildcards):
-    """The saved index of an ivf entry's base: its embeddings are reused, not refitted."""
-    return INDEX.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=ivf_base(wildcards))
-
-
-def ivf_base_params(wildcards):
-    return canonical_json(RETRIEVERS[ivf_base(wildcards)])
-
-
 rule rank:
     input:
         chunks=CHUNKS,
