@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from rag.answering.answer_metrics import OFFLINE, aggregates, metric, metrics
 from rag.answering.extractive import ABSTENTION_TEXT, DEFAULT_COVERAGE_THRESHOLD, BestSentence, cite
 from rag.answering.prompts import Prompt, PromptBudgetError, build_prompt
 from rag.answering.reader import Similarity
@@ -33,7 +34,6 @@ from rag.answering.tokens import TokenCounter, count_word_and_punctuation
 from rag.answering.verification import check_answer, check_responsive
 from rag.chunking import Chunk
 from rag.corpus.documents import Document
-from rag.evaluation.statistics import bootstrap_interval
 from rag.kinds import GENERATOR_KINDS, behaviour
 from rag.labels import Judgement, Question, SpanLocation, judge_chunks, locate_spans
 from rag.text import analyze
@@ -472,14 +472,32 @@ def _mean(values: pd.Series) -> float:
     return float(values.mean()) if len(values) else math.nan
 
 
-def _share_with_interval(name: str, outcomes: pd.Series) -> dict[str, float]:
-    values = outcomes.astype(bool).to_numpy()
-    low, high = bootstrap_interval(values)
-    return {
-        name: float(values.mean()) if values.size else math.nan,
-        f"{name}_low": low,
-        f"{name}_high": high,
-    }
+# The offline summary's published column of a registry metric (rag.answering.answer_metrics).
+OFFLINE_COLUMNS = {"responsive": "responsive_rate"}
+# The registry's metrics the offline summary places among its own columns; any other follows them.
+OFFLINE_PLACED = ("correct", "wrong", "abstained", "responsive")
+
+
+def offline_verdicts(frame: pd.DataFrame, correct_column: str, faithful_column: str) -> pd.DataFrame:
+    """The answers in the registry's verdict columns (:data:`rag.answering.answer_metrics.VERDICT_COLUMNS`).
+
+    Every offline answer is judged (an answer to an unanswerable question is
+    wrong); ``correct_column`` holds the verdict and ``faithful_column`` the
+    citation check. Whether a correct quote came from memory is not known
+    offline; ``answer`` is there when the frame has the answers' text.
+    """
+    return pd.DataFrame(
+        {
+            "answerable": frame["answerable"].astype(bool),
+            "answered": frame["answered"].astype(bool),
+            "judged": True,
+            "correct": frame[correct_column].astype(bool),
+            "faithful": frame[faithful_column],
+            "responsive": frame["responsive"],
+            "from_memory": pd.NA,
+        },
+        index=frame.index,
+    ).assign(**({"answer": frame["answer"]} if "answer" in frame else {}))
 
 
 def group_outcomes(
@@ -529,24 +547,24 @@ def group_outcomes(
                 "evidence_in_prompt": int((answerable & (pieces_in > 0)).sum()),
                 "all_evidence_in_prompt": int((answerable & (pieces_in == members["evidence_pieces"])).sum()),
             }
-        row |= {
-            **_share_with_interval("correct_share", correct),
-            **_share_with_interval("wrong_share", wrong),
-            **_share_with_interval("abstained_share", ~answered),
-            faithful_column: int(members[faithful_column].fillna(False).astype(bool).sum()),
-        }
+        verdicts = offline_verdicts(members, correct_column, faithful_column)
+        row |= aggregates(verdicts, [metric(name) for name in ("correct", "wrong", "abstained")])
+        row[faithful_column] = int(members[faithful_column].fillna(False).astype(bool).sum())
         if prompts:
             row["citation_pass_rate"] = (
                 float(members.loc[answered, faithful_column].astype(bool).mean())
                 if answered.any()
                 else math.nan
             )
-        row |= {"responsive": int(responsive.sum()), **_share_with_interval("responsive_rate", responsive)}
+        row["responsive"] = int(responsive.sum())
+        row |= aggregates(verdicts, [metric("responsive")], OFFLINE_COLUMNS)
         if prompts:
             row |= {
                 "mean_prompt_tokens": _mean(members["prompt_tokens"].astype("float64")),
                 "mean_prompt_tokens_cl100k": _mean(members["prompt_tokens_cl100k"].astype("float64")),
             }
+        later = [entry for entry in metrics(OFFLINE) if entry.name not in OFFLINE_PLACED]
+        row |= aggregates(verdicts, later, OFFLINE_COLUMNS)
         rows.append(row)
     return rows
 
