@@ -233,6 +233,7 @@ def test_summary_counts_wrong_answers_and_the_responsive_rate():
             "evidence_pieces": [1, 1, 1, 0],
             "citation_passed": pd.array([True, True, None, True], dtype="boolean"),
             "responsive": pd.array([True, False, None, True], dtype="boolean"),
+            "answer": ["Titan [1].", "Rhea [1].", "The sources are insufficient.", "Mimas [2]."],
             "prompt_tokens": [10, 10, 10, 10],
             "prompt_tokens_cl100k": pd.array([None] * 4, dtype="Int64"),
         }
