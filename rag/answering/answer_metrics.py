@@ -32,6 +32,7 @@ verdict column of their own.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -110,6 +111,16 @@ def _of_answers(column: str) -> AnswerFunction:
     return lambda verdicts: _flag(verdicts, column).where(verdicts["answered"].astype(bool))
 
 
+# A citation marker such as " [1]" or "[2, 3]", which is not a word of the answer.
+_CITATION = re.compile(r"\s*\[[\d,\s]+\]")
+
+
+def _answer_words(verdicts: pd.DataFrame) -> pd.Series:
+    """The words of each answer given, its citation markers left out (NaN for an abstention)."""
+    words = verdicts["answer"].map(lambda text: float(len(_CITATION.sub("", str(text)).split())))
+    return words.where(verdicts["answered"].astype(bool))
+
+
 def _from_memory(verdicts: pd.DataFrame) -> pd.Series:
     return _flag(verdicts, "from_memory").where(verdicts["correct"].fillna(False).astype(bool))
 
@@ -129,6 +140,9 @@ REGISTRY: list[AnswerMetric] = [
     AnswerMetric(
         "correct_from_memory", "from memory", _from_memory, higher_is_better=False, tested=True, tables=(LLM,)
     ),
+    # What a user reads: the spec asks for one short sentence, so fewer words (at the same
+    # correct share) are better; a mean over the answers given, not a share.
+    AnswerMetric("answer_words", "words", _answer_words, higher_is_better=False, column="answer_words"),
 ]
 
 

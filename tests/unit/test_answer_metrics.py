@@ -136,3 +136,19 @@ def test_without_the_added_metric_the_tables_keep_their_published_columns():
     assert list(offline.columns).index("citation_passed") > list(offline.columns).index(
         "abstained_share_high"
     )
+
+
+def test_answer_words_count_the_words_of_each_answer_given_without_its_citations():
+    verdicts = pd.DataFrame(
+        {
+            "answered": [True, True, False],
+            "answer": ["Titan is cold [1].", "Rhea [2, 3] and Dione [4].", "The sources are insufficient."],
+        }
+    )
+    values = metric("answer_words").value(verdicts)
+    assert values.iloc[:2].tolist() == [3.0, 3.0] and math.isnan(values.iloc[2])
+    offline = summarize_answers(offline_answers(), KEYS).set_index("group")
+    # Independently: the three answers given, by hand, "[n]" dropped: 3, 5 and 1 words.
+    assert offline.loc["all", "answer_words"] == pytest.approx((3 + 5 + 1) / 3)
+    assert offline.loc["all", "answer_words_low"] <= offline.loc["all", "answer_words"]
+    assert summarize_llm_answers(llm_answers()).set_index("chunker").loc["x", "answer_words"] == 7.0
