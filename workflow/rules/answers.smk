@@ -246,7 +246,7 @@ rule route:
         corpora=SPAN_CORPORA,
         routing=answers_section("summaries", "chunker", "retriever"),
         retriever=lambda wildcards: canonical_json(RETRIEVERS[ANSWERS["summaries"]["retriever"]]),
-        depth=config["evaluation"]["depth"],
+        depths=[PLAN.ranking_depth(corpus) for corpus in SPAN_CORPORA],
         ks=sorted(config["evaluation"]["ks"]),
         code=script_digest("route.py"),
     script:

@@ -104,7 +104,7 @@ rule plot_retrieval:
         "../envs/rag.yaml"
     params:
         figures=canonical_json(FIGURES),
-        depth=config["evaluation"]["depth"],
+        depth=lambda wildcards: PLAN.ranking_depth(FIGURES["corpus"]),
         baseline=PLAN.baseline,
         code=script_digest("plot_retrieval.py"),
     script:
