@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -101,11 +100,6 @@ def schema_errors(config: Mapping, schema: Mapping, fill_defaults: bool = False)
 
 # Kind -> parameter -> default (None for required), read from the table of kinds.
 CHUNKER_PARAMETERS: dict[str, dict[str, object]] = kind_defaults(CHUNKER_KINDS)
-
-
-def canonical_json(value: object) -> str:
-    """A byte-stable rendering: keys sorted, no whitespace variation."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 # --------------------------------------------------------------------------

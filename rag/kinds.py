@@ -423,6 +423,10 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
 # Keys every generator entry may carry besides its kind's parameters.
 COMMON_GENERATOR_KEYS = ("kind", "optional")
 
+# The chunker and retriever names of a closed-book answer: the question alone, no
+# sources. Reserved, so no chunker or retriever may take the name.
+CLOSED_BOOK = "none"
+
 
 @dataclass(frozen=True)
 class AskSetup:

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 
 from rag.kinds import (
     BUNDLED_ENDPOINT,
+    CLOSED_BOOK,
     COMMON_GENERATOR_KEYS,
     EXTRACTIVE_THRESHOLD,
     GENERATOR_KINDS,
@@ -49,11 +50,6 @@ DEFAULT_ABSTENTION_THRESHOLDS: tuple[float, ...] = tuple(round(step * 0.05, 2) f
 
 
 DEFAULT_CONTEXT_WINDOW = 128_000
-
-
-# The retrieval setting of a closed-book answer: the question alone, no sources.
-# Reserved, so no chunker or retriever may take the name.
-CLOSED_BOOK = "none"
 
 
 # The generators of a configuration without a generators section: the spec's

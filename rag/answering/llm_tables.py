@@ -42,8 +42,8 @@ from rag.answering.correctness import (
     judge_answer,
 )
 from rag.evaluation.statistics import bootstrap_interval
+from rag.kinds import CLOSED_BOOK
 
-CLOSED_BOOK = "none"
 # One answer file's setup; the columns every row of every table starts with.
 SETUP_KEYS: list[str] = ["corpus", "questions", "generator", "chunker", "retriever", "k"]
 # The columns the answer files hold (written by the llm generator's rule).

@@ -24,7 +24,8 @@ for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
 
 from rag import code_digest, job_errors
 from rag.escaping import visible
-from rag.config import BEIR_DEFAULTS, ConfigError, build_plan, canonical_json
+from rag.config import BEIR_DEFAULTS, ConfigError, build_plan
+from rag.models.response_cache import canonical_json  # the one byte-stable JSON of the project
 from rag.corpus.folders import FOLDER_SOURCES
 from rag.corpus.beir_files import beir_files
 from rag.formats.files import read_yaml
