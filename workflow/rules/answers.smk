@@ -362,7 +362,7 @@ rule llm_answer:
 
 rule llm_answers_table:
     input:
-        PLAN.llm_answer_files(),
+        [LLM_ANSWER.format(**names) for names in PLAN.llm_answer_settings()],
     output:
         f"{RESULTS}/llm_answers.csv",
     log:

@@ -43,11 +43,11 @@ def question_set_entries(wildcards):
 def llm_answer_files():
     """The llm generators' answer files: the development questions of every corpus, and each
     held-out file of the held-out corpus, answered with the same settings."""
-    files = PLAN.llm_answer_files()
+    files = [LLM_ANSWER.format(**names) for names in PLAN.llm_answer_settings()]
     heldout = ANSWERS["heldout"] if ANSWERS is not None else None
     for questions in heldout_question_sets():
-        prefix = LLM_ANSWER.split("{questions}")[0].format(corpus=heldout["corpus"])
-        files += [path for path in PLAN.llm_answer_files(questions) if path.startswith(prefix)]
+        settings = PLAN.llm_answer_settings(questions)
+        files += [LLM_ANSWER.format(**names) for names in settings if names["corpus"] == heldout["corpus"]]
     return files
 
 

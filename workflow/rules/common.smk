@@ -80,9 +80,10 @@ EMBEDDING_CACHE = "cache/embeddings"
 # Outside the DAG too; deleting it costs only time.
 PIECES = "work/pieces"
 # Every metric of every question of one results folder, chunk-level and
-# document-level (BEIR) apart; each results folder keeps its own (Plan.evaluation_folder).
-QUESTION_VALUES = f"{PLAN.evaluation_folder}/question_values.parquet"
-DOCUMENT_QUESTION_VALUES = f"{PLAN.evaluation_folder}/document_question_values.parquet"
+# document-level (BEIR) apart; each results folder keeps its own (Plan.evaluation_name).
+EVALUATION_FOLDER = f"work/evaluation/{PLAN.evaluation_name}"
+QUESTION_VALUES = f"{EVALUATION_FOLDER}/question_values.parquet"
+DOCUMENT_QUESTION_VALUES = f"{EVALUATION_FOLDER}/document_question_values.parquet"
 # Corpus keys that only steer evaluation: changing them must not re-parse.
 EVALUATION_KEYS = ("level", "depth", "component_depth", "holdout")
 
@@ -120,6 +121,8 @@ RANKING = "work/rankings/{corpus}/{chunker}/{retriever}.parquet"
 FILTERED = "work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet"
 # A ranking ranked deeper for fusion, and its index (rag.config.Plan.component_ranking).
 COMPONENT_RANKING = "work/component_rankings/{corpus}/{chunker}/{retriever}.parquet"
+# The weights a learned fusion chose per fold (rule fuse_learned).
+LEARNED_WEIGHTS = "work/learned/{corpus}/{chunker}/{retriever}.csv"
 COMPONENT_INDEX = "work/component_indexes/{corpus}/{chunker}/{retriever}.npz"
 # A BEIR corpus's questions and document qrels; a chunk set's evidence cuts.
 QUESTIONS = "work/questions/{corpus}.parquet"
@@ -135,7 +138,7 @@ PROMPT_VECTORS = "work/prompt_vectors/{corpus}/{chunker}.npz"
 # The same for the texts of the held-out check (rule ask_vectors).
 ASK_VECTORS = "work/ask_vectors.npz"
 SUMMARY_ANSWER_STEM = "work/answers/{corpus}/lead_summaries"
-# A language model's answers (rag.config.Plan.llm_answer_files).
+# A language model's answers (rag.config.Plan.llm_answer_settings).
 LLM_ANSWER = "work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet"
 
 

@@ -7,7 +7,9 @@
 BASELINE = PLAN.baseline
 # Per-question values of every corpus, chunk-level and document-level (BEIR)
 # alike, so each gets intervals, significance, the summary and its section.
-ALL_QUESTION_VALUES = PLAN.question_value_files()
+ALL_QUESTION_VALUES = [QUESTION_VALUES] * bool(PLAN.chunk_level_corpora) + [DOCUMENT_QUESTION_VALUES] * bool(
+    PLAN.document_level_corpora
+)
 
 
 rule significance:

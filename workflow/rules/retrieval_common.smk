@@ -17,9 +17,11 @@ def ivf_base_params(wildcards):
 
 
 def fusion_inputs(wildcards):
-    """The components' rankings, read at the corpus's component depth (rag.config.Plan.component_ranking)."""
+    """The components' rankings, read at the corpus's component depth (rag.config.Plan.reads_deeper)."""
     return [
-        PLAN.component_ranking(wildcards.corpus, wildcards.chunker, component)
+        (COMPONENT_RANKING if PLAN.reads_deeper(wildcards.corpus, component) else RANKING).format(
+            corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=component
+        )
         for component in RETRIEVERS[wildcards.retriever]["components"]
     ]
 
