@@ -355,6 +355,8 @@ LLM_CLOSED_BOOK_USER = "Question: {question}"
 # base_url of the model that ships with the llm extra, served on 127.0.0.1 by
 # rag.models.local_server while a job needs it.
 BUNDLED_ENDPOINT = "bundled"
+# The longest answer of an llm generator, in tokens (and of any request sampled without one).
+LLM_MAX_TOKENS = 128
 
 # The share of the question's idf weight the extractive generator's sentence
 # must cover, else it abstains (rag.answering.extractive): the default of the
@@ -397,7 +399,7 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
             "base_url": Parameter("string", BUNDLED_ENDPOINT),
             "model": Parameter("string", "SmolLM2-135M-Instruct"),
             "temperature": Parameter("number", 0.0, minimum=0, maximum=2),
-            "max_tokens": Parameter("integer", 128, minimum=1, maximum=32_768),
+            "max_tokens": Parameter("integer", LLM_MAX_TOKENS, minimum=1, maximum=32_768),
             "seed": Parameter("integer", 0, minimum=0, maximum=2**32 - 1),
             "system": Parameter("string", LLM_SYSTEM),
             "user": Parameter("string", LLM_USER),

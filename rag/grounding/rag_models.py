@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag.grounding.trigram import (
+    COMPLETION_TOKENS,
     SOURCE_DISCOUNT,
     SOURCE_WEIGHT,
     Completion,
@@ -306,7 +307,7 @@ def grounding_comparison(
     temperature: float = 1.0,
     source_weight: float = SOURCE_WEIGHT,
     source_discount: float = SOURCE_DISCOUNT,
-    max_tokens: int = 30,
+    max_tokens: int = COMPLETION_TOKENS,
 ) -> GroundingComparison:
     """Score a true and a remembered-but-wrong answer from memory and from the retrieved chunks.
 
