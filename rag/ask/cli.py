@@ -68,8 +68,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag.ask.setups import ASK_OPTIONS, ASK_SETUPS
 from rag.escaping import visible
-from rag.kinds import ASK_OPTIONS, ASK_SETUPS, EXTRACTIVE_THRESHOLD
+from rag.kinds import EXTRACTIVE_THRESHOLD
 
 if TYPE_CHECKING:
     from rag.answering.verification import ClaimCheck
@@ -90,7 +91,7 @@ GENERATORS = ("reader", "extractive", "hosted", "llm")
 BUNDLED_GENERATOR_NAMES = ("llm", "smollm2")
 LLM_CACHE_FOLDER = "llm"
 RETRIEVERS = ("auto", "bm25_minilm", "bm25_lsa_ivf")
-# The model of the bm25_minilm setup's dense entry (rag.kinds.ASK_SETUPS).
+# The model of the bm25_minilm setup's dense entry (rag.ask.setups.ASK_SETUPS).
 DENSE_MODEL = ASK_SETUPS["bm25_minilm"].retrievers[ASK_SETUPS["bm25_minilm"].dense]["model"]
 
 # rag ask's whole-number options, read from the spec setup's entries in the
