@@ -225,7 +225,7 @@ def best_sentence(
     return behaviour(settings.reader, "read")(prompt, idf, settings.similarity)
 
 
-def answer_question(
+def answer_and_judge(
     question: Question,
     ranked_chunks: Sequence[Chunk],
     idf: Mapping[str, float],
@@ -270,7 +270,7 @@ def answer_question_by_readers(
     documents: Sequence[str] = (),
     count_cl100k: TokenCounter | None = None,
 ) -> list[AnswerRecord]:
-    """:func:`answer_question` for several readers of one prompt, one record per reader.
+    """:func:`answer_and_judge` for several readers of one prompt, one record per reader.
 
     The readers differ only in how they read (reader, similarity, threshold):
     the prompt, its token counts and the evidence it holds are computed once,
@@ -445,7 +445,7 @@ ANSWER_COLUMNS: list[str] = [field.name for field in dataclasses.fields(AnswerRe
 ANSWER_COLUMNS.insert(ANSWER_COLUMNS.index("answered") + 1, "abstained")
 
 
-def answers_frame(records: Sequence[AnswerRecord], **keys: str) -> pd.DataFrame:
+def reader_answers_frame(records: Sequence[AnswerRecord], **keys: str) -> pd.DataFrame:
     """Records as a table, led by constant ``keys`` columns (corpus, chunker, retriever)."""
     rows = []
     for record in records:
@@ -761,7 +761,7 @@ def apply_thresholds(frame: pd.DataFrame, thresholds: pd.Series) -> pd.DataFrame
 ABSTENTION_GROUPS: tuple[str, ...] = (ANSWERABLE, SINGLE_DOCUMENT, MULTI_DOCUMENT, UNANSWERABLE)
 
 
-def abstention_tradeoff(
+def abstention_tradeoff_table(
     frame: pd.DataFrame, thresholds: Sequence[float], keys: Sequence[str]
 ) -> pd.DataFrame:
     """What each threshold answers, gets right and refuses, per ``keys`` and question group.
@@ -877,7 +877,7 @@ def reader_frames(
         count_cl100k,
     )
     return [
-        (answers_frame(records, **keys, reader=reader["name"]), embedder)
+        (reader_answers_frame(records, **keys, reader=reader["name"]), embedder)
         for reader, (_, embedder), records in zip(readers, configured, answered, strict=True)
     ]
 

@@ -465,12 +465,12 @@ def score(model: LanguageModel, context: str, continuation: str, end_of_sentence
 
 
 # --------------------------------------------------------------------------
-# Completion
+# SentenceCompletion
 # --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Completion:
+class SentenceCompletion:
     """A generated continuation of a prompt.
 
     ``log_likelihood`` and ``geometric_mean`` include the sentence end when
@@ -491,9 +491,9 @@ def _top_tokens(distribution: np.ndarray, count: int) -> np.ndarray:
     return order[:count]
 
 
-def complete(
+def complete_sentence(
     model: LanguageModel, prompt: str, max_tokens: int = COMPLETION_TOKENS, beam_width: int = 1
-) -> Completion:
+) -> SentenceCompletion:
     """Continue ``prompt`` until the sentence ends: greedy for ``beam_width`` 1, beam search otherwise.
 
     Beam search keeps the ``beam_width`` most likely prefixes among all
@@ -538,7 +538,7 @@ def complete(
     best_tokens, best_log_probability = max(pool, key=lambda hypothesis: hypothesis[1])
     is_finished = bool(finished)
     text_part = best_tokens[:-1] if is_finished else best_tokens
-    return Completion(
+    return SentenceCompletion(
         prompt=prompt,
         tokens=text_part,
         text=detokenize(text_part),

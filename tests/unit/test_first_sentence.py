@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rag.answering.answers import answer_question, reader_outputs, settings_from_config
+from rag.answering.answers import answer_and_judge, reader_outputs, settings_from_config
 from rag.answering.config_checks import GENERATION_DEFAULTS, canonical_answers, canonical_generators
 from rag.answering.first_sentence import best_sentence
 from rag.chunking import Chunk
@@ -37,7 +37,7 @@ def test_it_answers_with_the_top_chunks_first_sentence_and_cites_it_whatever_was
     _, settings = _settings()
     for text in ("What temperature did Pioneer 11 measure on Titan?", "Who wrote Hamlet?"):
         question = Question("q", text, "single_document", True, ())
-        record = answer_question(question, CHUNKS, IDF, settings)
+        record = answer_and_judge(question, CHUNKS, IDF, settings)
         assert record.answered and record.cited_source == 1
         # Independently: the text up to its first full stop, with [1] before the stop.
         assert record.answer == FIRST.split(". ")[0] + " [1]."
@@ -46,7 +46,7 @@ def test_it_answers_with_the_top_chunks_first_sentence_and_cites_it_whatever_was
 def test_a_prompt_without_a_sentence_is_an_abstention():
     _, settings = _settings()
     question = Question("q", "Who wrote Hamlet?", "unanswerable", False, ())
-    record = answer_question(question, [], IDF, settings)
+    record = answer_and_judge(question, [], IDF, settings)
     assert not record.answered and record.cited_source is None
 
 

@@ -11,14 +11,14 @@ import pytest
 from rag.answering.answers import (
     THRESHOLD_GRID,
     GenerationSettings,
-    answer_question,
+    answer_and_judge,
     answer_question_by_readers,
-    answers_frame,
     apply_thresholds,
     choose_threshold,
     cross_validated_thresholds,
     fold_of_questions,
     net_correct,
+    reader_answers_frame,
     reader_outputs,
     summarize_answers,
 )
@@ -41,20 +41,20 @@ IDF = {"surface": 1.0, "temperature": 1.5, "titan": 2.0, "largest": 1.0, "moon":
 def test_the_titan_answer_is_faithful_and_not_responsive():
     """The spec's pitfall: a quotation that repeats the question passes the citation check."""
     settings = GenerationSettings(k=1, threshold=0.5)
-    record = answer_question(TITAN_QUESTION, [TITAN], IDF, settings)
+    record = answer_and_judge(TITAN_QUESTION, [TITAN], IDF, settings)
     assert record.answered and record.answer.startswith("Pioneer 11 measured")
     assert record.faithful is True and record.citation_passed is True
     assert record.responsive is False
     assert record.expected_type == "temperature"
-    frame = answers_frame([record], corpus="c", chunker="x", retriever="r", reader="extractive")
+    frame = reader_answers_frame([record], corpus="c", chunker="x", retriever="r", reader="extractive")
     assert frame.loc[0, "faithful"] and not frame.loc[0, "responsive"]
 
 
 def test_the_reader_scores_the_titan_sentence_below_its_own_coverage():
     reader = GenerationSettings(k=1, threshold=-math.inf, reader="reader")
     spec = GenerationSettings(k=1, threshold=-math.inf)
-    read = answer_question(TITAN_QUESTION, [TITAN], IDF, reader)
-    quoted = answer_question(TITAN_QUESTION, [TITAN], IDF, spec)
+    read = answer_and_judge(TITAN_QUESTION, [TITAN], IDF, reader)
+    quoted = answer_and_judge(TITAN_QUESTION, [TITAN], IDF, spec)
     assert read.score < quoted.score  # the missing temperature costs the type penalty
     assert read.best_responsive is False
 
@@ -68,7 +68,7 @@ def test_readers_answered_together_match_each_answered_alone():
     ]
     together = answer_question_by_readers(TITAN_QUESTION, [TITAN], IDF, readers, count_cl100k=len)
     alone = [
-        answer_question(TITAN_QUESTION, [TITAN], IDF, settings, count_cl100k=len) for settings in readers
+        answer_and_judge(TITAN_QUESTION, [TITAN], IDF, settings, count_cl100k=len) for settings in readers
     ]
     assert together == alone
     assert together[0].answered and not together[2].answered

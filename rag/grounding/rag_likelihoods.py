@@ -32,9 +32,9 @@ from rag.grounding.trigram import (
     COMPLETION_TOKENS,
     SOURCE_DISCOUNT,
     SOURCE_WEIGHT,
-    Completion,
     LanguageModel,
-    complete,
+    SentenceCompletion,
+    complete_sentence,
     condition,
     score,
     token_probabilities,
@@ -261,8 +261,8 @@ class GroundingComparison:
     """
 
     prompt: str
-    memory_completion: Completion
-    sources_completion: Completion
+    memory_completion: SentenceCompletion
+    sources_completion: SentenceCompletion
     answers: tuple[AnswerLikelihood, ...]
     memory_log10_odds: float
     sources_log10_odds: float
@@ -339,8 +339,8 @@ def grounding_comparison(
 
     return GroundingComparison(
         prompt=prompt,
-        memory_completion=complete(memory, prompt, max_tokens=max_tokens),
-        sources_completion=complete(grounded, prompt, max_tokens=max_tokens),
+        memory_completion=complete_sentence(memory, prompt, max_tokens=max_tokens),
+        sources_completion=complete_sentence(grounded, prompt, max_tokens=max_tokens),
         answers=tuple(rows),
         memory_log10_odds=log10_odds("memory"),
         sources_log10_odds=log10_odds("sources"),
