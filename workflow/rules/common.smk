@@ -74,11 +74,11 @@ COHORTS = PLAN.cohorts
 # (see docs/embedder.md). It lies outside the DAG: a job reads it and adds to
 # it, so no rule could declare it as both input and output.
 EMBEDDING_CACHE = "cache/embeddings"
-# Per-ranking pieces of the whole-grid tables (metrics, intervals, tests, TREC
+# Per-ranking parts of the whole-grid tables (metrics, intervals, tests, TREC
 # runs), named by digests of what they are computed from: a whole-grid job
-# computes only the pieces of new or changed rankings (rag.evaluation.pieces).
+# computes only the parts of new or changed rankings (rag.evaluation.table_parts).
 # Outside the DAG too; deleting it costs only time.
-PIECES = "work/pieces"
+TABLE_PARTS = "work/table_parts"
 # Every metric of every question of one results folder, chunk-level and
 # document-level (BEIR) apart; each results folder keeps its own (Plan.evaluation_name).
 EVALUATION_FOLDER = f"work/evaluation/{PLAN.evaluation_name}"

@@ -37,7 +37,7 @@ rule significance:
     params:
         baseline=BASELINE,
         holdouts=PLAN.holdouts,
-        pieces=PIECES,
+        parts=TABLE_PARTS,
         code=script_digest("significance.py"),
     script:
         "../scripts/significance.py"
@@ -130,7 +130,7 @@ rule trec_runs:
         grid=grid(CHUNK_LEVEL_CORPORA),
         pairs=corpus_chunker_pairs(CHUNK_LEVEL_CORPORA),
         corpora=CHUNK_LEVEL_CORPORA,
-        pieces=PIECES,
+        parts=TABLE_PARTS,
         code=script_digest("trec_runs.py"),
     script:
         "../scripts/trec_runs.py"
