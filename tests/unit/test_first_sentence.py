@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rag.answering.answers import answer_and_judge, reader_outputs, settings_from_config
 from rag.answering.config_checks import GENERATION_DEFAULTS, canonical_answers, canonical_generators
 from rag.answering.first_sentence import best_sentence
+from rag.answering.prompts import build_prompt
+from rag.answering.tokens import count_word_and_punctuation
 from rag.chunking import Chunk
 from rag.kinds import GENERATOR_KINDS, ConfigError, behaviour
 from rag.labels import Question
+from rag.text import split_sentences
 
 FIRST = "Titan is the largest moon of Saturn. It is wrapped in a thick haze."
 SECOND = "Pioneer 11 measured the temperature of Titan in 1979."
@@ -61,3 +66,34 @@ def test_its_rows_are_named_after_the_kind_and_its_threshold_is_never_chosen():
 def test_it_takes_no_parameters():
     with pytest.raises(ConfigError, match=r"config\['generators'\]\['first'\]\['k'\]: not a parameter"):
         canonical_generators({"generators": {"first": {"kind": "first_sentence", "k": 3}}})
+
+
+FUZZ = settings(max_examples=120, deadline=None, derandomize=True, database=None)
+TEXT = st.lists(
+    st.sampled_from(["Titan", "is", "cold.", "Dr.", "3.5", "km", "?", "!", " ", "\n", "é", "[1]"]),
+    max_size=30,
+)
+
+
+@FUZZ
+@given(
+    texts=st.lists(TEXT.map(" ".join), min_size=1, max_size=4),
+    entry=st.dictionaries(st.text(max_size=8), st.integers()),
+)
+def test_any_sources_give_the_first_sentence_of_the_first_source_with_one(texts, entry):
+    """Seeded: whatever the chunks hold, the answer is the first sentence split_sentences finds, or none."""
+    chunks = [Chunk(f"c{n}", "d", "D", "S", 0, len(text), text) for n, text in enumerate(texts)]
+    prompt = build_prompt("What is cold?", chunks, count_word_and_punctuation, None)
+    best = best_sentence(prompt, IDF)
+    firsts = [(n, chunk.text) for n, chunk in prompt.sources.items() if split_sentences(chunk.text)]
+    if not firsts:
+        assert best is None
+    else:
+        number, text = firsts[0]
+        start, end = split_sentences(text)[0]
+        assert (best.source_number, best.sentence) == (number, " ".join(text[start:end].split()))
+    # Any other keys in an entry are a config error naming the key, never a crash.
+    unknown = {key: value for key, value in entry.items() if key not in ("kind", "optional")}
+    if unknown:
+        with pytest.raises(ConfigError, match=r"not a parameter of kind 'first_sentence'"):
+            canonical_generators({"generators": {"g": {"kind": "first_sentence", **unknown}}})
