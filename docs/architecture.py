@@ -110,7 +110,9 @@ functions of the **`rag` package**, and writes the outputs through them
 `rag.jobs`, which only scripts import. The config plan
 (`rag.config.build_plan`, used by `workflow/rules/common.smk`) decides which
 outputs exist; the table of kinds (`rag.kinds`) decides which parameters each
-chunker and retriever takes and how it is dispatched.
+chunker, retriever and generator takes and how it is dispatched, and the
+metric registries (`rag.evaluation.metric_registry`,
+`rag.answering.answer_metrics`) which metrics every table shows.
 
 To follow a number back to code: find its file below, open the script, and
 read the `rag` functions named beside it. To see why a job re-ran: every rule
