@@ -70,7 +70,7 @@ from typing import TYPE_CHECKING
 
 from rag.ask.setups import ASK_OPTIONS, ASK_SETUPS
 from rag.escaping import visible
-from rag.kinds import EXTRACTIVE_THRESHOLD
+from rag.kinds import EXTRACTIVE_THRESHOLD, GENERATOR_KINDS
 
 if TYPE_CHECKING:
     from rag.answering.verification import ClaimCheck
@@ -85,7 +85,9 @@ BUNDLED_DOCUMENTS = Path("resources") / "solar_system" / "documents"
 # (rag.answering.reader.chosen_thresholds), found next to the package like the corpus.
 CROSS_VALIDATED_THRESHOLDS = Path("results") / "reader_thresholds.csv"
 DEFAULT_CACHE = Path(".rag-cache")
-GENERATORS = ("reader", "extractive", "hosted", "llm")
+# The offline generator kinds rag ask reads with (rag.ask.index.GENERATORS), then the models.
+OFFLINE_GENERATORS = ("reader", "extractive")
+GENERATORS = (*OFFLINE_GENERATORS, "hosted", "llm")
 # --generator llm (or smollm2) asks the bundled model; any other name is an llm
 # entry of the generators section of ./config.yaml (docs/llm.md).
 BUNDLED_GENERATOR_NAMES = ("llm", "smollm2")
@@ -98,9 +100,20 @@ DENSE_MODEL = ASK_SETUPS["bm25_minilm"].retrievers[ASK_SETUPS["bm25_minilm"].den
 # table of kinds (plain data: `rag ask --help` and usage errors must not pay
 # for numpy and scipy).
 DEFAULTS = ASK_OPTIONS
-# The abstention threshold of each offline generator (the reader's depends on
-# whether its MiniLM similarity is in the score); see rag.answering.reader.
-DEFAULT_THRESHOLDS = {"extractive": EXTRACTIVE_THRESHOLD, "reader": None}
+# The abstention threshold of each offline generator by its kind's threshold policy
+# (rag.kinds): the configured one, or None for one chosen by cross-validation (the
+# reader's depends on whether its MiniLM similarity is in the score; rag.answering.reader).
+DEFAULT_THRESHOLDS = {
+    name: EXTRACTIVE_THRESHOLD if GENERATOR_KINDS[name].threshold == "configured" else None
+    for name in OFFLINE_GENERATORS
+}
+
+
+def _configured_threshold(generator: str) -> bool:
+    """Whether an offline generator answers at the configured threshold (not a cross-validated one)."""
+    return DEFAULT_THRESHOLDS.get(generator) is not None
+
+
 # The whole-number options of ``rag ask``, each with its default in DEFAULTS.
 INTEGER_OPTIONS = {
     "max_words": "word limit of a sentence chunk",
@@ -623,7 +636,7 @@ def _llm_generator(name: str, cache: Path) -> Callable:
     """
     from rag.answering import llm_answers
     from rag.answering.config_checks import LLM_ROLE, generator_kinds_of, role_of
-    from rag.kinds import GENERATOR_KINDS, behaviour, defaults
+    from rag.kinds import behaviour, defaults
     from rag.models import local_server
     from rag.models.client import LlmError
     from rag.models.response_cache import ResponseCache
@@ -701,7 +714,7 @@ def ask(arguments: argparse.Namespace) -> int:
     generate = None
     if arguments.generator == "hosted":
         generate = _hosted_generator()
-    elif arguments.generator not in ("reader", "extractive"):
+    elif arguments.generator not in OFFLINE_GENERATORS:
         generate = _llm_generator(arguments.generator, arguments.cache)
     folder = arguments.documents if arguments.documents is not None else bundled_documents()
     retriever = _retriever(arguments.retriever)
@@ -724,14 +737,14 @@ def ask(arguments: argparse.Namespace) -> int:
     similarity = embedder.similarity if use_similarity else None
     threshold = arguments.threshold
     if threshold is None:
-        if arguments.generator == "extractive":
-            threshold = DEFAULT_THRESHOLDS["extractive"]
+        if _configured_threshold(arguments.generator):
+            threshold = EXTRACTIVE_THRESHOLD
         else:
             threshold = reader_threshold(use_similarity)
     index, index_lines = load_or_build_index(folder, arguments.cache, options, embed)
     if (
         arguments.threshold is None
-        and arguments.generator != "extractive"
+        and not _configured_threshold(arguments.generator)
         and arguments.documents is not None
     ):
         index_lines.append(_threshold_provenance(threshold))
@@ -743,7 +756,7 @@ def ask(arguments: argparse.Namespace) -> int:
             threshold=threshold,
             budget=arguments.budget,
             generate=generate,
-            reader="extractive" if arguments.generator == "extractive" else "reader",
+            reader=arguments.generator if arguments.generator in OFFLINE_GENERATORS else "reader",
             embed=embed,
             similarity=similarity,
             access=arguments.access,
