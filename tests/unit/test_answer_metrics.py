@@ -6,6 +6,8 @@ import math
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rag.answering import answer_metrics
 from rag.answering.answer_metrics import AnswerMetric, metric, names
@@ -152,3 +154,29 @@ def test_answer_words_count_the_words_of_each_answer_given_without_its_citations
     assert offline.loc["all", "answer_words"] == pytest.approx((3 + 5 + 1) / 3)
     assert offline.loc["all", "answer_words_low"] <= offline.loc["all", "answer_words"]
     assert summarize_llm_answers(llm_answers()).set_index("chunker").loc["x", "answer_words"] == 7.0
+
+
+FUZZ = settings(max_examples=100, deadline=None, derandomize=True, database=None)
+FLAG = st.sampled_from([True, False, None])
+
+
+@FUZZ
+@given(rows=st.lists(st.tuples(st.booleans(), st.booleans(), st.booleans(), FLAG, FLAG, FLAG), max_size=25))
+def test_every_share_is_a_mean_over_the_answers_it_applies_to(rows):
+    """Seeded: any verdicts give means over the answers a metric applies to, shares and their
+    intervals in [0, 1], and NaN exactly when it applies to none."""
+    verdicts = pd.DataFrame(
+        rows, columns=["answerable", "answered", "judged", "correct", "faithful", "responsive"]
+    ).assign(from_memory=None, answer="Titan [1].")
+    for entry in answer_metrics.REGISTRY:
+        values = entry.value(verdicts)
+        assert len(values) == len(verdicts)
+        row = answer_metrics.aggregate_with_interval(entry, verdicts)
+        point, low, high = (row[f"{entry.share_column}{suffix}"] for suffix in ("", "_low", "_high"))
+        applies = values.dropna()
+        if applies.empty:
+            assert math.isnan(point) and math.isnan(low)
+            continue
+        assert point == pytest.approx(float(applies.mean()))
+        if entry.name != "answer_words":
+            assert 0.0 <= point <= 1.0 and 0.0 <= low <= high <= 1.0
