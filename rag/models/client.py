@@ -357,14 +357,14 @@ def post_json(
             break
         wait = retries.wait(attempt, retry_after)
         left = deadline - clock()
-        if retry_after is not None and retry_after >= left:
-            failure += (
-                f"; the server asks to retry after {retry_after:g} s, past the deadline of "
-                f"{endpoint.timeout_seconds:g} s"
-            )
-            break
         if wait + 0.5 >= left:
-            failure += f"; no time left for a retry within the deadline of {endpoint.timeout_seconds:g} s"
+            if retry_after is not None and retry_after >= wait:
+                failure += (
+                    f"; the server asks to retry after {retry_after:g} s, past the deadline of "
+                    f"{endpoint.timeout_seconds:g} s"
+                )
+            else:
+                failure += f"; no time left for a retry within the deadline of {endpoint.timeout_seconds:g} s"
             break
         logger.warning(
             "%s; retry %d of %d in %.1f s", escape_controls(failure), attempt, retries.max_retries, wait
