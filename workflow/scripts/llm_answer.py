@@ -1,6 +1,7 @@
 """Answer every question with one language model, closed book or from the top k chunks of one ranking."""
 
 import json
+import os
 
 import pandas as pd
 
@@ -19,10 +20,13 @@ from rag.formats.files import read_yaml
 from rag.formats.tables import provenance, write_parquet
 from rag.jobs import finish_job, start_log
 from rag.labels import judge_chunks, locate_spans, parse_questions
+from rag.models.local_server import THREADS_VARIABLE
 from rag.models.response_cache import ResponseCache
 from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
 log = start_log(snakemake.log.job)
+# A bundled server started by this job computes with the rule's threads (rag.models.local_server).
+os.environ[THREADS_VARIABLE] = str(snakemake.threads)
 keys = ("corpus", "questions", "generator", "chunker", "retriever")
 names = {key: snakemake.wildcards[key] for key in keys}
 entry = json.loads(snakemake.params.generator)
