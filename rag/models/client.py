@@ -323,11 +323,16 @@ def post_json(
     path: str,
     body: dict,
     environment: Mapping[str, str] = os.environ,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
-    retries: RetryPolicy = DEFAULT_RETRIES,
+    retries: RetryPolicy | None = None,
 ) -> _Reply:
-    """POST ``body`` to ``base_url + path`` with retries, all within ``endpoint.timeout_seconds``."""
+    """POST ``body`` to ``base_url + path`` with retries, all within ``endpoint.timeout_seconds``.
+
+    ``retries`` defaults to :data:`DEFAULT_RETRIES` and ``sleep`` to :func:`time.sleep`, read when called.
+    """
+    retries = retries or DEFAULT_RETRIES
+    sleep = sleep or time.sleep
     key = read_key(endpoint, environment)
     if key is None:
         key = _served_key(endpoint.base_url)
@@ -526,9 +531,9 @@ def chat(
     sampling: Sampling,
     cache: ResponseCache | None,
     environment: Mapping[str, str] = os.environ,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
     response_format: dict | None = None,
-    retries: RetryPolicy = DEFAULT_RETRIES,
+    retries: RetryPolicy | None = None,
 ) -> Completion:
     """The model's reply to ``messages``, from the cache when it holds exactly this request.
 
