@@ -154,6 +154,11 @@ def server_threads(environment: dict | None = None) -> int:
     return int(text)
 
 
+def follow_job_threads(threads: int) -> None:
+    """Let a bundled server this process starts compute with ``threads`` (a job's ``threads:``)."""
+    os.environ[THREADS_VARIABLE] = str(int(threads))
+
+
 def server_command(port: int, logprobs: bool = False, threads: int | None = None) -> list[str]:
     """``python -m llama_cpp.server`` with the bundled model and the deterministic flags."""
     threads = server_threads() if threads is None else threads

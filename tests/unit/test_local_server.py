@@ -252,7 +252,12 @@ def test_the_answer_rule_passes_its_threads_to_the_server():
     # The job sets RAG_LLM_THREADS from its rule's threads: before any server starts.
     for script in ("llm_answer.py", "grounding.py"):
         text = (PROJECT / "workflow" / "scripts" / script).read_text()
-        assert "THREADS_VARIABLE] = str(snakemake.threads)" in text, script
+        assert "\nfollow_job_threads(snakemake.threads)" in text, script
+    local_server.follow_job_threads(3)
+    try:
+        assert local_server.server_threads() == 3
+    finally:
+        os.environ.pop(local_server.THREADS_VARIABLE)
 
 
 # --------------------------------------------------------------------------

@@ -1,7 +1,6 @@
 """Answer every question with one language model, closed book or from the top k chunks of one ranking."""
 
 import json
-import os
 
 import pandas as pd
 
@@ -20,13 +19,12 @@ from rag.formats.files import read_yaml
 from rag.formats.tables import provenance, write_parquet
 from rag.jobs import finish_job, start_log
 from rag.labels import judge_chunks, locate_spans, parse_questions
-from rag.models.local_server import THREADS_VARIABLE
+from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
 from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
 log = start_log(snakemake.log.job)
-# A bundled server started by this job computes with the rule's threads (rag.models.local_server).
-os.environ[THREADS_VARIABLE] = str(snakemake.threads)
+follow_job_threads(snakemake.threads)  # a bundled server computes with the rule's threads
 keys = ("corpus", "questions", "generator", "chunker", "retriever")
 names = {key: snakemake.wildcards[key] for key in keys}
 entry = json.loads(snakemake.params.generator)
@@ -49,16 +47,10 @@ if setting.retriever != CLOSED_BOOK:
 cache = ResponseCache(snakemake.params.cache)
 complete = complete_with_cache(generator, cache, snakemake.log.server, log.info)
 frame = answers_frame(answer_records(questions, top_chunks, generator, complete, setting, evidence))
-cached = int(frame["cached"].sum())
+cached, *verdicts = (int(frame[name].sum()) for name in ("cached", "abstained", "faithful", "responsive"))
 log.info(
     "%s: %d answers (%d from the cache, %d asked), %d abstained, %d faithful, %d responsive",
-    "/".join(names.values()),
-    len(frame),
-    cached,
-    len(frame) - cached,
-    int(frame["abstained"].sum()),
-    int(frame["faithful"].sum()),
-    int(frame["responsive"].sum()),
+    *("/".join(names.values()), len(frame), cached, len(frame) - cached, *verdicts),
 )
 write_parquet(frame, snakemake.output[0], provenance(stage="llm_answer", generator=entry, k=setting.k))
 finish_job()
