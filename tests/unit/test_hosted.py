@@ -412,7 +412,7 @@ def test_plain_http_with_the_key_to_another_host_is_refused(base_url):
         HostedConfig(base_url, "m", SECRET)
 
 
-def test_the_default_deadline_is_the_pipeline_entries_timeout():
+def test_the_default_timeout_is_the_pipeline_entries():
     from rag.answering.config_checks import GENERATOR_PARAMETERS
 
     environment = {
