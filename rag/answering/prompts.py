@@ -84,8 +84,7 @@ _LABEL_OPENERS = "[\u3010\u3014\u27e6\u3016\u3018\u301a"
 # after NFKC (which already folds ［ and ﹇ into "["): square, lenticular, tortoise-shell,
 # white and corner brackets, half brackets and the ceiling and floor signs.
 BRACKET_LOOKALIKES = _LABEL_OPENERS + (
-    "\u2045\u2308\u230a\u23a1\u23a3\u2772\u27ec\u2983\u298b\u298d\u298f\u2997"
-    "\u2e22\u2e24\u300c\u300e\u301d"
+    "\u2045\u2308\u230a\u23a1\u23a3\u2772\u27ec\u2983\u298b\u298d\u298f\u2997\u2e22\u2e24\u300c\u300e\u301d"
 )
 # Categories a reader does not see as a character of their own: format (zero-width,
 # bidi controls), controls, and combining marks (which sit on the character before them).
