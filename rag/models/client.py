@@ -57,6 +57,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
 from rag import bounded_http
+from rag.kinds import LLM_MAX_TOKENS
 from rag.models.redaction import Redactor, escape_controls, shown_url
 from rag.models.response_cache import (
     MAX_TOKEN_COUNT,
@@ -260,8 +261,10 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class Sampling:
+    """How a reply is sampled; the defaults are an llm generator entry's (rag.kinds)."""
+
     temperature: float = 0.0
-    max_tokens: int = 128
+    max_tokens: int = LLM_MAX_TOKENS
     seed: int = 0
 
 

@@ -413,7 +413,8 @@ def test_help_lists_every_option_with_its_default(capsys):
 def test_rag_ask_and_the_library_read_one_table_of_defaults():
     """cli and question_answering take rag ask's setup and the extractive threshold from rag.kinds."""
     from rag.ask import index as qa
-    from rag.kinds import ASK_OPTIONS, ASK_SETUPS, EXTRACTIVE_THRESHOLD, SPEC_SETUP, ask_options
+    from rag.ask.setups import ASK_OPTIONS, ASK_SETUPS, SPEC_SETUP, ask_options
+    from rag.kinds import EXTRACTIVE_THRESHOLD
 
     assert ask_cli.DEFAULTS is ASK_OPTIONS
     assert ASK_OPTIONS == ask_options(ASK_SETUPS[SPEC_SETUP])

@@ -149,6 +149,7 @@ rule answer_tables:
         "../envs/rag.yaml"
     params:
         reader=answers_section("reader"),
+        cross_validated=cross_validated_readers(),
         holdouts=PLAN.holdouts,
         code=script_digest("answer_tables.py"),
     script:
@@ -245,7 +246,7 @@ rule route:
         corpora=SPAN_CORPORA,
         routing=answers_section("summaries", "chunker", "retriever"),
         retriever=lambda wildcards: canonical_json(RETRIEVERS[ANSWERS["summaries"]["retriever"]]),
-        depth=config["evaluation"]["depth"],
+        depths=[PLAN.ranking_depth(corpus) for corpus in SPAN_CORPORA],
         ks=sorted(config["evaluation"]["ks"]),
         code=script_digest("route.py"),
     script:
@@ -360,7 +361,7 @@ rule llm_answer:
 
 rule llm_answers_table:
     input:
-        PLAN.llm_answer_files(),
+        [LLM_ANSWER.format(**names) for names in PLAN.llm_answer_settings()],
     output:
         f"{RESULTS}/llm_answers.csv",
     log:
