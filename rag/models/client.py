@@ -334,8 +334,8 @@ def post_json(
 
     ``retries`` defaults to :data:`DEFAULT_RETRIES` and ``sleep`` to :func:`time.sleep`, read when called.
     """
-    retries = retries or DEFAULT_RETRIES
-    sleep = sleep or time.sleep
+    retries = DEFAULT_RETRIES if retries is None else retries
+    sleep = time.sleep if sleep is None else sleep
     key = read_key(endpoint, environment)
     if key is None:
         key = _served_key(endpoint.base_url)

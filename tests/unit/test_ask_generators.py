@@ -59,7 +59,7 @@ def test_a_local_entry_gets_the_plans_checks_in_one_line(tmp_path, monkeypatch, 
     "generators, words",
     [
         ({"mine": "llm"}, "not a mapping"),
-        ({"mine": {"kind": "reader"}}, "not of kind llm"),
+        ({"mine": {"kind": "reader"}}, "not a language model"),
         (["mine"], "not a mapping"),
     ],
 )

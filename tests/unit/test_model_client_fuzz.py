@@ -13,7 +13,6 @@ exception, no value that differs from what the server sent.
 from __future__ import annotations
 
 import json
-import logging
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -101,7 +100,6 @@ def test_fuzz_a_reply_is_used_exactly_as_sent_or_refused_in_one_line(stub, tmp_p
     folder = tmp_path_factory.mktemp("cache")
     endpoint = Endpoint(stub.url + "/v1", "m", timeout_seconds=10)
     sampling = Sampling(seed=seed)
-    logging.getLogger("rag.models.client").setLevel(logging.ERROR)
     try:
         answer = chat(endpoint, MESSAGES, sampling, ResponseCache(folder))
     except LlmError as error:
