@@ -68,6 +68,12 @@ def stand_in(port: int, logprobs: bool = False, threads: int | None = None) -> l
     return [sys.executable, "-c", STAND_IN, str(port)]
 
 
+@pytest.fixture(autouse=True)
+def short_grace(monkeypatch):
+    """The stand-in ignores SIGTERM: a short grace before SIGKILL keeps these tests quick."""
+    monkeypatch.setattr(local_server, "STOP_SECONDS", 0.5)
+
+
 @pytest.fixture
 def no_proxy(monkeypatch):
     for variable in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY"):
