@@ -345,11 +345,10 @@ rule llm_answer:
     conda:
         "../envs/rag.yaml"
     # One core: a job whose replies are all in LLM_CACHE (every job of a build
-    # from the committed cache) only reads it. With two threads, the share of
-    # a miss's server (rag.models.local_server computes with two), each job
-    # waited for both cores to be free and the twelve ran one at a time at the
-    # end of a clean build. Ask for two where misses are expected:
-    # --set-threads llm_answer=2 (the slurm profile does).
+    # from the committed cache) only reads it, and a miss's server computes
+    # with the job's threads (RAG_LLM_THREADS, set by the script), so two jobs
+    # on two cores never start four busy threads. Ask for two where misses are
+    # expected: --set-threads llm_answer=2 (the slurm profile does).
     threads: 1
     params:
         generator=lambda wildcards: canonical_json(ANSWERS["generators"][wildcards.generator]),

@@ -21,7 +21,7 @@ rule grounding:
         "benchmarks/logs/grounding.tsv"
     conda:
         "../envs/rag.yaml"
-    # The bundled model's server computes with two threads, as in llm_answer.
+    # The bundled model's server computes with the job's threads (RAG_LLM_THREADS).
     threads: 2
     params:
         grounding=canonical_json(GROUNDING),
