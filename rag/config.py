@@ -20,6 +20,7 @@ import copy
 import functools
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -741,6 +742,7 @@ def build_plan(
     root: str | Path = ".",
     config_files: Iterable[str | Path] = (),
     questions_schema: Mapping | None = None,
+    project_root: str | Path | None = None,
 ) -> Plan:
     """Check and canonicalize the whole configuration; the first mistake is one ConfigError naming its key.
 
@@ -752,6 +754,8 @@ def build_plan(
     config was read from, re-read to catch a key given twice.
     ``questions_schema`` (workflow/schemas/questions.schema.yaml), when
     given, checks every question file while the plan is built.
+    ``project_root`` is the folder of the Snakefile (default ``root``): its
+    ``resources/`` and ``docs/`` are inputs no output folder may overlap.
     """
     root = Path(root)
     check_duplicate_keys(config_files)
@@ -797,6 +801,7 @@ def build_plan(
     plan.filters = canonical_filters(config)
     check_ablations(config, chunkers, retrievers, plan.retriever_chunkers, plan.filters, plan.depth, plan.ks)
     plan.cohorts = {"k": 5 if 5 in plan.ks else min(plan.ks), "min_questions": 3, **config.get("cohorts", {})}
+    check_outputs_apart(plan, root, config_files, project_root)
     return plan
 
 
@@ -821,3 +826,115 @@ def results_folder(value: object) -> str:
     if ".." in path.parts:
         raise ConfigError(f"{where}: {value!r:.60} leaves the working folder ('..'); give a folder inside it")
     return path.as_posix()
+
+
+# --------------------------------------------------------------------------
+# Outputs never overlap inputs (issue 42): a results folder that is, holds or
+# sits inside an input would overwrite it or be read back as one.
+# --------------------------------------------------------------------------
+
+# Folders of the project that hold inputs (relative to the project root and to the working folder).
+INPUT_FOLDERS = ("resources", "docs", "workflow", "rag", "tests", "config", "benchmarks")
+# Folders the pipeline itself writes outside the results folder; a results folder there would mix them.
+PIPELINE_FOLDERS = ("work", "logs", "cache", ".snakemake")
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def overlap_problem(output: Path, inputs: Iterable[tuple[str, Path, bool]]) -> str | None:
+    """Why the output folder ``output`` overlaps one of ``inputs``, or None.
+
+    ``inputs`` are (what it is, resolved path, whether an output may not sit
+    inside it). Paths are resolved already, so a link is judged by where it
+    leads. A pure function: the planning check gathers the inputs.
+    """
+    for label, path, no_inside in inputs:
+        if output == path:
+            return f"is {label}"
+        if output in path.parents:
+            return f"contains {label}"
+        if no_inside and path in output.parents:
+            return f"sits inside {label}"
+    return None
+
+
+def _resolved(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def output_folder_inputs(
+    plan: Plan, root: Path, config_files: Iterable[str | Path] = (), project_root: Path | None = None
+) -> list[tuple[str, Path, bool]]:
+    """Every input an output folder must keep apart from: (what it is, resolved path, no output inside)."""
+    working = _resolved(root)
+    inputs: list[tuple[str, Path, bool]] = [("the working folder", working, False)]
+    bases = [working]
+    if project_root is not None and _resolved(Path(project_root)) != working:
+        bases.append(_resolved(Path(project_root)))
+        inputs.append(("the project root", bases[-1], False))
+    generic = [
+        (f"{name}/, an input of the project", base / name, True) for base in bases for name in INPUT_FOLDERS
+    ]
+    generic += [
+        (f"{name}/, a folder the pipeline writes apart from the results", working / name, True)
+        for name in PIPELINE_FOLDERS
+    ]
+    for name, entry in plan.config.get("corpora", {}).items():
+        if not isinstance(entry, dict):
+            continue
+        for key in ("documents", "folder", "questions"):
+            if isinstance(entry.get(key), str):
+                what = "question file" if key == "questions" else "documents folder"
+                inputs.append(
+                    (f"the {what} of corpus {name!r} ({entry[key]})", _resolved(root / entry[key]), True)
+                )
+    heldout = (plan.answers or {}).get("heldout") or {}
+    for path in heldout.get("questions", []):
+        inputs.append((f"the held-out question file {path}", _resolved(root / path), True))
+    for path in config_files:
+        inputs.append((f"the config file {path}", _resolved(root / path), True))
+    return inputs + generic
+
+
+def check_outputs_apart(
+    plan: Plan, root: Path, config_files: Iterable[str | Path] = (), project_root: str | Path | None = None
+) -> None:
+    """Refuse an output folder that overlaps an input, or that a link leads out of the working folder.
+
+    The output folders are ``results`` and each Wikipedia corpus's download
+    ``cache``; every file the plan writes into the results folder is resolved
+    too, so a link inside it (``results/figures`` leading elsewhere) is caught.
+    """
+    root = Path(root)
+    working = _resolved(root)
+    project = Path(project_root) if project_root is not None else None
+    inputs = output_folder_inputs(plan, root, config_files, project)
+    folders = [("config['results']", plan.results_folder)]
+    for name, entry in plan.corpora.items():
+        if entry.get("source") == "wikipedia":
+            cache = entry.get("cache", "cache/wikipedia")
+            folders.append((f"config['corpora'][{name!r}]['cache']", cache))
+    for key, folder in folders:
+        output = _resolved(root / folder)
+        if not _inside(output, working):
+            raise ConfigError(
+                f"{key}: {folder!r:.60} leads through a link out of the working folder; "
+                "give a plain folder inside it"
+            )
+        own = [item for item in inputs if not (key != "config['results']" and item[1] == working / "cache")]
+        problem = overlap_problem(output, own)
+        if problem:
+            raise ConfigError(
+                f"{key}: {folder!r:.60} {problem}; outputs never overlap inputs, "
+                "so give a folder of its own (for example results_ablation)"
+            )
+    results = _resolved(root / plan.results_folder)
+    for path in plan.results():
+        written = _resolved(root / path)
+        if not _inside(written, results):
+            raise ConfigError(
+                f"config['results']: {path} leads through a link out of the results folder "
+                f"{plan.results_folder}; remove the link"
+            )

@@ -39,6 +39,7 @@ try:
         read_yaml(PROJECT_ROOT / "workflow/schemas/config.schema.yaml"),
         config_files=workflow.configfiles,
         questions_schema=read_yaml(PROJECT_ROOT / "workflow/schemas/questions.schema.yaml"),
+        project_root=PROJECT_ROOT,
     )
 except Exception as _error:
     if not job_errors.is_user_error(_error):
