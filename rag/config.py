@@ -32,6 +32,7 @@ from rag.answering.config_checks import (
     CLOSED_BOOK,
     canonical_answers,
     canonical_generators,
+    port_problem,
     prune_unavailable_generators,
 )
 from rag.chunking import ChunkingError, spec_from_config
@@ -494,6 +495,16 @@ def _check_finite(node: object, path: str = "config") -> None:
         _check_finite(value, f"{path}[{key!r}]")
 
 
+def _check_url_ports(config: Mapping) -> None:
+    """Every URL of the config (an llm's base_url, a Wikipedia api) with a port from 1 to 65535."""
+    for section, key in (("generators", "base_url"), ("corpora", "api")):
+        entries = config.get(section)
+        for name, entry in entries.items() if isinstance(entries, dict) else ():
+            problem = port_problem(entry.get(key)) if isinstance(entry, dict) else None
+            if problem:
+                raise ConfigError(f"config[{section!r}][{name!r}][{key!r}]: {problem}")
+
+
 def _check_name_lengths(config: Mapping) -> None:
     for section in ("corpora", "chunkers", "retrievers", "filters"):
         names = config.get(section)
@@ -517,6 +528,11 @@ def _canonical_grid(config: Mapping, pretrained_kinds: tuple[str, ...]) -> tuple
     for name, entry in config["retrievers"].items():
         where = f"config['retrievers'][{name!r}]"
         retrievers[name] = canonical_entry(RETRIEVER_PARAMETERS, entry, where)
+        if entry.get("chunkers") == []:
+            raise ConfigError(
+                f"{where}['chunkers']: an empty list runs this retriever on no chunker; list at least "
+                "one, or leave the key out to run it on every chunker"
+            )
         check_names(entry.get("chunkers", []), config["chunkers"], f"{where}['chunkers']", "chunker")
         if name in (entry.get("components") or []):
             raise ConfigError(f"{where}['components']: a retriever cannot fuse itself")
@@ -733,7 +749,45 @@ def _answers(plan: Plan, root: Path = Path(".")) -> dict | None:
                 f"{where}['questions']: each file is reported under its name, so the names must "
                 f"differ from each other and from 'development', got {names}"
             )
+        _check_heldout_apart(plan, heldout, root, where)
+        _check_heldout_reader(plan, answers, heldout)
     return answers
+
+
+def _check_heldout_apart(plan: Plan, heldout: Mapping, root: Path, where: str) -> None:
+    """A held-out file is never a corpus's development question file (by whatever path it is named)."""
+    development = {
+        _resolved(root / entry["questions"]): name
+        for name, entry in plan.corpora.items()
+        if isinstance(entry.get("questions"), str)
+    }
+    for path in heldout["questions"]:
+        corpus = development.get(_resolved(root / path))
+        if corpus is not None:
+            raise ConfigError(
+                f"{where}['questions']: {path} is the development question file of corpus {corpus!r}; "
+                "held-out questions must be questions the reader was never tuned on"
+            )
+
+
+def _check_heldout_reader(plan: Plan, answers: Mapping, heldout: Mapping) -> None:
+    """The held-out check freezes the reader at the threshold cross-validated on one answered setting."""
+    from rag.answering.reader import CHOSEN_THRESHOLD_RETRIEVERS, CHOSEN_THRESHOLD_ROWS
+
+    if not answers["reader"]["names"]:
+        raise ConfigError(
+            "config['answers']['generators']: the held-out check (answers.heldout) freezes the reader at "
+            "its cross-validated threshold, so list the reader, or remove answers.heldout"
+        )
+    corpus, chunker = CHOSEN_THRESHOLD_ROWS["corpus"], CHOSEN_THRESHOLD_ROWS["chunker"]
+    answered = {(chunker_name, retriever) for chunker_name, retriever in answers["pairs"]}
+    pairs = [(chunker, retriever) for retriever in CHOSEN_THRESHOLD_RETRIEVERS]
+    if corpus not in plan.span_corpora or not answered & set(pairs):
+        wanted = " or ".join(f"{chunker} + {retriever}" for chunker, retriever in pairs)
+        raise ConfigError(
+            f"config['answers']['heldout']: the held-out check reads the reader's threshold chosen on "
+            f"corpus {corpus!r} with {wanted}, which this config does not answer"
+        )
 
 
 def build_plan(
@@ -762,6 +816,7 @@ def build_plan(
     if not isinstance(config, dict):
         raise ConfigError(f"config: the configuration must be a mapping, got {type(config).__name__}")
     _check_finite(config)
+    _check_url_ports(config)
     _check_name_lengths(config)
     problems = schema_errors(config, schema, fill_defaults=True)
     if problems:
