@@ -329,6 +329,13 @@ class Plan:
             return name
         return "bm25" if "bm25" in self.retrievers else next(iter(self.retrievers))
 
+    @property
+    def prompt_budget(self) -> int:
+        """evaluation.prompt_budget: the words of retrieved text results/README.md chooses k for."""
+        from rag.evaluation.recommendation import DEFAULT_PROMPT_BUDGET
+
+        return int(self.config["evaluation"].get("prompt_budget", DEFAULT_PROMPT_BUDGET))
+
     def trec_run_files(self, corpora: Iterable[str]) -> list[str]:
         """Every ranking of these corpora as a TREC run file (rag.evaluation.trec)."""
         return [f"{self.results_folder}/runs/{c}/{ch}/{r}.run.gz" for c, ch, r in self.grid(corpora)]
