@@ -221,6 +221,9 @@ class Plan:
     # The folder of the result tables and figures (config key ``results``), so
     # an experiment of one's own leaves the committed tables alone.
     results_folder: str = "results"
+    # Tables an ablation folder reuses from the default results folder (their
+    # settings are those of config.yaml's): group of TABLE_GROUPS -> that folder.
+    shared_tables: dict[str, str] = field(default_factory=dict)
 
     # Which corpora are evaluated how. A corpus without questions is
     # unlabelled: parsed, chunked and indexed, never evaluated.
@@ -335,6 +338,97 @@ class Plan:
         from rag.evaluation.recommendation import DEFAULT_PROMPT_BUDGET
 
         return int(self.config["evaluation"].get("prompt_budget", DEFAULT_PROMPT_BUDGET))
+
+    def table(self, name: str) -> str:
+        """Where the result file ``name`` (relative to a results folder) is written and read.
+
+        In this plan's results folder, unless its group is shared: an ablation
+        sent to a folder of its own reads a table whose settings equal those
+        of config.yaml's default folder from that folder, so it is never
+        computed twice (:func:`shared_table_groups`).
+        """
+        for group, folder in self.shared_tables.items():
+            if name in TABLE_GROUPS[group]:
+                return f"{folder}/{name}"
+        return f"{self.results_folder}/{name}"
+
+    def table_fingerprints(self) -> dict[str, str]:
+        """Per group of TABLE_GROUPS, everything its tables are made from, as canonical JSON.
+
+        Two plans whose fingerprints of a group are equal make the same tables
+        of that group (same settings, same named entries, same corpora), so an
+        ablation folder can reuse them.
+        """
+
+        def retrievers(names: Iterable[str]) -> dict:
+            """The entries of these retrievers and of every retriever they read, at any depth."""
+            used: dict = {}
+            waiting = [name for name in names if name in self.retrievers]
+            while waiting:
+                name = waiting.pop()
+                if name in used:
+                    continue
+                used[name] = entry = self.retrievers[name]
+                read = [entry.get(key) for key in ("base", "first", "rerank")] + list(
+                    entry.get("components") or []
+                )
+                waiting += [other for other in read if isinstance(other, str) and other in self.retrievers]
+            return dict(sorted(used.items()))
+
+        def chunkers(names: Iterable[str]) -> dict:
+            return {name: self.chunkers[name] for name in names if name in self.chunkers}
+
+        def corpora(names: Iterable[str]) -> dict:
+            return {name: self.corpus_settings(name) for name in names if name in self.corpora}
+
+        common = {"evaluation": self.config.get("evaluation"), "holdouts": self.holdouts}
+        found: dict[str, object] = {"corpus_statistics": {"corpora": corpora(self.corpora)}}
+        found["ivf_synthetic"] = {"settings": self.ivf_synthetic}
+        if self.ivf_tradeoff:
+            tradeoff = self.ivf_tradeoff
+            found["ivf_tradeoff"] = {
+                "settings": tradeoff,
+                "chunkers": chunkers([tradeoff["chunker"]]),
+                "retrievers": retrievers([tradeoff["retriever"]]),
+                "corpora": corpora([tradeoff["corpus"]]),
+                **common,
+            }
+        found["ivf_figure"] = {key: found.get(key) for key in ("ivf_tradeoff", "ivf_synthetic")}
+        if self.grounding:
+            grounding = self.grounding
+            found["grounding"] = {
+                "settings": grounding,
+                "chunkers": chunkers([grounding["chunker"]]),
+                "retrievers": retrievers([grounding["retriever"]]),
+                "corpora": corpora([grounding["corpus"]]),
+                "generators": {name: self.generators.get(name) for name in grounding["generators"]},
+                **common,
+            }
+        if self.answers is not None:
+            answers = self.answers
+            pairs = [*answers["pairs"], *answers["llm"]["settings"]]
+            pairs += [
+                [answers[key]["chunker"], answers[key]["retriever"]] for key in ("abstention", "summaries")
+            ]
+            found["answers"] = {
+                "settings": answers,
+                "chunkers": chunkers(chunker for chunker, _ in pairs),
+                "retrievers": retrievers(retriever for _, retriever in pairs),
+                "corpora": corpora(self.span_corpora),
+                **common,
+            }
+        for section in ("filter_ablation", "diversity_ablation"):
+            settings = self.config.get(section)
+            if settings:
+                found[section] = {
+                    "settings": settings,
+                    "filters": self.filters if section == "filter_ablation" else None,
+                    "chunkers": chunkers([settings["chunker"]]),
+                    "retrievers": retrievers(settings["retrievers"]),
+                    "corpora": corpora(self.span_corpora),
+                    **common,
+                }
+        return {group: canonical_json(value) for group, value in found.items()}
 
     def trec_run_files(self, corpora: Iterable[str]) -> list[str]:
         """Every ranking of these corpora as a TREC run file (rag.evaluation.trec)."""
@@ -490,6 +584,8 @@ class Plan:
             if self.answers["llm"]["generators"]:
                 names = ("llm_answers_judged", "llm_answers_summary", "llm_closed_book", "citation_check")
                 results += [f"{out}/{name}.csv" for name in (*names, "verdicts")]
+        # A table an ablation folder shares with the default folder is listed where it is.
+        results = [self.table(path.removeprefix(f"{out}/")) for path in results]
         return results + self.comparison_results()
 
 
@@ -804,6 +900,7 @@ def build_plan(
     config_files: Iterable[str | Path] = (),
     questions_schema: Mapping | None = None,
     project_root: str | Path | None = None,
+    base_config: Mapping | None = None,
 ) -> Plan:
     """Check and canonicalize the whole configuration; the first mistake is one ConfigError naming its key.
 
@@ -817,6 +914,9 @@ def build_plan(
     given, checks every question file while the plan is built.
     ``project_root`` is the folder of the Snakefile (default ``root``): its
     ``resources/`` and ``docs/`` are inputs no output folder may overlap.
+    ``base_config`` (the working folder's config.yaml, as the default run reads
+    it) lets a plan whose results folder differs from the base's reuse the
+    base folder's tables whose settings are the same (:func:`shared_table_groups`).
     """
     root = Path(root)
     check_duplicate_keys(config_files)
@@ -863,8 +963,67 @@ def build_plan(
     plan.filters = canonical_filters(config)
     check_ablations(config, chunkers, retrievers, plan.retriever_chunkers, plan.filters, plan.depth, plan.ks)
     plan.cohorts = {"k": 5 if 5 in plan.ks else min(plan.ks), "min_questions": 3, **config.get("cohorts", {})}
+    if base_config is not None:
+        plan.shared_tables = shared_table_groups(plan, base_config, schema, root)
     check_outputs_apart(plan, root, config_files, project_root)
     return plan
+
+
+# Result files that depend on no grid-wide merge, grouped by what they are made
+# from (Plan.table_fingerprints): an ablation folder reuses a group whose
+# fingerprint equals the default folder's instead of computing it again.
+TABLE_GROUPS: dict[str, tuple[str, ...]] = {
+    "corpus_statistics": ("corpus_statistics.csv", "questions_by_type.csv"),
+    "ivf_synthetic": ("ivf_synthetic.csv",),
+    "ivf_tradeoff": ("ivf_tradeoff.csv",),
+    "ivf_figure": ("figures/ivf_tradeoff.png",),
+    "grounding": ("grounding.csv", "grounding_cases.csv", "grounding_swap.csv", "figures/grounding.png"),
+    "answers": (
+        "answers.csv",
+        "answers_summary.csv",
+        "reader_thresholds.csv",
+        "abstention.csv",
+        "figures/abstention.png",
+        "summaries.csv",
+        "routing.csv",
+        "routing_metrics.csv",
+        "answers_heldout.csv",
+        "reader_rules.csv",
+        "answers.md",
+        "llm_answers.csv",
+        "llm_answers_judged.csv",
+        "llm_answers_summary.csv",
+        "llm_closed_book.csv",
+        "citation_check.csv",
+        "verdicts.csv",
+    ),
+    "filter_ablation": ("filter_ablation.csv",),
+    "diversity_ablation": ("diversity_ablation.csv",),
+}
+
+
+def shared_table_groups(plan: Plan, base_config: Mapping, schema: Mapping, root: Path) -> dict[str, str]:
+    """The groups of TABLE_GROUPS ``plan`` takes from the base config's results folder, and that folder.
+
+    Only when the two results folders differ and the base plans cleanly; a
+    group is shared when its fingerprint is the same in both plans, so every
+    table it holds would come out the same. Nothing is shared with a base
+    that is itself not valid: the ablation then computes everything.
+    """
+    try:
+        if results_folder(base_config.get("results", "results")) == plan.results_folder:
+            return {}
+        base = build_plan(copy.deepcopy(dict(base_config)), schema, root)
+    except Exception:  # noqa: BLE001 (a base that does not plan shares nothing; its own run reports why)
+        return {}
+    if base.results_folder == plan.results_folder:
+        return {}
+    mine, theirs = plan.table_fingerprints(), base.table_fingerprints()
+    return {
+        group: base.results_folder
+        for group in TABLE_GROUPS
+        if group in mine and mine[group] == theirs.get(group)
+    }
 
 
 # --------------------------------------------------------------------------
@@ -992,11 +1151,11 @@ def check_outputs_apart(
                 f"{key}: {folder!r:.60} {problem}; outputs never overlap inputs, "
                 "so give a folder of its own (for example results_ablation)"
             )
-    results = _resolved(root / plan.results_folder)
+    folders = {plan.results_folder, *plan.shared_tables.values()}
     for path in plan.results():
-        written = _resolved(root / path)
-        if not _inside(written, results):
+        folder = next(name for name in sorted(folders, key=len, reverse=True) if path.startswith(f"{name}/"))
+        if not _inside(_resolved(root / path), _resolved(root / folder)):
             raise ConfigError(
-                f"config['results']: {path} leads through a link out of the results folder "
-                f"{plan.results_folder}; remove the link"
+                f"config['results']: {path} leads through a link out of the results folder {folder}; "
+                "remove the link"
             )

@@ -71,7 +71,7 @@ rule results_readme:
         intervals=f"{RESULTS}/metrics_ci.csv",
         question_values=ALL_QUESTION_VALUES,
         # Read for the choices at the edge of their grid (rag.evaluation.summary.grid_edge_lines).
-        thresholds=[f"{RESULTS}/reader_thresholds.csv"] if ANSWERS else [],
+        thresholds=[TABLE("reader_thresholds.csv")] if ANSWERS else [],
         learned=[f"{RESULTS}/learned_fusion.csv"] if PLAN.retrievers_of("learned") else [],
     output:
         f"{RESULTS}/README.md",
