@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import math
 import os
 from collections.abc import Iterable, Mapping
@@ -30,10 +29,12 @@ import yaml
 
 from rag.answering.config_checks import (
     CLOSED_BOOK,
+    LLM_ROLE,
     canonical_answers,
     canonical_generators,
     port_problem,
     prune_unavailable_generators,
+    role_of,
 )
 from rag.chunking import ChunkingError, spec_from_config
 from rag.corpus.config_checks import BEIR_COMPONENT_DEPTH, BEIR_DEFAULTS, check_corpus_entry, corpus_level
@@ -101,11 +102,6 @@ def schema_errors(config: Mapping, schema: Mapping, fill_defaults: bool = False)
 
 # Kind -> parameter -> default (None for required), read from the table of kinds.
 CHUNKER_PARAMETERS: dict[str, dict[str, object]] = kind_defaults(CHUNKER_KINDS)
-
-
-def canonical_json(value: object) -> str:
-    """A byte-stable rendering: keys sorted, no whitespace variation."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 # --------------------------------------------------------------------------
@@ -282,18 +278,17 @@ class Plan:
         """Each labelled corpus's holdout share, for the jobs that choose or report."""
         return {corpus: self.holdout(corpus) for corpus in self.labelled_corpora}
 
-    def component_ranking(self, corpus: str, chunker: str, retriever: str) -> str:
-        """The rankings file a fusion reads of one component: ranked deeper when the corpus asks for it.
+    def reads_deeper(self, corpus: str, retriever: str) -> bool:
+        """Whether a fusion reads this component from a ranking of its own, ranked deeper.
 
         Only components ranked straight from the chunks (rules rank and
-        rank_embedder) are ranked again deeper; a fused, approximate or
-        funnel component is read at the ranking depth.
+        rank_embedder) are ranked again deeper, when the corpus's component
+        depth exceeds its ranking depth; a fused, approximate or funnel
+        component is read at the ranking depth. The workflow names the two
+        files (COMPONENT_RANKING, RANKING).
         """
-        deep = self.component_depth(corpus) > self.ranking_depth(corpus) and self.rule(retriever) in (
-            "rank",
-            "rank_embedder",
-        )
-        return f"work/{'component_rankings' if deep else 'rankings'}/{corpus}/{chunker}/{retriever}.parquet"
+        deep = self.component_depth(corpus) > self.ranking_depth(corpus)
+        return deep and self.rule(retriever) in ("rank", "rank_embedder")
 
     def role(self, retriever: str) -> str:
         return RETRIEVER_KINDS[self.retrievers[retriever]["kind"]].role
@@ -428,33 +423,28 @@ class Plan:
                     "corpora": corpora(self.span_corpora),
                     **common,
                 }
+        from rag.models.response_cache import canonical_json
+
         return {group: canonical_json(value) for group, value in found.items()}
 
     def trec_run_files(self, corpora: Iterable[str]) -> list[str]:
         """Every ranking of these corpora as a TREC run file (rag.evaluation.trec)."""
         return [f"{self.results_folder}/runs/{c}/{ch}/{r}.run.gz" for c, ch, r in self.grid(corpora)]
 
-    def learned_weight_files(self) -> list[str]:
-        """The weights each learned fusion chose per fold, one file per ranking."""
+    def learned_grid(self) -> list[tuple[str, str, str]]:
+        """(corpus, chunker, retriever) of every learned fusion's ranking (each has a table of weights)."""
         learned = set(self.retrievers_of("learned"))
-        return [f"work/learned/{c}/{ch}/{r}.csv" for c, ch, r in self.grid() if r in learned]
+        return [(c, ch, r) for c, ch, r in self.grid() if r in learned]
 
     @property
-    def evaluation_folder(self) -> str:
-        """Where the per-question values of this results folder live.
+    def evaluation_name(self) -> str:
+        """The name of the folder the per-question values of this results folder live in.
 
         One folder per results folder: an ablation sent to a folder of its own
         (``--config results=...``) keeps its own values, so running it never
         re-runs the jobs of the committed ``results/`` (README.md, "Add an ablation").
         """
-        name = "_".join(part for part in PurePosixPath(self.results_folder).parts if part != "/") or "root"
-        return f"work/evaluation/{name}"
-
-    def question_value_files(self) -> list[str]:
-        """Every question's metric values: the chunk-level evaluation's, then the document-level one's."""
-        folder = self.evaluation_folder
-        files = [f"{folder}/question_values.parquet"] if self.chunk_level_corpora else []
-        return files + ([f"{folder}/document_question_values.parquet"] if self.document_level_corpora else [])
+        return "_".join(part for part in PurePosixPath(self.results_folder).parts if part != "/") or "root"
 
     def comparison_results(self) -> list[str]:
         """Intervals, significance, summary, README and TREC runs: every labelled corpus, at either level."""
@@ -509,16 +499,16 @@ class Plan:
             for chunker, retriever in self.answers["pairs"]
         ]
 
-    def llm_answer_files(self, questions: str = "development") -> list[str]:
-        """The answers of every llm generator in every setting of answers.llm, one file per setting."""
+    def llm_answer_settings(self, questions: str = "development") -> list[dict[str, str]]:
+        """Every llm generator in every setting of answers.llm: the names of one answer file each."""
         if self.answers is None:
             return []
         llm = self.answers["llm"]
         return [
-            f"work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet"
+            {"corpus": corpus, "questions": questions, "generator": generator, "chunker": c, "retriever": r}
             for corpus in self.span_corpora
             for generator in llm["generators"]
-            for chunker, retriever in llm["settings"]
+            for c, r in llm["settings"]
         ]
 
     def filter_ablation_grid(self) -> list[tuple[str, str, str]]:
@@ -778,7 +768,7 @@ def _grounding(plan: Plan, root: Path) -> dict | None:
         raise ConfigError(f"{where}['swap']: {error}") from None
     check_names(grounding["generators"], plan.generators, f"{where}['generators']", "generator")
     for name in grounding["generators"]:
-        if plan.generators[name]["kind"] != "llm":
+        if role_of(plan.generators[name]) != LLM_ROLE:
             raise ConfigError(
                 f"{where}['generators']: {name!r} is a generator of kind {plan.generators[name]['kind']!r}; "
                 "the grounding cases need an llm generator (scored by its token log-probabilities)"

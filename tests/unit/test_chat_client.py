@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from rag.answering.chat_client import (
+from rag.models.client import (
     Completion,
     Endpoint,
     LlmError,
@@ -24,10 +24,9 @@ from rag.answering.chat_client import (
     chat_many,
     complete_text,
     continuation_logprobs,
-    escape_controls,
 )
-from rag.answering.hosted import Redactor
-from rag.answering.response_cache import ResponseCache
+from rag.models.redaction import Redactor, escape_controls
+from rag.models.response_cache import ResponseCache
 from tests.fault_server import FaultServer, drip, reply
 
 KEY = "sk-live-Q7v2Rz9KxW4mTb8LpN3sYd6Hc1Fg5Ja0"

@@ -14,18 +14,18 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from rag.answering.hosted import (
+from rag.answering.prompts import build_prompt
+from rag.answering.verification import check_answer
+from rag.chunking import Chunk
+from rag.models.client import retry_after_seconds
+from rag.models.hosted import (
     HostedConfig,
     HostedModelError,
     complete,
     config_from_environment,
     hosted_generator,
     parse_completion,
-    retry_after_seconds,
 )
-from rag.answering.prompts import build_prompt
-from rag.answering.verification import check_answer
-from rag.chunking import Chunk
 
 SECRET = "sk-test-7f3a9c1e5b2d4f6a8c0e"
 QUESTION = "What moons does Mars have?"
@@ -200,7 +200,7 @@ def test_retry_after_as_http_date():
 def test_server_errors_exhaust_retries_with_exponential_backoff(stub, caplog):
     stub.script += [Reply(500, b"internal error"), Reply(502, b"bad gateway")] + [Reply(503, b"down")] * 2
     sleeps = Sleeps()
-    with caplog.at_level(logging.WARNING, logger="rag.answering.hosted"):
+    with caplog.at_level(logging.WARNING, logger="rag.models.hosted"):
         with pytest.raises(HostedModelError, match=r"HTTP 503.*after 4 attempt") as caught:
             complete("prompt", make_config(stub), sleep=sleeps)
     assert sleeps == [0.5, 1.0, 2.0]

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from rag.answering.hosted import HostedConfig, HostedModelError, Redactor, complete, config_from_environment
+from rag.models.hosted import HostedConfig, HostedModelError, complete, config_from_environment
+from rag.models.redaction import Redactor
 from tests.fault_server import FaultServer, drip, reply, stream
 from tests.workdir import FIXTURES, PROJECT
 

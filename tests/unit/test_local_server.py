@@ -12,7 +12,7 @@ import urllib.request
 
 import pytest
 
-from rag.answering import local_server
+from rag.models import local_server
 
 STAND_IN = """
 import http.server, json, sys

@@ -149,6 +149,7 @@ rule answer_tables:
         "../envs/rag.yaml"
     params:
         reader=answers_section("reader"),
+        cross_validated=cross_validated_readers(),
         holdouts=PLAN.holdouts,
         code=script_digest("answer_tables.py"),
     script:
@@ -245,7 +246,7 @@ rule route:
         corpora=SPAN_CORPORA,
         routing=answers_section("summaries", "chunker", "retriever"),
         retriever=lambda wildcards: canonical_json(RETRIEVERS[ANSWERS["summaries"]["retriever"]]),
-        depth=config["evaluation"]["depth"],
+        depths=[PLAN.ranking_depth(corpus) for corpus in SPAN_CORPORA],
         ks=sorted(config["evaluation"]["ks"]),
         code=script_digest("route.py"),
     script:
@@ -326,7 +327,7 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
 # questions closed book (chunker and retriever "none") and from the top k
 # chunks of each ranking of answers.llm. Replies come from the response cache
 # (LLM_CACHE, committed) or, on a miss, from the endpoint; a bundled generator's
-# server runs only inside the job that misses (rag/answering/local_server.py).
+# server runs only inside the job that misses (rag/models/local_server.py).
 rule llm_answer:
     input:
         unpack(llm_answer_inputs),
@@ -345,7 +346,7 @@ rule llm_answer:
         "../envs/rag.yaml"
     # One core: a job whose replies are all in LLM_CACHE (every job of a build
     # from the committed cache) only reads it. With two threads, the share of
-    # a miss's server (rag.answering.local_server computes with two), each job
+    # a miss's server (rag.models.local_server computes with two), each job
     # waited for both cores to be free and the twelve ran one at a time at the
     # end of a clean build. Ask for two where misses are expected:
     # --set-threads llm_answer=2 (the slurm profile does).
@@ -361,7 +362,7 @@ rule llm_answer:
 
 rule llm_answers_table:
     input:
-        PLAN.llm_answer_files(),
+        [LLM_ANSWER.format(**names) for names in PLAN.llm_answer_settings()],
     output:
         TABLE("llm_answers.csv"),
     log:

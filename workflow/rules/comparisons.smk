@@ -7,7 +7,9 @@
 BASELINE = PLAN.baseline
 # Per-question values of every corpus, chunk-level and document-level (BEIR)
 # alike, so each gets intervals, significance, the summary and its section.
-ALL_QUESTION_VALUES = PLAN.question_value_files()
+ALL_QUESTION_VALUES = [QUESTION_VALUES] * bool(PLAN.chunk_level_corpora) + [DOCUMENT_QUESTION_VALUES] * bool(
+    PLAN.document_level_corpora
+)
 
 
 rule significance:
@@ -35,7 +37,7 @@ rule significance:
     params:
         baseline=BASELINE,
         holdouts=PLAN.holdouts,
-        pieces=PIECES,
+        parts=TABLE_PARTS,
         code=script_digest("significance.py"),
     script:
         "../scripts/significance.py"
@@ -131,7 +133,7 @@ rule trec_runs:
         grid=grid(CHUNK_LEVEL_CORPORA),
         pairs=corpus_chunker_pairs(CHUNK_LEVEL_CORPORA),
         corpora=CHUNK_LEVEL_CORPORA,
-        pieces=PIECES,
+        parts=TABLE_PARTS,
         code=script_digest("trec_runs.py"),
     script:
         "../scripts/trec_runs.py"

@@ -21,7 +21,7 @@ rule rank_filtered:
     params:
         retriever=retriever_params,
         filter=filter_params,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=script_digest("rank_filtered.py"),
     script:
         "../scripts/rank_filtered.py"
@@ -45,7 +45,7 @@ rule fuse_filtered:
     params:
         retriever=retriever_params,
         filter=filter_params,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=script_digest("fuse.py"),
     script:
         "../scripts/fuse.py"
@@ -74,7 +74,7 @@ rule funnel_filtered:
         retriever=retriever_params,
         rerank=funnel_rerank_params,
         filter=filter_params,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=script_digest("funnel.py"),
     script:
         "../scripts/funnel.py"

@@ -22,7 +22,7 @@ rule rank_question_set:
         "../envs/rag.yaml"
     params:
         retrievers=question_set_entries,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=script_digest("rank_question_set.py"),
     script:
         "../scripts/rank_question_set.py"

@@ -5,7 +5,7 @@ All of them accept POST ``{base_url}/chat/completions`` (and most
 ``model``, ``messages`` (or ``prompt``), ``temperature``, ``max_tokens`` and
 ``seed``; ``usage`` is read when the server reports it. The pipeline's ``llm``
 generators, the grounding experiments and ``rag ask`` all go through here, with
-one :class:`~rag.answering.response_cache.ResponseCache`, so a reply is paid
+one :class:`~rag.models.response_cache.ResponseCache`, so a reply is paid
 for once.
 
 Why each rule:
@@ -27,21 +27,23 @@ Why each rule:
 
 from __future__ import annotations
 
+import email.utils
 import json
 import logging
 import math
 import os
 import threading
 import time
-import unicodedata
 import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 
 from rag import bounded_http
-from rag.answering.hosted import LOOPBACK_HOSTS, RETRYABLE_STATUS, Redactor, retry_after_seconds, shown_url
-from rag.answering.response_cache import ResponseCache
+from rag.kinds import LLM_MAX_TOKENS
+from rag.models.redaction import Redactor, escape_controls, shown_url
+from rag.models.response_cache import ResponseCache
 from rag.progress import format_duration
 
 logger = logging.getLogger(__name__)
@@ -51,10 +53,38 @@ QUOTED_REPLY_CHARACTERS = 300
 MAX_RETRIES = 3
 BACKOFF_SECONDS = 1.0
 PROGRESS_EVERY_SECONDS = 5.0
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 class LlmError(RuntimeError):
     """The endpoint failed or cannot be used safely; the message is one key-free line."""
+
+
+class ResponseFormatRefused(LlmError):
+    """The server refused a request's ``response_format``; the caller may ask again in plain text."""
+
+
+# Words in a 4xx reply that show the server refused the response_format field itself.
+_RESPONSE_FORMAT_WORDS = ("response_format", "json_schema", "grammar", "schema")
 
 
 @dataclass(frozen=True)
@@ -64,7 +94,7 @@ class Endpoint:
     ``identity`` is how the response cache knows the endpoint when its URL
     is not stable: the bundled server listens on a fresh port each time, so it
     is known by its model file and server version instead
-    (:func:`rag.answering.local_server.identity`). Default: the base URL.
+    (:func:`rag.models.local_server.identity`). Default: the base URL.
     """
 
     base_url: str
@@ -117,8 +147,10 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class Sampling:
+    """How a reply is sampled; the defaults are an llm generator entry's (rag.kinds)."""
+
     temperature: float = 0.0
-    max_tokens: int = 128
+    max_tokens: int = LLM_MAX_TOKENS
     seed: int = 0
 
 
@@ -129,18 +161,6 @@ class Completion:
     completion_tokens: int
     seconds: float
     cached: bool
-
-
-def escape_controls(text: str) -> str:
-    """One printable line: control and format characters (ESC, BEL, newlines...) as escapes."""
-    if text.isascii() and text.isprintable():
-        return text
-    return "".join(
-        character
-        if unicodedata.category(character) not in ("Cc", "Cf", "Co", "Cs", "Cn")
-        else (f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}")
-        for character in text
-    )
 
 
 def read_key(endpoint: Endpoint, environment: Mapping[str, str]) -> str | None:
@@ -306,20 +326,35 @@ def _usage(document: dict) -> tuple[int, int]:
     )
 
 
-def chat_request(endpoint: Endpoint, messages: list[dict], sampling: Sampling) -> dict:
+def chat_request(
+    endpoint: Endpoint, messages: list[dict], sampling: Sampling, response_format: dict | None = None
+) -> dict:
     """What the cache is keyed by: endpoint, model, every sampling parameter, the exact messages."""
-    return chat_request_key(endpoint.cache_name, endpoint.model, messages, sampling)
+    return chat_request_key(endpoint.cache_name, endpoint.model, messages, sampling, response_format)
 
 
-def chat_request_key(endpoint_name: str, model: str, messages: list[dict], sampling: Sampling) -> dict:
-    """The cache key of a chat request, from the endpoint's stable name (no port of a local server)."""
-    return {
+def chat_request_key(
+    endpoint_name: str,
+    model: str,
+    messages: list[dict],
+    sampling: Sampling,
+    response_format: dict | None = None,
+) -> dict:
+    """The cache key of a chat request, from the endpoint's stable name (no port of a local server).
+
+    ``response_format`` is in the key only when the request asks for one, so
+    the keys of plain requests are the same as before the field existed.
+    """
+    key = {
         "kind": "chat",
         "endpoint": endpoint_name,
         "model": model,
         "sampling": asdict(sampling),
         "messages": messages,
     }
+    if response_format is not None:
+        key["response_format"] = response_format
+    return key
 
 
 def _check_messages(messages: object) -> list[dict]:
@@ -342,9 +377,15 @@ def chat(
     cache: ResponseCache | None,
     environment: Mapping[str, str] = os.environ,
     sleep: Callable[[float], None] = time.sleep,
+    response_format: dict | None = None,
 ) -> Completion:
-    """The model's reply to ``messages``, from the cache when it holds exactly this request."""
-    request = chat_request(endpoint, _check_messages(messages), sampling)
+    """The model's reply to ``messages``, from the cache when it holds exactly this request.
+
+    ``response_format`` (the protocol's standard field, e.g. a ``json_schema``)
+    asks for a structured reply; a server that refuses the field raises
+    :class:`ResponseFormatRefused`, so the caller can ask again in plain text.
+    """
+    request = chat_request(endpoint, _check_messages(messages), sampling, response_format)
     stored = cache.get(request) if cache is not None else None
     if stored is not None:
         return Completion(**{**stored, "cached": True})
@@ -355,7 +396,15 @@ def chat(
         "max_tokens": sampling.max_tokens,
         "seed": sampling.seed,
     }
-    reply = post_json(endpoint, "/chat/completions", body, environment, sleep)
+    if response_format is not None:
+        body["response_format"] = response_format
+    try:
+        reply = post_json(endpoint, "/chat/completions", body, environment, sleep)
+    except LlmError as error:
+        refused = any(f"HTTP {status} " in str(error) for status in (400, 422, 501))
+        if response_format is not None and refused and any(w in str(error) for w in _RESPONSE_FORMAT_WORDS):
+            raise ResponseFormatRefused(str(error)) from None
+        raise
     try:
         text = reply.document["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
@@ -380,6 +429,7 @@ def chat_many(
     cache: ResponseCache | None,
     progress: Callable[[str], object] | None = None,
     environment: Mapping[str, str] = os.environ,
+    response_format: dict | None = None,
 ) -> list[Completion]:
     """Replies in input order, at most ``endpoint.concurrency`` requests in flight.
 
@@ -393,7 +443,7 @@ def chat_many(
     started = state["last"]
 
     def one(messages: list[dict]) -> Completion:
-        completion = chat(endpoint, messages, sampling, cache, environment)
+        completion = chat(endpoint, messages, sampling, cache, environment, response_format=response_format)
         with lock:
             state["done"] += 1
             state["tokens"] += completion.prompt_tokens + completion.completion_tokens

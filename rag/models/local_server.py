@@ -12,7 +12,7 @@ starts nothing (a re-run and the reproduction check need no model at all);
 each job owns its server and stops it in a ``finally`` (a failed job leaves no
 process behind, and nothing has to be told the port); the same code runs on a
 cluster node. Loading the 98 MB model takes about a second, next to minutes of
-answers. ``python -m rag.answering.local_server`` serves it in the foreground
+answers. ``python -m rag.models.local_server`` serves it in the foreground
 for ``rag ask`` or anything else, and stops it on Ctrl-C.
 
 The cache key must not hold the ephemeral port, so the bundled endpoint is
@@ -198,7 +198,7 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def main(arguments: list[str] | None = None) -> int:
-    """Serve the bundled model in the foreground until Ctrl-C: ``python -m rag.answering.local_server``."""
+    """Serve the bundled model in the foreground until Ctrl-C: ``python -m rag.models.local_server``."""
     import argparse
 
     parser = argparse.ArgumentParser(description=main.__doc__)
