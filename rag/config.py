@@ -1128,18 +1128,21 @@ def check_outputs_apart(
             cache = entry.get("cache", "cache/wikipedia")
             folders.append((f"config['corpora'][{name!r}]['cache']", cache))
     for key, folder in folders:
-        output = _resolved(root / folder)
-        if not _inside(output, working):
+        output, results = _resolved(root / folder), key == "config['results']"
+        # The results folder lies inside the working folder (results_folder refused '..' and
+        # absolute paths); a download cache may be a shared store elsewhere, but never an input.
+        if results and not _inside(output, working):
             raise ConfigError(
                 f"{key}: {folder!r:.60} leads through a link out of the working folder; "
                 "give a plain folder inside it"
             )
-        own = [item for item in inputs if not (key != "config['results']" and item[1] == working / "cache")]
+        own = [item for item in inputs if results or item[1] != working / "cache"]
         problem = overlap_problem(output, own)
         if problem:
+            example = "results_ablation" if results else "cache/wikipedia"
             raise ConfigError(
                 f"{key}: {folder!r:.60} {problem}; outputs never overlap inputs, "
-                "so give a folder of its own (for example results_ablation)"
+                f"so give a folder of its own (for example {example})"
             )
     folders = {plan.results_folder, *plan.shared_tables.values()}
     for path in plan.results():

@@ -200,3 +200,36 @@ def test_any_results_value_is_a_folder_apart_or_one_line(tmp_path_factory, parts
         return
     folder = outcome.results_folder
     assert not _independent_overlap(workdir, folder), f"{results!r} accepted as {folder!r}"
+
+
+# --------------------------------------------------------------------------
+# The other output folder: a Wikipedia corpus's download cache
+# --------------------------------------------------------------------------
+
+
+def _wikipedia(tmp_path: Path, cache: str | None) -> tuple[Path, dict]:
+    workdir = make_workdir(tmp_path / "wiki", "tiny_wikipedia")
+    config = yaml.safe_load((workdir / "config.yaml").read_text())
+    if cache is not None:
+        config["corpora"]["wiki"]["cache"] = cache
+    return workdir, config
+
+
+@pytest.mark.parametrize(
+    ("cache", "names"), [(".", "is the working folder"), ("questions.yaml", "is the question")]
+)
+def test_a_download_cache_overlapping_an_input_is_refused(tmp_path, cache, names):
+    workdir, config = _wikipedia(tmp_path, cache)
+    with pytest.raises(ConfigError) as caught:
+        build_plan(config, SCHEMA, workdir, ["config.yaml"])
+    message = str(caught.value)
+    assert message.startswith("config['corpora']['wiki']['cache']: ") and names in message, message
+
+
+@pytest.mark.parametrize("cache", [None, "downloads", "absolute"])
+def test_a_download_cache_of_its_own_is_kept_even_outside_the_working_folder(tmp_path, cache):
+    if cache == "absolute":
+        cache = str(tmp_path / "shared_cache")
+    workdir, config = _wikipedia(tmp_path, cache)
+    plan = build_plan(config, SCHEMA, workdir, ["config.yaml"])
+    assert "wiki" in plan.corpora
