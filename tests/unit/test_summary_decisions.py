@@ -269,3 +269,23 @@ def test_the_held_out_rounds_stand_beside_the_development_questions_in_the_headl
         assert f"`{row.retriever}`" in line
     assert line.index("on development") < line.index("on heldout_questions")
     assert heldout_headline(heldout, "no_such_reader") == "" and heldout_headline(None, "reader") == ""
+
+
+def test_the_prompt_budget_is_a_stated_setting_of_the_plan():
+    import copy
+
+    import yaml
+
+    from rag.config import ConfigError, build_plan
+    from rag.evaluation.recommendation import DEFAULT_PROMPT_BUDGET
+    from tests.workdir import FIXTURES, PROJECT
+
+    schema = yaml.safe_load((PROJECT / "workflow/schemas/config.schema.yaml").read_text())
+    tiny = yaml.safe_load((FIXTURES / "tiny" / "config.yaml").read_text())
+    assert build_plan(copy.deepcopy(tiny), schema, FIXTURES / "tiny").prompt_budget == DEFAULT_PROMPT_BUDGET
+    tiny["evaluation"]["prompt_budget"] = 800
+    assert build_plan(copy.deepcopy(tiny), schema, FIXTURES / "tiny").prompt_budget == 800
+    for bad in (0, "lots", 2.5):
+        tiny["evaluation"]["prompt_budget"] = bad
+        with pytest.raises(ConfigError, match=r"config\['evaluation'\]\['prompt_budget'\]"):
+            build_plan(copy.deepcopy(tiny), schema, FIXTURES / "tiny")
