@@ -162,6 +162,33 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
         "Prompt headers",
         [(U + "test_prompt_headers.py", ".", "result")],
     ),
+    13: (
+        "compare",
+        [
+            (U + "test_compare_results.py", "refused|said_not_skipped|one_line_naming_it", "error"),
+            (
+                U + "test_compare_results.py",
+                "headline|shows_its_new|changed_means|without_metrics_csv|compare_clean|or_are_valid",
+                "result",
+            ),
+        ],
+    ),
+    14: (
+        "results folders",
+        [
+            (U + "test_output_folders.py", "refused|elsewhere|judged_by", "error"),
+            (U + "test_output_folders.py", "whole_path|not_be_it|kept|passes|folder_apart", "result"),
+            ("tests/pipeline/test_pipeline_output_folders.py", "writes_nothing", "error"),
+            ("tests/pipeline/test_pipeline_output_folders.py", "plans_as_before", "result"),
+        ],
+    ),
+    15: (
+        "planning checks",
+        [
+            (U + "test_planning_refusals.py", "kept|check_plans|any_|only_when", "result"),
+            (U + "test_planning_refusals.py", "refused|checked", "error"),
+        ],
+    ),
 }
 COLUMNS = [
     "family",
