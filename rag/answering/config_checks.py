@@ -6,6 +6,8 @@ Beside the generators so that adding one changes one package; the config plan
 
 from __future__ import annotations
 
+import string
+import urllib.parse
 from collections.abc import Iterable, Mapping
 
 from rag.kinds import (
@@ -106,11 +108,44 @@ def canonical_generators(config: Mapping) -> dict[str, dict]:
     return generators
 
 
+def placeholder_problem(template: object) -> str | None:
+    """Why ``template`` holds something other than plain ``{name}`` placeholders, or None.
+
+    A format spec (``{question:>999999999}`` builds a gigabyte per message), a
+    conversion (``{question!r}``), an attribute, an index or a nested field
+    would run inside every job; only a bare name is a placeholder here.
+    """
+    if not isinstance(template, str):
+        return f"must be text, got {type(template).__name__}"
+    try:
+        fields = [
+            (name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template)
+        ]
+    except ValueError as error:
+        return f"not a template ({error}); write a literal brace as {{{{ or }}}}"
+    for name, spec, conversion in fields:
+        if name is None:
+            continue
+        shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        if conversion or spec:
+            return f"placeholder {shown[:40]} has a format spec or conversion; write a plain {{{name[:20]}}}"
+        if not name.isidentifier():
+            return f"placeholder {shown[:40]} is not a plain name; write {{question}} or {{sources}}"
+    return None
+
+
 def _check_llm_entry(entry: Mapping, where: str) -> None:
     """An llm entry's endpoint and prompt templates, checked before any job asks it anything."""
     from rag.answering.llm_answers import template_problem
 
+    for key in ("system", "user", "closed_book_system", "closed_book_user"):
+        problem = placeholder_problem(entry[key])
+        if problem:
+            raise ConfigError(f"{where}[{key!r}]: {problem}")
     if entry["base_url"] != BUNDLED_ENDPOINT:
+        problem = port_problem(entry["base_url"])
+        if problem:
+            raise ConfigError(f"{where}['base_url']: {problem}")
         from rag.models.client import Endpoint
 
         try:
@@ -131,6 +166,20 @@ def _check_llm_entry(entry: Mapping, where: str) -> None:
         problem = template_problem(entry[key], None)
         if problem:
             raise ConfigError(f"{where}[{key!r}]: {problem}")
+
+
+def port_problem(url: object) -> str | None:
+    """Why the port of ``url`` cannot be connected to (outside 1 to 65535, or not a number), or None."""
+    if not isinstance(url, str):
+        return None  # the endpoint's own check names the type
+    try:
+        port = urllib.parse.urlsplit(url).port
+    except ValueError:
+        given = urllib.parse.urlsplit(url).netloc.rpartition("@")[2].rpartition("]")[2].rpartition(":")[2]
+        return f"port {given[:12]!r} is not a number from 1 to 65535"
+    if port is not None and not 1 <= port <= 65535:
+        return f"port {port} is outside 1 to 65535"
+    return None
 
 
 def prune_unavailable_generators(config: dict) -> list[str]:

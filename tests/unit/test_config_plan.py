@@ -667,6 +667,14 @@ def test_every_mutation_of_the_bundled_config_is_a_plan_or_a_clear_error(every_e
 
 MUTATION_VALUES = st.sampled_from(
     [_DELETE, None, -1, 0, 1, 2.5, 1e308, math.nan, "nope", "", [], {}, [1, 1], True]
+    # What issue 42 found passing the plan: a format width, a port beyond 65535, the development
+    # question file as a held-out one, the extractive generator alone (tests/unit/test_planning_refusals.py).
+    + [
+        "{question:>999999999} {sources}",
+        "http://127.0.0.1:70000/v1",
+        "resources/solar_system/questions.yaml",
+    ]
+    + [["extractive"], ["resources/solar_system/questions.yaml"]]
 )
 
 

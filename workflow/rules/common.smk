@@ -40,6 +40,10 @@ try:
         read_yaml(PROJECT_ROOT / "workflow/schemas/config.schema.yaml"),
         config_files=workflow.configfiles,
         questions_schema=read_yaml(PROJECT_ROOT / "workflow/schemas/questions.schema.yaml"),
+        project_root=PROJECT_ROOT,
+        # The default run's config: an ablation sent to a folder of its own reuses
+        # that run's tables whose settings it shares (rag.config.shared_table_groups).
+        base_config=read_yaml("config.yaml") if Path("config.yaml").is_file() else None,
     )
 except Exception as _error:
     if not job_errors.is_user_error(_error):
@@ -52,6 +56,9 @@ CORPORA, CHUNKERS, RETRIEVERS = PLAN.corpora, PLAN.chunkers, PLAN.retrievers
 # The folder of the tables and figures (config key results); unlabelled corpora
 # (no questions) are parsed, chunked and indexed only.
 RESULTS, LABELLED_CORPORA = PLAN.results_folder, PLAN.labelled_corpora
+# A table that does not depend on the whole grid: in RESULTS, or in the default
+# folder when this is an ablation's folder that shares its settings (Plan.table).
+TABLE = PLAN.table
 UNLABELLED_CORPORA = PLAN.unlabelled_corpora
 LEVELS, DOCUMENT_KS = PLAN.levels, PLAN.document_ks
 SPAN_CORPORA, CHUNK_LEVEL_CORPORA = PLAN.span_corpora, PLAN.chunk_level_corpora

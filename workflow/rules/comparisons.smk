@@ -69,9 +69,11 @@ rule results_readme:
     input:
         summary=f"{RESULTS}/summary.csv",
         significance=f"{RESULTS}/significance.csv",
+        # Recall and prompt words at every k, for the k to use at the prompt budget.
+        intervals=f"{RESULTS}/metrics_ci.csv",
         question_values=ALL_QUESTION_VALUES,
         # Read for the choices at the edge of their grid (rag.evaluation.summary.grid_edge_lines).
-        thresholds=[f"{RESULTS}/reader_thresholds.csv"] if ANSWERS else [],
+        thresholds=[TABLE("reader_thresholds.csv")] if ANSWERS else [],
         learned=[f"{RESULTS}/learned_fusion.csv"] if PLAN.retrievers_of("learned") else [],
     output:
         f"{RESULTS}/README.md",
@@ -82,6 +84,7 @@ rule results_readme:
     params:
         baseline=BASELINE,
         holdouts=PLAN.holdouts,
+        prompt_budget=PLAN.prompt_budget,
         code=script_digest("results_readme.py"),
     script:
         "../scripts/results_readme.py"

@@ -100,7 +100,7 @@ rule filter_ablation:
         ),
         questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
     output:
-        f"{RESULTS}/filter_ablation.csv",
+        TABLE("filter_ablation.csv"),
     log:
         "logs/filter_ablation.log",
     conda:

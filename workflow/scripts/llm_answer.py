@@ -13,10 +13,12 @@ from rag.formats.tables import provenance, write_parquet
 from rag.jobs import finish_job, start_log
 from rag.kinds import behaviour
 from rag.labels import judge_chunks, locate_spans, parse_questions
+from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
 from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
 log = start_log(snakemake.log.job)
+follow_job_threads(snakemake.threads)  # a bundled server computes with the rule's threads
 keys = ("corpus", "questions", "generator", "chunker", "retriever")
 names = {key: snakemake.wildcards[key] for key in keys}
 entry = json.loads(snakemake.params.generator)
