@@ -101,6 +101,11 @@ class Document:
     # Restricted unless a reader says otherwise: a document built without an
     # access level never reaches a public ranking or prompt by accident.
     access: str = DEFAULT_ACCESS
+    # Who may read it beside ``access``: ``tenant`` "" is shared by every tenant,
+    # ``acl`` () lets every group of its tenant read it; otherwise the sorted,
+    # distinct group names allowed (docs/corpus-format.md, "Tenants and groups").
+    tenant: str = ""
+    acl: tuple[str, ...] = ()
 
     @property
     def full_text(self) -> str:

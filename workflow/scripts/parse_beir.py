@@ -4,7 +4,7 @@ import json
 
 from rag.corpus.beir import judged_questions
 from rag.corpus.beir_files import read_beir_collection
-from rag.corpus.document_tables import documents_to_frame
+from rag.corpus.document_tables import documents_to_table
 from rag.corpus.documents import PARSER_VERSION
 from rag.formats.tables import provenance, write_parquet
 from rag.jobs import finish_job, start_log
@@ -35,7 +35,7 @@ meta = provenance(
     split=entry["split"],
     **documents_record({document.doc_id: document.version for document in documents}),
 )
-write_parquet(documents_to_frame(documents), snakemake.output.parsed, meta)
+write_parquet(documents_to_table(documents), snakemake.output.parsed, meta)
 write_parquet(questions_to_frame(questions), snakemake.output.questions, meta)
 write_parquet(judgements_to_frame(judgements), snakemake.output.qrels, meta)
 finish_job()
