@@ -16,7 +16,7 @@ import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from rag.corpus.front_matter import OTHER_LINE_SEPARATORS, FrontMatterError, load_front_matter
@@ -378,6 +378,31 @@ def check_acl(value: object, what: str) -> tuple[str, ...]:
                 "no spaces or commas)"
             )
     return tuple(sorted(set(value)))
+
+
+@dataclass(frozen=True)
+class DocumentDefaults:
+    """What a corpus gives a document that states no access level, tenant or groups."""
+
+    access: str = DEFAULT_ACCESS
+    tenant: str = ""
+    acl: tuple[str, ...] = ()
+
+
+def document_defaults(entry: Mapping, where: str) -> DocumentDefaults:
+    """A corpus entry's ``default_access``, ``default_tenant`` and ``default_acl``, checked.
+
+    Only ``default_access`` has a default (restricted); a tenant and groups are
+    given to documents that state none only when the entry says so explicitly.
+    """
+    access = check_access_level(entry.get("default_access", DEFAULT_ACCESS), f"{where}['default_access']")
+    tenant = (
+        check_tenant(entry["default_tenant"], f"{where}['default_tenant']")
+        if "default_tenant" in entry
+        else ""
+    )
+    acl = check_acl(entry["default_acl"], f"{where}['default_acl']") if "default_acl" in entry else ()
+    return DocumentDefaults(access, tenant, acl)
 
 
 def check_document_id(doc_id: str, name: str) -> str:
