@@ -9,6 +9,7 @@ chunking strategy, and a chunker that cuts a span is visibly penalised.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -265,13 +266,19 @@ def _without_markup(text: str) -> tuple[str, list[int]]:
     return "".join(kept), positions
 
 
+# What markup carries beside the text a reader sees: a link's label or address
+# ("][ref]", "](url)") and a role's name ("{mod}" before a backtick). A span cut
+# through a link keeps them, so they are dropped before comparing.
+_MARKUP_TAILS = re.compile(r"\]\[[^\]\n]*\]|\]\([^)\n]*\)|\{[\w:.+-]+\}(?=`)")
+
+
 def markup_difference(span: str, texts: Mapping[str, str]) -> tuple[str, str, list[str]] | None:
     """Where ``span`` matches once markup characters and spaces are ignored, and which markup differs.
 
     (document id, the document's text there, the kinds of markup that differ),
     or None when the span does not match even so.
     """
-    bare, _ = _without_markup(span)
+    bare, _ = _without_markup(_MARKUP_TAILS.sub("]", span))
     if not bare:
         return None
     for doc_id in sorted(texts):

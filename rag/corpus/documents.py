@@ -182,6 +182,8 @@ USED_FRONT_MATTER: tuple[str, ...] = (
 )
 # Quote markers at the start of a line ("> ", "> > "), removed as a renderer does.
 _QUOTE_MARKERS = re.compile(r"^(?: {0,3}>[ \t]?)+")
+# A MyST target, "(install-guide)=" on a line of its own: a label for links, not text.
+_MYST_TARGET = re.compile(r"^ {0,3}\([^()\s]+\)=\s*$")
 # The first line of a GitHub alert (> [!NOTE]), shown as a label, not as text.
 _ALERT = re.compile(r"^\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*$", re.IGNORECASE)
 
@@ -210,7 +212,9 @@ def render_inline(text: str) -> str:
     (:func:`render_span`), so a span copied from the source file matches.
     """
     text = _UNCLOSED.sub("", text)
-    text = unwrap_reference_links(unwrap_links(remove_tags(remove_roles(text))))
+    # Twice: a badge is an image inside a link, [![build](badge.svg)](ci), whose first
+    # unwrapping leaves the image, ![build](ci).
+    text = unwrap_reference_links(unwrap_links(unwrap_links(remove_tags(remove_roles(text)))))
     return normalize_passage(html.unescape(unwrap_emphasis(text)))
 
 
@@ -551,7 +555,8 @@ def parse_markdown_file(
 
     The headings are CommonMark's (:func:`_block_structure`): ATX and setext,
     level 1 the title (unless the front matter has one), deeper levels the
-    section path. Thematic breaks and link reference definitions are not text.
+    section path. Thematic breaks, link reference definitions and MyST targets
+    (``(label)=``) are not text.
     Quote markers (``> ``) are removed, and a quote is a paragraph of its own.
     Kept list items become paragraphs of their own, without their bullet (an
     ordered item keeps its number, which is part of its text). As in
@@ -620,7 +625,7 @@ def parse_markdown_file(
             path = path[:depth] + [heading_text]
             skipping = "references" in skip and any(part.lower() in SKIPPED_SECTIONS for part in path)
             continue
-        if index - 1 in structure.unrendered:
+        if index - 1 in structure.unrendered or _MYST_TARGET.match(line):
             flush()
             continue
         quoted = _QUOTE_MARKERS.match(line)
