@@ -10,7 +10,6 @@ from pathlib import Path
 from rag.corpus.document_tables import write_parsed_documents
 from rag.corpus.documents import DocumentError, document_defaults
 from rag.corpus.folders import read_files
-from rag.escaping import visible
 from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
@@ -34,9 +33,8 @@ for document in documents:
         f"; skipped lines: {left_out}" if left_out else "",
     )
 warning = reading.warning(f"corpus {snakemake.wildcards.corpus!r}")
-if warning:
+if warning:  # the plan has printed it once already; the log keeps it with the parse
     log.warning("%s", warning)
-    print(f"WARNING: {visible(warning, keep_newlines=False)}")
 # Front matter keys no reader uses are kept with the parse, by document file.
 other = {"other_front_matter": reading.other_metadata} if reading.other_metadata else {}
 
