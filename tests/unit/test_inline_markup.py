@@ -64,7 +64,8 @@ def test_ordinary_markup_is_unchanged(text):
 
 
 @pytest.mark.parametrize(
-    "unit", ["[", "*a ", "`x ", "<a ", "<!-", "_a ", "![", "<script>", "**a", "[a](", "<!--", "[a][", "{a}`", "]["]
+    "unit",
+    ["[", "*a ", "`x ", "<a ", "<!-", "_a ", "![", "<script>", "**a", "[a](", "<!--", "[a][", "{a}`", "]["],
 )
 def test_a_megabyte_of_repeated_markup_parses(unit):
     """Completion only; the time (under 1 s each) is measured by benchmarks/adversarial_parsing.py."""
