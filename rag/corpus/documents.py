@@ -218,9 +218,6 @@ def render_inline(text: str) -> str:
     return normalize_passage(html.unescape(unwrap_emphasis(text)))
 
 
-_inline_text = render_inline
-
-
 def strip_quote_markers(line: str) -> str:
     """A line without its blockquote markers (``> ``, ``> > ``)."""
     return _QUOTE_MARKERS.sub("", line)
