@@ -195,12 +195,13 @@ def unwrap_emphasis(text: str) -> str:
 
 
 def unwrap_reference_links(text: str) -> str:
-    """``!?\\[([^\\]]*)\\]\\[[^\\]]*\\]`` replaced by the link text: ``[npm][npm-docs]`` and
-    ``[`fs.open()`][]`` (a full and a collapsed reference link) become ``npm`` and `` `fs.open()` ``.
+    """``!?(?<![\\w\\]])\\[([^\\]]*)\\]\\[[^\\]]*\\]`` replaced by the link text: ``[npm][npm-docs]``
+    and ``[`fs.open()`][]`` (a full and a collapsed reference link) become ``npm`` and `` `fs.open()` ``.
 
     Whether the label is defined does not matter: the text is what a reader sees
     either way, and a span copied from the source renders the same without the
-    document's definitions.
+    document's definitions. A ``[`` right after a letter, digit, ``_`` or ``]``
+    opens no link, so code such as ``matrix[i][j]`` stays as it is.
     """
     pieces, position, start = [], 0, 0
     close_bracket = _NextOf(text, _any_of("]"))
@@ -210,6 +211,9 @@ def unwrap_reference_links(text: str) -> str:
         start = text.find("[", start)
         if start < 0:
             break
+        if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_]"):
+            start += 1  # an index such as a[0][1], not a link; a later '[' may still open one
+            continue
         bracket = close_bracket.at_or_after(start + 1)
         if bracket >= length:
             break  # no ']' remains: no later '[' can close

@@ -28,7 +28,7 @@ from rag.corpus.inline_markup import (
 REFERENCE = {
     remove_tags: (re.compile(r"<[^>\n]+>"), ""),
     unwrap_links: (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),
-    unwrap_reference_links: (re.compile(r"!?\[([^\]]*)\]\[[^\]]*\]"), r"\1"),
+    unwrap_reference_links: (re.compile(r"!?(?<![\w\]])\[([^\]]*)\]\[[^\]]*\]"), r"\1"),
     unwrap_emphasis: (re.compile(r"(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1"), r"\2"),
     remove_comments: (re.compile(r"<!--.*?-->", re.DOTALL), ""),
     remove_active_elements: (
@@ -37,6 +37,7 @@ REFERENCE = {
     ),
 }
 PIECES = ["<", ">", "[", "]", "(", ")", "!", "*", "**", "_", "__", "`", " ", "\n", "a", "b c", "-->", "<!--"]
+PIECES += ["a[0]", "_[", "][", "x!["]
 PIECES += ["<script>", "</script>", "<STYLE x>", "</style >", "<svg/>", "</svg>", "<scripts>", "\u00a0", "é"]
 MARKUP = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 

@@ -94,6 +94,7 @@ def test_quotes_alerts_roles_and_badges_render_as_a_reader_sees_them():
         ("> Note: on Windows,\n> Node.js follows", "Note: on Windows, Node.js follows"),
         ("and {mod}`pip._internal.req` parses it", "and pip._internal.req parses it"),
         ("Plain text, 4,880\u00a0km.", "Plain text, 4,880 km."),
+        ("the cell `matrix[i][j]` of", "the cell matrix[i][j] of"),
     ],
 )
 def test_a_span_copied_from_the_source_renders_like_the_paragraph(copied, rendered):
