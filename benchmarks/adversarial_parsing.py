@@ -7,8 +7,8 @@ finish (or refuse in one line) in well under a second: the regular
 expressions it used before were quadratic and took 16-30 s on 40 KB. The
 alias bomb is the 469-byte-class billion-laughs front matter; it must be
 refused before any alias is followed, in under 1 s and 100 MB. The tests
-assert completion and refusal only (tests/unit/test_inline_markup.py,
-tests/unit/test_front_matter.py); the times and memory are measured here.
+assert completion and refusal only (tests/unit/corpus/test_inline_markup.py,
+tests/unit/corpus/test_front_matter.py); the times and memory are measured here.
 
 Usage:
     .venv/bin/python benchmarks/adversarial_parsing.py

@@ -38,16 +38,16 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
     1: (
         "Access for every source",
         [
-            (U + "test_access_model.py", "an_html_access_not_read", "error"),
-            (U + "test_access_model.py", "takes_the|declares|carry_access|built_without", "result"),
+            (U + "corpus/test_access_model.py", "an_html_access_not_read", "error"),
+            (U + "corpus/test_access_model.py", "takes_the|declares|carry_access|built_without", "result"),
             ("tests/pipeline/test_pipeline_access.py", ".", "result"),
         ],
     ),
     2: (
         "Front matter read with certainty",
         [
-            (U + "test_front_matter.py", "refused|error_naming", "error"),
-            (U + "test_front_matter.py", "still_read", "result"),
+            (U + "corpus/test_front_matter.py", "refused|error_naming", "error"),
+            (U + "corpus/test_front_matter.py", "still_read", "result"),
             (U + "test_hardening.py", "bad_front_matter", "error"),
             (U + "test_hardening.py", "recognised_in_every_form", "result"),
         ],
@@ -55,34 +55,38 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
     3: (
         "rag ask and access",
         [
-            (U + "test_cli.py", "never_sends_a_restricted_chunk", "result"),
-            (U + "test_cli.py", "unknown_access_level", "error"),
+            (U + "ask/test_cli.py", "never_sends_a_restricted_chunk", "result"),
+            (U + "ask/test_cli.py", "unknown_access_level", "error"),
         ],
     ),
     4: (
         "The key and plain http",
         [
-            (U + "test_chat_client.py", "proxy_receives_nothing", "result"),
+            (U + "models/test_chat_client.py", "proxy_receives_nothing", "result"),
             (
-                U + "test_chat_client.py",
+                U + "models/test_chat_client.py",
                 "plain_http_to_another_host|missing_key|credentials_in_the_url",
                 "error",
             ),
-            (U + "test_hosted_faults.py", "key_|credentials|redact", "result"),
+            (U + "models/test_hosted_faults.py", "key_|credentials|redact", "result"),
         ],
     ),
     5: (
         "Downloads complete or absent",
         [
-            (U + "test_wikipedia_faults.py", "refused|never_cached|cut|interrupted|redirect_loop", "error"),
-            (U + "test_wikipedia_faults.py", "accepted|replaced|removed_and|within_the_limit", "data"),
+            (
+                U + "corpus/test_wikipedia_faults.py",
+                "refused|never_cached|cut|interrupted|redirect_loop",
+                "error",
+            ),
+            (U + "corpus/test_wikipedia_faults.py", "accepted|replaced|removed_and|within_the_limit", "data"),
         ],
     ),
     6: (
         "Bounded parsing",
         [
-            (U + "test_inline_markup.py", ".", "result"),
-            (U + "test_front_matter.py", "alias_bomb", "error"),
+            (U + "corpus/test_inline_markup.py", ".", "result"),
+            (U + "corpus/test_front_matter.py", "alias_bomb", "error"),
             (U + "test_hardening_limits.py", "unclosed_html|unknown_name|closable_markup", "result"),
             (U + "test_hardening_limits.py", "size_cap", "error"),
         ],
@@ -107,7 +111,7 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
         [
             (U + "test_job_housekeeping.py", "one_escaped_line|one_line_without_frames", "error"),
             (U + "test_job_housekeeping.py", "visible_escapes", "result"),
-            (U + "test_access_model.py", "control_characters|beir_id_with_an_escape", "error"),
+            (U + "corpus/test_access_model.py", "control_characters|beir_id_with_an_escape", "error"),
             (U + "test_hardening.py", "visible|control_characters", "result"),
         ],
     ),
@@ -118,9 +122,9 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
             (U + "test_planning_checks.py", "link_leading_out", "error"),
             (U + "test_planning_checks.py", "link_inside", "result"),
             (U + "test_hardening.py", "partial", "data"),
-            (U + "test_hosted.py", "deadline|retry_after_beyond", "error"),
-            (U + "test_chat_client.py", "whole_call_deadline|beyond_the_deadline", "error"),
-            (U + "test_wikipedia_faults.py", "bounds_the_whole_call", "error"),
+            (U + "models/test_hosted.py", "deadline|retry_after_beyond", "error"),
+            (U + "models/test_chat_client.py", "whole_call_deadline|beyond_the_deadline", "error"),
+            (U + "corpus/test_wikipedia_faults.py", "bounds_the_whole_call", "error"),
         ],
     ),
     # Issue 42: the model path hardened like the rest.
@@ -128,46 +132,50 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
         "Response cache",
         [
             (
-                U + "test_response_cache.py",
+                U + "models/test_response_cache.py",
                 "malformed_reply|damaged_entry|unreadable_entry|only_regular_files|put_refuses|corrupted_entry",
                 "error",
             ),
             (
-                U + "test_response_cache.py",
+                U + "models/test_response_cache.py",
                 "error_then_a_healthy|failed_completions_call|refused_field|committed_entry|sealing|fuzz",
                 "result",
             ),
-            (U + "test_response_cache.py", "cannot_be_written|folder_under_a_file|umask", "data"),
+            (U + "models/test_response_cache.py", "cannot_be_written|folder_under_a_file|umask", "data"),
         ],
     ),
     11: (
         "Model client",
         [
-            (U + "test_model_paths.py", ".", "result"),
-            (U + "test_model_client_fuzz.py", ".", "result"),
-            (U + "test_hosted.py", "usable_content|plain_http_with_the_key", "error"),
-            (U + "test_hosted.py", "loopback_by_name|default_timeout", "result"),
-            (U + "test_local_server.py", "refused|exits_is_one_line", "error"),
-            (U + "test_local_server.py", "dies_with_the_job|error_inside|stopped_after", "data"),
+            (U + "models/test_model_paths.py", ".", "result"),
+            (U + "models/test_model_client_fuzz.py", ".", "result"),
+            (U + "models/test_hosted.py", "usable_content|plain_http_with_the_key", "error"),
+            (U + "models/test_hosted.py", "loopback_by_name|default_timeout", "result"),
+            (U + "models/test_local_server.py", "refused|exits_is_one_line", "error"),
+            (U + "models/test_local_server.py", "dies_with_the_job|error_inside|stopped_after", "data"),
             (
-                U + "test_local_server.py",
+                U + "models/test_local_server.py",
                 "never_on_the_command_line|threads|real_server|deterministic",
                 "result",
             ),
-            (U + "test_ask_generators.py", "one_line|redefine", "error"),
-            (U + "test_ask_generators.py", "bundled|timeout", "result"),
+            (U + "ask/test_ask_generators.py", "one_line|redefine", "error"),
+            (U + "ask/test_ask_generators.py", "bundled|timeout", "result"),
         ],
     ),
     12: (
         "Prompt headers",
-        [(U + "test_prompt_headers.py", ".", "result")],
+        [(U + "answering/test_prompt_headers.py", ".", "result")],
     ),
     13: (
         "compare",
         [
-            (U + "test_compare_results.py", "refused|said_not_skipped|one_line_naming_it", "error"),
             (
-                U + "test_compare_results.py",
+                U + "evaluation/test_compare_results.py",
+                "refused|said_not_skipped|one_line_naming_it",
+                "error",
+            ),
+            (
+                U + "evaluation/test_compare_results.py",
                 "headline|shows_its_new|changed_means|without_metrics_csv|compare_clean|or_are_valid",
                 "result",
             ),

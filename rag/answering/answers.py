@@ -151,7 +151,7 @@ def collection_idf(indexed_texts: Sequence[str], stem: bool = False) -> dict[str
         raise ValueError("cannot compute an idf over an empty collection")
     # rag.retrieval.bm25.bm25_idf (its lucene variant) over the document frequencies,
     # both written out here: the BM25 module and its term matrix import scipy, which
-    # costs an answer job a fifth of a second. tests/unit/test_answers.py checks they agree.
+    # costs an answer job a fifth of a second. tests/unit/answering/test_answers.py checks they agree.
     frequency = Counter(term for text in indexed_texts for term in set(analyze(text, stem=stem)))
     vocabulary = sorted(frequency)
     document_frequency = np.array([frequency[term] for term in vocabulary], dtype=np.float64)

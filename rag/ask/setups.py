@@ -19,7 +19,7 @@ class AskSetup:
 
     ``chunker`` is a chunker entry and ``retrievers`` are retriever entries by
     name, exactly as they could stand in config.yaml (and pass its checks:
-    tests/unit/test_ask_setups.py), so ``rag ask`` builds, searches and fuses
+    tests/unit/ask/test_ask_setups.py), so ``rag ask`` builds, searches and fuses
     with the same behaviour and defaults as the pipeline. ``fused`` names the
     fused entry whose ranking picks the sources; its components are the
     lexical ranking first, then the dense one. ``weights`` names the bm25

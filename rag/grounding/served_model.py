@@ -73,7 +73,7 @@ NO_LOG_PROBABILITIES = "the server gives no per-token log-probabilities of an ec
 # llama-cpp-python 0.3.36 reports, for each echoed prompt token, the log-probability
 # of that token under the distribution *after* it (Llama._create_completion pairs
 # token i with logits row i instead of i - 1): checked against the same model's
-# logits in-process (tests/unit/test_grounding_served_model.py). Its completions
+# logits in-process (tests/unit/grounding/test_grounding_served_model.py). Its completions
 # are not affected, since they are offset by the prompt length minus one.
 MISALIGNED_ECHO = (
     "the bundled llama-cpp-python server misaligns echoed log-probabilities by one token, "
