@@ -384,6 +384,8 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
             "api_key_env": Parameter("string", None, nullable=True),
             "concurrency": Parameter("integer", 1, minimum=1, maximum=64),
             "timeout": Parameter("number", 120, minimum=0, maximum=86_400, exclusive_minimum=True),
+            # plain: [n] markers in the text; structured: {answer, sources} through response_format.
+            "citations": Parameter("string", "plain", choices=("plain", "structured")),
         },
         rule="llm_answer",
         generate="rag.answering.llm_answers:generator_from_entry",

@@ -43,7 +43,9 @@ if setting.retriever != CLOSED_BOOK:
 
 
 cache = ResponseCache(snakemake.params.cache)
-complete = complete_with_cache(generator, cache, snakemake.log.server, log.info)
+complete = complete_with_cache(
+    generator, cache, snakemake.log.server, log.info, closed_book=setting.closed_book
+)
 frame = answers_frame(answer_records(questions, top_chunks, generator, complete, setting, evidence))
 cached = int(frame["cached"].sum())
 log.info(
