@@ -157,6 +157,32 @@ def _share(name: str, outcomes: np.ndarray) -> dict[str, float]:
     return {name: mean, f"{name}_low": low, f"{name}_high": high}
 
 
+# The one denominator of each outcome, in both answer tables (summary and closed book):
+# a property of the question, never of the answer, so paired tests compare the same questions.
+WITH_REFERENCE = "answerable questions with a reference answer"
+UNANSWERABLE = "unanswerable questions"
+DENOMINATORS: dict[str, str] = {
+    "correct": WITH_REFERENCE,
+    "wrong": WITH_REFERENCE,
+    "abstained": WITH_REFERENCE,
+    "refused": UNANSWERABLE,
+    "correct_from_memory": WITH_REFERENCE,
+}
+
+
+def with_reference(frame: pd.DataFrame) -> pd.Series:
+    """Which rows are answerable questions with a reference answer (:data:`WITH_REFERENCE`)."""
+    reference = frame["reference_answer"].fillna("").astype(str).str.strip() != ""
+    return frame["answerable"].astype(bool) & reference
+
+
+def in_denominator(frame: pd.DataFrame, measure: str) -> pd.Series:
+    """The rows whose question counts in ``measure``'s denominator (:data:`DENOMINATORS`)."""
+    if DENOMINATORS[measure] == UNANSWERABLE:
+        return ~frame["answerable"].astype(bool)
+    return with_reference(frame)
+
+
 def _flags(frame: pd.DataFrame, column: str) -> np.ndarray:
     return frame[column].fillna(False).astype(bool).to_numpy()
 
@@ -164,16 +190,16 @@ def _flags(frame: pd.DataFrame, column: str) -> np.ndarray:
 def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
     """One row per setup (:data:`SETUP_KEYS`): counts, shares with intervals, tokens and seconds.
 
-    Shares are over the questions they can apply to: correct, wrong and
-    abstained over the answerable questions with a reference answer (those
-    without one are counted in ``not_judged``), refused over the unanswerable
-    ones, faithful and responsive over the answers given, and
+    Shares are over the questions they can apply to (:data:`DENOMINATORS`,
+    the same in the closed-book table): correct, wrong and abstained over the
+    answerable questions with a reference answer (answers to those without
+    one are counted in ``not_judged``), refused over the unanswerable ones, faithful and responsive over the answers given, and
     ``correct_from_memory_share`` over the correct answers.
     """
     rows = []
     for values, setup in judged.groupby(SETUP_KEYS, sort=True, dropna=False):
         outcome = setup["outcome"]
-        judgeable = setup[outcome.isin([CORRECT, WRONG, ABSTAINED])]
+        judgeable = setup[with_reference(setup)]
         unanswerable = setup[~setup["answerable"].astype(bool)]
         answered = setup[~setup["abstained"].astype(bool)]
         correct = setup[outcome == CORRECT]
@@ -227,15 +253,20 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
     """Every retrieval setting against the closed book of the same generator on the same questions.
 
     One row per setup with sources and per outcome of :data:`COMPARED`: the
-    difference of its share (setup minus closed book, over every question of
-    the set, so each question counts once in both), its bootstrap interval,
+    difference of its share (setup minus closed book, over the questions of
+    its ``denominator``, :data:`DENOMINATORS`, the summary's; each question
+    counts once in both), its bootstrap interval,
     the paired randomization and t-test p-values, and the randomization p
     Holm-corrected over the comparisons of one corpus, question set and
     generator. A question set without a closed-book file has no rows.
     """
     from rag.evaluation.significance import compare_paired, holm
 
-    values = pd.concat([judged[SETUP_KEYS + ["question_id"]], question_outcomes(judged)], axis=1)
+    masks = pd.DataFrame(
+        {measure: in_denominator(judged, measure) for measure in COMPARED}, index=judged.index
+    )
+    masks.columns = [f"in_{measure}" for measure in COMPARED]
+    values = pd.concat([judged[SETUP_KEYS + ["question_id"]], question_outcomes(judged), masks], axis=1)
     rows = []
     family_keys = ["corpus", "questions", "generator"]
     for family, of_family in values.groupby(family_keys, sort=True):
@@ -251,10 +282,13 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
             if list(answers.index) != list(baseline.index):
                 where = "/".join(map(str, (*family, *setup)))
                 raise ValueError(f"{where}: the answers and the closed book differ in questions")
-            comparisons = compare_paired(
-                answers[list(COMPARED)].to_numpy(), baseline[list(COMPARED)].to_numpy()
-            )
-            for measure, comparison in zip(COMPARED, comparisons, strict=True):
+            for measure in COMPARED:
+                counted = baseline[f"in_{measure}"].to_numpy(dtype=bool)
+                if not counted.any():
+                    continue
+                (comparison,) = compare_paired(
+                    answers[[measure]].to_numpy()[counted], baseline[[measure]].to_numpy()[counted]
+                )
                 rows.append(
                     {
                         **dict(zip(family_keys, family, strict=True)),
@@ -262,9 +296,10 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
                         "retriever": setup[1],
                         "k": setup[2],
                         "outcome": measure,
-                        "question_count": len(answers),
-                        "share": float(answers[measure].mean()),
-                        "closed_book_share": float(baseline[measure].mean()),
+                        "denominator": DENOMINATORS[measure],
+                        "question_count": int(counted.sum()),
+                        "share": float(answers[measure].to_numpy()[counted].mean()),
+                        "closed_book_share": float(baseline[measure].to_numpy()[counted].mean()),
                         "difference": comparison.mean_difference,
                         "difference_low": comparison.difference_low,
                         "difference_high": comparison.difference_high,
@@ -281,6 +316,7 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
 _COMPARISON_COLUMNS = [
     *SETUP_KEYS,
     "outcome",
+    "denominator",
     "question_count",
     "share",
     "closed_book_share",
