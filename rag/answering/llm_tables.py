@@ -193,7 +193,8 @@ def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
     Shares are over the questions they can apply to (:data:`DENOMINATORS`,
     the same in the closed-book table): correct, wrong and abstained over the
     answerable questions with a reference answer (answers to those without
-    one are counted in ``not_judged``), refused over the unanswerable ones, faithful and responsive over the answers given, and
+    one are counted in ``not_judged``), refused over the unanswerable ones,
+    faithful and responsive over the answers given, and
     ``correct_from_memory_share`` over the correct answers.
     """
     rows = []
