@@ -131,7 +131,7 @@ def prune_unavailable_generators(config: dict) -> list[str]:
     missing = missing_packages()
     warnings, unavailable = [], []
     for name, entry in section.items():
-        bundled = isinstance(entry, dict) and entry.get("kind") == "llm"
+        bundled = isinstance(entry, dict) and entry.get("kind") in ("llm", "judge")
         bundled = bundled and entry.get("base_url", BUNDLED_ENDPOINT) == BUNDLED_ENDPOINT
         if not bundled or not missing:
             continue

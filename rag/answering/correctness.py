@@ -282,6 +282,11 @@ UNITS: dict[str, Unit] = {
         Unit("speed", 1e3 / 3600),
     ),
     **dict.fromkeys(["mph", "miles per hour"], Unit("speed", 1609.344 / 3600)),
+    **dict.fromkeys(
+        ["cm per year", "cm each year", "cm a year", "centimetres per year", "centimeters per year"],
+        Unit("speed", 1e-2 / _YEAR),
+    ),
+    **dict.fromkeys(["mm per year", "mm each year", "mm a year"], Unit("speed", 1e-3 / _YEAR)),
     **dict.fromkeys(["s", "sec", "second", "seconds"], Unit("time", 1.0)),
     **dict.fromkeys(["min", "minute", "minutes"], Unit("time", 60.0)),
     **dict.fromkeys(["h", "hr", "hrs", "hour", "hours"], Unit("time", 3600.0)),

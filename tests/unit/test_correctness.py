@@ -234,3 +234,8 @@ def test_any_answer_is_judged_without_failing_and_a_unit_rewrite_keeps_the_verdi
     assert outcome in (CORRECT, WRONG)
     # Stating the reference after any text never turns a conversion into a contradiction of itself.
     assert content_in_text(f"{answer}. {reference}", reference) or outcome == WRONG
+
+
+def test_a_rate_per_year_is_a_speed_and_not_a_length():
+    assert not correct("The Moon drifts away at about 3.8 meters per second.", "3.8 cm each year")
+    assert correct("The Moon drifts away by 38 mm per year.", "3.8 cm each year")
