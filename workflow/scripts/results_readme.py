@@ -2,6 +2,7 @@
 
 import pandas as pd
 
+from rag.answering.best_setup import best_answer_setup_lines
 from rag.evaluation.holdout import with_holdout_rows
 from rag.evaluation.recommendation import recommendation_lines, recommendations
 from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
@@ -28,5 +29,8 @@ edges = grid_edge_lines(thresholds, learned)
 readme = results_readme(
     summary, significance, snakemake.params.baseline, RESAMPLES, PERMUTATIONS, recommended, edges
 )
+if snakemake.input.llm_judged:
+    judged = pd.read_csv(snakemake.input.llm_judged[0], keep_default_na=False, na_values=[""])
+    readme = readme.rstrip("\n") + "\n\n" + "\n".join(best_answer_setup_lines(judged)) + "\n"
 write_text(snakemake.output[0], readme)
 finish_job()
