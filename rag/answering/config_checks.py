@@ -87,6 +87,12 @@ def canonical_generators(config: Mapping) -> dict[str, dict]:
         generators[name] = canonical_entry(GENERATOR_PARAMETERS, entry, where, COMMON_GENERATOR_KEYS)
         if generators[name]["kind"] == "llm":
             _check_llm_entry(generators[name], where)
+        if generators[name]["kind"] == "judge":
+            from rag.answering.judging import judge_entry_problem
+
+            problem = judge_entry_problem(generators[name])
+            if problem:
+                raise ConfigError(f"{where}[{problem[0]!r}]: {problem[1]}")
     return generators
 
 

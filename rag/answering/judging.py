@@ -181,6 +181,28 @@ class ModelJudge:
         )
 
 
+# The placeholders each judge prompt must hold (and may hold: no others).
+JUDGE_PLACEHOLDERS = {
+    "system": frozenset(),
+    "correct_user": frozenset({"question", "reference", "answer"}),
+    "supported_user": frozenset({"sources", "answer"}),
+}
+
+
+def judge_entry_problem(entry: Mapping) -> tuple[str, str] | None:
+    """(key, why) for the first judge prompt that is not a usable template, or None."""
+    import string
+
+    for key, wanted in JUDGE_PLACEHOLDERS.items():
+        try:
+            names = {field for _, field, _, _ in string.Formatter().parse(entry[key]) if field is not None}
+        except ValueError as error:
+            return key, f"not a template ({error}); write a literal brace as {{{{ or }}}}"
+        if names != wanted:
+            return key, f"must hold exactly the placeholders {sorted(wanted)}, holds {sorted(names)}"
+    return None
+
+
 def judge_from_entry(name: str, entry: Mapping) -> ModelJudge:
     """A :class:`ModelJudge` from a canonical ``judge`` entry."""
     return ModelJudge(

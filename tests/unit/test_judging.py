@@ -189,3 +189,52 @@ def test_any_label_file_is_read_or_refused_in_one_line(tmp_path_factory, correct
         assert "\n" not in str(error) and str(path) in str(error)
     else:
         assert set(labels["correctness"]) <= set(CORRECTNESS_LABELS)
+
+
+def test_a_judge_entry_takes_its_kinds_defaults_and_a_misspelled_key_is_one_line():
+    from rag.answering.config_checks import canonical_generators
+    from rag.config import ConfigError
+
+    entry = canonical_generators(
+        {"generators": {"j": {"kind": "judge", "base_url": "http://127.0.0.1:9/v1"}}}
+    )["j"]
+    judge = judge_from_entry("j", entry)
+    assert (
+        judge.sampling.max_tokens == 4
+        and "{reference}" in judge.correct_user
+        and "{sources}" in judge.supported_user
+    )
+    with pytest.raises(ConfigError, match=r"\['correct_prompt'\]: not a parameter of kind 'judge'"):
+        canonical_generators({"generators": {"j": {"kind": "judge", "correct_prompt": "x"}}})
+
+
+@FUZZ
+@given(
+    entry=st.dictionaries(
+        st.sampled_from(
+            ["base_url", "model", "max_tokens", "temperature", "correct_user", "timeout", "bogus"]
+        ),
+        st.one_of(st.integers(-5, 50), st.text(max_size=12), st.none(), st.floats(allow_nan=False)),
+        max_size=4,
+    )
+)
+def test_any_judge_entry_is_canonical_or_one_line_error(entry):
+    from rag.answering.config_checks import canonical_generators
+    from rag.config import ConfigError
+
+    try:
+        canonical = canonical_generators({"generators": {"j": {"kind": "judge", **entry}}})["j"]
+    except ConfigError as error:
+        assert "\n" not in str(error) and str(error).startswith("config['generators']['j']")
+    else:
+        assert canonical["kind"] == "judge" and judge_from_entry("j", canonical).name == "j"
+
+
+def test_a_judge_prompt_with_a_wrong_placeholder_is_refused_naming_the_key():
+    from rag.answering.config_checks import canonical_generators
+    from rag.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"\['correct_user'\]: must hold exactly the placeholders"):
+        canonical_generators({"generators": {"j": {"kind": "judge", "correct_user": "{question} {answr}"}}})
+    with pytest.raises(ConfigError, match=r"\['system'\]: not a template"):
+        canonical_generators({"generators": {"j": {"kind": "judge", "system": "a { b"}}})
