@@ -615,7 +615,10 @@ def test_the_reader_answers_who_discovered_uranus_from_the_uranus_document(retri
     assert prompt_sources(output)[number][0].startswith("Uranus"), sentence
     verdicts = section(output, "Checks")
     assert "Type check passed: the answer holds a value of the asked type (it asks for a name" in verdicts
-    assert "(not checked: that it is the one asked for)" in verdicts
+    assert "not checked: that it is the one asked for" in verdicts
+    # Beside the checks, how often answers that passed both were right (results/verdicts.csv).
+    assert "How often answers that passed both checks were right" in verdicts
+    assert "development: right " in verdicts
 
 
 def test_the_titan_question_is_faithful_and_not_responsive_with_the_spec_generator(shared_cache, capsys):
