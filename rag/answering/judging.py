@@ -297,7 +297,12 @@ def _interval(statistic: Callable[[np.ndarray, np.ndarray], float], a: np.ndarra
         return math.nan, math.nan
     tail = (1.0 - LEVEL) / 2.0
     low, high = np.quantile(values, [tail, 1.0 - tail])
-    return round(float(low), 6), round(float(high), 6)
+    return _rounded(low), _rounded(high)
+
+
+def _rounded(value: float) -> float:
+    """Six decimals, and never a negative zero (so tables print 0.000000, not -0.000000)."""
+    return round(float(value), 6) + 0.0
 
 
 def _agreement(a: np.ndarray, b: np.ndarray) -> float:
@@ -339,10 +344,10 @@ def calibration_rows(labels: pd.DataFrame, verdicts: pd.DataFrame, judge: str) -
                     "judge_yes_label_no": int((~labelled & judged).sum()),
                     "judge_no_label_yes": int((labelled & ~judged).sum()),
                     "both_no": int((~labelled & ~judged).sum()),
-                    "agreement": round(_agreement(labelled, judged), 6),
+                    "agreement": _rounded(_agreement(labelled, judged)),
                     "agreement_low": agree_low,
                     "agreement_high": agree_high,
-                    "kappa": round(cohen_kappa(labelled, judged), 6),
+                    "kappa": _rounded(cohen_kappa(labelled, judged)),
                     "kappa_low": kappa_low,
                     "kappa_high": kappa_high,
                 }
