@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from rag.answering.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, neutralize, render_source
 from rag.answering.verification import check_answer, check_responsive, parse_citations, split_claims
 from rag.chunking import Chunk
-from rag.kinds import BUNDLED_ENDPOINT
+from rag.kinds import BUNDLED_ENDPOINT, CLOSED_BOOK
 from rag.labels import Question
 from rag.models.client import (
     Completion,
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-CLOSED_BOOK = "none"
 DEVELOPMENT = "development"
 # How an llm entry's answers carry their citations (its ``citations`` key):
 # ``plain`` asks for text with [n] markers; ``structured`` asks, through the

@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from rag.answering.answer_metrics import LLM, aggregates, metrics, tested_metrics, tested_values
 from rag.answering.correctness import (
     ABSTAINED,
     ANSWERED_UNANSWERABLE,
@@ -41,8 +42,8 @@ from rag.answering.correctness import (
     judge_answer,
 )
 from rag.evaluation.statistics import bootstrap_interval
+from rag.kinds import CLOSED_BOOK
 
-CLOSED_BOOK = "none"
 # One answer file's setup; the columns every row of every table starts with.
 SETUP_KEYS: list[str] = ["corpus", "questions", "generator", "chunker", "retriever", "k"]
 # The columns the answer files hold (written by the llm generator's rule).
@@ -67,8 +68,6 @@ ANSWER_FILE_COLUMNS: list[str] = [
 # Columns that time the machine or say where an answer came from, not what it is:
 # rag.reproduce skips them, and nothing is compared on them.
 TIMING_COLUMNS = frozenset({"seconds", "cached", "seconds_per_answer", "cached_answers"})
-# The per-question outcomes compared with the closed book, each a 0/1 value per question.
-COMPARED: tuple[str, ...] = ("correct", "wrong", "abstained", "refused", "correct_from_memory")
 
 
 def identifiers(value: object) -> list[str]:
@@ -161,6 +160,7 @@ def _share(name: str, outcomes: np.ndarray) -> dict[str, float]:
 # a property of the question, never of the answer, so paired tests compare the same questions.
 WITH_REFERENCE = "answerable questions with a reference answer"
 UNANSWERABLE = "unanswerable questions"
+EVERY_QUESTION = "every question of the set"
 DENOMINATORS: dict[str, str] = {
     "correct": WITH_REFERENCE,
     "wrong": WITH_REFERENCE,
@@ -171,15 +171,24 @@ DENOMINATORS: dict[str, str] = {
 
 
 def with_reference(frame: pd.DataFrame) -> pd.Series:
-    """Which rows are answerable questions with a reference answer (:data:`WITH_REFERENCE`)."""
+    """Which rows are answerable questions with a reference answer (:data:`WITH_REFERENCE`).
+
+    A frame without the ``reference_answer`` column (answers judged
+    elsewhere) is read from its outcomes: correct, wrong or abstained.
+    """
+    if "reference_answer" not in frame.columns:
+        return frame["outcome"].isin([CORRECT, WRONG, ABSTAINED])
     reference = frame["reference_answer"].fillna("").astype(str).str.strip() != ""
     return frame["answerable"].astype(bool) & reference
 
 
 def in_denominator(frame: pd.DataFrame, measure: str) -> pd.Series:
     """The rows whose question counts in ``measure``'s denominator (:data:`DENOMINATORS`)."""
-    if DENOMINATORS[measure] == UNANSWERABLE:
+    denominator = DENOMINATORS.get(measure, EVERY_QUESTION)
+    if denominator == UNANSWERABLE:
         return ~frame["answerable"].astype(bool)
+    if denominator == EVERY_QUESTION:
+        return pd.Series(True, index=frame.index)
     return with_reference(frame)
 
 
@@ -200,10 +209,7 @@ def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for values, setup in judged.groupby(SETUP_KEYS, sort=True, dropna=False):
         outcome = setup["outcome"]
-        judgeable = setup[with_reference(setup)]
         unanswerable = setup[~setup["answerable"].astype(bool)]
-        answered = setup[~setup["abstained"].astype(bool)]
-        correct = setup[outcome == CORRECT]
         row = dict(zip(SETUP_KEYS, values, strict=True))
         row |= {
             "question_count": len(setup),
@@ -218,13 +224,7 @@ def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
             "correct_from_memory": int(_flags(setup, "correct_from_memory").sum()),
             "evidence_in_prompt": int(_flags(setup, "evidence_in_prompt").sum()),
         }
-        row |= _share("correct_share", (judgeable["outcome"] == CORRECT).to_numpy())
-        row |= _share("wrong_share", (judgeable["outcome"] == WRONG).to_numpy())
-        row |= _share("abstained_share", (judgeable["outcome"] == ABSTAINED).to_numpy())
-        row |= _share("refused_share", (unanswerable["outcome"] == REFUSED).to_numpy())
-        row |= _share("faithful_share", _flags(answered, "faithful"))
-        row |= _share("responsive_share", _flags(answered, "responsive"))
-        row |= _share("correct_from_memory_share", _flags(correct, "correct_from_memory"))
+        row |= aggregates(llm_verdicts(setup), metrics(LLM))
         row |= {
             "mean_prompt_tokens": float(setup["prompt_tokens"].astype("float64").mean()),
             "mean_completion_tokens": float(setup["completion_tokens"].astype("float64").mean()),
@@ -235,38 +235,49 @@ def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def question_outcomes(judged: pd.DataFrame) -> pd.DataFrame:
-    """The 0/1 values of :data:`COMPARED` per answer row: what the paired tests compare."""
+def llm_verdicts(judged: pd.DataFrame) -> pd.DataFrame:
+    """The judged answers in the registry's verdict columns (rag.answering.answer_metrics).
+
+    Judged are the answerable questions with a reference answer (correct,
+    wrong or abstained); the unanswerable ones are refused or answered.
+    """
     outcome = judged["outcome"]
     return pd.DataFrame(
         {
-            "correct": (outcome == CORRECT).astype(float),
-            "wrong": (outcome == WRONG).astype(float),
-            "abstained": (outcome == ABSTAINED).astype(float),
-            "refused": (outcome == REFUSED).astype(float),
-            "correct_from_memory": judged["correct_from_memory"].fillna(False).astype(float),
+            "answerable": judged["answerable"].astype(bool),
+            "answered": ~judged["abstained"].astype(bool),
+            # Question-level, the one denominator of both tables (:data:`WITH_REFERENCE`).
+            "judged": with_reference(judged),
+            "correct": outcome == CORRECT,
+            "faithful": judged["faithful"],
+            "responsive": judged["responsive"],
+            "from_memory": judged["correct_from_memory"],
+            "answer": judged["answer"],
         },
         index=judged.index,
     )
 
 
+def question_outcomes(judged: pd.DataFrame) -> pd.DataFrame:
+    """The values of the tested answer metrics per answer row: what the paired tests compare."""
+    return tested_values(llm_verdicts(judged))
+
+
 def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
     """Every retrieval setting against the closed book of the same generator on the same questions.
 
-    One row per setup with sources and per outcome of :data:`COMPARED`: the
-    difference of its share (setup minus closed book, over the questions of
-    its ``denominator``, :data:`DENOMINATORS`, the summary's; each question
-    counts once in both), its bootstrap interval,
+    One row per setup with sources and per tested answer metric
+    (:func:`rag.answering.answer_metrics.tested_metrics`): the
+    difference of its share (setup minus closed book, over every question of
+    the set, so each question counts once in both), its bootstrap interval,
     the paired randomization and t-test p-values, and the randomization p
     Holm-corrected over the comparisons of one corpus, question set and
     generator. A question set without a closed-book file has no rows.
     """
     from rag.evaluation.significance import compare_paired, holm
 
-    masks = pd.DataFrame(
-        {measure: in_denominator(judged, measure) for measure in COMPARED}, index=judged.index
-    )
-    masks.columns = [f"in_{measure}" for measure in COMPARED]
+    compared = [entry.name for entry in tested_metrics()]
+    masks = pd.DataFrame({f"in_{name}": in_denominator(judged, name) for name in compared})
     values = pd.concat([judged[SETUP_KEYS + ["question_id"]], question_outcomes(judged), masks], axis=1)
     rows = []
     family_keys = ["corpus", "questions", "generator"]
@@ -283,13 +294,12 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
             if list(answers.index) != list(baseline.index):
                 where = "/".join(map(str, (*family, *setup)))
                 raise ValueError(f"{where}: the answers and the closed book differ in questions")
-            for measure in COMPARED:
+            for measure in compared:
                 counted = baseline[f"in_{measure}"].to_numpy(dtype=bool)
                 if not counted.any():
                     continue
-                (comparison,) = compare_paired(
-                    answers[[measure]].to_numpy()[counted], baseline[[measure]].to_numpy()[counted]
-                )
+                mine, theirs = answers[[measure]].to_numpy()[counted], baseline[[measure]].to_numpy()[counted]
+                (comparison,) = compare_paired(mine, theirs)
                 rows.append(
                     {
                         **dict(zip(family_keys, family, strict=True)),
@@ -297,10 +307,10 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
                         "retriever": setup[1],
                         "k": setup[2],
                         "outcome": measure,
-                        "denominator": DENOMINATORS[measure],
+                        "denominator": DENOMINATORS.get(measure, EVERY_QUESTION),
                         "question_count": int(counted.sum()),
-                        "share": float(answers[measure].to_numpy()[counted].mean()),
-                        "closed_book_share": float(baseline[measure].to_numpy()[counted].mean()),
+                        "share": float(mine.mean()),
+                        "closed_book_share": float(theirs.mean()),
                         "difference": comparison.mean_difference,
                         "difference_low": comparison.difference_low,
                         "difference_high": comparison.difference_high,

@@ -15,9 +15,11 @@ from rag.answering.judging import (
 from rag.answering.llm_answers import complete_with_cache
 from rag.formats.files import write_csv
 from rag.jobs import finish_job, start_log
+from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
 
 log = start_log(snakemake.log.job)
+follow_job_threads(snakemake.threads)  # a bundled server computes with the rule's threads
 labels = read_labels(snakemake.input.labels)
 chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", "text"])
 chunk_texts = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
