@@ -579,9 +579,20 @@ class Plan:
             if self.answers["llm"]["generators"]:
                 names = ("llm_answers_judged", "llm_answers_summary", "llm_closed_book", "citation_check")
                 results += [f"{out}/{name}.csv" for name in (*names, "verdicts")]
+            if self.judges:
+                results.append(f"{out}/judge_calibration.csv")
         # A table an ablation folder shares with the default folder is listed where it is.
         results = [self.table(path.removeprefix(f"{out}/")) for path in results]
         return results + self.comparison_results()
+
+    @property
+    def judges(self) -> dict[str, dict]:
+        """The ``judge`` entries of config['generators'] calibrated here (rag.answering.judging)."""
+        from rag.answering.judging import LABELLED_CHUNKER, LABELLED_CORPUS
+
+        if LABELLED_CORPUS not in self.corpora or LABELLED_CHUNKER not in self.chunkers:
+            return {}
+        return {name: entry for name, entry in self.generators.items() if entry["kind"] == "judge"}
 
 
 def _check_finite(node: object, path: str = "config") -> None:

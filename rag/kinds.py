@@ -409,6 +409,8 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
             "api_key_env": Parameter("string", None, nullable=True),
             "concurrency": Parameter("integer", 1, minimum=1, maximum=64),
             "timeout": Parameter("number", 120, minimum=0, maximum=86_400, exclusive_minimum=True),
+            # plain: [n] markers in the text; structured: {answer, sources} through response_format.
+            "citations": Parameter("string", "plain", choices=("plain", "structured")),
         },
         rule="llm_answer",
         generate="rag.answering.llm_answers:generator_from_entry",
@@ -420,6 +422,44 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
         {},
         rule="read_answers",
         read="rag.answering.first_sentence:best_sentence",
+    ),
+)
+
+# The judge role (rag.answering.judging): an llm endpoint asked, for each
+# hand-labelled answer, whether it is correct given the question and the
+# reference, and whether its cited sources support it. Its replies are cached
+# like every request; results/judge_calibration.csv measures it against the
+# labels. It answers no question itself, so no answer job runs for it.
+JUDGE_SYSTEM = (
+    "You grade answers to questions about the solar system. Reply with exactly one word and nothing else."
+)
+JUDGE_CORRECT_USER = (
+    "Question: {question}\nReference answer: {reference}\nAnswer to grade: {answer}\n\n"
+    "Does the answer give the reference answer, with nothing that contradicts it? Reply yes or no."
+)
+JUDGE_SUPPORTED_USER = (
+    "Sources the answer cites:\n{sources}\n\nAnswer: {answer}\n\n"
+    "Do these sources state what the answer says? Reply yes or no."
+)
+GENERATOR_KINDS |= _by_name(
+    Kind(
+        "judge",
+        "judge",
+        {
+            "base_url": Parameter("string", BUNDLED_ENDPOINT),
+            "model": Parameter("string", "SmolLM2-135M-Instruct"),
+            "temperature": Parameter("number", 0.0, minimum=0, maximum=2),
+            "max_tokens": Parameter("integer", 4, minimum=1, maximum=32_768),
+            "seed": Parameter("integer", 0, minimum=0, maximum=2**32 - 1),
+            "system": Parameter("string", JUDGE_SYSTEM),
+            "correct_user": Parameter("string", JUDGE_CORRECT_USER),
+            "supported_user": Parameter("string", JUDGE_SUPPORTED_USER),
+            "api_key_env": Parameter("string", None, nullable=True),
+            "concurrency": Parameter("integer", 1, minimum=1, maximum=64),
+            "timeout": Parameter("number", 120, minimum=0, maximum=86_400, exclusive_minimum=True),
+        },
+        rule="judge_calibration",
+        generate="rag.answering.judging:judge_from_entry",
     ),
 )
 

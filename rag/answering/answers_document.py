@@ -161,7 +161,8 @@ def _llm_table(summary: pd.DataFrame, closed_book: pd.DataFrame) -> list[str]:
     )["p_holm"]
     lines = [
         "| questions | generator | chunker | retriever | k | correct | wrong | abstained "
-        "| unanswerable refused | correct from memory | faithful | responsive | p vs closed book |",
+        "| unanswerable refused | correct from memory | cited source contains the words and numbers "
+        "| holds a value of the asked type | p vs closed book |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in summary.itertuples(index=False):
@@ -218,7 +219,7 @@ def _citation_table(citation: pd.DataFrame) -> list[str]:
 
 def _verdicts_table(verdicts: pd.DataFrame) -> list[str]:
     lines = [
-        "| generator | questions | setup | answered | faithful and responsive | of which correct |",
+        "| generator | questions | setup | answered | passed both checks | of which right |",
         "|---|---|---|---|---|---|",
     ]
     for row in verdicts.itertuples(index=False):
@@ -296,9 +297,12 @@ def llm_sections(
     if verdicts is not None and len(verdicts):
         lines += [
             "",
-            "## How often are faithful and responsive answers correct?",
+            "## How often are answers that pass both checks right?",
             "",
-            f"From `verdicts.csv`, judged by the reference answers. {NOT_CHECKED}",
+            "From `verdicts.csv`, judged by the reference answers. The two checks: the cited source",
+            "contains the answer's words and numbers (the source check, `faithful` in the CSV files),",
+            "and the answer holds a value of the asked type (the type check, `responsive`).",
+            f"{NOT_CHECKED}",
             "",
             *_verdicts_table(verdicts),
         ]

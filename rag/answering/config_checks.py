@@ -105,6 +105,12 @@ def canonical_generators(config: Mapping) -> dict[str, dict]:
         generators[name] = canonical_entry(GENERATOR_PARAMETERS, entry, where, COMMON_GENERATOR_KEYS)
         if role_of(generators[name]) == LLM_ROLE:
             _check_llm_entry(generators[name], where)
+        if generators[name]["kind"] == "judge":
+            from rag.answering.judging import judge_entry_problem
+
+            problem = judge_entry_problem(generators[name])
+            if problem:
+                raise ConfigError(f"{where}[{problem[0]!r}]: {problem[1]}")
     return generators
 
 
@@ -196,7 +202,8 @@ def prune_unavailable_generators(config: dict) -> list[str]:
     missing = missing_packages()
     warnings, unavailable = [], []
     for name, entry in section.items():
-        bundled = role_of(entry) == LLM_ROLE and entry.get("base_url", BUNDLED_ENDPOINT) == BUNDLED_ENDPOINT
+        served = role_of(entry) in (LLM_ROLE, "judge")
+        bundled = served and entry.get("base_url", BUNDLED_ENDPOINT) == BUNDLED_ENDPOINT
         if not bundled or not missing:
             continue
         message = (

@@ -17,6 +17,21 @@ mechanically and without a second model:
   km" for the diameter of Mars and "Galileo Galilei" for the discoverer of
   Neptune: the wrong number and the wrong name are simply not the reference's.
 
+Four refinements, each where the two rules above erred on read answers:
+
+- *units*: a reference quantity ("500 m/s", "38 mm", "176 Earth days") is
+  matched by the same quantity in any unit of its dimension ("3.8 cm",
+  "4,224 hours"), and refused when the answer gives the reference's dimension
+  only with another value ("500 km/h"); see :data:`UNITS`;
+- *comparisons and negation*: a name counts only where the answer asserts it,
+  not on the other side of a comparison ("... more steeply than Pluto's") or
+  right after a negation ("not Pluto");
+- *synonyms and negated amounts*: "natural satellites" are "moons", and "no",
+  "zero", "0" and "does not have any" say the same amount (:data:`SYNONYMS`);
+- *self-contradiction*: an answer that gives two disagreeing values of the
+  reference's dimension ("1.52 Earth days, ... or about 30 minutes") is wrong
+  even when one of them is the reference's, unless it compares them.
+
 A reference with neither numbers nor names (e.g. "carbon dioxide") can only be
 matched by the first rule, so a paraphrase of a long explanatory reference
 counts as wrong: the judge is strict where it cannot be sure. The same test,
@@ -121,6 +136,58 @@ def _canonical_number(sign: str | None, whole: str, fraction: str | None) -> str
     return format(value.normalize(), "f")
 
 
+# Phrases said two ways, written one way before comparing (lower case, whole words).
+SYNONYMS: tuple[tuple[str, str], ...] = (
+    (r"natural satellites", "moons"),
+    (r"natural satellite", "moon"),
+    (r"(?:does|do|did) not have any", "has no"),
+    (r"(?:does|do|did) not have", "has no"),
+    (r"doesn't have any|don't have any|has not any|have not any", "has no"),
+    (r"\bzero\b", "no"),
+    (r"(?<![\d.,])0 (?=[a-z])", "no "),
+    (r"\bnone\b", "no"),
+)
+# Words after which a name is not asserted: the other side of a comparison, or negated.
+_NOT_ASSERTED_AFTER = frozenset({"than", "unlike", "not", "never", "neither", "nor", "without"})
+_NOT_ASSERTED_PHRASES = (("compared", "to"), ("compared", "with"), ("instead", "of"), ("rather", "than"))
+# How many words after such a word are the other side ("than Pluto's orbit" -> two).
+_OTHER_SIDE_WORDS = 3
+# Words that show an answer compares values rather than contradicting itself.
+_CONTRAST_WORDS = frozenset(
+    {
+        "than",
+        "while",
+        "whereas",
+        "but",
+        "compared",
+        "unlike",
+        "longer",
+        "shorter",
+        "larger",
+        "smaller",
+        "more",
+        "less",
+        "fewer",
+        "greater",
+        "higher",
+        "lower",
+        "versus",
+        "vs",
+        "between",
+        "from",
+        "to",
+        "and",
+        "both",
+        "each",
+        "respectively",
+        "range",
+        "ranges",
+        "varies",
+        "vary",
+    }
+)
+
+
 def _unify(text: str) -> str:
     """Unicode forms, minus signs, spaced thousands, degree signs and percent written one way."""
     for space in _THIN_SPACES:  # before NFKC, which turns them into plain spaces
@@ -148,9 +215,167 @@ def _tokens(text: str) -> list[str]:
     return tokens
 
 
+def _synonyms(text: str) -> str:
+    lowered = text.lower()
+    for pattern, replacement in SYNONYMS:
+        lowered = re.sub(rf"\b(?:{pattern})", replacement, lowered)
+    return lowered
+
+
 def normalize_answer(text: str) -> str:
     """The text as the judge compares it: tokens without articles and hedges, one space apart."""
-    return " ".join(token for token in _tokens(text) if token not in _ARTICLES and token not in _HEDGES)
+    tokens = _tokens(_synonyms(_unify(text)))
+    return " ".join(token for token in tokens if token not in _ARTICLES and token not in _HEDGES)
+
+
+def asserted_tokens(text: str) -> list[str]:
+    """The answer's tokens less those it does not assert: the other side of a comparison, or negated.
+
+    "Mercury's orbit is tilted more steeply than Pluto's" asserts Mercury, not
+    Pluto; "not Pluto but Eris" asserts Eris. Up to :data:`_OTHER_SIDE_WORDS`
+    words after "than", "unlike", "not", "compared to/with", ... are left out,
+    up to the next punctuation mark.
+    """
+    kept: list[str] = []
+    for clause in re.split(r"[.,;:!?()]", _synonyms(_unify(text))):
+        tokens = _tokens(clause)
+        skip = 0
+        for position, token in enumerate(tokens):
+            pair = (tokens[position - 1], token) if position else ("", token)
+            if skip:
+                skip -= 1
+                continue
+            if token in _NOT_ASSERTED_AFTER or pair in _NOT_ASSERTED_PHRASES:
+                skip = _OTHER_SIDE_WORDS
+            kept.append(token)
+    return kept
+
+
+# --------------------------------------------------------------------------
+# Quantities: a number and its unit, converted to the dimension's base unit
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A unit: its dimension, and base = value * scale + offset."""
+
+    dimension: str
+    scale: float
+    offset: float = 0.0
+
+
+_DAY = 86_400.0
+_YEAR = 365.25 * _DAY
+# Unit spellings after _unify, lower case; "earth" before a time unit is dropped first.
+UNITS: dict[str, Unit] = {
+    **dict.fromkeys(["mm", "millimetre", "millimetres", "millimeter", "millimeters"], Unit("length", 1e-3)),
+    **dict.fromkeys(["cm", "centimetre", "centimetres", "centimeter", "centimeters"], Unit("length", 1e-2)),
+    **dict.fromkeys(["m", "metre", "metres", "meter", "meters"], Unit("length", 1.0)),
+    **dict.fromkeys(["km", "kilometre", "kilometres", "kilometer", "kilometers"], Unit("length", 1e3)),
+    **dict.fromkeys(["mile", "miles"], Unit("length", 1609.344)),
+    **dict.fromkeys(["au"], Unit("length", 1.495978707e11)),
+    **dict.fromkeys(["m/s", "metres per second", "meters per second"], Unit("speed", 1.0)),
+    **dict.fromkeys(["km/s", "kilometres per second", "kilometers per second"], Unit("speed", 1e3)),
+    **dict.fromkeys(
+        ["km/h", "kph", "kilometres per hour", "kilometers per hour", "km per hour"],
+        Unit("speed", 1e3 / 3600),
+    ),
+    **dict.fromkeys(["mph", "miles per hour"], Unit("speed", 1609.344 / 3600)),
+    **dict.fromkeys(
+        ["cm per year", "cm each year", "cm a year", "centimetres per year", "centimeters per year"],
+        Unit("speed", 1e-2 / _YEAR),
+    ),
+    **dict.fromkeys(["mm per year", "mm each year", "mm a year"], Unit("speed", 1e-3 / _YEAR)),
+    **dict.fromkeys(["s", "sec", "second", "seconds"], Unit("time", 1.0)),
+    **dict.fromkeys(["min", "minute", "minutes"], Unit("time", 60.0)),
+    **dict.fromkeys(["h", "hr", "hrs", "hour", "hours"], Unit("time", 3600.0)),
+    **dict.fromkeys(["day", "days"], Unit("time", _DAY)),
+    **dict.fromkeys(["week", "weeks"], Unit("time", 7 * _DAY)),
+    **dict.fromkeys(["year", "years"], Unit("time", _YEAR)),
+    **dict.fromkeys(["g", "gram", "grams"], Unit("mass", 1e-3)),
+    **dict.fromkeys(["kg", "kilogram", "kilograms"], Unit("mass", 1.0)),
+    **dict.fromkeys(["tonne", "tonnes"], Unit("mass", 1e3)),
+    **dict.fromkeys(["k", "kelvin", "kelvins"], Unit("temperature", 1.0)),
+    "degrees celsius": Unit("temperature", 1.0, 273.15),
+    "degrees fahrenheit": Unit("temperature", 5 / 9, 273.15 - 32 * 5 / 9),
+    **dict.fromkeys(["percent", "per cent"], Unit("ratio", 0.01)),
+    **dict.fromkeys(["times"], Unit("ratio", 1.0)),
+}
+_MULTIPLIERS = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+_UNIT_PATTERN = "|".join(sorted((re.escape(unit) for unit in UNITS), key=len, reverse=True))
+_QUANTITY = re.compile(
+    rf"(?<![\w.])(-?\d+(?:\.\d+)?)\s*(?:({'|'.join(_MULTIPLIERS)})\s+)?(?:earth\s+)?({_UNIT_PATTERN})(?![\w/])"
+)
+_UNIT_TOKENS = frozenset(word for unit in UNITS for word in re.findall(r"[a-z]+", unit))
+# Two quantities in different units agree when their base values differ by at most
+# this share (a converted value is rounded); in the same unit they must be equal.
+QUANTITY_TOLERANCE = 0.005
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number with its unit, in its dimension's base unit (metres, seconds, kelvin, ...)."""
+
+    dimension: str
+    base: float
+    unit: Unit | None = None
+
+
+def quantities(text: str) -> list[Quantity]:
+    """Every number of ``text`` followed by a known unit (:data:`UNITS`), converted."""
+    unified = _NUMBER.sub(lambda match: _canonical_number(*match.groups()), _unify(text)).lower()
+    found = []
+    for match in _QUANTITY.finditer(unified):
+        value = float(match.group(1)) * _MULTIPLIERS.get(match.group(2) or "", 1.0)
+        unit = UNITS[match.group(3)]
+        found.append(Quantity(unit.dimension, value * unit.scale + unit.offset, unit))
+    return found
+
+
+def _agree(first: Quantity, second: Quantity) -> bool:
+    if first.dimension != second.dimension:
+        return False
+    tolerance = 1e-9 if first.unit == second.unit else QUANTITY_TOLERANCE
+    return abs(first.base - second.base) <= tolerance * max(abs(first.base), abs(second.base))
+
+
+# A second value of the reference's dimension contradicts it when it differs by more
+# than this share: "about 940 km" beside "939.4 km" rounds, "30 minutes" beside
+# "1.52 days" contradicts.
+CONTRADICTION_SHARE = 0.1
+
+
+def _contradicts(first: Quantity, second: Quantity) -> bool:
+    return abs(first.base - second.base) > CONTRADICTION_SHARE * max(abs(first.base), abs(second.base))
+
+
+def _quantity_verdict(text: str, reference: str, contradictions: bool) -> bool | None:
+    """True when every reference quantity is in the answer in some unit; False when the answer
+    gives a reference dimension only with other values, or contradicts itself; None otherwise.
+    """
+    wanted = quantities(reference)
+    if not wanted:
+        return None
+    given = quantities(text)
+    words = set(_tokens(text))
+    verdicts = []
+    for quantity in wanted:
+        same = [other for other in given if other.dimension == quantity.dimension]
+        if not same:
+            verdicts.append(None)
+            continue
+        matched = any(_agree(quantity, other) for other in same)
+        disagreeing = [other for other in same if _contradicts(quantity, other)]
+        # Self-contradiction: the reference's value and another of its dimension, not compared.
+        if contradictions and matched and disagreeing and len(wanted) == 1 and not words & _CONTRAST_WORDS:
+            return False
+        verdicts.append(matched)
+    if any(verdict is False for verdict in verdicts):
+        return False
+    if all(verdict is True for verdict in verdicts):
+        return True
+    return None
 
 
 def reference_numbers(reference: str) -> frozenset[str]:
@@ -178,23 +403,40 @@ def reference_names(reference: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def content_in_text(text: str, reference: str) -> bool:
+def content_in_text(text: str, reference: str, contradictions: bool = False) -> bool:
     """Whether ``text`` states the reference: its normalised form, or all its numbers and names.
 
     A reference without numbers or names needs its normalised form; an empty
-    reference is never found (there is nothing to find).
+    reference is never found (there is nothing to find). Quantities are
+    compared in any unit of their dimension, and a name only where the text
+    asserts it (:func:`asserted_tokens`); see the module's four refinements.
+    ``contradictions`` refuses a text that also gives another value of the
+    reference's dimension (an answer's self-contradiction); sources, which
+    hold many values, are read without it.
     """
     wanted = normalize_answer(reference)
     if not wanted:
         return False
-    said = normalize_answer(text)
+    by_quantity = _quantity_verdict(text, reference, contradictions)
+    if by_quantity is False:
+        return False
+    numbers = reference_numbers(reference)
+    # A name counts only where the text asserts it; values and statements are compared as given.
+    names_only = (
+        not numbers and reference_names(reference) and not _NOT_ASSERTED_AFTER & set(_tokens(reference))
+    )
+    said_tokens = asserted_tokens(text) if names_only else _tokens(_synonyms(_unify(text)))
+    said = " ".join(token for token in said_tokens if token not in _ARTICLES and token not in _HEDGES)
     if f" {wanted} " in f" {said} ":
         return True
-    required = reference_numbers(reference) | reference_names(reference)
+    required = numbers | reference_names(reference)
     others = set(wanted.split()) - required - _FUNCTION_WORDS
     if not required or len(others) > MAX_OTHER_WORDS:
         return False
-    return required <= set(_tokens(text))
+    if by_quantity is True:
+        # Every reference quantity is there in some unit: its numbers and units need not be spelled alike.
+        required = required - numbers - _UNIT_TOKENS
+    return required <= set(said_tokens)
 
 
 @dataclass(frozen=True)
@@ -221,4 +463,4 @@ def judge_answer(answer: str, reference: str | None, answerable: bool, abstained
         return Judged(ABSTAINED)
     if reference is None or not reference.strip():
         return Judged(NOT_JUDGED)
-    return Judged(CORRECT if content_in_text(answer, reference) else WRONG)
+    return Judged(CORRECT if content_in_text(answer, reference, contradictions=True) else WRONG)

@@ -25,10 +25,13 @@ server only when some reply is missing (:mod:`rag.models.local_server`).
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import os
+import re
 import string
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -37,13 +40,38 @@ from rag.answering.verification import check_answer, check_responsive, parse_cit
 from rag.chunking import Chunk
 from rag.kinds import BUNDLED_ENDPOINT, CLOSED_BOOK
 from rag.labels import Question
-from rag.models.client import Completion, Endpoint, Sampling, chat_many, chat_request_key
+from rag.models.client import (
+    Completion,
+    Endpoint,
+    ResponseFormatRefused,
+    Sampling,
+    chat_many,
+    chat_request_key,
+)
 from rag.models.response_cache import ResponseCache
 
 if TYPE_CHECKING:
     import pandas as pd
 
+logger = logging.getLogger(__name__)
+
 DEVELOPMENT = "development"
+# How an llm entry's answers carry their citations (its ``citations`` key):
+# ``plain`` asks for text with [n] markers; ``structured`` asks, through the
+# protocol's ``response_format``, for {answer, sources} (:data:`CITED_ANSWER_SCHEMA`).
+PLAIN = "plain"
+STRUCTURED = "structured"
+CITATION_STYLES: tuple[str, ...] = (PLAIN, STRUCTURED)
+# The structured reply: the answer's text and the numbers of the sources it uses.
+CITED_ANSWER_SCHEMA: dict = {
+    "type": "object",
+    "properties": {
+        "answer": {"type": "string"},
+        "sources": {"type": "array", "items": {"type": "integer"}},
+    },
+    "required": ["answer", "sources"],
+    "additionalProperties": False,
+}
 # Phrases of a refusal, looked for in the reply's first sentence (lower case,
 # curly apostrophes made straight). The default prompts ask for "I cannot answer".
 ABSTENTION_PHRASES: tuple[str, ...] = (
@@ -89,10 +117,15 @@ class LlmGenerator:
     key_variable: str | None = None
     concurrency: int = 1
     timeout_seconds: float = 120.0
+    citations: str = PLAIN
 
     @property
     def bundled(self) -> bool:
         return self.base_url == BUNDLED_ENDPOINT
+
+    @property
+    def structured(self) -> bool:
+        return self.citations == STRUCTURED
 
     def endpoint(self, base_url: str | None = None, identity: str | None = None) -> Endpoint:
         """The client's endpoint at ``base_url`` (the bundled server's, once started)."""
@@ -123,7 +156,80 @@ def generator_from_entry(name: str, entry: Mapping) -> LlmGenerator:
         key_variable=entry["api_key_env"],
         concurrency=int(entry["concurrency"]),
         timeout_seconds=float(entry["timeout"]),
+        citations=str(entry.get("citations", PLAIN)),
     )
+
+
+def response_format_for(generator: LlmGenerator, closed_book: bool) -> dict | None:
+    """The ``response_format`` a request of ``generator`` carries, or None for plain text.
+
+    Only a structured entry answering from sources asks for one (closed book
+    there is nothing to cite). Other endpoints get the protocol's standard
+    ``json_schema`` form (OpenAI, vLLM, llama.cpp's own server, Ollama); the
+    bundled llama-cpp-python server honours only ``json_object`` with a
+    ``schema`` (it compiles the schema to a grammar), so it gets that form.
+    """
+    if not generator.structured or closed_book:
+        return None
+    if generator.bundled:
+        return {"type": "json_object", "schema": CITED_ANSWER_SCHEMA}
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": "cited_answer", "strict": True, "schema": CITED_ANSWER_SCHEMA},
+    }
+
+
+# The start of a structured reply cut short (by max_tokens): its answer string so far.
+_PARTIAL_ANSWER = re.compile(r'^\s*\{\s*"answer"\s*:\s*"((?:[^"\\]|\\.)*)')
+
+
+def _partial_answer(reply: str) -> str | None:
+    match = _PARTIAL_ANSWER.match(reply)
+    if match is None:
+        return None
+    body = match.group(1)
+    for end in range(len(body), max(len(body) - 6, -1), -1):
+        try:
+            return json.loads(f'"{body[:end]}"')
+        except ValueError:
+            continue
+    return None
+
+
+def structured_answer_text(reply: str) -> str:
+    """A structured reply as the answer text every check reads: each sentence ends with its [n] markers.
+
+    ``{"answer": "Herschel found it.", "sources": [2, 1]}`` becomes
+    ``Herschel found it. [2, 1]``: the model named its sources for the whole
+    answer, so every sentence cites them. Source numbers are kept as given
+    (a number with no source fails the citation check, as it should); a reply
+    that is not the schema's object (cut short by ``max_tokens``, say) keeps
+    the answer text it has, uncited, or the reply as it is.
+    """
+    try:
+        document = json.loads(reply)
+    except ValueError:
+        document = None
+    if not isinstance(document, dict) or not isinstance(document.get("answer"), str):
+        partial = _partial_answer(reply)
+        return (partial if partial is not None else reply).strip()
+    answer = document["answer"].strip()
+    sources = document.get("sources")
+    numbers: list[int] = []
+    if isinstance(sources, list):
+        for number in sources:
+            # A negative number cannot be written as a marker; 0 can, and cites no source.
+            if (
+                isinstance(number, int)
+                and not isinstance(number, bool)
+                and number >= 0
+                and number not in numbers
+            ):
+                numbers.append(number)
+    if not numbers or not answer:
+        return answer
+    marker = "[" + ", ".join(map(str, numbers)) + "]"
+    return " ".join(f"{claim} {marker}" for claim in split_claims(answer))
 
 
 def template_problem(template: str, needs_sources: bool | None) -> str | None:
@@ -354,23 +460,50 @@ def complete_with_cache(
     server_log: Path | str | None = None,
     progress: Callable[[str], object] | None = None,
     environment: Mapping[str, str] = os.environ,
+    closed_book: bool = False,
 ) -> Complete:
     """Conversations to completions: cached replies as they are, the rest asked, and cached.
 
     The bundled server is started (log in ``server_log``) only when some
-    reply is missing from the cache, and stopped before this returns.
+    reply is missing from the cache, and stopped before this returns. A
+    structured entry's replies come back as answer text with [n] markers
+    (:func:`structured_answer_text`); where the server refuses the
+    ``response_format``, the whole set is asked again in plain text, with
+    one warning.
     """
 
-    def complete(conversations: list[list[dict]]) -> list[Completion]:
+    def ask(conversations: list[list[dict]], response_format: dict | None) -> list[Completion]:
         identity = endpoint_identity(generator)
-        requests = [chat_request_key(identity, generator.model, m, generator.sampling) for m in conversations]
+        requests = [
+            chat_request_key(identity, generator.model, m, generator.sampling, response_format)
+            for m in conversations
+        ]
         missing = cache is None or any(cache.get(request) is None for request in requests)
         if not missing:
             # Every reply is cached: chat_many reads them all and contacts nobody.
             endpoint = generator.endpoint("http://127.0.0.1/v1" if generator.bundled else None, identity)
-            return chat_many(endpoint, conversations, generator.sampling, cache, progress, environment)
+            return chat_many(
+                endpoint, conversations, generator.sampling, cache, progress, environment, response_format
+            )
         with _served(generator, server_log) as base_url:
             endpoint = generator.endpoint(base_url, identity)
-            return chat_many(endpoint, conversations, generator.sampling, cache, progress, environment)
+            return chat_many(
+                endpoint, conversations, generator.sampling, cache, progress, environment, response_format
+            )
+
+    def complete(conversations: list[list[dict]]) -> list[Completion]:
+        response_format = response_format_for(generator, closed_book)
+        if response_format is None:
+            return ask(conversations, None)
+        try:
+            completions = ask(conversations, response_format)
+        except ResponseFormatRefused as error:
+            logger.warning(
+                "%s: the endpoint refused the structured reply (%s); answering in plain text",
+                generator.name,
+                error,
+            )
+            return ask(conversations, None)
+        return [replace(c, text=structured_answer_text(c.text)) for c in completions]
 
     return complete

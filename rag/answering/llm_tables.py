@@ -156,6 +156,42 @@ def _share(name: str, outcomes: np.ndarray) -> dict[str, float]:
     return {name: mean, f"{name}_low": low, f"{name}_high": high}
 
 
+# The one denominator of each outcome, in both answer tables (summary and closed book):
+# a property of the question, never of the answer, so paired tests compare the same questions.
+WITH_REFERENCE = "answerable questions with a reference answer"
+UNANSWERABLE = "unanswerable questions"
+EVERY_QUESTION = "every question of the set"
+DENOMINATORS: dict[str, str] = {
+    "correct": WITH_REFERENCE,
+    "wrong": WITH_REFERENCE,
+    "abstained": WITH_REFERENCE,
+    "refused": UNANSWERABLE,
+    "correct_from_memory": WITH_REFERENCE,
+}
+
+
+def with_reference(frame: pd.DataFrame) -> pd.Series:
+    """Which rows are answerable questions with a reference answer (:data:`WITH_REFERENCE`).
+
+    A frame without the ``reference_answer`` column (answers judged
+    elsewhere) is read from its outcomes: correct, wrong or abstained.
+    """
+    if "reference_answer" not in frame.columns:
+        return frame["outcome"].isin([CORRECT, WRONG, ABSTAINED])
+    reference = frame["reference_answer"].fillna("").astype(str).str.strip() != ""
+    return frame["answerable"].astype(bool) & reference
+
+
+def in_denominator(frame: pd.DataFrame, measure: str) -> pd.Series:
+    """The rows whose question counts in ``measure``'s denominator (:data:`DENOMINATORS`)."""
+    denominator = DENOMINATORS.get(measure, EVERY_QUESTION)
+    if denominator == UNANSWERABLE:
+        return ~frame["answerable"].astype(bool)
+    if denominator == EVERY_QUESTION:
+        return pd.Series(True, index=frame.index)
+    return with_reference(frame)
+
+
 def _flags(frame: pd.DataFrame, column: str) -> np.ndarray:
     return frame[column].fillna(False).astype(bool).to_numpy()
 
@@ -163,10 +199,11 @@ def _flags(frame: pd.DataFrame, column: str) -> np.ndarray:
 def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
     """One row per setup (:data:`SETUP_KEYS`): counts, shares with intervals, tokens and seconds.
 
-    Shares are over the questions they can apply to: correct, wrong and
-    abstained over the answerable questions with a reference answer (those
-    without one are counted in ``not_judged``), refused over the unanswerable
-    ones, faithful and responsive over the answers given, and
+    Shares are over the questions they can apply to (:data:`DENOMINATORS`,
+    the same in the closed-book table): correct, wrong and abstained over the
+    answerable questions with a reference answer (answers to those without
+    one are counted in ``not_judged``), refused over the unanswerable ones,
+    faithful and responsive over the answers given, and
     ``correct_from_memory_share`` over the correct answers.
     """
     rows = []
@@ -209,7 +246,8 @@ def llm_verdicts(judged: pd.DataFrame) -> pd.DataFrame:
         {
             "answerable": judged["answerable"].astype(bool),
             "answered": ~judged["abstained"].astype(bool),
-            "judged": outcome.isin([CORRECT, WRONG, ABSTAINED]),
+            # Question-level, the one denominator of both tables (:data:`WITH_REFERENCE`).
+            "judged": with_reference(judged),
             "correct": outcome == CORRECT,
             "faithful": judged["faithful"],
             "responsive": judged["responsive"],
@@ -239,7 +277,8 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
     from rag.evaluation.significance import compare_paired, holm
 
     compared = [entry.name for entry in tested_metrics()]
-    values = pd.concat([judged[SETUP_KEYS + ["question_id"]], question_outcomes(judged)], axis=1)
+    masks = pd.DataFrame({f"in_{name}": in_denominator(judged, name) for name in compared})
+    values = pd.concat([judged[SETUP_KEYS + ["question_id"]], question_outcomes(judged), masks], axis=1)
     rows = []
     family_keys = ["corpus", "questions", "generator"]
     for family, of_family in values.groupby(family_keys, sort=True):
@@ -255,8 +294,12 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
             if list(answers.index) != list(baseline.index):
                 where = "/".join(map(str, (*family, *setup)))
                 raise ValueError(f"{where}: the answers and the closed book differ in questions")
-            comparisons = compare_paired(answers[compared].to_numpy(), baseline[compared].to_numpy())
-            for measure, comparison in zip(compared, comparisons, strict=True):
+            for measure in compared:
+                counted = baseline[f"in_{measure}"].to_numpy(dtype=bool)
+                if not counted.any():
+                    continue
+                mine, theirs = answers[[measure]].to_numpy()[counted], baseline[[measure]].to_numpy()[counted]
+                (comparison,) = compare_paired(mine, theirs)
                 rows.append(
                     {
                         **dict(zip(family_keys, family, strict=True)),
@@ -264,9 +307,10 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
                         "retriever": setup[1],
                         "k": setup[2],
                         "outcome": measure,
-                        "question_count": len(answers),
-                        "share": float(answers[measure].mean()),
-                        "closed_book_share": float(baseline[measure].mean()),
+                        "denominator": DENOMINATORS.get(measure, EVERY_QUESTION),
+                        "question_count": int(counted.sum()),
+                        "share": float(mine.mean()),
+                        "closed_book_share": float(theirs.mean()),
                         "difference": comparison.mean_difference,
                         "difference_low": comparison.difference_low,
                         "difference_high": comparison.difference_high,
@@ -283,6 +327,7 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
 _COMPARISON_COLUMNS = [
     *SETUP_KEYS,
     "outcome",
+    "denominator",
     "question_count",
     "share",
     "closed_book_share",

@@ -20,8 +20,9 @@ from rag.evaluation.statistics import bootstrap_interval
 
 # What the verdicts leave unchecked, in the words rag ask and the tables use.
 NOT_CHECKED = (
-    "Faithful checks only that the cited source holds the answer's words and numbers, and "
-    "responsive only that a value of the expected type is present, not that it is the asked one."
+    "The source check (faithful) measures only that the cited source contains the answer's words "
+    "and numbers, and the type check (responsive) only that the answer holds a value of the asked "
+    "type, not that it is the asked one: passing both is not being right."
 )
 
 
@@ -109,3 +110,51 @@ def verdicts_table(llm_judged: pd.DataFrame, heldout: pd.DataFrame | None) -> pd
     table = pd.DataFrame(rows)
     table["not_checked"] = NOT_CHECKED
     return table[VERDICT_COLUMNS]
+
+
+def rag_ask_setup(retriever: str) -> str:
+    """The ``setup`` of verdicts.csv's rows measured through ``rag ask`` with ``retriever``."""
+    return f"rag ask {retriever}"
+
+
+def measured_rate_lines(table: pd.DataFrame | None, generator: str, setup: str) -> list[str]:
+    """How often answers of ``generator`` and ``setup`` that passed both checks were right, per question file.
+
+    ``table`` is results/verdicts.csv (None when it is not there). One line
+    per question file (development first), "right 53 of 66 (80 %, 95 %
+    interval 70-89 %)", read as it is; a file without such answers says so.
+    """
+    if table is None:
+        return ["not measured: results/verdicts.csv is not there (the pipeline writes it)"]
+    rows = table[(table["generator"] == generator) & (table["setup"] == setup)]
+    if rows.empty:
+        return [f"not measured for {generator} with {setup.removeprefix('rag ask ')} (results/verdicts.csv)"]
+    order = sorted(
+        rows.itertuples(index=False), key=lambda row: (row.questions != "development", row.questions)
+    )
+    lines = []
+    for row in order:
+        judged = int(row.faithful_and_responsive) - int(row.faithful_and_responsive_not_judged)
+        correct = int(row.faithful_and_responsive_correct)
+        if judged <= 0 or pd.isna(row.verdicts_correct_share):
+            lines.append(f"{row.questions}: no answer passed both checks")
+            continue
+        lines.append(
+            f"{row.questions}: right {correct} of {judged} ({_percent(row.verdicts_correct_share)}, 95 % "
+            f"interval {_percent(row.verdicts_correct_share_low, False)}-"
+            f"{_percent(row.verdicts_correct_share_high)})"
+        )
+    return lines
+
+
+def _percent(value: float, sign: bool = True) -> str:
+    return f"{100 * float(value):.0f}" + (" %" if sign else "")
+
+
+def read_verdicts(path) -> pd.DataFrame | None:
+    """results/verdicts.csv, or None when it is missing or not the table (rag ask then says so)."""
+    try:
+        table = pd.read_csv(path)
+    except (OSError, ValueError):
+        return None
+    return table if set(VERDICT_COLUMNS[:-1]) <= set(table.columns) else None

@@ -283,25 +283,30 @@ def expected_in_words(kinds: tuple[str, ...]) -> str:
     return " or ".join(_KIND_WORDS.get(kind, kind) for kind in kinds)
 
 
-def describe_verdicts(result: Verdicts) -> list[str]:
-    """The two verdicts in plain words, one line each, for people rather than tables.
+# What the two checks measure, in the words rag ask and the tables use for them:
+# never "faithful: yes", which a reader takes for "right".
+SOURCE_CHECK = "the cited source contains the answer's words and numbers"
+TYPE_CHECK = "the answer holds a value of the asked type"
 
-    A "yes" says what was not checked as well: measured against reference
-    answers (results/verdicts.csv), answers passing both verdicts are often
-    wrong, so neither may read as "correct".
+
+def describe_verdicts(result: Verdicts) -> list[str]:
+    """The two checks in plain words, one line each, saying what each measured.
+
+    A pass says what it did not check: measured against reference answers
+    (results/verdicts.csv), answers passing both checks are often wrong, so
+    neither line may read as "correct".
     """
     wanted = expected_in_words(result.expected)
-    faithful = (
-        "Faithful: yes, the cited source contains the answer's words and numbers "
-        "(not checked: that the source is about what was asked)."
+    source = (
+        f"Source check passed: {SOURCE_CHECK} (not checked: that the source is about what was asked, "
+        "or that the answer is right)."
         if result.faithful
-        else "Faithful: NO, the answer says something its cited source does not contain."
+        else "Source check FAILED: the answer says something its cited source does not contain."
     )
-    responsive = (
-        f"Responsive: yes, the question asks for {wanted} and the answer gives one "
-        "(not checked: that it is the one asked for)."
+    kind = (
+        f"Type check passed: {TYPE_CHECK} (it asks for {wanted}; not checked: that it is the one asked for)."
         if result.responsive
-        else f"Responsive: NO, the question asks for {wanted} and the answer gives none: "
+        else f"Type check FAILED: the question asks for {wanted} and the answer holds none: "
         "it does not answer the question."
     )
-    return [faithful, responsive]
+    return [source, kind]

@@ -590,19 +590,42 @@ def format_check(report: AnswerReport) -> list[str]:
     return lines
 
 
-def format_verdicts(report: AnswerReport) -> list[str]:
-    """Faithful and responsive, in plain words: a faithful answer can still miss the question."""
+def format_verdicts(report: AnswerReport, measured: Sequence[str] = ()) -> list[str]:
+    """The two checks, each saying what it measured, and how often answers passing both were right.
+
+    ``measured`` are the lines of :func:`rag.answering.verdicts.measured_rate_lines`
+    for this generator and retriever (results/verdicts.csv): the checks' worth
+    printed beside them, so that two passes never read as "right".
+    """
     from rag.answering.verification import describe_verdicts
 
+    header = "Checks (what each measured; neither says the answer is right)"
+    rates = []
+    if measured:
+        rates = [
+            "  How often answers that passed both checks were right, on the bundled corpus's "
+            "labelled questions (results/verdicts.csv):",
+            *(f"    {line}" for line in measured),
+        ]
     if report.verdicts is not None:
-        return ["Verdicts", *(f"  {line}" for line in describe_verdicts(report.verdicts))]
+        return [header, *(f"  {line}" for line in describe_verdicts(report.verdicts)), *rates]
     if report.withheld is not None and report.reading is not None:
         return [
-            "Verdicts (none on the answer: the reader abstained; on the best sentence it withheld:)",
+            "Checks (none on the answer: the reader abstained; on the best sentence it withheld:)",
             f"  {report.reading.best.text}",
             *(f"  {line}" for line in describe_verdicts(report.withheld)),
+            *rates,
         ]
-    return ["Verdicts", "  none: the generator abstained, so there is no answer to judge"]
+    return [header, "  none: the generator abstained, so there is no answer to check"]
+
+
+def measured_verdicts(generator: str, retriever: str, similarity: bool) -> list[str]:
+    """The measured-rate lines of ``rag ask``'s generator and retriever, from the checkout's results/."""
+    from rag.answering.verdicts import measured_rate_lines, rag_ask_setup, read_verdicts
+
+    name = "reader_minilm" if generator == "reader" and similarity else generator
+    table = read_verdicts(Path(__file__).resolve().parents[2] / "results" / "verdicts.csv")
+    return measured_rate_lines(table, name, rag_ask_setup(retriever))
 
 
 # --------------------------------------------------------------------------
@@ -871,7 +894,7 @@ def ask(arguments: argparse.Namespace) -> int:
         "",
         *format_check(report),
         "",
-        *format_verdicts(report),
+        *format_verdicts(report, measured_verdicts(arguments.generator, retriever, bool(use_similarity))),
         "",
         f"Done in {time.perf_counter() - _STARTED:.2f} s (imports included, interpreter start-up not).",
     ]

@@ -75,6 +75,8 @@ rule results_readme:
         # Read for the choices at the edge of their grid (rag.evaluation.summary.grid_edge_lines).
         thresholds=[TABLE("reader_thresholds.csv")] if ANSWERS else [],
         learned=[f"{RESULTS}/learned_fusion.csv"] if PLAN.retrievers_of("learned") else [],
+        # The best answer setup per language model (rag.answering.best_setup).
+        llm_judged=([f"{RESULTS}/llm_answers_judged.csv"] if ANSWERS and ANSWERS["llm"]["generators"] else []),
     output:
         f"{RESULTS}/README.md",
     log:

@@ -49,3 +49,29 @@ if llm_answer_files():
             code=script_digest("llm_answer_tables.py"),
         script:
             "../scripts/llm_answer_tables.py"
+
+
+# The judges of answers against the hand labels (rag/answering/judging.py):
+# the deterministic one and every judge entry of config['generators'], each
+# model asked through the response cache like every request.
+if PLAN.judges:
+
+    rule judge_calibration:
+        input:
+            labels="resources/answer_labels/labels.csv",
+            chunks=CHUNKS.format(corpus="solar_system", chunker="sentences100"),
+        output:
+            calibration=f"{RESULTS}/judge_calibration.csv",
+            verdicts=f"{RESULTS}/judge_verdicts.csv",
+        log:
+            job="logs/judge_calibration.log",
+            server="logs/llm_server/judge_calibration.log",
+        conda:
+            "../envs/rag.yaml"
+        threads: 1
+        params:
+            judges=lambda wildcards: canonical_json(PLAN.judges),
+            cache=LLM_CACHE,
+            code=script_digest("judge_calibration.py"),
+        script:
+            "../scripts/judge_calibration.py"

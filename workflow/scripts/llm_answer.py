@@ -39,8 +39,8 @@ if setting.retriever != CLOSED_BOOK:
 
 
 cache = ResponseCache(snakemake.params.cache)
-complete = complete_with_cache(generator, cache, snakemake.log.server, log.info)
-frame = answers_frame(answer_records(questions, top_chunks, generator, complete, setting, evidence))
+ask = complete_with_cache(generator, cache, snakemake.log.server, log.info, closed_book=setting.closed_book)
+frame = answers_frame(answer_records(questions, top_chunks, generator, ask, setting, evidence))
 cached = int(frame["cached"].sum())
 log.info(
     "%s: %d answers (%d from the cache, %d asked), %d abstained, %d faithful, %d responsive",

@@ -2,6 +2,7 @@
 
 import pandas as pd
 
+from rag.answering.best_setup import best_answer_setup_lines
 from rag.evaluation.holdout import with_holdout_rows
 from rag.evaluation.recommendation import k_choice_lines, k_choices, recommendation_lines, recommendations
 from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
@@ -38,5 +39,8 @@ readme = results_readme(
     which_k=which_k,
     learned=learned,
 )
+if snakemake.input.llm_judged:
+    judged = pd.read_csv(snakemake.input.llm_judged[0], keep_default_na=False, na_values=[""])
+    readme = readme.rstrip("\n") + "\n\n" + "\n".join(best_answer_setup_lines(judged)) + "\n"
 write_text(snakemake.output[0], readme)
 finish_job()

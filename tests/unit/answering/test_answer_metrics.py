@@ -94,7 +94,11 @@ def test_the_closed_book_tests_are_the_tested_metrics_in_registry_order():
     comparisons = closed_book_comparisons(llm_answers())
     assert list(comparisons["outcome"]) == [entry.name for entry in answer_metrics.tested_metrics()]
     correct = comparisons.set_index("outcome").loc["correct"]
-    assert correct["share"] == pytest.approx(2 / 5) and correct["closed_book_share"] == pytest.approx(1 / 5)
+    # The summary's denominator (issue 43: one per table): the three answerable questions q0-q2.
+    assert correct["share"] == pytest.approx(2 / 3) and correct["closed_book_share"] == pytest.approx(1 / 3)
+    assert correct["question_count"] == 3
+    refused = comparisons.set_index("outcome").loc["refused"]
+    assert refused["question_count"] == 2 and refused["share"] == pytest.approx(1.0)
 
 
 def test_every_metric_has_one_name_and_a_direction():

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rag.answering.correctness import (
     ABSTAINED,
@@ -136,3 +138,104 @@ def test_every_reference_answer_is_found_in_itself_and_in_its_evidence(name):
         ):
             missing.append((question.question_id, "evidence"))
     assert not missing
+
+
+def correct(answer: str, reference: str) -> bool:
+    return judge_answer(answer, reference, answerable=True, abstained=False).outcome == CORRECT
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference", "expected"),
+    [
+        # Which side of a comparison the answer takes.
+        ("Mercury's orbit is tilted more steeply than Pluto's.", "Pluto", False),
+        ("Pluto's orbit is tilted more steeply than Mercury's.", "Pluto", True),
+        ("Unlike Pluto, Eris has a moon.", "Pluto", False),
+        ("It is not Pluto but Eris.", "Pluto", False),
+        ("Compared with Pluto, Mercury is tilted less; Pluto is the most inclined.", "Pluto", True),
+        # A reference that itself holds "not" is compared as it is.
+        ("The crust does not drift over hot spots.", "the crust does not drift over hot spots", True),
+    ],
+)
+def test_a_name_counts_only_on_the_side_the_answer_asserts(answer, reference, expected):
+    assert correct(answer, reference) is expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference", "expected"),
+    [
+        ("The wind reaches 500 km/h.", "500 m/s", False),
+        ("The wind reaches 500 m/s.", "500 m/s", True),
+        ("The wind reaches 1,800 km/h.", "500 m/s", True),  # 500 m/s = 1800 km/h exactly
+        ("The hailstones are 3.8 cm across.", "38 mm", True),
+        ("The hailstones are 3.8 mm across.", "38 mm", False),
+        ("A solar day lasts 4,224 hours.", "176 Earth days", True),
+        ("A solar day lasts 176 hours.", "176 Earth days", False),
+        ("It is -292 degrees Fahrenheit.", "-180 degrees Celsius", True),
+        ("It is 93.15 K.", "-180 degrees Celsius", True),
+        ("It is -180 K.", "-180 degrees Celsius", False),
+        ("224.75 Earth days", "224.7 Earth days", False),  # the same unit needs the same value
+        ("The field is 1.1% of Earth's.", "1.1 percent", True),
+    ],
+)
+def test_quantities_are_compared_in_any_unit_of_their_dimension(answer, reference, expected):
+    # Each expectation is checked by hand arithmetic: 500 m/s * 3.6 = 1800 km/h;
+    # 3.8 cm = 38 mm; 176 * 24 = 4224 h; (-292 - 32) * 5/9 = -180; -180 + 273.15 = 93.15.
+    assert correct(answer, reference) is expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference", "expected"),
+    [
+        ("Venus has no natural satellites.", "no moons", True),
+        ("Venus does not have any moons.", "no moons", True),
+        ("Venus has zero moons.", "no moons", True),
+        ("Venus has 0 moons.", "no moons", True),
+        ("Venus has two moons.", "no moons", False),
+        ("Mercury has no natural satellite.", "no moon", True),
+        ("An −8.0 °C reading", "-8 degrees Celsius", True),  # a decimal zero is not "no"
+    ],
+)
+def test_negated_amounts_and_synonyms_of_the_reference(answer, reference, expected):
+    assert correct(answer, reference) is expected
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference", "expected"),
+    [
+        ("A day is 1.52 Earth days, or about 30 minutes.", "1.52 Earth days", False),
+        ("The orbit takes 11.86 years, or 5 years.", "11.86 years", False),
+        # Rounding the same value, or comparing two values, is not a contradiction.
+        ("It is 939.4 km, about 940 km across.", "939.4 km", True),
+        ("A day (243 Earth days) is longer than its year of 225 Earth days.", "243 Earth days", True),
+        ("The coverage was 127 percent (98 percent).", "98 percent", False),
+    ],
+)
+def test_an_answer_that_contradicts_itself_is_wrong(answer, reference, expected):
+    assert correct(answer, reference) is expected
+
+
+def test_sources_are_read_without_the_contradiction_rule():
+    # Sources hold many values of one dimension; the reference is there all the same.
+    assert content_in_text(
+        "It is 1.52 Earth days long; the crater took 30 minutes to form.", "1.52 Earth days"
+    )
+
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None)
+@given(
+    answer=st.text(alphabet=st.sampled_from(list("0123456789.,- kmhsKCF°%/abcnotha")), max_size=60),
+    reference=st.sampled_from(
+        ["500 m/s", "38 mm", "Pluto", "no moons", "-180 degrees Celsius", "1.1 percent"]
+    ),
+)
+def test_any_answer_is_judged_without_failing_and_a_unit_rewrite_keeps_the_verdict(answer, reference):
+    outcome = judge_answer(answer, reference, answerable=True, abstained=False).outcome
+    assert outcome in (CORRECT, WRONG)
+    # Stating the reference after any text never turns a conversion into a contradiction of itself.
+    assert content_in_text(f"{answer}. {reference}", reference) or outcome == WRONG
+
+
+def test_a_rate_per_year_is_a_speed_and_not_a_length():
+    assert not correct("The Moon drifts away at about 3.8 meters per second.", "3.8 cm each year")
+    assert correct("The Moon drifts away by 38 mm per year.", "3.8 cm each year")

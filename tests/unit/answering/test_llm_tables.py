@@ -126,14 +126,34 @@ def test_the_summary_counts_and_shares(judged):
 def test_retrieval_is_compared_with_the_closed_book_on_the_same_questions(judged):
     table = closed_book_comparisons(judged).set_index("outcome")
     assert set(table["retriever"]) == {"bm25"}  # the closed book is the baseline, not a row
-    assert set(table["questions"]) == {"development"} and set(table["question_count"]) == {6}
+    assert set(table["questions"]) == {"development"}
+    # One denominator per outcome, the summary's: the 4 answerable questions with a
+    # reference, and the 1 unanswerable one for refused.
+    assert dict(zip(table.index, table["question_count"], strict=True)) == {
+        "correct": 4,
+        "wrong": 4,
+        "abstained": 4,
+        "refused": 1,
+        "correct_from_memory": 4,
+    }
+    assert set(table.loc[["correct", "refused"], "denominator"]) == {
+        "answerable questions with a reference answer",
+        "unanswerable questions",
+    }
     correct = table.loc["correct"]
-    assert correct.share == pytest.approx(3 / 6) and correct.closed_book_share == pytest.approx(2 / 6)
-    assert correct.difference == pytest.approx(1 / 6)
+    assert correct.share == pytest.approx(3 / 4) and correct.closed_book_share == pytest.approx(2 / 4)
+    assert correct.difference == pytest.approx(1 / 4)
     assert 0 < correct.p_randomization <= 1 and correct.p_randomization <= correct.p_holm
     refused = table.loc["refused"]
-    assert refused.difference == pytest.approx(1 / 6)
-    assert table.loc["correct_from_memory"].difference == pytest.approx(-1 / 6)
+    assert refused.difference == pytest.approx(1.0)
+    assert table.loc["correct_from_memory"].difference == pytest.approx(-1 / 4)
+
+
+def test_the_summary_and_the_closed_book_table_share_one_denominator(judged):
+    summary = summarize_llm_answers(judged).set_index("retriever").loc["bm25"]
+    table = closed_book_comparisons(judged).set_index("outcome")
+    for measure in ("correct", "wrong", "abstained", "refused"):
+        assert table.loc[measure, "share"] == pytest.approx(summary[f"{measure}_share"]), measure
 
 
 def test_the_citation_checks_precision_and_recall(judged):

@@ -134,10 +134,10 @@ def test_bundled_corpus_gives_a_cited_answer_and_its_check(tmp_path):
     check = section(output, "Citation check")
     assert f"claim 1: passes; cites [{number}]" in check
     assert "1 of 1 claims pass" in check
-    verdicts = section(output, "Verdicts")
-    assert "Faithful: yes" in verdicts
+    verdicts = section(output, "Checks")
+    assert "Source check passed: the cited source contains" in verdicts
     # The spec's generator quotes the Titius-Bode sentence: faithful, but it names nobody.
-    assert "Responsive: NO, the question asks for a name" in verdicts
+    assert "Type check FAILED: the question asks for a name" in verdicts
     assert "supported" not in output
     # Every chosen chunk shows its rank in each retriever ("-" when not listed).
     rows = re.findall(r"^\s+\[(\d)\]\s+(0\.\d{5})\s+(\d+|-)\s+(\d+|-)\s", section(output, "Retrieval"), re.M)
@@ -165,7 +165,7 @@ def test_own_folder_quotes_the_right_sentence_and_second_call_hits_the_cache(not
     sentence, number = quoted_answer(first.stdout)
     assert sentence == LIGHTHOUSE_SENTENCE
     assert prompt_sources(first.stdout)[number][0] == "Harbour lighthouse"
-    assert "Faithful: yes" in first.stdout and "Responsive: yes" in first.stdout
+    assert "Source check passed" in first.stdout and "Type check passed" in first.stdout
     assert "index: cache miss" in first.stdout
     assert "2 documents" in first.stdout and "4 chunks" in first.stdout
     # Four chunks cannot hold eight lists or 32 dimensions: both are reduced, with a note.
@@ -502,7 +502,7 @@ def test_hosted_answer_with_an_invented_number_fails_the_check(notes, tmp_path, 
     assert "claim 1: FAILS" in output
     assert "numbers not in the cited sources: 1875" in output
     assert "0 of 1 claims pass" in output
-    assert "Faithful: NO" in output and "Responsive: yes" in output
+    assert "Source check FAILED" in output and "Type check passed" in output
 
 
 VAULT = """---
@@ -600,8 +600,9 @@ def test_the_reader_answers_the_year_on_venus_from_a_venus_source(retriever, sha
     sentence, number = quoted_answer(output)
     assert prompt_sources(output)[number][0].startswith("Venus"), sentence
     assert "the question asks for a duration" in output
-    verdicts = section(output, "Verdicts")
-    assert "Faithful: yes" not in verdicts or "(not checked: " in verdicts
+    verdicts = section(output, "Checks")
+    assert "Faithful: yes" not in verdicts and "Responsive: yes" not in verdicts
+    assert "right" in verdicts and "of the asked type" in verdicts
 
 
 @pytest.mark.pipeline  # slow: see the marker in pyproject.toml
@@ -616,9 +617,12 @@ def test_the_reader_answers_who_discovered_uranus_from_the_uranus_document(retri
     # "correct", which the verdict lines now say.
     sentence, number = quoted_answer(output)
     assert prompt_sources(output)[number][0].startswith("Uranus"), sentence
-    verdicts = section(output, "Verdicts")
-    assert "Responsive: yes, the question asks for a name" in verdicts
-    assert "(not checked: that it is the one asked for)" in verdicts
+    verdicts = section(output, "Checks")
+    assert "Type check passed: the answer holds a value of the asked type (it asks for a name" in verdicts
+    assert "not checked: that it is the one asked for" in verdicts
+    # Beside the checks, how often answers that passed both were right (results/verdicts.csv).
+    assert "How often answers that passed both checks were right" in verdicts
+    assert "development: right " in verdicts
 
 
 def test_the_titan_question_is_faithful_and_not_responsive_with_the_spec_generator(shared_cache, capsys):
@@ -627,15 +631,15 @@ def test_the_titan_question_is_faithful_and_not_responsive_with_the_spec_generat
     output = capsys.readouterr().out
     sentence, _ = quoted_answer(output)
     assert "Titan" in sentence and "temperature" in sentence
-    verdicts = section(output, "Verdicts")
-    assert "Faithful: yes" in verdicts
-    assert "Responsive: NO, the question asks for a temperature and the answer gives none" in verdicts
+    verdicts = section(output, "Checks")
+    assert "Source check passed: the cited source contains" in verdicts
+    assert "Type check FAILED: the question asks for a temperature and the answer holds none" in verdicts
     # The reader sees the missing temperature and refuses, and says why.
     reader = ["ask", "What is the surface temperature of Titan?", "--cache", str(shared_cache)]
     assert cli.main([*reader, "--retriever", "bm25_lsa_ivf"]) == 0
     output = capsys.readouterr().out
     assert "Answer (reader): abstained" in output
-    assert "the reader abstained" in section(output, "Verdicts")
+    assert "the reader abstained" in section(output, "Checks")
 
 
 def test_an_llm_entry_of_config_yaml_answers_through_the_client_and_its_cache(
