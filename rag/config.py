@@ -214,6 +214,8 @@ class Plan:
     answers: dict | None = None
     generators: dict[str, dict] = field(default_factory=dict)
     filters: dict[str, dict] = field(default_factory=dict)
+    # Who the models answer for: each caller's view, also in ``filters`` under its name.
+    callers: dict[str, dict] = field(default_factory=dict)
     cohorts: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # The folder of the result tables and figures (config key ``results``), so
@@ -796,8 +798,128 @@ def build_plan(
     check_learned(retrievers, plan.depth, plan.baseline)
     plan.filters = canonical_filters(config)
     check_ablations(config, chunkers, retrievers, plan.retriever_chunkers, plan.filters, plan.depth, plan.ks)
+    _callers(plan)
     plan.cohorts = {"k": 5 if 5 in plan.ks else min(plan.ks), "min_questions": 3, **config.get("cohorts", {})}
     return plan
+
+
+# --------------------------------------------------------------------------
+# Callers: who every path to a model answers for (issue 41).
+# --------------------------------------------------------------------------
+
+
+def _callers(plan: Plan) -> None:
+    """The callers section, the caller of every answering path, and what each endpoint may receive.
+
+    Each caller's view joins ``plan.filters`` under the caller's name (one
+    model: a caller is a filter that always names its tenant and groups), so
+    its rankings are the filtered rankings of that name. The answer paths
+    (``answers``, ``answers.llm``, ``grounding``) name their caller; without
+    one they answer as the public caller. Then every llm generator whose
+    endpoint is off this machine is checked against the callers it serves.
+    """
+    from rag.retrieval.filters import PUBLIC_CALLER, FilterError, parse_caller
+
+    callers = {}
+    for name, entry in sorted((plan.config.get("callers") or {}).items()):
+        where = f"config['callers'][{name!r}]"
+        if name in plan.filters:
+            raise ConfigError(
+                f"{where}: a filter of the same name exists (config['filters'][{name!r}]); a caller's "
+                "view is a filter of its name, so choose another name"
+            )
+        try:
+            callers[name] = parse_caller(name, entry, where).view().to_config()
+        except FilterError as error:
+            raise ConfigError(str(error)) from None
+    if PUBLIC_CALLER.name in plan.filters or PUBLIC_CALLER.name in callers:
+        raise ConfigError(
+            f"config: the name {PUBLIC_CALLER.name!r} is the public caller (who answers when no caller is "
+            "named); choose another"
+        )
+    callers[PUBLIC_CALLER.name] = PUBLIC_CALLER.view().to_config()
+    plan.callers = callers
+    plan.filters = {**plan.filters, **callers}
+
+    def chosen(value: object, where: str, default: str = PUBLIC_CALLER.name) -> str:
+        name = default if value is None else value
+        check_names([name], callers, where, "caller")
+        return name
+
+    generators_served: list[tuple[str, str, str]] = []  # (generator, caller, where)
+    if plan.answers is not None:
+        entry = plan.config.get("answers") or {}
+        caller = chosen(entry.get("caller"), "config['answers']['caller']")
+        llm_caller = chosen(
+            (entry.get("llm") or {}).get("caller"), "config['answers']['llm']['caller']", caller
+        )
+        plan.answers = {
+            **plan.answers,
+            "caller": caller,
+            "llm": {**plan.answers["llm"], "caller": llm_caller},
+        }
+        where = "config['answers']['llm']"
+        generators_served += [(name, llm_caller, where) for name in plan.answers["llm"]["generators"]]
+    if plan.grounding is not None:
+        where = "config['grounding']"
+        caller = chosen(plan.config["grounding"].get("caller"), f"{where}['caller']")
+        plan.grounding = {**plan.grounding, "caller": caller}
+        generators_served += [(name, caller, where) for name in plan.grounding["generators"]]
+    for generator, caller, where in generators_served:
+        problem = endpoint_receives_too_much(generator, plan.generators[generator], caller, callers[caller])
+        if problem:
+            raise ConfigError(f"{where}: {problem}")
+
+
+def loopback_endpoint(base_url: str) -> bool:
+    """Whether an llm entry's endpoint runs on this machine: the bundled model, or a loopback host."""
+    import ipaddress
+    import urllib.parse
+
+    from rag.kinds import BUNDLED_ENDPOINT
+    from rag.models.client import LOOPBACK_HOSTS
+
+    if base_url == BUNDLED_ENDPOINT:
+        return True
+    host = urllib.parse.urlsplit(base_url).hostname or ""
+    if host in LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def endpoint_receives_too_much(name: str, entry: Mapping, caller: str, view: Mapping) -> str | None:
+    """Why ``caller``'s text may not go to generator ``name``, or None.
+
+    An endpoint off this machine receives only the access levels its entry
+    declares in ``may_receive`` (public by default); a caller who reads more
+    would send that text to it. Loopback endpoints receive anything: the text
+    never leaves the machine.
+    """
+    from rag.corpus.documents import ACCESS_LEVELS
+
+    where = f"config['generators'][{name!r}]['may_receive']"
+    unknown = sorted(set(entry["may_receive"]) - set(ACCESS_LEVELS))
+    if unknown:
+        return f"{where}: {unknown[0]!r} is not an access level; the levels are {', '.join(ACCESS_LEVELS)}"
+    if loopback_endpoint(entry["base_url"]):
+        return None
+    above = [
+        level for level in ACCESS_LEVELS if level in view["access"] and level not in entry["may_receive"]
+    ]
+    if not above:
+        return None
+    import urllib.parse
+
+    host = urllib.parse.urlsplit(entry["base_url"]).hostname or "?"  # never the URL: it may hold a key
+    return (
+        f"caller {caller!r} reads {', '.join(level for level in ACCESS_LEVELS if level in view['access'])} "
+        f"documents, but generator {name!r} sends its prompts off this machine (to {host}) and may receive "
+        f"only {', '.join(entry['may_receive'])}; declare may_receive in config['generators'][{name!r}] "
+        f"if that endpoint may receive {', '.join(above)} text, or answer as a caller who reads less"
+    )
 
 
 # --------------------------------------------------------------------------

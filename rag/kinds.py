@@ -384,6 +384,9 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
             "api_key_env": Parameter("string", None, nullable=True),
             "concurrency": Parameter("integer", 1, minimum=1, maximum=64),
             "timeout": Parameter("number", 120, minimum=0, maximum=86_400, exclusive_minimum=True),
+            # The access levels whose text an endpoint off this machine may
+            # receive; planning refuses a caller who reads more (rag.config).
+            "may_receive": Parameter("names", ["public"]),
         },
         rule="llm_answer",
         generate="rag.answering.llm_answers:generator_from_entry",

@@ -101,6 +101,8 @@ class Document:
     # Restricted unless a reader says otherwise: a document built without an
     # access level never reaches a public ranking or prompt by accident.
     access: str = DEFAULT_ACCESS
+    tenant: str = ""
+    acl: tuple[str, ...] = ()
 
     @property
     def full_text(self) -> str:

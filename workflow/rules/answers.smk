@@ -10,7 +10,7 @@
 rule answer:
     input:
         chunks=CHUNKS,
-        ranking=RANKING,
+        ranking=answer_ranking,
         parsed=PARSED,
         questions=questions_file,
     output:
@@ -62,7 +62,7 @@ if reader_names():
     rule read_answers:
         input:
             chunks=CHUNKS,
-            ranking=RANKING,
+            ranking=answer_ranking,
             parsed=PARSED,
             questions=questions_file,
             prompt_vectors=prompt_vectors,

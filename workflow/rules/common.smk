@@ -219,7 +219,7 @@ def question_set_ranking(corpus, questions, chunker, retriever):
     """
     names = {"corpus": corpus, "chunker": chunker, "retriever": retriever}
     if questions == "development":
-        return RANKING.format(**names)
+        return caller_ranking(corpus, chunker, retriever, ANSWERS["llm"]["caller"])
     return QUESTION_SET_RANKING.format(questions=questions, **names)
 
 
@@ -303,13 +303,35 @@ def filtered_ranking(corpus, chunker, filter_name, retriever):
     return FILTERED.format(corpus=corpus, chunker=chunker, filter_name=filter_name, retriever=retriever)
 
 
+# Callers (rag/retrieval/filters.py, Caller): every path to a model reads the
+# rankings of the caller it answers for, searched inside retrieval within the
+# caller's view (a filter of the caller's name). A view that allows every
+# chunk of a chunk set gives exactly the unfiltered ranking (filtering.smk).
+CALLERS = PLAN.callers
+
+
+def caller_ranking(corpus, chunker, retriever, caller):
+    return filtered_ranking(corpus, chunker, caller, retriever)
+
+
+def answer_ranking(wildcards):
+    """The ranking the offline generators answer from: answers.caller's."""
+    return caller_ranking(wildcards.corpus, wildcards.chunker, wildcards.retriever, ANSWERS["caller"])
+
+
+def caller_params(caller):
+    """A caller's name and view as the params of a rule that answers for it."""
+    return canonical_json({"name": caller, "view": CALLERS[caller]})
+
+
 def grounding_inputs(wildcards):
     """The parsed corpus (memory), the chunk set and the ranking the grounding cases read."""
     if GROUNDING is None:
         raise ConfigError("config['grounding']: these results need a grounding section in config.yaml")
     names = {key: GROUNDING[key] for key in ("corpus", "chunker", "retriever")}
-    templates = {"parsed": PARSED, "chunks": CHUNKS, "ranking": RANKING}
-    return {role: template.format(**names) for role, template in templates.items()}
+    templates = {"parsed": PARSED, "chunks": CHUNKS}
+    inputs = {role: template.format(**names) for role, template in templates.items()}
+    return inputs | {"ranking": caller_ranking(**names, caller=GROUNDING["caller"])}
 
 
 def answers_section(name, *keys):

@@ -1,8 +1,12 @@
 # Metadata filters inside retrieval (prefilter) against filtering the global
 # ranking afterwards (post-filter). Filtered rankings mirror the unfiltered
-# ones: plain retrievers search their saved index within the allowed chunks,
-# fusions fuse their components' filtered rankings, funnels rerank their
-# first stage's filtered candidates.
+# ones: plain retrievers (and IVF indexes) search their saved index within the
+# allowed chunks, fusions fuse their components' filtered rankings, funnels
+# rerank their first stage's filtered candidates. A caller's view is a filter
+# of the caller's name (common.smk, caller_ranking): the answers read these.
+# A filter that allows every chunk of the chunk set gives the unfiltered
+# ranking itself (each rule reads it), so a caller who may read everything
+# answers from exactly the grid's rankings.
 
 
 rule rank_filtered:
@@ -10,6 +14,7 @@ rule rank_filtered:
         index=INDEX,
         chunks=CHUNKS,
         questions=questions_file,
+        unfiltered=RANKING,
     output:
         ranking=FILTERED,
     log:
@@ -34,6 +39,7 @@ rule fuse_filtered:
             for component in RETRIEVERS[wildcards.retriever]["components"]
         ],
         chunks=CHUNKS,
+        unfiltered=RANKING,
     output:
         ranking=FILTERED,
     log:
@@ -62,6 +68,7 @@ rule funnel_filtered:
         rerank=funnel_rerank_indexes,
         chunks=CHUNKS,
         questions=questions_file,
+        unfiltered=RANKING,
     output:
         ranking=FILTERED,
     log:
@@ -78,6 +85,31 @@ rule funnel_filtered:
         code=script_digest("funnel.py"),
     script:
         "../scripts/funnel.py"
+
+
+rule rank_ivf_filtered:
+    input:
+        index=INDEX,
+        base_index=ivf_base_index,
+        chunks=CHUNKS,
+        questions=questions_file,
+        unfiltered=RANKING,
+    output:
+        ranking=FILTERED,
+    log:
+        "logs/rank_filtered/{corpus}/{chunker}/{filter_name}/{retriever}.log",
+    wildcard_constraints:
+        retriever=alternatives(IVF_RETRIEVERS),
+    conda:
+        "../envs/rag.yaml"
+    params:
+        retriever=retriever_params,
+        base=ivf_base_params,
+        filter=filter_params,
+        depth=config["evaluation"]["depth"],
+        code=script_digest("rank_filtered.py"),
+    script:
+        "../scripts/rank_filtered.py"
 
 
 rule filter_ablation:

@@ -13,7 +13,7 @@ from rag.provenance import composite_record, filter_record
 from rag.question_tables import read_questions
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config
 from rag.retrieval.funnel import configured_reranker, describe_funnel, funnel_rankings
-from rag.retrieval.ranking_files import read_rankings
+from rag.retrieval.ranking_files import read_rankings, read_rankings_in_order
 from rag.retrieval.search import chunk_id_order
 
 log = start_log(snakemake.log[0])
@@ -41,7 +41,10 @@ if filter_config is not None:
     allowed = allowed_by_config(chunks, filter_config, snakemake.wildcards.filter_name)
 texts = [(q.question_id, q.text) for q in questions]
 depth, documents = snakemake.params.depth, chunks["doc_id"]
-rankings, removed = funnel_rankings(first, texts, reranker, entry, depth, tie_order, documents, allowed)
+if allowed is not None and allowed.all():  # a view of every chunk: the unfiltered funnel's ranking
+    rankings, removed = read_rankings_in_order(snakemake.input.unfiltered, chunk_ids, question_ids), 0
+else:
+    rankings, removed = funnel_rankings(first, texts, reranker, entry, depth, tie_order, documents, allowed)
 log.info("%s", describe_funnel(snakemake.wildcards.retriever, entry, rankings))
 if allowed is not None:
     log.info("disallowed first-stage candidates removed before reranking: %d (expected 0)", removed)

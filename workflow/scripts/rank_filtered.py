@@ -1,8 +1,11 @@
 """Rank one chunk set for every question within a filter's allowed chunks (a prefilter).
 
 The retriever is loaded from the index its ranking rule saved, so the filter
-changes which chunks are searched, never the index statistics. The log
-records counts only: no chunk id or text, allowed or not, is written there.
+changes which chunks are searched, never the index statistics (an ivf entry
+also loads its base's index, which embeds the questions). A filter that allows
+every chunk (a caller who may read the whole chunk set) gives the unfiltered
+ranking itself. The log records counts only: no chunk id or text, allowed or
+not, is written there.
 """
 
 import json
@@ -21,6 +24,7 @@ from rag.retrieval.filters import (
     describe_filtered,
     parse_filter,
 )
+from rag.retrieval.ranking_files import read_rankings_in_order
 from rag.retrieval.retrievers import load_retriever, search
 from rag.retrieval.search import chunk_id_order
 
@@ -39,11 +43,18 @@ for warning in absent_values(parse_filter(filter_config, filter_name), metadata,
     print(f"WARNING: {line}", file=sys.stderr)
 questions = read_questions(snakemake.input.questions)
 
-retriever = load_retriever(entry, load_arrays(snakemake.input.index))
-order = chunk_id_order(chunk_ids)
-rankings = search(retriever, [q.text for q in questions], snakemake.params.depth, order, allowed=allowed)
-log.info("%s", describe_filtered(name, filter_name, allowed, rankings))
 question_ids = [q.question_id for q in questions]
+if allowed.all():
+    rankings = read_rankings_in_order(snakemake.input.unfiltered, chunk_ids, question_ids)
+    log.info("%s: the filter allows every chunk, so this is the unfiltered ranking", name)
+else:
+    base = None
+    if snakemake.input.get("base_index"):
+        base = load_retriever(json.loads(snakemake.params.base), load_arrays(snakemake.input.base_index))
+    retriever = load_retriever(entry, load_arrays(snakemake.input.index), base)
+    order = chunk_id_order(chunk_ids)
+    rankings = search(retriever, [q.text for q in questions], snakemake.params.depth, order, allowed=allowed)
+log.info("%s", describe_filtered(name, filter_name, allowed, rankings))
 record, parts = retriever_record(entry), filter_record(filter_config)
 write_job_ranking(
     snakemake.output.ranking,
