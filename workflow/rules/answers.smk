@@ -332,6 +332,8 @@ rule llm_answer:
         unpack(llm_answer_inputs),
     output:
         LLM_ANSWER,
+        # One JSON line per answer (docs/trace.md): hashes and ids, no text.
+        trace=LLM_TRACE,
     log:
         job="logs/llm_answer/{corpus}/{questions}/{generator}/{chunker}/{retriever}.log",
         server="logs/llm_server/{corpus}/{questions}/{generator}/{chunker}/{retriever}.log",
@@ -353,6 +355,7 @@ rule llm_answer:
     params:
         generator=lambda wildcards: canonical_json(ANSWERS["generators"][wildcards.generator]),
         k=lambda wildcards: ANSWERS["generation"]["k"],
+        caller=lambda wildcards: caller_params(ANSWERS["llm"]["caller"]),
         cache=LLM_CACHE,
         code=script_digest("llm_answer.py"),
     script:

@@ -136,6 +136,8 @@ ASK_VECTORS = "work/ask_vectors.npz"
 SUMMARY_ANSWER_STEM = "work/answers/{corpus}/lead_summaries"
 # A language model's answers (rag.config.Plan.llm_answer_files).
 LLM_ANSWER = "work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet"
+# Its per-request traces, one JSON line per answer (docs/trace.md).
+LLM_TRACE = "work/traces/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.jsonl"
 
 
 def ranking_depth_of(wildcards):
