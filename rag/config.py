@@ -216,6 +216,8 @@ class Plan:
     filters: dict[str, dict] = field(default_factory=dict)
     # Who the models answer for: each caller's view, also in ``filters`` under its name.
     callers: dict[str, dict] = field(default_factory=dict)
+    # The revocation experiment (rag.ask.revocation), or None.
+    revocation: dict | None = None
     cohorts: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # The folder of the result tables and figures (config key ``results``), so
@@ -462,6 +464,7 @@ class Plan:
         # The filter and diversity ablations read chunk qrels from evidence spans;
         # the funnel ablation reads the chunk-level metrics.
         results += [f"{out}/filter_ablation.csv"] if config.get("filter_ablation") and span else []
+        results += [f"{out}/revocation.csv"] if self.revocation is not None else []
         results += [f"{out}/diversity_ablation.csv"] if config.get("diversity_ablation") and span else []
         if self.retrievers_of("funnel") and "funnel_ablation" in config and chunk_level:
             results.append(f"{out}/funnel_ablation.csv")
@@ -799,6 +802,7 @@ def build_plan(
     plan.filters = canonical_filters(config)
     check_ablations(config, chunkers, retrievers, plan.retriever_chunkers, plan.filters, plan.depth, plan.ks)
     _callers(plan)
+    plan.revocation = _revocation(plan)
     plan.cohorts = {"k": 5 if 5 in plan.ks else min(plan.ks), "min_questions": 3, **config.get("cohorts", {})}
     return plan
 
@@ -869,6 +873,31 @@ def _callers(plan: Plan) -> None:
         problem = endpoint_receives_too_much(generator, plan.generators[generator], caller, callers[caller])
         if problem:
             raise ConfigError(f"{where}: {problem}")
+
+
+def _revocation(plan: Plan) -> dict | None:
+    """The revocation section with its corpus checked: a labelled Markdown folder (rag ask's path)."""
+    entry = plan.config.get("revocation")
+    if entry is None:
+        return None
+    where = "config['revocation']"
+    corpus = entry.get("corpus") or (plan.span_corpora[0] if plan.span_corpora else None)
+    if corpus is None:
+        plan.warnings.append(f"{where}: no labelled corpus is enabled; the revocation experiment is left out")
+        return None
+    _known_corpus(plan, corpus, f"{where}['corpus']")
+    source = plan.corpora[corpus]
+    if source["source"] != "markdown" or "questions" not in source:
+        raise ConfigError(f"{where}['corpus']: {corpus!r} must be a Markdown folder with questions")
+    groups = list(dict.fromkeys(entry["groups"]))
+    if entry["group"] not in groups or len(groups) < 2:
+        raise ConfigError(
+            f"{where}['group']: {entry['group']!r} must be one of at least two groups {groups}, so that "
+            "one group still reads the revoked document"
+        )
+    if entry["revoke"] == entry["delete"]:
+        raise ConfigError(f"{where}: 'revoke' and 'delete' name the same document {entry['revoke']!r}")
+    return {**entry, "groups": groups, "corpus": corpus}
 
 
 def loopback_endpoint(base_url: str) -> bool:

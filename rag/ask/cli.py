@@ -803,48 +803,24 @@ def write_ask_trace(
     answer_seconds: float,
 ) -> None:
     """Append the request's trace to --trace FILE: hashes and ids, text only with --trace-text."""
-    from rag.answering.trace import abstention_reason, answer_trace, canonical_digest, trace_lines
-    from rag.answering.verification import parse_citations
+    from rag.answering.trace import trace_lines
+    from rag.ask.traces import report_trace
 
-    selected = [chunk.chunk_id for chunk in report.prompt.sources.values()]
-    numbers = [number for number in parse_citations(report.answer)[0] if number in report.prompt.sources]
-    chosen = report.retrieval.chosen
-    text = None
-    if arguments.trace_text:
-        text = {
-            "question": arguments.question,
-            "sources": [chunk.text for chunk in report.prompt.sources.values()],
-            "answer": report.answer,
-        }
-    trace = answer_trace(
-        caller=caller,
-        query=arguments.question,
-        question_id=None,
-        index_version=canonical_digest(
-            {"options": index.options.as_dict(), "chunks": [chunk.chunk_id for chunk in index.chunks]}
-        ),
-        candidates=[retrieved.chunk.chunk_id for retrieved in chosen],
-        scores=[retrieved.fused_score for retrieved in chosen],
-        ranker_versions={name: canonical_digest(entry) for name, entry in _ranker_entries(index).items()},
-        selected=selected,
-        citations=[report.prompt.sources[number].chunk_id for number in numbers],
-        generator={"name": arguments.generator},
-        tokens={"prompt": int(report.prompt.tokens), "completion": len(report.answer.split())},
-        latency={"answer": answer_seconds},
+    trace = report_trace(
+        report,
+        index,
+        caller,
+        arguments.question,
+        arguments.generator,
+        {"answer": answer_seconds},
         cache="hit" if any("cache hit" in line for line in index_lines) else "miss",
-        abstention=abstention_reason(report.abstained, False, selected),
-        text=text,
+        include_text=arguments.trace_text,
     )
     try:
         with arguments.trace.open("a", encoding="utf-8") as handle:
             handle.write(trace_lines([trace]))
     except OSError as error:
         raise AskError(f"--trace {arguments.trace}: {error.strerror or error}") from None
-
-
-def _ranker_entries(index: QuestionIndex) -> dict:
-    entries = index.entries
-    return {"lexical": entries.lexical, "fused": entries.fused}
 
 
 def _generator_name(value: str) -> str:

@@ -150,3 +150,26 @@ rule filter_ablation:
         code=script_digest("filter_ablation.py"),
     script:
         "../scripts/filter_ablation.py"
+
+
+# Revocation measured (rag/ask/revocation.py): two runs of one corpus, a group
+# removed from one document's ACL and another document deleted between them;
+# every path to a reader is counted for every caller.
+if PLAN.revocation is not None:
+
+    rule revocation:
+        input:
+            documents=PLAN.corpus_files(PLAN.revocation["corpus"]),
+            questions=CORPORA[PLAN.revocation["corpus"]]["questions"],
+        output:
+            f"{RESULTS}/revocation.csv",
+        log:
+            "logs/revocation.log",
+        conda:
+            "../envs/rag.yaml"
+        params:
+            revocation=canonical_json(PLAN.revocation),
+            folder=CORPORA[PLAN.revocation["corpus"]]["documents"],
+            code=script_digest("revocation.py"),
+        script:
+            "../scripts/revocation.py"
