@@ -465,6 +465,7 @@ class Plan:
         # the funnel ablation reads the chunk-level metrics.
         results += [f"{out}/filter_ablation.csv"] if config.get("filter_ablation") and span else []
         results += [f"{out}/revocation.csv"] if self.revocation is not None else []
+        results += [f"{out}/metrics_by_caller.csv"] if self.answer_pairs() else []
         results += [f"{out}/diversity_ablation.csv"] if config.get("diversity_ablation") and span else []
         if self.retrievers_of("funnel") and "funnel_ablation" in config and chunk_level:
             results.append(f"{out}/funnel_ablation.csv")

@@ -146,6 +146,8 @@ def run(tmp_path_factory):
                 f"work/llm_answers/tiny/development/model/sentences20/{retriever}.parquet"
                 for retriever in ("bm25", "rrf_bm25_tfidf")
             ]
+            if caller == sorted(CALLERS)[-1]:
+                targets.append("results/metrics_by_caller.csv")
             snakemake(
                 workdir, "--cores", "1", "--forcerun", "llm_answer", *targets, snakefile=project / "Snakefile"
             )
@@ -215,6 +217,21 @@ def test_prompts_and_traces_hold_only_and_all_the_chunks_a_caller_may_read(run, 
     for doc_id, *_ in DOCUMENTS:
         assert sentence(doc_id) not in text  # no text in a trace by default
     assert QUESTION not in text
+
+
+def test_recall_by_caller_and_tenant_sits_beside_zero_unauthorized_chunks(run):
+    import pandas as pd
+
+    _, workdir, _ = run
+    table = pd.read_csv(workdir / "results/metrics_by_caller.csv", keep_default_na=False)
+    assert set(table["caller"]) == set(CALLERS)
+    assert (table["unauthorized_chunks"] == 0).all()
+    assert {"all", "(shared)"} <= set(table["tenant"])
+    in_scope = table[table["tenant"] == "all"].set_index("caller")["questions"]
+    # The tiny questions' evidence is shared and public (alpha, beta restricted, shared_public):
+    # a caller without the public level has none in its scope, every other some.
+    assert in_scope["globex_engineer"] == 0
+    assert (in_scope.drop("globex_engineer") > 0).all()
 
 
 def test_an_endpoint_off_the_machine_is_refused_at_planning_until_it_declares_what_it_may_receive(run):

@@ -25,3 +25,55 @@ rule cohorts:
         code=script_digest("cohorts.py"),
     script:
         "../scripts/cohorts.py"
+
+
+# Recall by caller and by tenant, beside the filter's correctness: every
+# caller of the callers section and every caller an answer path runs as, over
+# the answered (chunker, retriever) pairs, from the caller's filtered rankings.
+def measured_callers():
+    named = set(PLAN.config.get("callers") or {})
+    if ANSWERS is not None:
+        named |= {ANSWERS["caller"], ANSWERS["llm"]["caller"]}
+    return sorted(named)
+
+
+def caller_grid():
+    return [
+        [corpus, chunker, retriever, caller, caller_ranking(corpus, chunker, retriever, caller)]
+        for corpus, chunker, retriever in answer_pairs()
+        for caller in measured_callers()
+    ]
+
+
+def caller_grid_inputs():
+    pairs = sorted({(corpus, chunker) for corpus, chunker, _ in answer_pairs()})
+    return {
+        f"{corpus}/{chunker}": {
+            "questions": questions_path(corpus),
+            "qrels": QRELS.format(corpus=corpus, chunker=chunker),
+            "chunks": CHUNKS.format(corpus=corpus, chunker=chunker),
+        }
+        for corpus, chunker in pairs
+    }
+
+
+if answer_pairs():
+
+    rule caller_cohorts:
+        input:
+            rankings=[row[-1] for row in caller_grid()],
+            other=[path for paths in caller_grid_inputs().values() for path in paths.values()],
+        output:
+            f"{RESULTS}/metrics_by_caller.csv",
+        log:
+            "logs/caller_cohorts.log",
+        conda:
+            "../envs/rag.yaml"
+        params:
+            grid=canonical_json(caller_grid()),
+            callers=canonical_json({name: CALLERS[name] for name in measured_callers()}),
+            inputs=canonical_json(caller_grid_inputs()),
+            k=COHORTS["k"],
+            code=script_digest("caller_cohorts.py"),
+        script:
+            "../scripts/caller_cohorts.py"
