@@ -112,6 +112,28 @@ rule rank_ivf_filtered:
         "../scripts/rank_filtered.py"
 
 
+# A learned fusion for a view that allows every chunk (a caller who reads the
+# whole chunk set): its unfiltered ranking. Any narrower view stops the job.
+rule learned_filtered:
+    input:
+        chunks=CHUNKS,
+        unfiltered=RANKING,
+    output:
+        ranking=FILTERED,
+    log:
+        "logs/learned_filtered/{corpus}/{chunker}/{filter_name}/{retriever}.log",
+    wildcard_constraints:
+        retriever=alternatives(LEARNED_RETRIEVERS),
+    conda:
+        "../envs/rag.yaml"
+    params:
+        retriever=retriever_params,
+        filter=filter_params,
+        code=script_digest("learned_filtered.py"),
+    script:
+        "../scripts/learned_filtered.py"
+
+
 rule filter_ablation:
     input:
         rankings=[
