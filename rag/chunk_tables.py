@@ -1,4 +1,4 @@
-"""The chunk stage's table: one row per chunk, with its document's version, dates, tags and access (level, tenant, ACL)."""
+"""The chunk stage's table: one row per chunk, with its document's version, dates, tags and access rules."""
 
 from __future__ import annotations
 

@@ -216,6 +216,8 @@ class Plan:
     filters: dict[str, dict] = field(default_factory=dict)
     # Who the models answer for: each caller's view, also in ``filters`` under its name.
     callers: dict[str, dict] = field(default_factory=dict)
+    # The caller each answering path answers for: answers, llm, grounding.
+    answer_callers: dict[str, str] = field(default_factory=dict)
     # The revocation experiment (rag.ask.revocation), or None.
     revocation: dict | None = None
     cohorts: dict = field(default_factory=dict)
@@ -820,9 +822,10 @@ def _callers(plan: Plan) -> None:
     model: a caller is a filter that always names its tenant and groups), so
     its rankings are the filtered rankings of that name. The answer paths
     (``answers``, ``answers.llm``, ``grounding``) name their caller; without
-    one they answer as the public caller. Then every llm generator whose
+    one they answer as the public caller (``plan.answer_callers``). Then every llm generator whose
     endpoint is off this machine is checked against the callers it serves.
     """
+    from rag.models.may_receive import endpoint_receives_too_much
     from rag.retrieval.filters import PUBLIC_CALLER, FilterError, parse_caller
 
     callers = {}
@@ -858,17 +861,13 @@ def _callers(plan: Plan) -> None:
         llm_caller = chosen(
             (entry.get("llm") or {}).get("caller"), "config['answers']['llm']['caller']", caller
         )
-        plan.answers = {
-            **plan.answers,
-            "caller": caller,
-            "llm": {**plan.answers["llm"], "caller": llm_caller},
-        }
+        plan.answer_callers |= {"answers": caller, "llm": llm_caller}
         where = "config['answers']['llm']"
         generators_served += [(name, llm_caller, where) for name in plan.answers["llm"]["generators"]]
     if plan.grounding is not None:
         where = "config['grounding']"
         caller = chosen(plan.config["grounding"].get("caller"), f"{where}['caller']")
-        plan.grounding = {**plan.grounding, "caller": caller}
+        plan.answer_callers["grounding"] = caller
         generators_served += [(name, caller, where) for name in plan.grounding["generators"]]
     for generator, caller, where in generators_served:
         problem = endpoint_receives_too_much(generator, plan.generators[generator], caller, callers[caller])
@@ -899,57 +898,6 @@ def _revocation(plan: Plan) -> dict | None:
     if entry["revoke"] == entry["delete"]:
         raise ConfigError(f"{where}: 'revoke' and 'delete' name the same document {entry['revoke']!r}")
     return {**entry, "groups": groups, "corpus": corpus}
-
-
-def loopback_endpoint(base_url: str) -> bool:
-    """Whether an llm entry's endpoint runs on this machine: the bundled model, or a loopback host."""
-    import ipaddress
-    import urllib.parse
-
-    from rag.kinds import BUNDLED_ENDPOINT
-    from rag.models.client import LOOPBACK_HOSTS
-
-    if base_url == BUNDLED_ENDPOINT:
-        return True
-    host = urllib.parse.urlsplit(base_url).hostname or ""
-    if host in LOOPBACK_HOSTS:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def endpoint_receives_too_much(name: str, entry: Mapping, caller: str, view: Mapping) -> str | None:
-    """Why ``caller``'s text may not go to generator ``name``, or None.
-
-    An endpoint off this machine receives only the access levels its entry
-    declares in ``may_receive`` (public by default); a caller who reads more
-    would send that text to it. Loopback endpoints receive anything: the text
-    never leaves the machine.
-    """
-    from rag.corpus.documents import ACCESS_LEVELS
-
-    where = f"config['generators'][{name!r}]['may_receive']"
-    unknown = sorted(set(entry["may_receive"]) - set(ACCESS_LEVELS))
-    if unknown:
-        return f"{where}: {unknown[0]!r} is not an access level; the levels are {', '.join(ACCESS_LEVELS)}"
-    if loopback_endpoint(entry["base_url"]):
-        return None
-    above = [
-        level for level in ACCESS_LEVELS if level in view["access"] and level not in entry["may_receive"]
-    ]
-    if not above:
-        return None
-    import urllib.parse
-
-    host = urllib.parse.urlsplit(entry["base_url"]).hostname or "?"  # never the URL: it may hold a key
-    return (
-        f"caller {caller!r} reads {', '.join(level for level in ACCESS_LEVELS if level in view['access'])} "
-        f"documents, but generator {name!r} sends its prompts off this machine (to {host}) and may receive "
-        f"only {', '.join(entry['may_receive'])}; declare may_receive in config['generators'][{name!r}] "
-        f"if that endpoint may receive {', '.join(above)} text, or answer as a caller who reads less"
-    )
 
 
 # --------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import string
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -125,30 +125,6 @@ def generator_from_entry(name: str, entry: Mapping) -> LlmGenerator:
         concurrency=int(entry["concurrency"]),
         timeout_seconds=float(entry["timeout"]),
     )
-
-
-class UnreadableChunk(ValueError):
-    """A ranking offered a chunk its caller may not read: no prompt is built from it."""
-
-
-def caller_top_chunks(
-    ranked_ids: Sequence[str], chunks: Mapping[str, Chunk], k: int, readable: Collection[str], caller: str
-) -> list[Chunk]:
-    """The first ``k`` chunks of a ranking for the prompt of ``caller``, who may read ``readable``.
-
-    The ranking was searched within the caller's view already (a prefilter);
-    this is the second guard, and it fails closed: a chunk outside the view
-    stops the job instead of being skipped, because a ranking that holds one
-    was made for someone else. The error names counts, never the chunk.
-    """
-    chosen = list(ranked_ids[:k])
-    unreadable = sum(chunk_id not in readable for chunk_id in chosen)
-    if unreadable:
-        raise UnreadableChunk(
-            f"{unreadable} of the top {len(chosen)} chunks are outside the view of caller {caller!r}; "
-            "the ranking was not searched for this caller, so no prompt is built from it"
-        )
-    return [chunks[chunk_id] for chunk_id in chosen]
 
 
 def template_problem(template: str, needs_sources: bool | None) -> str | None:

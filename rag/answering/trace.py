@@ -155,18 +155,21 @@ def abstention_reason(abstained: bool, closed_book: bool, selected: Sequence[str
 def llm_answer_traces(
     frame: object,
     questions: Sequence,
-    caller: Caller,
-    rankings: Mapping[str, tuple[Sequence[str], Sequence[float]]],
-    versions: Mapping[str, object],
+    sources: object | None,
     generator: Mapping[str, str],
+    caller: Caller | None = None,
 ) -> list[dict]:
     """One trace per row of a language model's answer table (work/llm_answers/), in row order.
 
-    ``rankings`` maps a question id to the (chunk ids, scores) its prompt
-    was chosen from (empty closed book); ``versions`` holds the chunk set's
-    provenance (``index``) and each ranker's record (``ranker``). The
-    retrieval ran in another job, so its latency is None here.
+    ``sources`` (:class:`rag.answering.caller_sources.CallerSources`, None
+    closed book) holds the caller, the (chunk ids, scores) each prompt was
+    chosen from, and the chunk set's and ranker's versions; closed book,
+    ``caller`` names who asked. The retrieval ran in another job, so its
+    latency is None here.
     """
+    caller = sources.caller if sources is not None else caller
+    rankings = sources.rankings if sources is not None else {}
+    versions = sources.versions if sources is not None else {}
     texts = {question.question_id: question.text for question in questions}
     index_version = canonical_digest(versions.get("index")) if versions else "closed-book"
     rankers = {name: canonical_digest(record) for name, record in (versions.get("ranker") or {}).items()}

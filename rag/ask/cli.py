@@ -779,8 +779,8 @@ def check_generator_may_receive(name: str, caller: Caller) -> None:
     A config.yaml llm entry declares ``may_receive``; the hosted generator
     (RAG_LLM_BASE_URL) receives public text only.
     """
-    from rag.config import endpoint_receives_too_much
     from rag.kinds import GENERATOR_KINDS, defaults
+    from rag.models.may_receive import endpoint_receives_too_much
 
     if name in ("reader", "extractive"):
         return

@@ -344,8 +344,12 @@ METADATA_COLUMNS = ("doc_id", "access", "tags", "updated", "tenant", "acl")
 
 
 def allowed_by_config(columns: Mapping[str, Sequence], filter_config: Mapping, name: str) -> np.ndarray:
-    """The mask of chunks a configured filter allows, from the chunk table's metadata columns."""
-    metadata = ChunkMetadata.from_columns(*(columns[column] for column in METADATA_COLUMNS))
+    """The mask of chunks a configured filter allows, from the chunk table's metadata columns.
+
+    A table without ``tenant`` and ``acl`` columns (written before documents
+    had them) is shared and open: its other conditions still hold.
+    """
+    metadata = ChunkMetadata.from_columns(*(columns.get(column) for column in METADATA_COLUMNS))
     return allowed_chunks(parse_filter(filter_config, f"filter {name!r}"), metadata)
 
 
@@ -385,3 +389,12 @@ def describe_filtered(name: str, filter_name: str, allowed: np.ndarray, rankings
         f"{name}, filter {filter_name!r}: {int(allowed.sum())} of {len(allowed)} chunks allowed; "
         f"{len(rankings)} questions, {empty} with an empty ranking"
     )
+
+
+def filter_warnings(columns: Mapping[str, Sequence], filter_config: Mapping, name: str) -> list[str]:
+    """:func:`absent_values` of a configured filter over a chunk table's columns, escaped for a terminal."""
+    from rag.escaping import visible
+
+    metadata = ChunkMetadata.from_columns(*(columns.get(column) for column in METADATA_COLUMNS))
+    warnings = absent_values(parse_filter(filter_config, name), metadata, name)
+    return [visible(warning, keep_newlines=False) for warning in warnings]  # tags and ids are the user's text

@@ -18,9 +18,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.config import ConfigError, build_plan, endpoint_receives_too_much, loopback_endpoint
+from rag.config import ConfigError, build_plan
 from rag.corpus.documents import ACCESS_LEVELS
 from rag.formats.files import read_yaml
+from rag.models.may_receive import endpoint_receives_too_much, loopback_endpoint
 from rag.retrieval.filters import (
     PUBLIC_CALLER,
     Caller,
@@ -176,7 +177,7 @@ def test_fuzzed_callers_sections_plan_or_fail_in_one_line(callers, answer_caller
         assert "\n" not in message
         assert "callers" in message or "caller" in message, message
         return
-    chosen = plan.answers["caller"]
+    chosen = plan.answer_callers["answers"]
     assert chosen == (answer_caller or PUBLIC_CALLER.name)
     view = plan.filters[chosen]
     # Every caller's view is a filter that names tenant and groups, parsed back to the same caller.
@@ -221,7 +222,7 @@ def test_the_bundled_grid_pointed_off_the_machine_is_refused_naming_caller_and_l
     # Declared, it plans; and the plan of the bundled grid is unchanged otherwise.
     config["generators"]["smollm2"]["may_receive"] = ["public", "internal", "restricted"]
     plan = build_plan(config, SCHEMA, root=ROOT)
-    assert plan.answers["llm"]["caller"] == "whole_corpus"
+    assert plan.answer_callers["llm"] == "whole_corpus"
 
 
 def test_a_public_caller_may_use_an_endpoint_that_receives_public_text():
@@ -230,7 +231,7 @@ def test_a_public_caller_may_use_an_endpoint_that_receives_public_text():
     config["answers"]["llm"]["caller"] = "public_caller"
     config["grounding"]["caller"] = "public_caller"
     plan = build_plan(config, SCHEMA, root=ROOT)
-    assert plan.answers["llm"]["caller"] == "public_caller" and plan.answers["caller"] == "whole_corpus"
+    assert plan.answer_callers["llm"] == "public_caller" and plan.answer_callers["answers"] == "whole_corpus"
 
 
 def test_may_receive_names_access_levels():

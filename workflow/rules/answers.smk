@@ -355,7 +355,7 @@ rule llm_answer:
     params:
         generator=lambda wildcards: canonical_json(ANSWERS["generators"][wildcards.generator]),
         k=lambda wildcards: ANSWERS["generation"]["k"],
-        caller=lambda wildcards: caller_params(ANSWERS["llm"]["caller"]),
+        caller=lambda wildcards: caller_params(PLAN.answer_callers["llm"]),
         cache=LLM_CACHE,
         code=script_digest("llm_answer.py"),
     script:

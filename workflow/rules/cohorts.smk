@@ -27,36 +27,8 @@ rule cohorts:
         "../scripts/cohorts.py"
 
 
-# Recall by caller and by tenant, beside the filter's correctness: every
-# caller of the callers section and every caller an answer path runs as, over
-# the answered (chunker, retriever) pairs, from the caller's filtered rankings.
-def measured_callers():
-    named = set(PLAN.config.get("callers") or {})
-    if ANSWERS is not None:
-        named |= {ANSWERS["caller"], ANSWERS["llm"]["caller"]}
-    return sorted(named)
-
-
-def caller_grid():
-    return [
-        [corpus, chunker, retriever, caller, caller_ranking(corpus, chunker, retriever, caller)]
-        for corpus, chunker, retriever in answer_pairs()
-        for caller in measured_callers()
-    ]
-
-
-def caller_grid_inputs():
-    pairs = sorted({(corpus, chunker) for corpus, chunker, _ in answer_pairs()})
-    return {
-        f"{corpus}/{chunker}": {
-            "questions": questions_path(corpus),
-            "qrels": QRELS.format(corpus=corpus, chunker=chunker),
-            "chunks": CHUNKS.format(corpus=corpus, chunker=chunker),
-        }
-        for corpus, chunker in pairs
-    }
-
-
+# Recall by caller and by tenant, beside the filter's correctness, from the
+# filtered rankings of every caller (common.smk, measured_callers).
 if answer_pairs():
 
     rule caller_cohorts:

@@ -221,7 +221,7 @@ def question_set_ranking(corpus, questions, chunker, retriever):
     """
     names = {"corpus": corpus, "chunker": chunker, "retriever": retriever}
     if questions == "development":
-        return caller_ranking(corpus, chunker, retriever, ANSWERS["llm"]["caller"])
+        return caller_ranking(corpus, chunker, retriever, PLAN.answer_callers["llm"])
     return QUESTION_SET_RANKING.format(questions=questions, **names)
 
 
@@ -318,7 +318,39 @@ def caller_ranking(corpus, chunker, retriever, caller):
 
 def answer_ranking(wildcards):
     """The ranking the offline generators answer from: answers.caller's."""
-    return caller_ranking(wildcards.corpus, wildcards.chunker, wildcards.retriever, ANSWERS["caller"])
+    return caller_ranking(
+        wildcards.corpus, wildcards.chunker, wildcards.retriever, PLAN.answer_callers["answers"]
+    )
+
+
+# The callers of results/metrics_by_caller.csv, made by caller_cohorts: every
+# caller of the callers section and every caller an answer path runs as, over
+# the answered (chunker, retriever) pairs.
+def measured_callers():
+    named = set(PLAN.config.get("callers") or {})
+    if ANSWERS is not None:
+        named |= {PLAN.answer_callers["answers"], PLAN.answer_callers["llm"]}
+    return sorted(named)
+
+
+def caller_grid():
+    return [
+        [corpus, chunker, retriever, caller, caller_ranking(corpus, chunker, retriever, caller)]
+        for corpus, chunker, retriever in answer_pairs()
+        for caller in measured_callers()
+    ]
+
+
+def caller_grid_inputs():
+    pairs = sorted({(corpus, chunker) for corpus, chunker, _ in answer_pairs()})
+    return {
+        f"{corpus}/{chunker}": {
+            "questions": questions_path(corpus),
+            "qrels": QRELS.format(corpus=corpus, chunker=chunker),
+            "chunks": CHUNKS.format(corpus=corpus, chunker=chunker),
+        }
+        for corpus, chunker in pairs
+    }
 
 
 def caller_params(caller):
@@ -333,7 +365,7 @@ def grounding_inputs(wildcards):
     names = {key: GROUNDING[key] for key in ("corpus", "chunker", "retriever")}
     templates = {"parsed": PARSED, "chunks": CHUNKS}
     inputs = {role: template.format(**names) for role, template in templates.items()}
-    return inputs | {"ranking": caller_ranking(**names, caller=GROUNDING["caller"])}
+    return inputs | {"ranking": caller_ranking(**names, caller=PLAN.answer_callers["grounding"])}
 
 
 def answers_section(name, *keys):

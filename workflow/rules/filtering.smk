@@ -191,7 +191,7 @@ if PLAN.revocation is not None:
             "../envs/rag.yaml"
         params:
             revocation=canonical_json(PLAN.revocation),
-            folder=CORPORA[PLAN.revocation["corpus"]]["documents"],
+            folder=lambda wildcards, input: str(Path(input.documents[0]).parent),
             code=script_digest("revocation.py"),
         script:
             "../scripts/revocation.py"

@@ -1,8 +1,8 @@
 """Rerank a first stage's candidates and select each question's final list.
 
-Serves the rules funnel (unfiltered) and funnel_filtered: there the first
-stage is already prefiltered, and its candidates are checked against the
-filter once more before the reranker sees any of them (rag.retrieval.funnel).
+Serves the rules funnel and funnel_filtered: there the first stage is
+prefiltered, its candidates are checked once more before reranking
+(rag.retrieval.funnel), and a filter of every chunk gives the unfiltered list.
 """
 
 import json
@@ -19,7 +19,6 @@ from rag.retrieval.search import chunk_id_order
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
 filter_config = job_filter(getattr(snakemake.params, "filter", None))
-
 chunks = read_columns(snakemake.input.chunks, ["chunk_id", *METADATA_COLUMNS])
 chunk_ids, tie_order = chunks["chunk_id"], chunk_id_order(chunks["chunk_id"])
 questions = read_questions(snakemake.input.questions)
@@ -36,9 +35,7 @@ def chunk_texts(column):
 reranker, rerank_record = configured_reranker(
     entry, rerank_entries, indexes, len(chunk_ids), tie_order, chunk_texts
 )
-allowed = None
-if filter_config is not None:
-    allowed = allowed_by_config(chunks, filter_config, snakemake.wildcards.filter_name)
+allowed = None if filter_config is None else allowed_by_config(chunks, filter_config, "filter")
 texts = [(q.question_id, q.text) for q in questions]
 depth, documents = snakemake.params.depth, chunks["doc_id"]
 if allowed is not None and allowed.all():  # a view of every chunk: the unfiltered funnel's ranking
