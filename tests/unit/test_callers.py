@@ -238,3 +238,34 @@ def test_may_receive_names_access_levels():
     entry = {"base_url": "https://api.example.com/v1", "may_receive": ["secret"]}
     problem = endpoint_receives_too_much("m", entry, "c", {"access": ["public"]})
     assert problem is not None and "'secret' is not an access level" in problem
+
+
+REVOCATION_VALUES = st.one_of(
+    st.sampled_from(["pluto", "ceres", "mars", "outreach", "astronomers", "", "nowhere"]),
+    st.lists(st.sampled_from(["astronomers", "outreach", "x", ""]), max_size=3),
+    st.integers(-1, 2),
+    st.none(),
+)
+
+
+@FUZZ
+@given(
+    st.dictionaries(
+        st.sampled_from(["groups", "revoke", "group", "delete", "corpus", "extra"]),
+        REVOCATION_VALUES,
+        max_size=6,
+    )
+)
+def test_fuzzed_revocation_sections_plan_or_fail_in_one_line(section):
+    config = bundled_config()
+    config["revocation"] = copy.deepcopy(section)
+    try:
+        plan = build_plan(config, SCHEMA, root=ROOT)
+    except ConfigError as error:
+        message = str(error)
+        assert "\n" not in message and "revocation" in message, message
+        return
+    revocation = plan.revocation
+    assert revocation["group"] in revocation["groups"] and len(revocation["groups"]) >= 2
+    assert revocation["revoke"] != revocation["delete"]
+    assert f"{plan.results_folder}/revocation.csv" in plan.results()
