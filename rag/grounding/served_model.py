@@ -11,7 +11,7 @@ after it (``/completions`` echoing the prompt with ``logprobs``, through
 * **rag_sequence**, **rag_token**: one request per chunk, that chunk alone
   before the prompt, giving the table ``log a[z, i]`` of each answer token's
   log-probability given chunk z; mixed with the retrieval prior exactly as
-  for the trigram model (:mod:`rag.grounding.rag_models`).
+  for the trigram model (:mod:`rag.grounding.rag_likelihoods`).
 
 Beside the scores, the model completes the prompt greedily twice: alone
 (memory) and after the numbered chunks (sources). Completions need no echo,
@@ -45,7 +45,7 @@ from rag.grounding.cases import (
     check_against_sources,
     log10_odds_by_model,
 )
-from rag.grounding.rag_models import (
+from rag.grounding.rag_likelihoods import (
     AnswerLikelihood,
     CandidateLikelihood,
     GroundingComparison,
@@ -54,7 +54,7 @@ from rag.grounding.rag_models import (
     rag_sequence_likelihood,
     rag_token_likelihood,
 )
-from rag.grounding.trigram import Completion
+from rag.grounding.trigram import SentenceCompletion
 from rag.models.client import (
     Endpoint,
     Sampling,
@@ -285,12 +285,12 @@ def answer_likelihoods(
     return rows
 
 
-def greedy_completion(model: ServedModel, prompt: str) -> Completion:
+def greedy_completion(model: ServedModel, prompt: str) -> SentenceCompletion:
     """The model's greedy continuation of ``prompt``, in the trigram model's record."""
     reply = model.complete(prompt)
     values = reply.logprobs
     log_likelihood = math.fsum(values) if values else math.nan
-    return Completion(
+    return SentenceCompletion(
         prompt=prompt,
         tokens=reply.tokens,
         text=reply.text.strip(),

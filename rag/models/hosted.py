@@ -26,12 +26,17 @@ redaction runs before any cut. Plain ``http`` is refused for hosts other than
 the loopback interface, so the key is not sent in clear text, and redirects are
 not followed, so it is not forwarded to another host. A reply larger than
 ``max_reply_bytes`` is refused after reading at most that much, in pieces.
-Only the standard library is used (:mod:`rag.bounded_http`).
+
+The request goes through the one HTTP client of :mod:`rag.models.client`
+(its retries, deadline, proxy rule, redaction and reply checks), so every call
+to a model is made the same way: this module only reads its configuration from
+the environment and turns the client's errors into :class:`HostedModelError`.
+The default of ``RAG_LLM_TIMEOUT`` is the ``llm`` kind's ``timeout``
+(rag/kinds.py), the same as the pipeline's entries.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import os
@@ -40,8 +45,8 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from rag import bounded_http
-from rag.models.client import LOOPBACK_HOSTS, RETRYABLE_STATUS, retry_after_seconds
+from rag.kinds import GENERATOR_KINDS
+from rag.models.client import MAX_REPLY_BYTES, Endpoint, LlmError, RetryPolicy, Sampling, chat, is_loopback
 from rag.models.redaction import Redactor, shown_url, url_secrets
 
 BASE_URL_VARIABLE = "RAG_LLM_BASE_URL"
@@ -49,8 +54,11 @@ API_KEY_VARIABLE = "RAG_LLM_API_KEY"
 MODEL_VARIABLE = "RAG_LLM_MODEL"
 TIMEOUT_VARIABLE = "RAG_LLM_TIMEOUT"
 
-_QUOTED_REPLY_CHARACTERS = 300
-DEFAULT_MAX_REPLY_BYTES = 8 * 1024 * 1024
+DEFAULT_MAX_REPLY_BYTES = MAX_REPLY_BYTES
+# The pipeline's llm entries time out after this many seconds by default; so does rag ask.
+DEFAULT_TIMEOUT_SECONDS = float(GENERATOR_KINDS["llm"].parameters["timeout"].default)
+# Temperature 0 so that reruns are reproducible; room for a paragraph with citations.
+SAMPLING = Sampling(temperature=0.0, max_tokens=512, seed=0)
 _MAX_TIMEOUT_SECONDS = 24 * 3600.0
 _MAX_ENVIRONMENT_CHARACTERS = 4096
 
@@ -68,11 +76,10 @@ class HostedConfig:
     base_url: str
     model: str
     api_key: str = field(repr=False)
-    timeout_seconds: float = 60.0
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     max_retries: int = 3
     backoff_seconds: float = 1.0
     max_wait_seconds: float = 60.0
-    allow_insecure_http: bool = False
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
 
     def __post_init__(self) -> None:
@@ -82,10 +89,12 @@ class HostedConfig:
             raise ValueError(f"base URL {shown!r} is not an http(s) URL")
         if parsed.username or parsed.password:
             raise ValueError("base URL must not carry credentials; put the key in " + API_KEY_VARIABLE)
-        if parsed.scheme == "http" and parsed.hostname not in LOOPBACK_HOSTS and not self.allow_insecure_http:
+        if parsed.query:
+            raise ValueError("base URL must not carry a query; put the key in " + API_KEY_VARIABLE)
+        if parsed.scheme == "http" and not is_loopback(parsed.hostname):
             raise ValueError(
                 f"base URL {shown!r} uses plain http to a non-loopback host, which would send "
-                "the key unencrypted; use https (or allow_insecure_http=True on a trusted network)"
+                "the key unencrypted; use https, or a loopback address (localhost, 127.0.0.1)"
             )
         if not isinstance(self.model, str) or not self.model.strip():
             raise ValueError("model name is empty")
@@ -121,6 +130,11 @@ class HostedConfig:
             or self.max_reply_bytes <= 0
         ):
             raise ValueError(f"max_reply_bytes must be a positive integer, got {self.max_reply_bytes!r}")
+        try:
+            self.client_endpoint  # noqa: B018 (the client's own checks of the same values)
+            self.retries  # noqa: B018
+        except ValueError as error:
+            raise ValueError(self.redact(str(error))) from None
 
     def __repr__(self) -> str:
         # The base URL may carry a credential in its query; the key never appears.
@@ -138,6 +152,21 @@ class HostedConfig:
     @property
     def shown_endpoint(self) -> str:
         return shown_url(self.endpoint)
+
+    @property
+    def client_endpoint(self) -> Endpoint:
+        """The endpoint as the one HTTP client takes it; the key is read from API_KEY_VARIABLE."""
+        return Endpoint(
+            self.base_url,
+            self.model,
+            key_variable=API_KEY_VARIABLE,
+            timeout_seconds=self.timeout_seconds,
+            max_reply_bytes=self.max_reply_bytes,
+        )
+
+    @property
+    def retries(self) -> RetryPolicy:
+        return RetryPolicy(self.max_retries, self.backoff_seconds, self.max_wait_seconds)
 
     @property
     def redact(self) -> Redactor:
@@ -202,136 +231,40 @@ def config_from_environment(
         raise ValueError(redact(f"{variable}: {error}")) from None
 
 
-def request_body(prompt_text: str, model: str) -> dict:
-    """The chat-completions request: the whole prompt as one user message, temperature 0."""
-    return {"model": model, "messages": [{"role": "user", "content": prompt_text}], "temperature": 0}
-
-
-@dataclass(frozen=True)
-class _Attempt:
-    reply: str | None = None
-    failure: str | None = None
-    status: int | None = None
-    retry_after: float | None = None
-    retryable: bool = False
-
-
-def _post(config: HostedConfig, payload: bytes, seconds: float) -> _Attempt:
-    """One request, bounded in time and size; redirects are reported, never followed.
-
-    Texts in the outcome are not yet redacted; :func:`complete` redacts every
-    message before it is logged or raised (the reply quote too, before it is cut).
-    ``seconds`` is what is left of the whole call's deadline.
-    """
-    headers = {
-        "Content-Type": "application/json",
-        "Accept": "application/json",
-        "Authorization": f"Bearer {config.api_key}",
-    }
-    try:
-        reply = bounded_http.request(
-            "POST",
-            config.endpoint,
-            headers,
-            payload,
-            deadline_seconds=seconds,
-            max_body_bytes=config.max_reply_bytes,
-        )
-    except bounded_http.DeadlineExceeded:
-        return _Attempt(
-            failure=f"no reply within {config.timeout_seconds:g} s (the whole call's deadline)",
-            retryable=True,
-        )
-    except bounded_http.BodyTooLarge as error:
-        return _Attempt(failure=f"reply refused: {error} (max_reply_bytes)")
-    except bounded_http.TruncatedBody as error:
-        return _Attempt(failure=f"reply cut short: {error}", retryable=True)
-    except bounded_http.HttpFault as error:
-        return _Attempt(failure=f"connection failed: {error}", retryable=True)
-    text = reply.body.decode("utf-8", errors="replace")
-    if 200 <= reply.status < 300:
-        return _Attempt(reply=text, status=reply.status)
-    quoted = config.redact(text)[:_QUOTED_REPLY_CHARACTERS]
-    return _Attempt(
-        failure=f"HTTP {reply.status} {reply.reason}: {quoted}",
-        status=reply.status,
-        retry_after=retry_after_seconds(reply.header("Retry-After")),
-        retryable=reply.status in RETRYABLE_STATUS,
-    )
-
-
-def parse_completion(reply: str) -> str:
-    """The text of the first choice of a chat-completions reply."""
-    try:
-        document = json.loads(reply)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"reply is not valid JSON ({error.msg} at position {error.pos})") from None
-    try:
-        content = document["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        raise ValueError("reply has no choices[0].message.content") from None
-    if not isinstance(content, str):
-        raise ValueError(f"choices[0].message.content is {type(content).__name__}, not text")
-    return content
-
-
 def complete(
     prompt_text: str,
     config: HostedConfig,
     sleep: Callable[[float], None] = time.sleep,
 ) -> str:
-    """Send the prompt and return the model's reply text.
+    """Send the prompt and return the model's reply text, through :func:`rag.models.client.chat`.
 
-    429 and 5xx replies, timeouts and refused connections are retried up to
-    ``max_retries`` times, waiting ``backoff_seconds`` doubled on each retry
-    or the server's Retry-After if that is longer, never more than
-    ``max_wait_seconds``. ``timeout_seconds`` bounds the whole call:
+    429 and 5xx replies, timeouts, refused connections and replies cut short
+    are retried up to ``max_retries`` times, waiting ``backoff_seconds``
+    doubled on each retry or the server's Retry-After if that is longer, never
+    more than ``max_wait_seconds``. ``timeout_seconds`` bounds the whole call:
     each attempt gets what is left of it, and a retry whose wait would reach
-    the deadline is not made (the error says so, naming the wait). Every
-    failure raises :class:`HostedModelError`.
+    the deadline is not made (the error says so). Every failure raises
+    :class:`HostedModelError` in one line, without the key.
     """
     if not isinstance(prompt_text, str) or not prompt_text.strip():
         raise ValueError("the prompt text is empty")
-    payload = json.dumps(request_body(prompt_text, config.model)).encode("utf-8")
-    failure = "no attempt was made"
-    deadline = time.monotonic() + config.timeout_seconds
-    for attempt in range(config.max_retries + 1):
-        outcome = _post(config, payload, max(deadline - time.monotonic(), 0.001))
-        if outcome.reply is not None:
-            try:
-                # A model (or a proxy) may echo the key back: the answer is redacted like any message.
-                return config.redact(parse_completion(outcome.reply))
-            except ValueError as error:
-                failure = f"{config.shown_endpoint} sent an unusable reply: {error}"
-                break
-        failure = f"{config.shown_endpoint} failed: {outcome.failure}"
-        if not outcome.retryable or attempt == config.max_retries:
-            break
-        wait = min(
-            max(config.backoff_seconds * 2**attempt, outcome.retry_after or 0.0), config.max_wait_seconds
+    messages = [{"role": "user", "content": prompt_text}]
+    try:
+        reply = chat(
+            config.client_endpoint,
+            messages,
+            SAMPLING,
+            None,
+            {API_KEY_VARIABLE: config.api_key},
+            sleep,
+            retries=config.retries,
         )
-        left = deadline - time.monotonic()
-        if wait >= left:
-            asked = (
-                "the server asks to wait"
-                if outcome.retry_after and wait > config.backoff_seconds * 2**attempt
-                else "a retry would wait"
-            )
-            failure += (
-                f"; {asked} {wait:g} s, past the whole call's {config.timeout_seconds:g} s deadline "
-                f"({TIMEOUT_VARIABLE}), so no retry was made"
-            )
-            break
-        logger.warning(
-            "%s; retry %d of %d in %.1f s",
-            config.redact(failure),
-            attempt + 1,
-            config.max_retries,
-            wait,
-        )
-        sleep(wait)
-    # Raised outside any except block, so no chained exception can carry the request.
-    raise HostedModelError(config.redact(f"{failure} (after {attempt + 1} attempt(s))"))
+    except LlmError as error:
+        # Raised outside the except block's chain, so no chained exception can carry the request.
+        message = config.redact(str(error))
+    else:
+        return reply.text
+    raise HostedModelError(message)
 
 
 def hosted_generator(

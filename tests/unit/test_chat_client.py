@@ -231,7 +231,7 @@ def test_continuation_logprobs_none_when_the_server_gives_none(server, tmp_path)
 def test_cache_entry_for_another_request_is_a_miss(tmp_path):
     cache = ResponseCache(tmp_path)
     request = {"kind": "chat", "messages": ["a"]}
-    cache.put(request, {"text": "x"})
+    cache.put(request, {"text": "x", "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.5})
     path = cache.path(request)
     stored = json.loads(path.read_text())
     stored["request"]["messages"] = ["b"]

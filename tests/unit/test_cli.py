@@ -290,7 +290,10 @@ def write(folder: Path, name: str, text: str) -> Path:
     ("files", "message"),
     [
         ({"a.md": "Only a paragraph, no title.\n"}, "a.md: no title"),
-        ({"a.md": "---\ntitle: A\nauthor: me\n---\nText.\n"}, "a.md: unknown front matter key 'author'"),
+        (
+            {"a.md": "---\ntitle: A\naccess: Public\n---\nText.\n"},
+            "a.md: front matter 'access' must be one of",
+        ),
         ({"a.md": "---\ntitle: [unclosed\n---\nText.\n"}, "a.md, line 2: front matter is not valid YAML"),
         (
             {"a.md": "# A\n\nText.\n", "b.md": "---\nid: a\n---\n# B\n\nText.\n"},
@@ -416,7 +419,8 @@ def test_help_lists_every_option_with_its_default(capsys):
 def test_rag_ask_and_the_library_read_one_table_of_defaults():
     """cli and question_answering take rag ask's setup and the extractive threshold from rag.kinds."""
     from rag.ask import index as qa
-    from rag.kinds import ASK_OPTIONS, ASK_SETUPS, EXTRACTIVE_THRESHOLD, SPEC_SETUP, ask_options
+    from rag.ask.setups import ASK_OPTIONS, ASK_SETUPS, SPEC_SETUP, ask_options
+    from rag.kinds import EXTRACTIVE_THRESHOLD
 
     assert ask_cli.DEFAULTS is ASK_OPTIONS
     assert ASK_OPTIONS == ask_options(ASK_SETUPS[SPEC_SETUP])

@@ -96,9 +96,10 @@ def test_an_llm_generator_answers_closed_book_and_from_each_listed_ranking():
         "base_url": "http://127.0.0.1:9/v1",
         "model": "stub",
     }
-    assert plan.llm_answer_files() == [
-        "work/llm_answers/tiny/development/stub/none/none.parquet",
-        "work/llm_answers/tiny/development/stub/sentences20/bm25.parquet",
+    names = {"corpus": "tiny", "questions": "development", "generator": "stub"}
+    assert plan.llm_answer_settings() == [
+        {**names, "chunker": "none", "retriever": "none"},
+        {**names, "chunker": "sentences20", "retriever": "bm25"},
     ]
     assert "results/llm_answers.csv" in plan.results()
 

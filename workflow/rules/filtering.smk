@@ -26,7 +26,7 @@ rule rank_filtered:
     params:
         retriever=retriever_params,
         filter=filter_params,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=script_digest("rank_filtered.py"),
     script:
         "../scripts/rank_filtered.py"
@@ -51,7 +51,7 @@ rule fuse_filtered:
     params:
         retriever=retriever_params,
         filter=filter_params,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=script_digest("fuse.py"),
     script:
         "../scripts/fuse.py"
@@ -81,7 +81,7 @@ rule funnel_filtered:
         retriever=retriever_params,
         rerank=funnel_rerank_params,
         filter=filter_params,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=script_digest("funnel.py"),
     script:
         "../scripts/funnel.py"
@@ -154,7 +154,7 @@ rule filter_ablation:
         ),
         questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
     output:
-        f"{RESULTS}/filter_ablation.csv",
+        TABLE("filter_ablation.csv"),
     log:
         "logs/filter_ablation.log",
     conda:

@@ -12,7 +12,7 @@ if IVF_TRADEOFF:
             qrels=QRELS.format(corpus=IVF_TRADEOFF["corpus"], chunker=IVF_TRADEOFF["chunker"]),
             questions=CORPORA[IVF_TRADEOFF["corpus"]]["questions"],
         output:
-            f"{RESULTS}/ivf_tradeoff.csv",
+            TABLE("ivf_tradeoff.csv"),
         log:
             "logs/ivf_tradeoff.log",
         benchmark:
@@ -36,7 +36,7 @@ if IVF_SYNTHETIC:
     # one core idle, for the seconds it ran.
     rule ivf_synthetic:
         output:
-            f"{RESULTS}/ivf_synthetic.csv",
+            TABLE("ivf_synthetic.csv"),
         log:
             "logs/ivf_synthetic.log",
         benchmark:
@@ -55,11 +55,11 @@ if IVF_TRADEOFF and IVF_SYNTHETIC:
 
     rule plot_ivf_tradeoff:
         input:
-            collection=f"{RESULTS}/ivf_tradeoff.csv",
-            synthetic=f"{RESULTS}/ivf_synthetic.csv",
+            collection=TABLE("ivf_tradeoff.csv"),
+            synthetic=TABLE("ivf_synthetic.csv"),
         output:
             report(
-                f"{RESULTS}/figures/ivf_tradeoff.png",
+                TABLE("figures/ivf_tradeoff.png"),
                 caption="../report/ivf_tradeoff.rst",
                 category="5. Approximate search",
                 subcategory="Figures",

@@ -11,10 +11,12 @@ from rag.grounding.experiment import run_grounding
 from rag.grounding.served_model import generator_model
 from rag.grounding.trigram import train
 from rag.jobs import finish_job, start_log
+from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
 from rag.retrieval.ranking_files import RANKING_COLUMNS
 
 log = start_log(snakemake.log.job)
+follow_job_threads(snakemake.threads)  # a bundled server computes with the rule's threads
 settings = json.loads(snakemake.params.grounding)
 entries = json.loads(snakemake.params.generators)
 parsed = read_columns(snakemake.input.parsed, ["doc_id", "text"])

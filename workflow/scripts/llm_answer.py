@@ -6,26 +6,22 @@ The caller's ranking, checked once more (rag.answering.caller_sources); one trac
 import json
 
 from rag.answering.caller_sources import named_caller, sources_and_evidence
-from rag.answering.llm_answers import (
-    CLOSED_BOOK,
-    Setting,
-    answer_records,
-    answers_frame,
-    complete_with_cache,
-    generator_from_entry,
-)
+from rag.answering.llm_answers import CLOSED_BOOK, Setting, answer_records, answers_frame, complete_with_cache
 from rag.answering.trace import llm_answer_traces, trace_lines
 from rag.formats.files import read_yaml, write_text
 from rag.formats.tables import provenance, write_parquet
 from rag.jobs import finish_job, start_log
+from rag.kinds import behaviour
 from rag.labels import parse_questions
+from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
 
 log = start_log(snakemake.log.job)
+follow_job_threads(snakemake.threads)  # a bundled server computes with the rule's threads
 keys = ("corpus", "questions", "generator", "chunker", "retriever")
 names = {key: snakemake.wildcards[key] for key in keys}
 entry = json.loads(snakemake.params.generator)
-generator = generator_from_entry(names["generator"], entry)
+generator = behaviour(entry["kind"], "generate")(names["generator"], entry)
 setting = Setting(**names, k=int(snakemake.params.k))
 questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
 caller, view = named_caller(snakemake.params.caller)
