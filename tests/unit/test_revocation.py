@@ -85,3 +85,50 @@ def test_bad_settings_name_the_key(bundled, revocation, key):
     with pytest.raises(RevocationError) as caught:
         measure_revocation(documents, questions, revocation)
     assert f"[{key!r}]" in str(caught.value)
+
+
+def test_rag_ask_misses_its_index_cache_after_a_revocation_and_serves_nothing_revoked(tmp_path, capsys):
+    """The same through rag ask's files and index cache: the changed ACL and the deleted file miss it."""
+    import json
+    import shutil
+
+    from rag import cli
+
+    folder = tmp_path / "documents"
+    shutil.copytree(ROOT / "resources/solar_system/documents", folder)
+    for name in ("pluto.md", "ceres.md"):
+        path = folder / name
+        path.write_text(
+            path.read_text(encoding="utf-8").replace(
+                "access: restricted\n", "access: restricted\nacl: [astronomers, outreach]\n", 1
+            ),
+            encoding="utf-8",
+        )
+
+    def ask(question: str, group: str, trace: str) -> str:
+        arguments = ["ask", question, "--documents", str(folder), "--cache", str(tmp_path / "cache")]
+        arguments += ["--retriever", "bm25_lsa_ivf", "--generator", "extractive", "--group", group]
+        arguments += ["--access", "public,internal,restricted", "--trace", str(tmp_path / trace)]
+        assert cli.main(arguments) == 0
+        return capsys.readouterr().out
+
+    questions = {"pluto": "What is the rotation period of Pluto?", "ceres": "What is the diameter of Ceres?"}
+    for document, question in questions.items():
+        output = ask(question, "outreach", "before.jsonl")
+        assert f"{document.capitalize()} ›" in output.split("\nPrompt")[1]  # readable before
+    path = folder / "pluto.md"
+    path.write_text(
+        path.read_text(encoding="utf-8").replace("acl: [astronomers, outreach]", "acl: [astronomers]"),
+        encoding="utf-8",
+    )
+    (folder / "ceres.md").unlink()
+    for document, question in questions.items():
+        output = ask(question, "outreach", "after.jsonl")
+        assert "index: cache hit" not in output or document == "ceres"
+        prompt = output.split("\nPrompt")[1].split("\nAnswer")[0]
+        assert f"{document.capitalize()} ›" not in prompt
+    traces = [json.loads(line) for line in (tmp_path / "after.jsonl").read_text().splitlines()]
+    assert len(traces) == 2 and all(trace["filters"]["groups"] == ["outreach"] for trace in traces)
+    # The astronomers still read Pluto, from the same (now cached) index.
+    output = ask(questions["pluto"], "astronomers", "kept.jsonl")
+    assert "index: cache hit" in output and "Pluto ›" in output.split("\nPrompt")[1]
