@@ -120,3 +120,10 @@ def sources_and_evidence(
     documents = documents_from_frame(pd.read_parquet(parsed_path))
     evidence = evidence_chunks(judge_chunks(questions, locate_spans(questions, documents), list(chunk_list)))
     return sources, evidence
+
+
+def readable_documents(documents: Sequence, caller: Caller) -> list:
+    """The documents ``caller`` may read (level, tenant, ACL): what a prompt of whole documents may hold."""
+    from rag.retrieval.filters import readable
+
+    return [doc for doc in documents if readable(caller, doc.access, doc.tenant, doc.acl)]

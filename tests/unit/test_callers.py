@@ -269,3 +269,21 @@ def test_fuzzed_revocation_sections_plan_or_fail_in_one_line(section):
     assert revocation["group"] in revocation["groups"] and len(revocation["groups"]) >= 2
     assert revocation["revoke"] != revocation["delete"]
     assert f"{plan.results_folder}/revocation.csv" in plan.results()
+
+
+def test_a_prompt_of_whole_documents_holds_only_the_readable_ones():
+    from rag.answering.caller_sources import readable_documents
+    from rag.corpus.documents import Block, Document
+
+    def document(doc_id, access, tenant="", acl=()):
+        return Document(doc_id, doc_id, "1", (Block((), "Text."),), access=access, tenant=tenant, acl=acl)
+
+    documents = [
+        document("open", "public"),
+        document("acme", "public", "acme"),
+        document("legal", "public", "", ("legal",)),
+        document("secret", "restricted"),
+    ]
+    caller = Caller("c", "acme", frozenset({"engineering"}), frozenset({"public"}))
+    assert [d.doc_id for d in readable_documents(documents, caller)] == ["open", "acme"]
+    assert [d.doc_id for d in readable_documents(documents, PUBLIC_CALLER)] == ["open"]

@@ -99,6 +99,7 @@ rule answer_from_summaries:
         generation=answers_section("generation", "threshold", "token_counter", "budget"),
         readers=EXTRACTIVE_READERS,
         cache=EMBEDDING_CACHE,
+        caller=lambda wildcards: caller_params(PLAN.answer_callers["answers"]),
         code=script_digest("answer_from_summaries.py"),
     script:
         "../scripts/answer_from_summaries.py"
@@ -122,6 +123,7 @@ if reader_names():
             generation=answers_section("generation", "token_counter", "budget"),
             readers=reader_params,
             cache=EMBEDDING_CACHE,
+            caller=lambda wildcards: caller_params(PLAN.answer_callers["answers"]),
             code=script_digest("answer_from_summaries.py"),
         script:
             "../scripts/answer_from_summaries.py"
