@@ -1,4 +1,4 @@
-"""The chunk stage's table: one row per chunk, with its document's version, dates, tags and access."""
+"""The chunk stage's table: one row per chunk, with its document's version, dates, tags and access rules."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ CHUNK_COLUMNS = [
     "updated",
     "tags",
     "access",
+    "tenant",
+    "acl",
 ]
 
 
@@ -53,6 +55,8 @@ def chunks_to_frame(chunks: Sequence[Chunk], documents: Sequence[Document]) -> p
                 "updated": document.updated,
                 "tags": list(document.tags),
                 "access": document.access,
+                "tenant": document.tenant,
+                "acl": list(document.acl),
             }
         )
     return pd.DataFrame(rows, columns=CHUNK_COLUMNS)

@@ -217,6 +217,12 @@ class Plan:
     answers: dict | None = None
     generators: dict[str, dict] = field(default_factory=dict)
     filters: dict[str, dict] = field(default_factory=dict)
+    # Who the models answer for: each caller's view, also in ``filters`` under its name.
+    callers: dict[str, dict] = field(default_factory=dict)
+    # The caller each answering path answers for: answers, llm, grounding.
+    answer_callers: dict[str, str] = field(default_factory=dict)
+    # The revocation experiment (rag.ask.revocation), or None.
+    revocation: dict | None = None
     cohorts: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # The folder of the result tables and figures (config key ``results``), so
@@ -558,6 +564,8 @@ class Plan:
         # The filter and diversity ablations read chunk qrels from evidence spans;
         # the funnel ablation reads the chunk-level metrics.
         results += [f"{out}/filter_ablation.csv"] if config.get("filter_ablation") and span else []
+        results += [f"{out}/revocation.csv"] if self.revocation is not None else []
+        results += [f"{out}/metrics_by_caller.csv"] if self.answer_pairs() else []
         results += [f"{out}/diversity_ablation.csv"] if config.get("diversity_ablation") and span else []
         if self.retrievers_of("funnel") and "funnel_ablation" in config and chunk_level:
             results.append(f"{out}/funnel_ablation.csv")
@@ -970,6 +978,8 @@ def build_plan(
     check_learned(retrievers, plan.depth, plan.baseline)
     plan.filters = canonical_filters(config)
     check_ablations(config, chunkers, retrievers, plan.retriever_chunkers, plan.filters, plan.depth, plan.ks)
+    _callers(plan)
+    plan.revocation = _revocation(plan)
     plan.cohorts = {"k": 5 if 5 in plan.ks else min(plan.ks), "min_questions": 3, **config.get("cohorts", {})}
     if base_config is not None:
         plan.shared_tables = shared_table_groups(plan, base_config, schema, root)
@@ -1032,6 +1042,96 @@ def shared_table_groups(plan: Plan, base_config: Mapping, schema: Mapping, root:
         for group in TABLE_GROUPS
         if group in mine and mine[group] == theirs.get(group)
     }
+
+
+# --------------------------------------------------------------------------
+# Callers: who every path to a model answers for (issue 41).
+# --------------------------------------------------------------------------
+
+
+def _callers(plan: Plan) -> None:
+    """The callers section, the caller of every answering path, and what each endpoint may receive.
+
+    Each caller's view joins ``plan.filters`` under the caller's name (one
+    model: a caller is a filter that always names its tenant and groups), so
+    its rankings are the filtered rankings of that name. The answer paths
+    (``answers``, ``answers.llm``, ``grounding``) name their caller; without
+    one they answer as the public caller (``plan.answer_callers``). Then every llm generator whose
+    endpoint is off this machine is checked against the callers it serves.
+    """
+    from rag.models.may_receive import endpoint_receives_too_much
+    from rag.retrieval.filters import PUBLIC_CALLER, FilterError, parse_caller
+
+    callers = {}
+    for name, entry in sorted((plan.config.get("callers") or {}).items()):
+        where = f"config['callers'][{name!r}]"
+        if name in plan.filters:
+            raise ConfigError(
+                f"{where}: a filter of the same name exists (config['filters'][{name!r}]); a caller's "
+                "view is a filter of its name, so choose another name"
+            )
+        try:
+            callers[name] = parse_caller(name, entry, where).view().to_config()
+        except FilterError as error:
+            raise ConfigError(str(error)) from None
+    if PUBLIC_CALLER.name in plan.filters or PUBLIC_CALLER.name in callers:
+        raise ConfigError(
+            f"config: the name {PUBLIC_CALLER.name!r} is the public caller (who answers when no caller is "
+            "named); choose another"
+        )
+    callers[PUBLIC_CALLER.name] = PUBLIC_CALLER.view().to_config()
+    plan.callers = callers
+    plan.filters = {**plan.filters, **callers}
+
+    def chosen(value: object, where: str, default: str = PUBLIC_CALLER.name) -> str:
+        name = default if value is None else value
+        check_names([name], callers, where, "caller")
+        return name
+
+    generators_served: list[tuple[str, str, str]] = []  # (generator, caller, where)
+    if plan.answers is not None:
+        entry = plan.config.get("answers") or {}
+        caller = chosen(entry.get("caller"), "config['answers']['caller']")
+        llm_caller = chosen(
+            (entry.get("llm") or {}).get("caller"), "config['answers']['llm']['caller']", caller
+        )
+        plan.answer_callers |= {"answers": caller, "llm": llm_caller}
+        where = "config['answers']['llm']"
+        generators_served += [(name, llm_caller, where) for name in plan.answers["llm"]["generators"]]
+    if plan.grounding is not None:
+        where = "config['grounding']"
+        caller = chosen(plan.config["grounding"].get("caller"), f"{where}['caller']")
+        plan.answer_callers["grounding"] = caller
+        generators_served += [(name, caller, where) for name in plan.grounding["generators"]]
+    for generator, caller, where in generators_served:
+        problem = endpoint_receives_too_much(generator, plan.generators[generator], caller, callers[caller])
+        if problem:
+            raise ConfigError(f"{where}: {problem}")
+
+
+def _revocation(plan: Plan) -> dict | None:
+    """The revocation section with its corpus checked: a labelled Markdown folder (rag ask's path)."""
+    entry = plan.config.get("revocation")
+    if entry is None:
+        return None
+    where = "config['revocation']"
+    corpus = entry.get("corpus") or (plan.span_corpora[0] if plan.span_corpora else None)
+    if corpus is None:
+        plan.warnings.append(f"{where}: no labelled corpus is enabled; the revocation experiment is left out")
+        return None
+    _known_corpus(plan, corpus, f"{where}['corpus']")
+    source = plan.corpora[corpus]
+    if source["source"] != "markdown" or "questions" not in source:
+        raise ConfigError(f"{where}['corpus']: {corpus!r} must be a Markdown folder with questions")
+    groups = list(dict.fromkeys(entry["groups"]))
+    if entry["group"] not in groups or len(groups) < 2:
+        raise ConfigError(
+            f"{where}['group']: {entry['group']!r} must be one of at least two groups {groups}, so that "
+            "one group still reads the revoked document"
+        )
+    if entry["revoke"] == entry["delete"]:
+        raise ConfigError(f"{where}: 'revoke' and 'delete' name the same document {entry['revoke']!r}")
+    return {**entry, "groups": groups, "corpus": corpus}
 
 
 # --------------------------------------------------------------------------

@@ -411,6 +411,9 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
             "timeout": Parameter("number", 120, minimum=0, maximum=86_400, exclusive_minimum=True),
             # plain: [n] markers in the text; structured: {answer, sources} through response_format.
             "citations": Parameter("string", "plain", choices=("plain", "structured")),
+            # The access levels whose text an endpoint off this machine may
+            # receive; planning refuses a caller who reads more (rag.config).
+            "may_receive": Parameter("names", ["public"]),
         },
         rule="llm_answer",
         generate="rag.answering.llm_answers:generator_from_entry",

@@ -75,6 +75,7 @@ from rag.kinds import EXTRACTIVE_THRESHOLD, GENERATOR_KINDS
 if TYPE_CHECKING:
     from rag.answering.verification import ClaimCheck
     from rag.ask.index import AnswerReport, IndexOptions, QuestionIndex
+    from rag.retrieval.filters import Caller
 
 # Started before the heavy imports, which happen inside the command, so the
 # reported time includes them.
@@ -264,13 +265,66 @@ def add_ask_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentPar
     ask.add_argument(
         "--access",
         type=_access_levels,
-        default=("public",),
+        default=None,
         metavar="LEVELS",
         help="access levels whose documents may reach the prompt, comma-separated, e.g. "
         "public,internal (default: public only; a document without an access key is restricted)",
     )
+    add_caller_arguments(ask)
     ask.set_defaults(command_parser=ask)
     return ask
+
+
+def add_caller_arguments(ask: argparse.ArgumentParser) -> None:
+    """Who ``rag ask`` answers for, and where its trace goes (docs/contracts.md, docs/trace.md)."""
+    ask.add_argument(
+        "--caller",
+        metavar="NAME",
+        help="answer as this caller of the callers section of ./config.yaml (its tenant, groups and "
+        "access levels); instead of --tenant, --group and --access",
+    )
+    ask.add_argument(
+        "--tenant",
+        metavar="NAME",
+        default="",
+        help="the caller's tenant: documents of other tenants never reach the prompt "
+        "(default: none, shared documents only)",
+    )
+    ask.add_argument(
+        "--group",
+        metavar="NAME",
+        action="append",
+        default=[],
+        help="a group the caller belongs to (repeat for several): a document with an ACL reaches the "
+        "prompt only when its ACL names one of them (default: no group)",
+    )
+    ask.add_argument(
+        "--default-access",
+        type=_access_level,
+        default=None,
+        metavar="LEVEL",
+        help="the access level of documents that state none (default: restricted, so they are left "
+        "out unless --access includes restricted)",
+    )
+    ask.add_argument(
+        "--trace",
+        metavar="FILE",
+        type=Path,
+        help="append one JSON line describing this request to FILE (hashes and ids, no text; docs/trace.md)",
+    )
+    ask.add_argument(
+        "--trace-text",
+        action="store_true",
+        help="with --trace: also write the question, the prompt's sources and the answer",
+    )
+
+
+def _access_level(text: str) -> str:
+    """``--default-access``: one access level."""
+    levels = _access_levels(text)
+    if len(levels) != 1:
+        raise argparse.ArgumentTypeError(f"expected one access level, got {text!r}")
+    return levels[0]
 
 
 def _access_levels(text: str) -> tuple[str, ...]:
@@ -287,9 +341,18 @@ def _access_levels(text: str) -> tuple[str, ...]:
 
 
 def check_ask_arguments(arguments: argparse.Namespace) -> None:
-    """Usage errors argparse cannot see: an empty question, more probes than lists."""
+    """Usage errors argparse cannot see: an empty question, more probes than lists, two callers."""
     if not arguments.question.strip():
         arguments.command_parser.error("the question is empty")
+    if getattr(arguments, "caller", None) and (
+        arguments.tenant or arguments.group or arguments.access is not None
+    ):
+        arguments.command_parser.error(
+            "--caller names a caller of ./config.yaml with its own tenant, groups and access; "
+            "give either --caller or --tenant, --group and --access"
+        )
+    if getattr(arguments, "trace_text", False) and getattr(arguments, "trace", None) is None:
+        arguments.command_parser.error("--trace-text needs --trace FILE")
     if arguments.probes > arguments.lists:
         arguments.command_parser.error(
             f"--probes ({arguments.probes}) cannot exceed --lists ({arguments.lists}): "
@@ -365,6 +428,7 @@ def load_or_build_index(
     from rag.ask.index import (
         build_question_index,
         cache_key,
+        documents_without_access,
         index_from_bundle,
         index_to_bundle,
         parse_documents,
@@ -402,9 +466,10 @@ def load_or_build_index(
     report(f"index: not cached, building it from {len(files)} documents of {shown_path(folder)}")
     try:
         documents = parse_documents(files, location=f"{folder}{os.sep}")
+        unstated = documents_without_access(files, location=f"{folder}{os.sep}")
     except DocumentError as error:
         raise AskError(str(error)) from None
-    index = build_question_index(documents, options, embed)
+    index = build_question_index(documents, options, embed, unstated)
     seconds = time.perf_counter() - started
     try:
         write_bundle(entry, *index_to_bundle(index))
@@ -440,13 +505,67 @@ def _rank(rank: int | None) -> str:
     return "-" if rank is None else str(rank)
 
 
-def access_line(index: QuestionIndex, access: Sequence[str], left_out: int) -> str:
-    """Which access levels may reach the prompt, and how many chunks that left out."""
-    others = int(index.withheld(access).sum())
-    line = (
-        f"Access: {', '.join(access)} (--access); {others} of {len(index.chunks)} chunks are of other levels"
-    )
+def access_line(
+    index: QuestionIndex,
+    access: Sequence[str],
+    left_out: int,
+    caller: Caller | None = None,
+    default_access: str | None = None,
+) -> str:
+    """Which access levels (for a caller, tenant and groups too) reach the prompt, and what it left out."""
+    if caller is None:
+        others = int(index.withheld(access).sum())
+        line = (
+            f"Access: {', '.join(access)} (--access); {others} of {len(index.chunks)} chunks are of "
+            "other levels"
+        )
+    else:
+        others = int(index.withheld_from(caller, default_access).sum())
+        line = (
+            f"Access: {', '.join(caller.levels())} (--access); {others} of {len(index.chunks)} chunks are "
+            f"of documents caller {caller.name!r} (tenant {caller.tenant or 'none'}, groups "
+            f"{', '.join(sorted(caller.groups)) or 'none'}) may not read"
+        )
     return line + f" and never reach the prompt; {left_out} of them ranked among the best and were left out"
+
+
+def unstated_access_line(index: QuestionIndex, caller: Caller, default_access: str | None) -> str | None:
+    """A line when documents stating no access level are left out by the default alone: what to pass."""
+    from rag.corpus.documents import DEFAULT_ACCESS
+
+    count = index.unstated_withheld(caller, default_access)
+    if not count:
+        return None
+    level = default_access or DEFAULT_ACCESS
+    wider = ",".join([*caller.levels(), level])
+    return (
+        f"note: {count} of {index.document_count} documents state no access level and count as {level}, "
+        f"which this caller does not read, so none of their chunks can be retrieved; to include them pass "
+        f"--access {wider}, or --default-access public, or give each an 'access:' line in its front matter"
+    )
+
+
+def ask_caller(arguments: argparse.Namespace) -> Caller:
+    """Who ``rag ask`` answers for: --caller from ./config.yaml, else --tenant, --group and --access."""
+    from rag.retrieval.filters import Caller, FilterError, parse_caller
+
+    name = getattr(arguments, "caller", None)
+    if name:
+        callers = _configured_section("callers")
+        if name not in callers:
+            raise AskError(
+                f"--caller {name}: no such caller in the callers section of ./config.yaml; known: "
+                f"{sorted(callers) or 'none'}"
+            )
+        try:
+            return parse_caller(name, callers[name], f"config.yaml callers[{name!r}]")
+        except FilterError as error:
+            raise AskError(f"--caller {name}: {error}") from None
+    access = arguments.access or ("public",)
+    groups = [group.strip() for group in getattr(arguments, "group", []) if group.strip()]
+    return Caller(
+        "command line", getattr(arguments, "tenant", "") or "", frozenset(groups), frozenset(access)
+    )
 
 
 def _threshold_provenance(threshold: float) -> str:
@@ -693,6 +812,55 @@ def _llm_generator(name: str, cache: Path) -> Callable:
     return generate
 
 
+def check_generator_may_receive(name: str, caller: Caller) -> None:
+    """Refuse a generator off this machine that may not receive what ``caller`` reads (as planning does).
+
+    A config.yaml llm entry declares ``may_receive``; the hosted generator
+    (RAG_LLM_BASE_URL) receives public text only.
+    """
+    from rag.kinds import GENERATOR_KINDS, defaults
+    from rag.models.may_receive import endpoint_receives_too_much
+
+    if name in ("reader", "extractive"):
+        return
+    if name == "hosted":
+        entry = {**defaults(GENERATOR_KINDS)["llm"], "base_url": os.environ.get("RAG_LLM_BASE_URL", "")}
+    else:
+        entry = llm_entry(name)
+    problem = endpoint_receives_too_much(name, entry, caller.name, caller.view().to_config())
+    if problem:
+        raise AskError(f"--generator {name}: {problem}")
+
+
+def write_ask_trace(
+    arguments: argparse.Namespace,
+    report: AnswerReport,
+    index: QuestionIndex,
+    caller: Caller,
+    index_lines: Sequence[str],
+    answer_seconds: float,
+) -> None:
+    """Append the request's trace to --trace FILE: hashes and ids, text only with --trace-text."""
+    from rag.answering.trace import trace_lines
+    from rag.ask.traces import report_trace
+
+    trace = report_trace(
+        report,
+        index,
+        caller,
+        arguments.question,
+        arguments.generator,
+        {"answer": answer_seconds},
+        cache="hit" if any("cache hit" in line for line in index_lines) else "miss",
+        include_text=arguments.trace_text,
+    )
+    try:
+        with arguments.trace.open("a", encoding="utf-8") as handle:
+            handle.write(trace_lines([trace]))
+    except OSError as error:
+        raise AskError(f"--trace {arguments.trace}: {error.strerror or error}") from None
+
+
 def llm_entry(name: str) -> dict:
     """The canonical llm entry ``--generator NAME`` runs, checked as the plan checks it.
 
@@ -773,6 +941,18 @@ def _generator_name(value: str) -> str:
     return value
 
 
+def _configured_section(name: str) -> dict:
+    """One section of ./config.yaml (the callers), or nothing when there is none."""
+    import yaml
+
+    try:
+        config = yaml.safe_load(Path("config.yaml").read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return {}
+    section = config.get(name) if isinstance(config, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
 def _configured_generators(strict: bool = False) -> dict:
     """The generators section of ./config.yaml, or nothing when there is none.
 
@@ -825,6 +1005,8 @@ def ask(arguments: argparse.Namespace) -> int:
     elif arguments.generator not in OFFLINE_GENERATORS:
         generate = _llm_generator(arguments.generator, arguments.cache)
     folder = arguments.documents if arguments.documents is not None else bundled_documents()
+    caller = ask_caller(arguments)
+    check_generator_may_receive(arguments.generator, caller)
     retriever = _retriever(arguments.retriever)
     dense = retriever == "bm25_minilm"
     options = IndexOptions(
@@ -850,6 +1032,7 @@ def ask(arguments: argparse.Namespace) -> int:
         else:
             threshold = reader_threshold(use_similarity)
     index, index_lines = load_or_build_index(folder, arguments.cache, options, embed)
+    answer_started = time.perf_counter()
     if (
         arguments.threshold is None
         and not _configured_threshold(arguments.generator)
@@ -867,7 +1050,8 @@ def ask(arguments: argparse.Namespace) -> int:
             reader=arguments.generator if arguments.generator in OFFLINE_GENERATORS else "reader",
             embed=embed,
             similarity=similarity,
-            access=arguments.access,
+            caller=caller,
+            default_access=arguments.default_access,
         )
     except PromptBudgetError as error:
         raise AskError(f"--budget {arguments.budget}: {error}") from None
@@ -877,13 +1061,18 @@ def ask(arguments: argparse.Namespace) -> int:
         except OSError as error:
             index_lines.append(f"note: could not store new embeddings ({error.strerror or error})")
 
+    answer_seconds = time.perf_counter() - answer_started
+    if arguments.trace is not None:
+        write_ask_trace(arguments, report, index, caller, index_lines, answer_seconds)
     documents = len({chunk.doc_id for chunk in index.chunks})
+    unstated = unstated_access_line(index, caller, arguments.default_access)
     lines = [
         f"Question: {arguments.question}",
         f"Documents: {shown_path(folder)}: {documents} documents, {index.word_count:,} words, "
         f"{len(index.chunks)} chunks of at most {options.max_words} words",
         *index_lines,
-        access_line(index, arguments.access, report.retrieval.withheld),
+        access_line(index, caller.levels(), report.retrieval.withheld, caller, arguments.default_access),
+        *([unstated] if unstated else []),
         *(f"note: {note}" for note in index.notes),
         "",
         *format_retrieval(report, index),

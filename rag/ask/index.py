@@ -62,6 +62,7 @@ from rag.kinds import (
     defaults,
 )
 from rag.retrieval.bm25 import BM25Index
+from rag.retrieval.filters import Caller, readable
 from rag.retrieval.ivf import IVFIndex, share_scanned
 from rag.retrieval.lsa import LSAModel
 from rag.retrieval.retrievers import ApproximateIndex, Retriever, build_ivf_retriever, query_embeddings
@@ -299,6 +300,12 @@ class QuestionIndex:
     # The BM25 that ranks, when it is not ``bm25`` (whose unstemmed idf the
     # generators weigh question terms with): the stemmed one of bm25_stem.
     lexical_bm25: BM25Index | None = None
+    # Each document's tenant and ACL, by id (shared and open when absent), and
+    # the documents that state no access level (their ``access`` is the
+    # fail-closed default; ``rag ask --default-access`` may say otherwise).
+    tenants: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    acls: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    unstated: frozenset[str] = frozenset()
 
     @property
     def ranking_bm25(self) -> BM25Index:
@@ -341,9 +348,41 @@ class QuestionIndex:
             [self.access.get(chunk.doc_id, DEFAULT_ACCESS) not in access for chunk in self.chunks], dtype=bool
         )
 
+    def document_access(self, doc_id: str, default_access: str | None = None) -> str:
+        """A document's access level; ``default_access`` stands in for one that states none."""
+        if default_access is not None and doc_id in self.unstated:
+            return default_access
+        return self.access.get(doc_id, DEFAULT_ACCESS)
+
+    def withheld_from(self, caller: Caller, default_access: str | None = None) -> np.ndarray:
+        """Per chunk, whether ``caller`` may not read its document (level, tenant or ACL)."""
+        return np.array(
+            [
+                not readable(
+                    caller,
+                    self.document_access(chunk.doc_id, default_access),
+                    self.tenants.get(chunk.doc_id, ""),
+                    self.acls.get(chunk.doc_id, ()),
+                )
+                for chunk in self.chunks
+            ],
+            dtype=bool,
+        )
+
+    def unstated_withheld(self, caller: Caller, default_access: str | None = None) -> int:
+        """How many documents state no access level and are kept from ``caller`` by the default alone."""
+        return sum(
+            self.document_access(doc_id, default_access) not in caller.access
+            for doc_id in self.unstated
+            if doc_id in self.access
+        )
+
 
 def build_question_index(
-    documents: Sequence[Document], options: IndexOptions, embed: Embed | None = None
+    documents: Sequence[Document],
+    options: IndexOptions,
+    embed: Embed | None = None,
+    unstated: Collection[str] = (),
 ) -> QuestionIndex:
     """Chunk the documents and fit BM25 and either LSA with the IVF index or, when
     ``options.dense_model`` is set, embed the chunks with ``embed``.
@@ -362,8 +401,19 @@ def build_question_index(
 
     index = _build_retrievers(documents, options, embed)
     access = {document.doc_id: document.access for document in documents}
+    tenants = {document.doc_id: document.tenant for document in documents if document.tenant}
+    acls = {document.doc_id: tuple(document.acl) for document in documents if document.acl}
     words = sum(len(block.text.split()) for document in documents for block in document.blocks)
-    return dataclasses.replace(index, access=access, words=words)
+    return dataclasses.replace(
+        index, access=access, words=words, tenants=tenants, acls=acls, unstated=frozenset(unstated)
+    )
+
+
+def documents_without_access(files: Sequence[tuple[str, str]], location: str = "") -> set[str]:
+    """The ids of the documents that state no access level: parsed with two defaults, they differ."""
+    closed = parse_documents(files, location, default_access="restricted")
+    opened = parse_documents(files, location, default_access="public")
+    return {a.doc_id for a, b in zip(closed, opened, strict=True) if a.access != b.access}
 
 
 def index_chunks(documents: Sequence[Document], options: IndexOptions) -> list[Chunk]:
@@ -454,6 +504,9 @@ def index_to_bundle(index: QuestionIndex) -> tuple[dict[str, dict], dict[str, ob
         "chunks": [dataclasses.asdict(chunk) for chunk in index.chunks],
         "access": dict(index.access),
         "words": index.words,
+        "tenants": dict(index.tenants),
+        "acls": {doc_id: list(acl) for doc_id, acl in index.acls.items()},
+        "unstated": sorted(index.unstated),
     }
     manifest = {
         "format": INDEX_FORMAT,
@@ -476,7 +529,10 @@ def index_from_bundle(
         notes = tuple(str(note) for note in manifest["notes"])
         bm25 = BM25Index.from_arrays(arrays["bm25"])
         access, words = dict(values["access"]), int(values["words"])
-    except (KeyError, TypeError) as error:
+        tenants = {str(doc_id): str(tenant) for doc_id, tenant in values.get("tenants", {}).items()}
+        acls = {str(doc_id): tuple(map(str, acl)) for doc_id, acl in values.get("acls", {}).items()}
+        unstated = frozenset(map(str, values.get("unstated", [])))
+    except (KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"incomplete index: {error}") from None
     lsa = LSAModel.from_arrays(arrays["lsa"]) if "lsa" in arrays else None
     ivf = IVFIndex.from_arrays(arrays["ivf"]) if "ivf" in arrays else None
@@ -494,7 +550,9 @@ def index_from_bundle(
         sizes.add(dense.shape[0])
     if len(sizes) != 1:
         raise ValueError(f"the stored pieces disagree on the number of chunks: {sorted(map(str, sizes))}")
-    return QuestionIndex(chunks, bm25, lsa, ivf, options, notes, dense, access, words, lexical)
+    return QuestionIndex(
+        chunks, bm25, lsa, ivf, options, notes, dense, access, words, lexical, tenants, acls, unstated
+    )
 
 
 # --------------------------------------------------------------------------
@@ -783,6 +841,8 @@ def answer_question(
     access: Collection[str] | None = None,
     weights: ReaderWeights = DEFAULT_WEIGHTS,
     memo: dict | None = None,
+    caller: Caller | None = None,
+    default_access: str | None = None,
 ) -> AnswerReport:
     """Retrieve with ``settings``, assemble the prompt within ``budget``, answer, check and judge.
 
@@ -795,6 +855,10 @@ def answer_question(
     ``settings.sources`` whose best sentence scores highest (:func:`rerank_by_reader`).
     ``access`` names the access levels whose documents may reach the prompt
     (None: every level); a chunk of any other document is never a source.
+    ``caller``, when given, replaces ``access``: a chunk of a document the
+    caller may not read (level, tenant or ACL; :func:`rag.retrieval.filters.readable`)
+    is never a source, and ``default_access`` is the level of the documents
+    that state none.
     ``weights`` are the reader's weights and rules (its defaults unless a
     rule's effect is being measured). ``memo``, a dict the caller keeps over
     the questions of one ``index`` and ``embed``, reuses retrievals and the
@@ -804,7 +868,10 @@ def answer_question(
     if reader not in GENERATORS:
         raise ValueError(f"unknown reader {reader!r}; choose one of {list(GENERATORS)}")
     withheld = None if access is None else index.withheld(access)
-    allowed = None if access is None else tuple(sorted(access))
+    allowed: object = None if access is None else tuple(sorted(access))
+    if caller is not None:
+        withheld = index.withheld_from(caller, default_access)
+        allowed = (json.dumps(caller.view().to_config(), sort_keys=True), default_access)
 
     def retrieval_at(chosen: RetrievalSettings) -> Retrieval:
         return _memoized(

@@ -96,3 +96,87 @@ def weakest_cohorts(
     result.insert(len(keys), "metric", metric)
     result.insert(len(keys) + 1, "k", pd.array([k] * len(result), dtype="Int64"))
     return result.sort_values(list(keys)).reset_index(drop=True)
+
+
+# --------------------------------------------------------------------------
+# Callers and tenants (issue 41): what each caller's filtered rankings find
+# of the questions it may answer, by tenant, and how many chunks it may not
+# read they hold (must be 0).
+# --------------------------------------------------------------------------
+
+CALLER_COLUMNS = (
+    "corpus",
+    "chunker",
+    "retriever",
+    "caller",
+    "tenant",
+    "k",
+    "questions",
+    "recall",
+    "unauthorized_chunks",
+)
+SHARED_TENANT = "(shared)"
+
+
+def question_tenants(
+    relevance: Mapping[str, Mapping[str, Mapping[str, float]]],
+    chunk_documents: Mapping[str, str],
+    document_tenants: Mapping[str, str],
+) -> dict[str, tuple[str, ...]]:
+    """Each question's tenants: those of its relevant chunks' documents ("(shared)" for none), sorted."""
+    tenants = {}
+    for question_id, pieces in relevance.items():
+        names = {
+            document_tenants.get(chunk_documents[chunk_id], "") or SHARED_TENANT
+            for chunks in pieces.values()
+            for chunk_id in chunks
+            if chunk_id in chunk_documents
+        }
+        tenants[question_id] = tuple(sorted(names))
+    return tenants
+
+
+def caller_cohort_rows(
+    names: Mapping[str, str],
+    rankings: Mapping[str, Sequence[str]],
+    relevance: Mapping[str, Mapping[str, Mapping[str, float]]],
+    readable_chunks: set[str] | frozenset[str],
+    tenants: Mapping[str, tuple[str, ...]],
+    k: int,
+) -> list[dict]:
+    """One caller's rows for one ranking: every tenant cohort and "all", with recall and unauthorized chunks.
+
+    A question is in the caller's scope when each of its evidence pieces has
+    a relevant chunk the caller may read (else no ranking of the caller
+    could find it, and it would only lower recall); recall@k is averaged over
+    the questions in scope. ``unauthorized_chunks`` counts every ranked chunk,
+    of every question and at any depth, that the caller may not read: the
+    filter's correctness, which must be 0.
+    """
+    from rag.evaluation.metrics import recall_at
+
+    unauthorized = sum(chunk_id not in readable_chunks for ranked in rankings.values() for chunk_id in ranked)
+    in_scope = [
+        question_id
+        for question_id, pieces in relevance.items()
+        if pieces and all(set(chunks) & readable_chunks for chunks in pieces.values())
+    ]
+    cohorts: dict[str, list[str]] = {"all": in_scope}
+    for question_id in in_scope:
+        for tenant in tenants.get(question_id, ()):
+            cohorts.setdefault(tenant, []).append(question_id)
+    rows = []
+    for tenant in ["all", *sorted(name for name in cohorts if name != "all")]:
+        questions = cohorts[tenant]
+        values = [recall_at(list(rankings.get(q, ())), relevance[q], k) for q in questions]
+        rows.append(
+            {
+                **names,
+                "tenant": tenant,
+                "k": k,
+                "questions": len(questions),
+                "recall": sum(values) / len(values) if values else float("nan"),
+                "unauthorized_chunks": unauthorized,
+            }
+        )
+    return rows

@@ -14,11 +14,24 @@ Filters are plain data, written in the configuration::
     public_only: {access: [public]}
     outer_planets: {tags_any: [outer-system], access: [public]}
     as_of_mid_2026: {as_of: "2026-06-30"}
+    acme_engineering: {tenant: acme, groups: [engineering], access: [public, internal]}
 
 Every condition given must hold (they are combined with AND); a filter with
 no condition allows every chunk. ``as_of`` keeps the chunks of documents
 updated on or before that date; a document without a date is left out,
-because nothing shows it existed in that state by then.
+because nothing shows it existed in that state by then. ``tenant`` keeps the
+chunks of documents of that tenant and the shared ones (tenant ""); ``groups``
+keeps the chunks of documents whose ACL is empty or names one of the groups
+(``groups: []`` is a member of no group: it reads documents without an ACL).
+
+A *caller* (the ``callers:`` section, :class:`Caller`) is the same thing seen
+from the other side: a tenant, the groups it belongs to, the access levels it
+may read and optionally an ``as_of`` date. Its view (:meth:`Caller.view`) is a
+filter with ``tenant`` and ``groups`` always set, so a document is readable by
+a caller iff its access level is among the caller's levels, its tenant is
+shared or the caller's, and its ACL is empty or meets the caller's groups
+(:func:`readable`, the one-document form every mask is tested against).
+Without a named caller, a model answers as :data:`PUBLIC_CALLER`.
 
 Post-filtering is implemented too, only as the ablation it is measured
 against (:func:`postfilter` here; the comparison is
@@ -36,7 +49,8 @@ import numpy as np
 from rag.corpus.documents import ACCESS_LEVELS
 from rag.retrieval.search import Ranking, check_allowed
 
-FILTER_KEYS: tuple[str, ...] = ("access", "tags_any", "tags_all", "doc_ids", "as_of")
+FILTER_KEYS: tuple[str, ...] = ("access", "tags_any", "tags_all", "doc_ids", "as_of", "tenant", "groups")
+CALLER_KEYS: tuple[str, ...] = ("tenant", "groups", "access", "as_of")
 
 
 class FilterError(ValueError):
@@ -52,6 +66,8 @@ class ChunkFilter:
     ``tags_all``: the chunk has every one of these tags.
     ``doc_ids``: the chunk belongs to one of these documents.
     ``as_of``: the chunk's document was updated on or before this ISO date.
+    ``tenant``: the chunk's document is shared (tenant "") or of this tenant.
+    ``groups``: the chunk's document has no ACL, or its ACL names one of these.
     """
 
     access: frozenset[str] | None = None
@@ -59,6 +75,8 @@ class ChunkFilter:
     tags_all: frozenset[str] | None = None
     doc_ids: frozenset[str] | None = None
     as_of: datetime.date | None = None
+    tenant: str | None = None
+    groups: frozenset[str] | None = None
 
     def to_config(self) -> dict:
         """The filter as canonical configuration data (sorted lists, ISO date)."""
@@ -67,7 +85,12 @@ class ChunkFilter:
             value = getattr(self, key)
             if value is None:
                 continue
-            config[key] = value.isoformat() if key == "as_of" else sorted(value)
+            if key == "as_of":
+                config[key] = value.isoformat()
+            elif key == "tenant":
+                config[key] = value
+            else:
+                config[key] = sorted(value)
         return config
 
 
@@ -79,13 +102,20 @@ class ChunkMetadata:
     access: tuple[str, ...]
     tags: tuple[tuple[str, ...], ...]
     updated: tuple[str | None, ...]
+    # Shared ("") unless the document names a tenant; no ACL unless it names groups.
+    tenant: tuple[str, ...] = ()
+    acl: tuple[tuple[str, ...], ...] = ()
 
     def __post_init__(self) -> None:
-        sizes = {len(self.doc_ids), len(self.access), len(self.tags), len(self.updated)}
-        if len(sizes) != 1:
+        if not self.tenant and not self.acl and self.doc_ids:
+            object.__setattr__(self, "tenant", ("",) * len(self.doc_ids))
+            object.__setattr__(self, "acl", ((),) * len(self.doc_ids))
+        lengths = (self.doc_ids, self.access, self.tags, self.updated, self.tenant, self.acl)
+        if len({len(column) for column in lengths}) != 1:
             raise FilterError(
                 f"chunk metadata columns differ in length: {len(self.doc_ids)} doc ids, "
-                f"{len(self.access)} access levels, {len(self.tags)} tag lists, {len(self.updated)} dates"
+                f"{len(self.access)} access levels, {len(self.tags)} tag lists, {len(self.updated)} dates, "
+                f"{len(self.tenant)} tenants, {len(self.acl)} ACLs"
             )
 
     def __len__(self) -> int:
@@ -98,12 +128,21 @@ class ChunkMetadata:
         access: Iterable[str],
         tags: Iterable[Iterable[str]],
         updated: Iterable[str | None],
+        tenant: Iterable[str | None] | None = None,
+        acl: Iterable[Iterable[str] | None] | None = None,
     ) -> ChunkMetadata:
+        """The metadata from table columns; without tenant and ACL columns every chunk is shared and open."""
         return cls(
             tuple(str(doc_id) for doc_id in doc_ids),
             tuple(str(level) for level in access),
             tuple(tuple(str(tag) for tag in chunk_tags) for chunk_tags in tags),
             tuple(None if _missing(date) else str(date) for date in updated),
+            () if tenant is None else tuple("" if _missing(name) else str(name) for name in tenant),
+            ()
+            if acl is None
+            else tuple(
+                tuple(str(group) for group in (groups if groups is not None else ())) for groups in acl
+            ),
         )
 
 
@@ -133,6 +172,20 @@ def _names(value: object, where: str) -> frozenset[str]:
         if not isinstance(name, str) or not name:
             raise FilterError(f"{where}: {name!r} is not a name")
     return frozenset(value)
+
+
+def _groups(value: object, where: str) -> frozenset[str]:
+    """Group names; unlike other lists an empty one means something: a member of no group."""
+    if isinstance(value, list | tuple) and not value:
+        return frozenset()
+    return _names(value, where)
+
+
+def _tenant(value: object, where: str) -> str:
+    """A tenant name; "" is the shared tenant (a caller of no tenant reads shared documents only)."""
+    if not isinstance(value, str) or value != value.strip() or any(ord(c) < 32 for c in value):
+        raise FilterError(f'{where}: expected a tenant name (a string, "" for shared only), got {value!r}')
+    return value
 
 
 def _access_levels(value: object, where: str) -> frozenset[str]:
@@ -168,6 +221,10 @@ def parse_filter(entry: Mapping, where: str = "filter") -> ChunkFilter:
             values[key] = _names(entry[key], f"{where}[{key!r}]")
     if "as_of" in entry:
         values["as_of"] = _parse_date(entry["as_of"], f"{where}['as_of']")
+    if "tenant" in entry:
+        values["tenant"] = _tenant(entry["tenant"], f"{where}['tenant']")
+    if "groups" in entry:
+        values["groups"] = _groups(entry["groups"], f"{where}['groups']")
     return ChunkFilter(**values)
 
 
@@ -193,7 +250,71 @@ def allowed_chunks(chunk_filter: ChunkFilter, metadata: ChunkMetadata) -> np.nda
             ],
             dtype=bool,
         )
+    if chunk_filter.tenant is not None:
+        tenants = ("", chunk_filter.tenant)
+        allowed &= np.array([tenant in tenants for tenant in metadata.tenant], dtype=bool)
+    if chunk_filter.groups is not None:
+        groups = chunk_filter.groups
+        allowed &= np.array([not acl or not groups.isdisjoint(acl) for acl in metadata.acl], dtype=bool)
     return allowed
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who a request runs as: a tenant, its groups (principals), the access levels it may read.
+
+    ``tenant`` "" is no tenant (shared documents only); ``groups`` empty is a
+    member of no group (documents without an ACL only). ``as_of``, when set,
+    is the date the caller's principals were taken at: documents updated
+    after it are left out, as a filter's ``as_of`` does.
+    """
+
+    name: str
+    tenant: str = ""
+    groups: frozenset[str] = frozenset()
+    access: frozenset[str] = frozenset({"public"})
+    as_of: datetime.date | None = None
+
+    def view(self) -> ChunkFilter:
+        """The caller as a filter: tenant and groups always set, so every condition applies."""
+        return ChunkFilter(access=self.access, tenant=self.tenant, groups=self.groups, as_of=self.as_of)
+
+    def levels(self) -> list[str]:
+        """The access levels the caller reads, lowest first."""
+        return [level for level in ACCESS_LEVELS if level in self.access]
+
+
+# Who a model answers for when nothing names a caller: public documents that
+# are shared and open to everyone, nothing else.
+PUBLIC_CALLER = Caller("public_caller")
+
+
+def parse_caller(name: str, entry: Mapping, where: str = "caller") -> Caller:
+    """A Caller from configuration data (the ``callers:`` section); errors name ``where`` and the key."""
+    if not isinstance(entry, Mapping):
+        raise FilterError(f"{where}: a caller must be a mapping with {', '.join(CALLER_KEYS)}, got {entry!r}")
+    unknown = sorted(set(entry) - set(CALLER_KEYS), key=str)
+    if unknown:
+        raise FilterError(f"{where}[{unknown[0]!r}]: unknown caller key; allowed: {list(CALLER_KEYS)}")
+    view = parse_filter({"access": ["public"], "tenant": "", "groups": [], **entry}, where)
+    return Caller(name, view.tenant or "", view.groups or frozenset(), view.access or frozenset(), view.as_of)
+
+
+def caller_from_view(name: str, chunk_filter: ChunkFilter) -> Caller | None:
+    """The caller a filter is the view of, or None when it does not name tenant and groups (not a caller)."""
+    if chunk_filter.tenant is None or chunk_filter.groups is None or chunk_filter.access is None:
+        return None
+    return Caller(name, chunk_filter.tenant, chunk_filter.groups, chunk_filter.access, chunk_filter.as_of)
+
+
+def readable(caller: Caller, access: str, tenant: str = "", acl: Iterable[str] = ()) -> bool:
+    """Whether one document (access level, tenant, ACL) is readable by ``caller``: the rule in one line."""
+    acl = tuple(acl)
+    return (
+        access in caller.access
+        and tenant in ("", caller.tenant)
+        and (not acl or not caller.groups.isdisjoint(acl))
+    )
 
 
 def restrict_ranking(ranking: Ranking, allowed: np.ndarray) -> Ranking:
@@ -219,12 +340,16 @@ def postfilter(ranked: Sequence[str], allowed_ids: Iterable[str] | set[str], k: 
 
 
 # The chunk table's columns a filter reads.
-METADATA_COLUMNS = ("doc_id", "access", "tags", "updated")
+METADATA_COLUMNS = ("doc_id", "access", "tags", "updated", "tenant", "acl")
 
 
 def allowed_by_config(columns: Mapping[str, Sequence], filter_config: Mapping, name: str) -> np.ndarray:
-    """The mask of chunks a configured filter allows, from the chunk table's metadata columns."""
-    metadata = ChunkMetadata.from_columns(*(columns[column] for column in METADATA_COLUMNS))
+    """The mask of chunks a configured filter allows, from the chunk table's metadata columns.
+
+    A table without ``tenant`` and ``acl`` columns (written before documents
+    had them) is shared and open: its other conditions still hold.
+    """
+    metadata = ChunkMetadata.from_columns(*(columns.get(column) for column in METADATA_COLUMNS))
     return allowed_chunks(parse_filter(filter_config, f"filter {name!r}"), metadata)
 
 
@@ -264,3 +389,12 @@ def describe_filtered(name: str, filter_name: str, allowed: np.ndarray, rankings
         f"{name}, filter {filter_name!r}: {int(allowed.sum())} of {len(allowed)} chunks allowed; "
         f"{len(rankings)} questions, {empty} with an empty ranking"
     )
+
+
+def filter_warnings(columns: Mapping[str, Sequence], filter_config: Mapping, name: str) -> list[str]:
+    """:func:`absent_values` of a configured filter over a chunk table's columns, escaped for a terminal."""
+    from rag.escaping import visible
+
+    metadata = ChunkMetadata.from_columns(*(columns.get(column) for column in METADATA_COLUMNS))
+    warnings = absent_values(parse_filter(filter_config, name), metadata, name)
+    return [visible(warning, keep_newlines=False) for warning in warnings]  # tags and ids are the user's text

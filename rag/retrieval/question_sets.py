@@ -50,8 +50,13 @@ def rank_question_set(
     depth: int,
     tie_order: np.ndarray,
     saved_index: Callable[[str], Mapping[str, np.ndarray]],
+    allowed: np.ndarray | None = None,
 ) -> list:
     """The rankings of ``question_texts`` by the retriever ``name`` of ``entries``.
+
+    ``allowed`` (a boolean mask over the chunks: the caller's view) is the
+    prefilter of every base search; a mask that allows every chunk is no
+    filter, so it searches exactly as without one.
 
     ``saved_index(base)`` gives the arrays a base retriever's ranking rule
     saved for the chunk set. A kind that cannot be loaded this way (an IVF,
@@ -67,7 +72,7 @@ def rank_question_set(
         )
     if role == "fused":
         components = [
-            rank_question_set(component, entries, question_texts, depth, tie_order, saved_index)
+            rank_question_set(component, entries, question_texts, depth, tie_order, saved_index, allowed)
             for component in entry["components"]
         ]
         return [
@@ -79,7 +84,9 @@ def rank_question_set(
     from rag.retrieval.retrievers import load_retriever, search
 
     retriever = load_retriever(entry, saved_index(name))
-    return search(retriever, list(question_texts), depth, tie_order)
+    if allowed is not None and np.asarray(allowed).all():
+        allowed = None
+    return search(retriever, list(question_texts), depth, tie_order, allowed=allowed)
 
 
 def ranking_provenance(name: str, entries: Mapping[str, Mapping]) -> dict:

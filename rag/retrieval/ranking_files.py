@@ -138,6 +138,19 @@ def read_rankings(path: str | os.PathLike, chunk_ids: Sequence[str], question_id
     return rankings_from_columns(read_columns(path, RANKING_COLUMNS), chunk_ids, question_ids)
 
 
+def read_rankings_in_order(
+    path: str | os.PathLike, chunk_ids: Sequence[str], question_ids: Sequence[str]
+) -> list:
+    """A rankings file's Rankings in the order of ``question_ids`` (empty for an unranked question).
+
+    A filtered ranking job whose view allows every chunk returns these, the
+    unfiltered ranking itself: the prefilter of a mask that allows every
+    chunk is no filter, so the two must be the same list.
+    """
+    rankings = read_rankings(path, chunk_ids, question_ids)
+    return [rankings[question_id] for question_id in question_ids]
+
+
 def read_component_rankings(
     paths: Sequence[str | os.PathLike], chunk_ids: Sequence[str]
 ) -> tuple[list[str], list[dict]]:

@@ -261,3 +261,20 @@ def load_retriever(
     if entry["kind"] in APPROXIMATE_KINDS:
         return Retriever(entry, ApproximateIndex(base, index))
     return Retriever(entry, index)
+
+
+def search_saved(
+    entry: Mapping,
+    arrays: Mapping[str, np.ndarray],
+    query_texts: Sequence[str],
+    depth: int,
+    tie_order: np.ndarray | None,
+    allowed: np.ndarray | None = None,
+    base: tuple[Mapping, Mapping[str, np.ndarray]] | None = None,
+) -> list[Ranking]:
+    """:func:`search` with a retriever loaded from the arrays its ranking rule saved.
+
+    ``base`` is (entry, arrays) of an ``ivf`` entry's base, which embeds the queries.
+    """
+    loaded_base = None if base is None else load_retriever(base[0], base[1])
+    return search(load_retriever(entry, arrays, loaded_base), list(query_texts), depth, tie_order, allowed)

@@ -22,6 +22,7 @@ ANSWERS = {
     "abstention": {"thresholds": [0.0, 0.5, 1.0]},
     "summaries": {"window": 1000},
     "reader": {"similarity": "none"},
+    "caller": "everyone",  # beta is restricted: the public caller would not read it
 }
 RESULTS = [
     "results/answers.csv",

@@ -47,6 +47,7 @@ GROUNDING = {
         "correct": "Alpha turns once in 58.6 days and Beta in 10.7 hours.",
         "values": ["58.6 days", "10.7 hours"],
     },
+    "caller": "everyone",  # beta is restricted: the public caller would not read it
 }
 
 

@@ -44,6 +44,7 @@ def configure(workdir: Path, generator: dict) -> None:
         "abstention": {"thresholds": [0.0, 0.5, 1.0]},
         "summaries": {"window": 1000},
         "llm": {"chunkers": ["sentences20"], "retrievers": ["none", "bm25"]},
+        "caller": "everyone",  # beta is restricted: the public caller would not read it
     }
     write_config(workdir, config)
 

@@ -10,7 +10,7 @@
 rule answer:
     input:
         chunks=CHUNKS,
-        ranking=RANKING,
+        ranking=answer_ranking,
         parsed=PARSED,
         questions=questions_file,
     output:
@@ -62,7 +62,7 @@ if reader_names():
     rule read_answers:
         input:
             chunks=CHUNKS,
-            ranking=RANKING,
+            ranking=answer_ranking,
             parsed=PARSED,
             questions=questions_file,
             prompt_vectors=prompt_vectors,
@@ -99,6 +99,7 @@ rule answer_from_summaries:
         generation=answers_section("generation", "threshold", "token_counter", "budget"),
         readers=EXTRACTIVE_READERS,
         cache=EMBEDDING_CACHE,
+        caller=lambda wildcards: caller_params(PLAN.answer_callers["answers"]),
         code=script_digest("answer_from_summaries.py"),
     script:
         "../scripts/answer_from_summaries.py"
@@ -122,6 +123,7 @@ if reader_names():
             generation=answers_section("generation", "token_counter", "budget"),
             readers=reader_params,
             cache=EMBEDDING_CACHE,
+            caller=lambda wildcards: caller_params(PLAN.answer_callers["answers"]),
             code=script_digest("answer_from_summaries.py"),
         script:
             "../scripts/answer_from_summaries.py"
@@ -333,6 +335,8 @@ rule llm_answer:
         unpack(llm_answer_inputs),
     output:
         LLM_ANSWER,
+        # One JSON line per answer (docs/trace.md): hashes and ids, no text.
+        trace=LLM_TRACE,
     log:
         job="logs/llm_answer/{corpus}/{questions}/{generator}/{chunker}/{retriever}.log",
         server="logs/llm_server/{corpus}/{questions}/{generator}/{chunker}/{retriever}.log",
@@ -353,6 +357,7 @@ rule llm_answer:
     params:
         generator=lambda wildcards: canonical_json(ANSWERS["generators"][wildcards.generator]),
         k=lambda wildcards: ANSWERS["generation"]["k"],
+        caller=lambda wildcards: caller_params(PLAN.answer_callers["llm"]),
         cache=LLM_CACHE,
         code=script_digest("llm_answer.py"),
     script:

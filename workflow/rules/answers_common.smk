@@ -19,7 +19,7 @@ def question_set_ranking(corpus, questions, chunker, retriever):
     """
     names = {"corpus": corpus, "chunker": chunker, "retriever": retriever}
     if questions == "development":
-        return RANKING.format(**names)
+        return caller_ranking(corpus, chunker, retriever, PLAN.answer_callers["llm"])
     return QUESTION_SET_RANKING.format(questions=questions, **names)
 
 

@@ -25,3 +25,27 @@ rule cohorts:
         code=script_digest("cohorts.py"),
     script:
         "../scripts/cohorts.py"
+
+
+# Recall by caller and by tenant, beside the filter's correctness, from the
+# filtered rankings of every caller (common.smk, measured_callers).
+if answer_pairs():
+
+    rule caller_cohorts:
+        input:
+            rankings=[row[-1] for row in caller_grid()],
+            other=[path for paths in caller_grid_inputs().values() for path in paths.values()],
+        output:
+            f"{RESULTS}/metrics_by_caller.csv",
+        log:
+            "logs/caller_cohorts.log",
+        conda:
+            "../envs/rag.yaml"
+        params:
+            grid=canonical_json(caller_grid()),
+            callers=canonical_json({name: CALLERS[name] for name in measured_callers()}),
+            inputs=canonical_json(caller_grid_inputs()),
+            k=COHORTS["k"],
+            code=script_digest("caller_cohorts.py"),
+        script:
+            "../scripts/caller_cohorts.py"

@@ -1,8 +1,12 @@
 # Metadata filters inside retrieval (prefilter) against filtering the global
 # ranking afterwards (post-filter). Filtered rankings mirror the unfiltered
-# ones: plain retrievers search their saved index within the allowed chunks,
-# fusions fuse their components' filtered rankings, funnels rerank their
-# first stage's filtered candidates.
+# ones: plain retrievers (and IVF indexes) search their saved index within the
+# allowed chunks, fusions fuse their components' filtered rankings, funnels
+# rerank their first stage's filtered candidates. A caller's view is a filter
+# of the caller's name (common.smk, caller_ranking): the answers read these.
+# A filter that allows every chunk of the chunk set gives the unfiltered
+# ranking itself (each rule reads it), so a caller who may read everything
+# answers from exactly the grid's rankings.
 
 
 rule rank_filtered:
@@ -10,6 +14,7 @@ rule rank_filtered:
         index=INDEX,
         chunks=CHUNKS,
         questions=questions_file,
+        unfiltered=RANKING,
     output:
         ranking=FILTERED,
     log:
@@ -34,6 +39,7 @@ rule fuse_filtered:
             for component in RETRIEVERS[wildcards.retriever]["components"]
         ],
         chunks=CHUNKS,
+        unfiltered=RANKING,
     output:
         ranking=FILTERED,
     log:
@@ -62,6 +68,7 @@ rule funnel_filtered:
         rerank=funnel_rerank_indexes,
         chunks=CHUNKS,
         questions=questions_file,
+        unfiltered=RANKING,
     output:
         ranking=FILTERED,
     log:
@@ -78,6 +85,53 @@ rule funnel_filtered:
         code=script_digest("funnel.py"),
     script:
         "../scripts/funnel.py"
+
+
+rule rank_ivf_filtered:
+    input:
+        index=INDEX,
+        base_index=ivf_base_index,
+        chunks=CHUNKS,
+        questions=questions_file,
+        unfiltered=RANKING,
+    output:
+        ranking=FILTERED,
+    log:
+        "logs/rank_filtered/{corpus}/{chunker}/{filter_name}/{retriever}.log",
+    wildcard_constraints:
+        retriever=alternatives(IVF_RETRIEVERS),
+    conda:
+        "../envs/rag.yaml"
+    params:
+        retriever=retriever_params,
+        base=ivf_base_params,
+        filter=filter_params,
+        depth=config["evaluation"]["depth"],
+        code=script_digest("rank_filtered.py"),
+    script:
+        "../scripts/rank_filtered.py"
+
+
+# A learned fusion for a view that allows every chunk (a caller who reads the
+# whole chunk set): its unfiltered ranking. Any narrower view stops the job.
+rule learned_filtered:
+    input:
+        chunks=CHUNKS,
+        unfiltered=RANKING,
+    output:
+        ranking=FILTERED,
+    log:
+        "logs/learned_filtered/{corpus}/{chunker}/{filter_name}/{retriever}.log",
+    wildcard_constraints:
+        retriever=alternatives(LEARNED_RETRIEVERS),
+    conda:
+        "../envs/rag.yaml"
+    params:
+        retriever=retriever_params,
+        filter=filter_params,
+        code=script_digest("learned_filtered.py"),
+    script:
+        "../scripts/learned_filtered.py"
 
 
 rule filter_ablation:
@@ -118,3 +172,26 @@ rule filter_ablation:
         code=script_digest("filter_ablation.py"),
     script:
         "../scripts/filter_ablation.py"
+
+
+# Revocation measured (rag/ask/revocation.py): two runs of one corpus, a group
+# removed from one document's ACL and another document deleted between them;
+# every path to a reader is counted for every caller.
+if PLAN.revocation is not None:
+
+    rule revocation:
+        input:
+            documents=PLAN.corpus_files(PLAN.revocation["corpus"]),
+            questions=CORPORA[PLAN.revocation["corpus"]]["questions"],
+        output:
+            f"{RESULTS}/revocation.csv",
+        log:
+            "logs/revocation.log",
+        conda:
+            "../envs/rag.yaml"
+        params:
+            revocation=canonical_json(PLAN.revocation),
+            folder=lambda wildcards, input: str(Path(input.documents[0]).parent),
+            code=script_digest("revocation.py"),
+        script:
+            "../scripts/revocation.py"

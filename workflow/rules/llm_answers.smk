@@ -22,6 +22,7 @@ rule rank_question_set:
         "../envs/rag.yaml"
     params:
         retrievers=question_set_entries,
+        caller=lambda wildcards: caller_params(PLAN.answer_callers["llm"]),
         depth=ranking_depth_of,
         code=script_digest("rank_question_set.py"),
     script:

@@ -1,5 +1,4 @@
-"""Answer every question with each listed reader, all in one job (the extractive generator has its own),
-from one prompt that holds the lead summary of every document."""
+"""Answer every question with each reader from one prompt of the lead summary of every readable document."""
 
 import json
 import sys
@@ -13,6 +12,7 @@ from rag.answering.answers import (
     reader_frames,
     reader_outputs,
 )
+from rag.answering.caller_sources import named_caller, readable_documents
 from rag.answering.summaries import lead_summaries, summary_chunks
 from rag.answering.tokens import CL100K_BASE, optional_token_counter
 from rag.corpus.document_tables import documents_from_frame
@@ -31,7 +31,8 @@ generation, readers = json.loads(snakemake.params.generation), json.loads(snakem
 outputs = reader_outputs(readers, list(snakemake.output))
 questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
 documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
-sources = summary_chunks(lead_summaries(documents))
+caller, _ = named_caller(snakemake.params.caller)  # only the documents the caller may read
+sources = summary_chunks(lead_summaries(readable_documents(documents, caller)))
 keys = {"corpus": corpus, **KEYS}
 if any(chunk.text.strip() for chunk in sources):
     generation = {**generation, "k": len(sources)}  # every summary goes into the one prompt

@@ -1,21 +1,20 @@
-"""Answer every question with one language model, closed book or from the top k chunks of one ranking."""
+"""Answer every question with one language model, closed book or from the top k chunks of one ranking.
+
+The caller's ranking, checked once more (rag.answering.caller_sources); one trace per answer.
+"""
 
 import json
 
-import pandas as pd
-
-from rag.answering.answers import evidence_chunks
+from rag.answering.caller_sources import named_caller, sources_and_evidence
 from rag.answering.llm_answers import CLOSED_BOOK, Setting, answer_records, answers_frame, complete_with_cache
-from rag.chunk_tables import chunks_from_frame
-from rag.corpus.document_tables import documents_from_frame
-from rag.formats.files import read_yaml
+from rag.answering.trace import llm_answer_traces, trace_lines
+from rag.formats.files import read_yaml, write_text
 from rag.formats.tables import provenance, write_parquet
 from rag.jobs import finish_job, start_log
 from rag.kinds import behaviour
-from rag.labels import judge_chunks, locate_spans, parse_questions
+from rag.labels import parse_questions
 from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
-from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
 log = start_log(snakemake.log.job)
 follow_job_threads(snakemake.threads)  # a bundled server computes with the rule's threads
@@ -25,17 +24,15 @@ entry = json.loads(snakemake.params.generator)
 generator = behaviour(entry["kind"], "generate")(names["generator"], entry)
 setting = Setting(**names, k=int(snakemake.params.k))
 questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
+caller, view = named_caller(snakemake.params.caller)
 
-top_chunks, evidence = None, {}
+top_chunks, evidence, sources = None, {}, None
 if setting.retriever != CLOSED_BOOK:
-    chunk_list = chunks_from_frame(pd.read_parquet(snakemake.input.chunks))
-    chunks = {chunk.chunk_id: chunk for chunk in chunk_list}
-    ranked = read_ranked_chunk_ids(snakemake.input.ranking, [q.question_id for q in questions])
-    documents = documents_from_frame(pd.read_parquet(snakemake.input.parsed))
-    evidence = evidence_chunks(judge_chunks(questions, locate_spans(questions, documents), list(chunk_list)))
+    paths = (snakemake.input.chunks, snakemake.input.ranking, snakemake.input.parsed)
+    sources, evidence = sources_and_evidence(*paths, caller, view, questions, setting.retriever)
 
     def top_chunks(question):
-        return [chunks[chunk_id] for chunk_id in ranked[question.question_id][: setting.k]]
+        return sources.top_chunks(question.question_id, setting.k)
 
 
 cache = ResponseCache(snakemake.params.cache)
@@ -53,4 +50,7 @@ log.info(
     int(frame["responsive"].sum()),
 )
 write_parquet(frame, snakemake.output[0], provenance(stage="llm_answer", generator=entry, k=setting.k))
+generator_names = {"name": setting.generator, "model": entry["model"]}
+traces = llm_answer_traces(frame, questions, sources, generator_names, caller)
+write_text(snakemake.output.trace, trace_lines(traces))
 finish_job()

@@ -1,27 +1,23 @@
 """Rank one chunk set for every question within a filter's allowed chunks (a prefilter).
 
 The retriever is loaded from the index its ranking rule saved, so the filter
-changes which chunks are searched, never the index statistics. The log
-records counts only: no chunk id or text, allowed or not, is written there.
+changes which chunks are searched, never the index statistics (an ivf entry
+also loads its base's index, which embeds the questions). A filter that allows
+every chunk (a caller who may read the whole chunk set) gives the unfiltered
+ranking itself. The log records counts only: no chunk id or text, allowed or
+not, is written there.
 """
 
 import json
 import sys
 
-from rag.escaping import visible
 from rag.formats.tables import load_arrays, read_columns
 from rag.jobs import finish_job, start_log, write_job_ranking
 from rag.provenance import filter_record, retriever_record
 from rag.question_tables import read_questions
-from rag.retrieval.filters import (
-    METADATA_COLUMNS,
-    ChunkMetadata,
-    absent_values,
-    allowed_by_config,
-    describe_filtered,
-    parse_filter,
-)
-from rag.retrieval.retrievers import load_retriever, search
+from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config, describe_filtered, filter_warnings
+from rag.retrieval.ranking_files import read_rankings_in_order
+from rag.retrieval.retrievers import search_saved
 from rag.retrieval.search import chunk_id_order
 
 log = start_log(snakemake.log[0])
@@ -32,19 +28,21 @@ name = f"{snakemake.wildcards.retriever} on {snakemake.wildcards.corpus}/{snakem
 chunks = read_columns(snakemake.input.chunks, ["chunk_id", *METADATA_COLUMNS])
 chunk_ids = chunks["chunk_id"]
 allowed = allowed_by_config(chunks, filter_config, filter_name)
-metadata = ChunkMetadata.from_columns(*(chunks[column] for column in METADATA_COLUMNS))
-for warning in absent_values(parse_filter(filter_config, filter_name), metadata, filter_name):
-    line = visible(warning, keep_newlines=False)  # tags and ids are the user's text
+for line in filter_warnings(chunks, filter_config, filter_name):
     log.warning("%s", line)
     print(f"WARNING: {line}", file=sys.stderr)
 questions = read_questions(snakemake.input.questions)
-
-retriever = load_retriever(entry, load_arrays(snakemake.input.index))
-order = chunk_id_order(chunk_ids)
-rankings = search(retriever, [q.text for q in questions], snakemake.params.depth, order, allowed=allowed)
-log.info("%s", describe_filtered(name, filter_name, allowed, rankings))
 question_ids = [q.question_id for q in questions]
-record, parts = retriever_record(entry), filter_record(filter_config)
+if allowed.all():
+    rankings = read_rankings_in_order(snakemake.input.unfiltered, chunk_ids, question_ids)
+    log.info("%s: the filter allows every chunk, so this is the unfiltered ranking", name)
+else:
+    base_index = snakemake.input.get("base_index")
+    base = (json.loads(snakemake.params.base), load_arrays(base_index)) if base_index else None
+    texts, order = [q.text for q in questions], chunk_id_order(chunk_ids)
+    arrays = load_arrays(snakemake.input.index)
+    rankings = search_saved(entry, arrays, texts, snakemake.params.depth, order, allowed, base)
+log.info("%s", describe_filtered(name, filter_name, allowed, rankings))
 write_job_ranking(
     snakemake.output.ranking,
     question_ids,
@@ -52,8 +50,8 @@ write_job_ranking(
     chunk_ids,
     chunks=snakemake.input.chunks,
     code=snakemake.params.code,
-    retriever=record,
+    retriever=retriever_record(entry),
     stage="rank_filtered",
-    **parts,
+    **filter_record(filter_config),
 )
 finish_job()

@@ -175,11 +175,14 @@ def test_own_folder_quotes_the_right_sentence_and_second_call_hits_the_cache(not
     assert len(entries) == 1
     assert sorted(path.name for path in entries[0].iterdir()) == [
         "access.json",
+        "acls.json",
         "bm25.npz",
         "chunks.json",
         "ivf.npz",
         "lsa.npz",
         "manifest.json",
+        "tenants.json",
+        "unstated.json",
         "words.json",
     ]
     stored = {path.name: path.stat().st_mtime_ns for path in entries[0].iterdir()}

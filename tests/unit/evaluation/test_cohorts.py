@@ -84,3 +84,39 @@ def test_no_cohort_large_enough_gives_an_empty_weakest():
         overall, {"type": by_type}, ["corpus", "chunker", "retriever"], "recall", 5, 3
     ).iloc[0]
     assert row["weakest_type"] == "" and math.isnan(row["weakest_type_value"])
+
+
+# --------------------------------------------------------------------------
+# By caller and by tenant (issue 41)
+# --------------------------------------------------------------------------
+
+
+def test_caller_cohorts_count_leaks_and_average_recall_over_the_questions_in_scope():
+    import math
+
+    from rag.evaluation.cohorts import caller_cohort_rows, question_tenants
+
+    relevance = {
+        "q1": {"0": {"a1": 1.0}},  # acme's document
+        "q2": {"0": {"s1": 1.0}},  # shared
+        "q3": {"0": {"g1": 1.0}},  # globex's: out of this caller's scope
+        "q4": {"0": {"a1": 1.0}, "1": {"s1": 1.0}},  # both
+    }
+    documents = {"a1": "acme_doc", "s1": "shared_doc", "g1": "globex_doc", "a2": "acme_doc"}
+    tenants = question_tenants(
+        relevance, documents, {"acme_doc": "acme", "shared_doc": "", "globex_doc": "globex"}
+    )
+    assert tenants == {"q1": ("acme",), "q2": ("(shared)",), "q3": ("globex",), "q4": ("(shared)", "acme")}
+    readable = {"a1", "a2", "s1"}
+    rankings = {"q1": ["a2", "a1"], "q2": ["a1", "a2"], "q3": ["a1"], "q4": ["s1", "a1"]}
+    rows = caller_cohort_rows({"caller": "acme"}, rankings, relevance, readable, tenants, k=1)
+    by_tenant = {row["tenant"]: row for row in rows}
+    assert [row["tenant"] for row in rows] == ["all", "(shared)", "acme"]
+    # recall@1 by hand: q1 0, q2 0, q4 one of two pieces; q3 is out of scope.
+    assert by_tenant["all"]["questions"] == 3 and math.isclose(by_tenant["all"]["recall"], 0.5 / 3)
+    assert by_tenant["acme"]["questions"] == 2 and math.isclose(by_tenant["acme"]["recall"], 0.25)
+    assert all(row["unauthorized_chunks"] == 0 for row in rows)
+    leaky = caller_cohort_rows(
+        {"caller": "acme"}, {**rankings, "q3": ["g1", "a1"]}, relevance, readable, tenants, 1
+    )
+    assert leaky[0]["unauthorized_chunks"] == 1

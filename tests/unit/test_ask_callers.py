@@ -1,0 +1,184 @@
+"""``rag ask`` as a caller: tenants and groups keep documents out of the prompt; traces hold no text.
+
+* Index level: for every caller of two tenants and three groups, the prompt's
+  sources are exactly drawn from the documents :func:`readable` allows.
+* Command line: a folder of plain files without access metadata says in one
+  line how many documents state no access level and what to pass; with
+  ``--default-access public`` it answers.
+* ``--trace FILE``: one JSON line of the schema per request; by default no
+  sentence of any document and no piece of the key appears in it, with
+  ``--trace-text`` the sources do.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rag import cli
+from rag.answering.trace import TRACE_FIELDS, trace_problems
+from rag.ask.index import IndexOptions, answer_question, build_question_index
+from rag.corpus.documents import Block, Document
+from rag.retrieval.filters import Caller, readable
+from tests.fault_server import FaultServer, reply
+
+KEY = "sk-live-Q7v2Rz9KxW4mTb8LpN3sYd6Hc1Fg5Ja0"
+PIECES = [KEY[start : start + 8] for start in range(len(KEY) - 7)]
+
+# (doc id, access, tenant, acl): two tenants, three groups, shared documents.
+DOCUMENTS = [
+    ("shared_public", "public", "", ()),
+    ("shared_internal", "internal", "", ()),
+    ("acme_eng", "internal", "acme", ("engineering",)),
+    ("acme_fin", "internal", "acme", ("finance",)),
+    ("acme_all", "public", "acme", ()),
+    ("globex_legal", "restricted", "globex", ("legal",)),
+    ("globex_eng", "internal", "globex", ("engineering",)),
+    ("open_legal", "public", "", ("legal",)),
+]
+CALLERS = [
+    Caller("anonymous"),
+    Caller("acme_engineer", "acme", frozenset({"engineering"}), frozenset({"public", "internal"})),
+    Caller("acme_finance", "acme", frozenset({"finance"}), frozenset({"public", "internal"})),
+    Caller("globex_lawyer", "globex", frozenset({"legal"}), frozenset({"public", "internal", "restricted"})),
+    Caller("globex_engineer", "globex", frozenset({"engineering", "legal"}), frozenset({"internal"})),
+]
+
+
+def sentence(doc_id: str) -> str:
+    return (
+        f"The zephyr turbine of {doc_id.replace('_', ' ')} spins at {len(doc_id) * 7} rotations per minute."
+    )
+
+
+def documents() -> list[Document]:
+    return [
+        Document(doc_id, doc_id, "1", (Block((), sentence(doc_id)),), access=access, tenant=tenant, acl=acl)
+        for doc_id, access, tenant, acl in DOCUMENTS
+    ]
+
+
+@pytest.fixture(scope="module")
+def index():
+    return build_question_index(documents(), IndexOptions(max_words=40, dimensions=4, lists=2))
+
+
+@pytest.mark.parametrize("caller", CALLERS, ids=[caller.name for caller in CALLERS])
+def test_a_caller_gets_exactly_the_documents_it_may_read(index, caller):
+    readable_ids = {
+        doc_id for doc_id, access, tenant, acl in DOCUMENTS if readable(caller, access, tenant, acl)
+    }
+    report = answer_question(
+        index, "How fast does the zephyr turbine spin?", reader="extractive", caller=caller
+    )
+    from rag.ask.index import RetrievalSettings
+
+    wide = answer_question(
+        index,
+        "How fast does the zephyr turbine spin?",
+        RetrievalSettings(sources=len(DOCUMENTS)),
+        reader="extractive",
+        caller=caller,
+    )
+    sources = {chunk.doc_id for chunk in wide.prompt.sources.values()}
+    assert sources == readable_ids  # none it may not read, every one it may
+    assert {chunk.doc_id for chunk in report.prompt.sources.values()} <= readable_ids
+    mask = index.withheld_from(caller)
+    assert {chunk.doc_id for chunk, withheld in zip(index.chunks, mask, strict=True) if not withheld} == (
+        readable_ids
+    )
+
+
+PLAIN = {
+    "alpha.md": "# Alpha widget\n\nThe alpha widget has a mass of 12 kilograms. It is made of steel.\n",
+    "beta.md": "# Beta gadget\n\nThe beta gadget weighs 3 kilograms and is painted blue.\n",
+}
+
+
+@pytest.fixture
+def plain(tmp_path: Path) -> Path:
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    for name, text in PLAIN.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def ask(plain: Path, tmp_path: Path, *options: str) -> list[str]:
+    arguments = ["ask", "What is the mass of the alpha widget?", "--documents", str(plain)]
+    arguments += ["--cache", str(tmp_path / "cache"), "--retriever", "bm25_lsa_ivf", *options]
+    assert cli.main(arguments) == 0
+    return arguments
+
+
+def test_a_plain_folder_says_why_nothing_was_retrieved_and_what_to_pass(plain, tmp_path, capsys):
+    ask(plain, tmp_path)
+    output = capsys.readouterr().out
+    (line,) = [line for line in output.splitlines() if "state no access level" in line]
+    assert line.startswith("note: 2 of 2 documents state no access level and count as restricted")
+    for option in (
+        "--access public,restricted",
+        "--default-access public",
+        "'access:' line in its front matter",
+    ):
+        assert option in line
+    assert "No chunk was retrieved." in output
+
+    ask(plain, tmp_path, "--default-access", "public")
+    output = capsys.readouterr().out
+    assert "state no access level" not in output
+    assert "12 kilograms" in output.split("\nPrompt")[1]
+
+
+def test_a_trace_holds_ids_and_hashes_but_no_sentence_and_no_key(plain, tmp_path, capsys, monkeypatch):
+    answer = {"choices": [{"message": {"content": f"It has a mass of 12 kilograms [1]. {KEY}"}}]}
+    server = FaultServer([reply(json.dumps(answer).encode())])
+    try:
+        monkeypatch.setenv("RAG_LLM_BASE_URL", server.url + "/v1")
+        monkeypatch.setenv("RAG_LLM_API_KEY", KEY)
+        monkeypatch.setenv("RAG_LLM_MODEL", "stub")
+        trace = tmp_path / "trace.jsonl"
+        ask(plain, tmp_path, "--default-access", "public", "--generator", "hosted", "--trace", str(trace))
+        ask(plain, tmp_path, "--default-access", "public", "--trace", str(trace))
+    finally:
+        server.close()
+    capsys.readouterr()
+    assert server.received and server.received[0].headers["authorization"] == f"Bearer {KEY}"
+    text = trace.read_text(encoding="utf-8")
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert len(lines) == 2
+    for record in lines:
+        assert trace_problems(record) == [] and list(record)[: len(TRACE_FIELDS)] == list(TRACE_FIELDS)
+        assert record["selected"] and record["filters"]["access"] == ["public"]
+        assert set(record["citations"]) <= set(record["selected"]) <= set(record["candidates"])
+    sentences = [part.strip() for body in PLAIN.values() for part in body.split("\n") if part.strip()]
+    sentences += [piece.strip() + "." for body in PLAIN.values() for piece in body.split(".")[:-1]]
+    for piece in [*sentences, "What is the mass of the alpha widget?", "12 kilograms"]:
+        assert piece not in text, piece
+    for piece in PIECES:
+        assert piece not in text, piece
+
+    with_text = tmp_path / "with_text.jsonl"
+    ask(plain, tmp_path, "--default-access", "public", "--trace", str(with_text), "--trace-text")
+    record = json.loads(with_text.read_text(encoding="utf-8"))
+    assert "12 kilograms" in " ".join(record["text"]["sources"])
+
+
+def test_trace_text_without_trace_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["ask", "Why?", "--trace-text"])
+    assert caught.value.code == 2
+    assert "--trace-text needs --trace FILE" in capsys.readouterr().err
+
+
+def test_a_hosted_model_is_refused_a_caller_who_reads_restricted_text(plain, tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("RAG_LLM_BASE_URL", "https://api.example.com/v1")
+    monkeypatch.setenv("RAG_LLM_API_KEY", KEY)
+    monkeypatch.setenv("RAG_LLM_MODEL", "stub")
+    arguments = ["ask", "Why?", "--documents", str(plain), "--cache", str(tmp_path / "cache")]
+    assert cli.main([*arguments, "--generator", "hosted", "--access", "public,restricted"]) == 1
+    error = capsys.readouterr().err
+    assert "caller 'command line' reads public, restricted" in error and "may receive only public" in error
+    assert not any(piece in error for piece in PIECES)
