@@ -88,3 +88,11 @@ def test_the_llm_build_and_how_to_skip_it_are_stated(block):
     text = " ".join(README.read_text(encoding="utf-8").split())
     assert "llm" in block and "CMAKE_ARGS" in block
     assert "count on 5 to 15 minutes" in text and "To skip it, leave `llm` out of the brackets" in text
+
+
+def test_ci_runs_the_readme_s_test_block_and_build_switches_exactly_as_written():
+    ci = (PROJECT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    (test_block,) = [block for block in BLOCKS if block.strip().endswith(".venv/bin/python -m pytest")]
+    assert test_block.strip() in ci
+    (switches,) = [line for line in BLOCKS[0].splitlines() if line.startswith("export CMAKE_ARGS=")]
+    assert switches in ci

@@ -13,6 +13,14 @@ settings = json.loads(snakemake.params.settings)
 shape = {key: settings[key] for key in ("dimensions", "centres", "spread", "seed")}
 vectors = clustered_unit_vectors(settings["vectors"], **shape)
 queries = queries_near_clusters(settings["queries"], **shape)
+log.info(
+    "building an IVF index of %d lists over %d vectors, then timing exact search and %d probe settings, "
+    "%d rounds (up to a minute)",
+    settings["lists"],
+    settings["vectors"],
+    len(settings["probes"]),
+    settings["repeats"],
+)
 table = probe_tradeoff(
     vectors,
     queries,
