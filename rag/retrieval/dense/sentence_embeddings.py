@@ -42,8 +42,9 @@ ENCODER_PACKAGES = ("tokenizers", "safetensors")
 
 INSTALL_COMMAND = 'pip install ".[dense]"'
 
-# Texts encoded together when the caller does not say: the default of
-# rag.retrieval.dense.embedder.encode, which the torch path follows.
+# Texts handed to a worker at a time, and between two progress calls, when the
+# caller does not say: the default of rag.retrieval.dense.embedder.encode. Every
+# text is computed alone, so it does not change the vectors.
 DEFAULT_BATCH_SIZE = 32
 
 
