@@ -1,6 +1,6 @@
 """How fast the bundled model answers: seconds per answer and tokens per second, closed book and from BM25.
 
-The bundled SmolLM2-135M-Instruct is started by rag.answering.local_server
+The bundled SmolLM2-135M-Instruct is started by rag.models.local_server
 exactly as the pipeline starts it (same flags, same HTTP client), and asked
 the first ``--questions`` development questions of the bundled corpus twice
 per setting, with no response cache:
@@ -38,12 +38,12 @@ import yaml
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from rag.answering.chat_client import Sampling, chat  # noqa: E402
 from rag.answering.llm_answers import generator_from_entry, messages_for  # noqa: E402
-from rag.answering.question_answering import parse_documents  # noqa: E402
+from rag.ask.index import parse_documents  # noqa: E402
 from rag.chunking import chunk_corpus, spec_from_config  # noqa: E402
 from rag.kinds import GENERATOR_KINDS, defaults  # noqa: E402
 from rag.labels import parse_questions  # noqa: E402
+from rag.models.client import Sampling, chat  # noqa: E402
 from rag.retrieval.bm25 import bm25_search, build_bm25_index  # noqa: E402
 from rag.text import analyze  # noqa: E402
 
@@ -89,7 +89,7 @@ def timed_pass(endpoint, conversations: list[list[dict]], sampling: Sampling) ->
 
 def main() -> None:
     arguments = parse_arguments()
-    from rag.answering import local_server
+    from rag.models import local_server
 
     missing = local_server.missing_packages()
     if missing:
@@ -141,7 +141,7 @@ def main() -> None:
     common = {
         "model": local_server.model_path().name,
         "llama_cpp_python": importlib.metadata.version("llama_cpp_python"),
-        "server_threads": local_server.SERVER_FLAGS["n_threads"],
+        "server_threads": local_server.server_threads(),
         "cores": os.cpu_count(),
         "machine": platform.machine(),
         "load_average_before": f"{load_before:.2f}",

@@ -24,7 +24,7 @@ TARGET = PROJECT / "docs" / "architecture.md"
 
 # Stage packages in the order data flows through them; imports only point
 # from a later stage to an earlier one (tests/unit/test_architecture.py).
-STAGES = ("corpus", "retrieval", "evaluation", "answering", "grounding")
+STAGES = ("corpus", "retrieval", "evaluation", "models", "answering", "grounding", "ask")
 
 # Every module of rag in a layer, lowest first: a module imports only from its
 # own layer or a lower one, at module level or inside a function
@@ -66,8 +66,12 @@ LAYERS = (
     ),
     ("retrieval", ("retrieval",)),
     ("evaluation", ("evaluation",)),
+    # Talking to language models: the one HTTP client, the response cache, the bundled server, redaction.
+    ("models", ("models",)),
     ("answering", ("answering",)),
     ("grounding", ("grounding",)),
+    # rag ask: its index, setups, command line and measurement.
+    ("ask", ("ask",)),
     ("plan and entry points", ("config", "cli", "__main__", "reproduce", "worked_example", "jobs")),
 )
 

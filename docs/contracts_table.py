@@ -123,6 +123,72 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
             (U + "test_wikipedia_faults.py", "bounds_the_whole_call", "error"),
         ],
     ),
+    # Issue 42: the model path hardened like the rest.
+    10: (
+        "Response cache",
+        [
+            (
+                U + "test_response_cache.py",
+                "malformed_reply|damaged_entry|unreadable_entry|only_regular_files|put_refuses|corrupted_entry",
+                "error",
+            ),
+            (
+                U + "test_response_cache.py",
+                "error_then_a_healthy|failed_completions_call|refused_field|committed_entry|sealing|fuzz",
+                "result",
+            ),
+            (U + "test_response_cache.py", "cannot_be_written|folder_under_a_file|umask", "data"),
+        ],
+    ),
+    11: (
+        "Model client",
+        [
+            (U + "test_model_paths.py", ".", "result"),
+            (U + "test_model_client_fuzz.py", ".", "result"),
+            (U + "test_hosted.py", "usable_content|plain_http_with_the_key", "error"),
+            (U + "test_hosted.py", "loopback_by_name|default_timeout", "result"),
+            (U + "test_local_server.py", "refused|exits_is_one_line", "error"),
+            (U + "test_local_server.py", "dies_with_the_job|error_inside|stopped_after", "data"),
+            (
+                U + "test_local_server.py",
+                "never_on_the_command_line|threads|real_server|deterministic",
+                "result",
+            ),
+            (U + "test_ask_generators.py", "one_line|redefine", "error"),
+            (U + "test_ask_generators.py", "bundled|timeout", "result"),
+        ],
+    ),
+    12: (
+        "Prompt headers",
+        [(U + "test_prompt_headers.py", ".", "result")],
+    ),
+    13: (
+        "compare",
+        [
+            (U + "test_compare_results.py", "refused|said_not_skipped|one_line_naming_it", "error"),
+            (
+                U + "test_compare_results.py",
+                "headline|shows_its_new|changed_means|without_metrics_csv|compare_clean|or_are_valid",
+                "result",
+            ),
+        ],
+    ),
+    14: (
+        "results folders",
+        [
+            (U + "test_output_folders.py", "refused|elsewhere|judged_by", "error"),
+            (U + "test_output_folders.py", "whole_path|not_be_it|kept|passes|folder_apart", "result"),
+            ("tests/pipeline/test_pipeline_output_folders.py", "writes_nothing", "error"),
+            ("tests/pipeline/test_pipeline_output_folders.py", "plans_as_before", "result"),
+        ],
+    ),
+    15: (
+        "planning checks",
+        [
+            (U + "test_planning_refusals.py", "kept|check_plans|any_|only_when", "result"),
+            (U + "test_planning_refusals.py", "refused|checked", "error"),
+        ],
+    ),
 }
 COLUMNS = [
     "family",

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import math
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -29,9 +29,12 @@ import yaml
 
 from rag.answering.config_checks import (
     CLOSED_BOOK,
+    LLM_ROLE,
     canonical_answers,
     canonical_generators,
+    port_problem,
     prune_unavailable_generators,
+    role_of,
 )
 from rag.chunking import ChunkingError, spec_from_config
 from rag.corpus.config_checks import BEIR_COMPONENT_DEPTH, BEIR_DEFAULTS, check_corpus_entry, corpus_level
@@ -99,11 +102,6 @@ def schema_errors(config: Mapping, schema: Mapping, fill_defaults: bool = False)
 
 # Kind -> parameter -> default (None for required), read from the table of kinds.
 CHUNKER_PARAMETERS: dict[str, dict[str, object]] = kind_defaults(CHUNKER_KINDS)
-
-
-def canonical_json(value: object) -> str:
-    """A byte-stable rendering: keys sorted, no whitespace variation."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 # --------------------------------------------------------------------------
@@ -219,6 +217,9 @@ class Plan:
     # The folder of the result tables and figures (config key ``results``), so
     # an experiment of one's own leaves the committed tables alone.
     results_folder: str = "results"
+    # Tables an ablation folder reuses from the default results folder (their
+    # settings are those of config.yaml's): group of TABLE_GROUPS -> that folder.
+    shared_tables: dict[str, str] = field(default_factory=dict)
 
     # Which corpora are evaluated how. A corpus without questions is
     # unlabelled: parsed, chunked and indexed, never evaluated.
@@ -277,18 +278,17 @@ class Plan:
         """Each labelled corpus's holdout share, for the jobs that choose or report."""
         return {corpus: self.holdout(corpus) for corpus in self.labelled_corpora}
 
-    def component_ranking(self, corpus: str, chunker: str, retriever: str) -> str:
-        """The rankings file a fusion reads of one component: ranked deeper when the corpus asks for it.
+    def reads_deeper(self, corpus: str, retriever: str) -> bool:
+        """Whether a fusion reads this component from a ranking of its own, ranked deeper.
 
         Only components ranked straight from the chunks (rules rank and
-        rank_embedder) are ranked again deeper; a fused, approximate or
-        funnel component is read at the ranking depth.
+        rank_embedder) are ranked again deeper, when the corpus's component
+        depth exceeds its ranking depth; a fused, approximate or funnel
+        component is read at the ranking depth. The workflow names the two
+        files (COMPONENT_RANKING, RANKING).
         """
-        deep = self.component_depth(corpus) > self.ranking_depth(corpus) and self.rule(retriever) in (
-            "rank",
-            "rank_embedder",
-        )
-        return f"work/{'component_rankings' if deep else 'rankings'}/{corpus}/{chunker}/{retriever}.parquet"
+        deep = self.component_depth(corpus) > self.ranking_depth(corpus)
+        return deep and self.rule(retriever) in ("rank", "rank_embedder")
 
     def role(self, retriever: str) -> str:
         return RETRIEVER_KINDS[self.retrievers[retriever]["kind"]].role
@@ -327,31 +327,124 @@ class Plan:
             return name
         return "bm25" if "bm25" in self.retrievers else next(iter(self.retrievers))
 
+    @property
+    def prompt_budget(self) -> int:
+        """evaluation.prompt_budget: the words of retrieved text results/README.md chooses k for."""
+        from rag.evaluation.recommendation import DEFAULT_PROMPT_BUDGET
+
+        return int(self.config["evaluation"].get("prompt_budget", DEFAULT_PROMPT_BUDGET))
+
+    def table(self, name: str) -> str:
+        """Where the result file ``name`` (relative to a results folder) is written and read.
+
+        In this plan's results folder, unless its group is shared: an ablation
+        sent to a folder of its own reads a table whose settings equal those
+        of config.yaml's default folder from that folder, so it is never
+        computed twice (:func:`shared_table_groups`).
+        """
+        for group, folder in self.shared_tables.items():
+            if name in TABLE_GROUPS[group]:
+                return f"{folder}/{name}"
+        return f"{self.results_folder}/{name}"
+
+    def table_fingerprints(self) -> dict[str, str]:
+        """Per group of TABLE_GROUPS, everything its tables are made from, as canonical JSON.
+
+        Two plans whose fingerprints of a group are equal make the same tables
+        of that group (same settings, same named entries, same corpora), so an
+        ablation folder can reuse them.
+        """
+
+        def retrievers(names: Iterable[str]) -> dict:
+            """The entries of these retrievers and of every retriever they read, at any depth."""
+            used: dict = {}
+            waiting = [name for name in names if name in self.retrievers]
+            while waiting:
+                name = waiting.pop()
+                if name in used:
+                    continue
+                used[name] = entry = self.retrievers[name]
+                read = [entry.get(key) for key in ("base", "first", "rerank")] + list(
+                    entry.get("components") or []
+                )
+                waiting += [other for other in read if isinstance(other, str) and other in self.retrievers]
+            return dict(sorted(used.items()))
+
+        def chunkers(names: Iterable[str]) -> dict:
+            return {name: self.chunkers[name] for name in names if name in self.chunkers}
+
+        def corpora(names: Iterable[str]) -> dict:
+            return {name: self.corpus_settings(name) for name in names if name in self.corpora}
+
+        common = {"evaluation": self.config.get("evaluation"), "holdouts": self.holdouts}
+        found: dict[str, object] = {"corpus_statistics": {"corpora": corpora(self.corpora)}}
+        found["ivf_synthetic"] = {"settings": self.ivf_synthetic}
+        if self.ivf_tradeoff:
+            tradeoff = self.ivf_tradeoff
+            found["ivf_tradeoff"] = {
+                "settings": tradeoff,
+                "chunkers": chunkers([tradeoff["chunker"]]),
+                "retrievers": retrievers([tradeoff["retriever"]]),
+                "corpora": corpora([tradeoff["corpus"]]),
+                **common,
+            }
+        found["ivf_figure"] = {key: found.get(key) for key in ("ivf_tradeoff", "ivf_synthetic")}
+        if self.grounding:
+            grounding = self.grounding
+            found["grounding"] = {
+                "settings": grounding,
+                "chunkers": chunkers([grounding["chunker"]]),
+                "retrievers": retrievers([grounding["retriever"]]),
+                "corpora": corpora([grounding["corpus"]]),
+                "generators": {name: self.generators.get(name) for name in grounding["generators"]},
+                **common,
+            }
+        if self.answers is not None:
+            answers = self.answers
+            pairs = [*answers["pairs"], *answers["llm"]["settings"]]
+            pairs += [
+                [answers[key]["chunker"], answers[key]["retriever"]] for key in ("abstention", "summaries")
+            ]
+            found["answers"] = {
+                "settings": answers,
+                "chunkers": chunkers(chunker for chunker, _ in pairs),
+                "retrievers": retrievers(retriever for _, retriever in pairs),
+                "corpora": corpora(self.span_corpora),
+                **common,
+            }
+        for section in ("filter_ablation", "diversity_ablation"):
+            settings = self.config.get(section)
+            if settings:
+                found[section] = {
+                    "settings": settings,
+                    "filters": self.filters if section == "filter_ablation" else None,
+                    "chunkers": chunkers([settings["chunker"]]),
+                    "retrievers": retrievers(settings["retrievers"]),
+                    "corpora": corpora(self.span_corpora),
+                    **common,
+                }
+        from rag.models.response_cache import canonical_json
+
+        return {group: canonical_json(value) for group, value in found.items()}
+
     def trec_run_files(self, corpora: Iterable[str]) -> list[str]:
         """Every ranking of these corpora as a TREC run file (rag.evaluation.trec)."""
         return [f"{self.results_folder}/runs/{c}/{ch}/{r}.run.gz" for c, ch, r in self.grid(corpora)]
 
-    def learned_weight_files(self) -> list[str]:
-        """The weights each learned fusion chose per fold, one file per ranking."""
+    def learned_grid(self) -> list[tuple[str, str, str]]:
+        """(corpus, chunker, retriever) of every learned fusion's ranking (each has a table of weights)."""
         learned = set(self.retrievers_of("learned"))
-        return [f"work/learned/{c}/{ch}/{r}.csv" for c, ch, r in self.grid() if r in learned]
+        return [(c, ch, r) for c, ch, r in self.grid() if r in learned]
 
     @property
-    def evaluation_folder(self) -> str:
-        """Where the per-question values of this results folder live.
+    def evaluation_name(self) -> str:
+        """The name of the folder the per-question values of this results folder live in.
 
         One folder per results folder: an ablation sent to a folder of its own
         (``--config results=...``) keeps its own values, so running it never
         re-runs the jobs of the committed ``results/`` (README.md, "Add an ablation").
         """
-        name = "_".join(part for part in PurePosixPath(self.results_folder).parts if part != "/") or "root"
-        return f"work/evaluation/{name}"
-
-    def question_value_files(self) -> list[str]:
-        """Every question's metric values: the chunk-level evaluation's, then the document-level one's."""
-        folder = self.evaluation_folder
-        files = [f"{folder}/question_values.parquet"] if self.chunk_level_corpora else []
-        return files + ([f"{folder}/document_question_values.parquet"] if self.document_level_corpora else [])
+        return "_".join(part for part in PurePosixPath(self.results_folder).parts if part != "/") or "root"
 
     def comparison_results(self) -> list[str]:
         """Intervals, significance, summary, README and TREC runs: every labelled corpus, at either level."""
@@ -406,16 +499,16 @@ class Plan:
             for chunker, retriever in self.answers["pairs"]
         ]
 
-    def llm_answer_files(self, questions: str = "development") -> list[str]:
-        """The answers of every llm generator in every setting of answers.llm, one file per setting."""
+    def llm_answer_settings(self, questions: str = "development") -> list[dict[str, str]]:
+        """Every llm generator in every setting of answers.llm: the names of one answer file each."""
         if self.answers is None:
             return []
         llm = self.answers["llm"]
         return [
-            f"work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet"
+            {"corpus": corpus, "questions": questions, "generator": generator, "chunker": c, "retriever": r}
             for corpus in self.span_corpora
             for generator in llm["generators"]
-            for chunker, retriever in llm["settings"]
+            for c, r in llm["settings"]
         ]
 
     def filter_ablation_grid(self) -> list[tuple[str, str, str]]:
@@ -481,6 +574,8 @@ class Plan:
             if self.answers["llm"]["generators"]:
                 names = ("llm_answers_judged", "llm_answers_summary", "llm_closed_book", "citation_check")
                 results += [f"{out}/{name}.csv" for name in (*names, "verdicts")]
+        # A table an ablation folder shares with the default folder is listed where it is.
+        results = [self.table(path.removeprefix(f"{out}/")) for path in results]
         return results + self.comparison_results()
 
 
@@ -491,6 +586,16 @@ def _check_finite(node: object, path: str = "config") -> None:
     items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
     for key, value in items:
         _check_finite(value, f"{path}[{key!r}]")
+
+
+def _check_url_ports(config: Mapping) -> None:
+    """Every URL of the config (an llm's base_url, a Wikipedia api) with a port from 1 to 65535."""
+    for section, key in (("generators", "base_url"), ("corpora", "api")):
+        entries = config.get(section)
+        for name, entry in entries.items() if isinstance(entries, dict) else ():
+            problem = port_problem(entry.get(key)) if isinstance(entry, dict) else None
+            if problem:
+                raise ConfigError(f"config[{section!r}][{name!r}][{key!r}]: {problem}")
 
 
 def _check_name_lengths(config: Mapping) -> None:
@@ -516,6 +621,11 @@ def _canonical_grid(config: Mapping, pretrained_kinds: tuple[str, ...]) -> tuple
     for name, entry in config["retrievers"].items():
         where = f"config['retrievers'][{name!r}]"
         retrievers[name] = canonical_entry(RETRIEVER_PARAMETERS, entry, where)
+        if entry.get("chunkers") == []:
+            raise ConfigError(
+                f"{where}['chunkers']: an empty list runs this retriever on no chunker; list at least "
+                "one, or leave the key out to run it on every chunker"
+            )
         check_names(entry.get("chunkers", []), config["chunkers"], f"{where}['chunkers']", "chunker")
         if name in (entry.get("components") or []):
             raise ConfigError(f"{where}['components']: a retriever cannot fuse itself")
@@ -658,7 +768,7 @@ def _grounding(plan: Plan, root: Path) -> dict | None:
         raise ConfigError(f"{where}['swap']: {error}") from None
     check_names(grounding["generators"], plan.generators, f"{where}['generators']", "generator")
     for name in grounding["generators"]:
-        if plan.generators[name]["kind"] != "llm":
+        if role_of(plan.generators[name]) != LLM_ROLE:
             raise ConfigError(
                 f"{where}['generators']: {name!r} is a generator of kind {plan.generators[name]['kind']!r}; "
                 "the grounding cases need an llm generator (scored by its token log-probabilities)"
@@ -732,7 +842,45 @@ def _answers(plan: Plan, root: Path = Path(".")) -> dict | None:
                 f"{where}['questions']: each file is reported under its name, so the names must "
                 f"differ from each other and from 'development', got {names}"
             )
+        _check_heldout_apart(plan, heldout, root, where)
+        _check_heldout_reader(plan, answers, heldout)
     return answers
+
+
+def _check_heldout_apart(plan: Plan, heldout: Mapping, root: Path, where: str) -> None:
+    """A held-out file is never a corpus's development question file (by whatever path it is named)."""
+    development = {
+        _resolved(root / entry["questions"]): name
+        for name, entry in plan.corpora.items()
+        if isinstance(entry.get("questions"), str)
+    }
+    for path in heldout["questions"]:
+        corpus = development.get(_resolved(root / path))
+        if corpus is not None:
+            raise ConfigError(
+                f"{where}['questions']: {path} is the development question file of corpus {corpus!r}; "
+                "held-out questions must be questions the reader was never tuned on"
+            )
+
+
+def _check_heldout_reader(plan: Plan, answers: Mapping, heldout: Mapping) -> None:
+    """The held-out check freezes the reader at the threshold cross-validated on one answered setting."""
+    from rag.answering.reader import CHOSEN_THRESHOLD_RETRIEVERS, CHOSEN_THRESHOLD_ROWS
+
+    if not answers["reader"]["names"]:
+        raise ConfigError(
+            "config['answers']['generators']: the held-out check (answers.heldout) freezes the reader at "
+            "its cross-validated threshold, so list the reader, or remove answers.heldout"
+        )
+    corpus, chunker = CHOSEN_THRESHOLD_ROWS["corpus"], CHOSEN_THRESHOLD_ROWS["chunker"]
+    answered = {(chunker_name, retriever) for chunker_name, retriever in answers["pairs"]}
+    pairs = [(chunker, retriever) for retriever in CHOSEN_THRESHOLD_RETRIEVERS]
+    if corpus not in plan.span_corpora or not answered & set(pairs):
+        wanted = " or ".join(f"{chunker} + {retriever}" for chunker, retriever in pairs)
+        raise ConfigError(
+            f"config['answers']['heldout']: the held-out check reads the reader's threshold chosen on "
+            f"corpus {corpus!r} with {wanted}, which this config does not answer"
+        )
 
 
 def build_plan(
@@ -741,6 +889,8 @@ def build_plan(
     root: str | Path = ".",
     config_files: Iterable[str | Path] = (),
     questions_schema: Mapping | None = None,
+    project_root: str | Path | None = None,
+    base_config: Mapping | None = None,
 ) -> Plan:
     """Check and canonicalize the whole configuration; the first mistake is one ConfigError naming its key.
 
@@ -752,12 +902,18 @@ def build_plan(
     config was read from, re-read to catch a key given twice.
     ``questions_schema`` (workflow/schemas/questions.schema.yaml), when
     given, checks every question file while the plan is built.
+    ``project_root`` is the folder of the Snakefile (default ``root``): its
+    ``resources/`` and ``docs/`` are inputs no output folder may overlap.
+    ``base_config`` (the working folder's config.yaml, as the default run reads
+    it) lets a plan whose results folder differs from the base's reuse the
+    base folder's tables whose settings are the same (:func:`shared_table_groups`).
     """
     root = Path(root)
     check_duplicate_keys(config_files)
     if not isinstance(config, dict):
         raise ConfigError(f"config: the configuration must be a mapping, got {type(config).__name__}")
     _check_finite(config)
+    _check_url_ports(config)
     _check_name_lengths(config)
     problems = schema_errors(config, schema, fill_defaults=True)
     if problems:
@@ -797,7 +953,68 @@ def build_plan(
     plan.filters = canonical_filters(config)
     check_ablations(config, chunkers, retrievers, plan.retriever_chunkers, plan.filters, plan.depth, plan.ks)
     plan.cohorts = {"k": 5 if 5 in plan.ks else min(plan.ks), "min_questions": 3, **config.get("cohorts", {})}
+    if base_config is not None:
+        plan.shared_tables = shared_table_groups(plan, base_config, schema, root)
+    check_outputs_apart(plan, root, config_files, project_root)
     return plan
+
+
+# Result files that depend on no grid-wide merge, grouped by what they are made
+# from (Plan.table_fingerprints): an ablation folder reuses a group whose
+# fingerprint equals the default folder's instead of computing it again.
+TABLE_GROUPS: dict[str, tuple[str, ...]] = {
+    "corpus_statistics": ("corpus_statistics.csv", "questions_by_type.csv"),
+    # The timings (rag.timing.TIMINGS_FOLDER) go with the table or figure of the same job.
+    "ivf_synthetic": ("ivf_synthetic.csv", "timings/ivf_synthetic.csv"),
+    "ivf_tradeoff": ("ivf_tradeoff.csv",),
+    "ivf_figure": ("figures/ivf_tradeoff.png", "timings/ivf_query_time.png"),
+    "grounding": ("grounding.csv", "grounding_cases.csv", "grounding_swap.csv", "figures/grounding.png"),
+    "answers": (
+        "answers.csv",
+        "answers_summary.csv",
+        "reader_thresholds.csv",
+        "abstention.csv",
+        "figures/abstention.png",
+        "summaries.csv",
+        "routing.csv",
+        "routing_metrics.csv",
+        "answers_heldout.csv",
+        "reader_rules.csv",
+        "answers.md",
+        "llm_answers.csv",
+        "llm_answers_judged.csv",
+        "llm_answers_summary.csv",
+        "llm_closed_book.csv",
+        "citation_check.csv",
+        "verdicts.csv",
+    ),
+    "filter_ablation": ("filter_ablation.csv",),
+    "diversity_ablation": ("diversity_ablation.csv",),
+}
+
+
+def shared_table_groups(plan: Plan, base_config: Mapping, schema: Mapping, root: Path) -> dict[str, str]:
+    """The groups of TABLE_GROUPS ``plan`` takes from the base config's results folder, and that folder.
+
+    Only when the two results folders differ and the base plans cleanly; a
+    group is shared when its fingerprint is the same in both plans, so every
+    table it holds would come out the same. Nothing is shared with a base
+    that is itself not valid: the ablation then computes everything.
+    """
+    try:
+        if results_folder(base_config.get("results", "results")) == plan.results_folder:
+            return {}
+        base = build_plan(copy.deepcopy(dict(base_config)), schema, root)
+    except Exception:  # noqa: BLE001 (a base that does not plan shares nothing; its own run reports why)
+        return {}
+    if base.results_folder == plan.results_folder:
+        return {}
+    mine, theirs = plan.table_fingerprints(), base.table_fingerprints()
+    return {
+        group: base.results_folder
+        for group in TABLE_GROUPS
+        if group in mine and mine[group] == theirs.get(group)
+    }
 
 
 # --------------------------------------------------------------------------
@@ -821,3 +1038,118 @@ def results_folder(value: object) -> str:
     if ".." in path.parts:
         raise ConfigError(f"{where}: {value!r:.60} leaves the working folder ('..'); give a folder inside it")
     return path.as_posix()
+
+
+# --------------------------------------------------------------------------
+# Outputs never overlap inputs (issue 42): a results folder that is, holds or
+# sits inside an input would overwrite it or be read back as one.
+# --------------------------------------------------------------------------
+
+# Folders of the project that hold inputs (relative to the project root and to the working folder).
+INPUT_FOLDERS = ("resources", "docs", "workflow", "rag", "tests", "config", "benchmarks")
+# Folders the pipeline itself writes outside the results folder; a results folder there would mix them.
+PIPELINE_FOLDERS = ("work", "logs", "cache", ".snakemake")
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def overlap_problem(output: Path, inputs: Iterable[tuple[str, Path, bool]]) -> str | None:
+    """Why the output folder ``output`` overlaps one of ``inputs``, or None.
+
+    ``inputs`` are (what it is, resolved path, whether an output may not sit
+    inside it). Paths are resolved already, so a link is judged by where it
+    leads. A pure function: the planning check gathers the inputs.
+    """
+    for label, path, no_inside in inputs:
+        if output == path:
+            return f"is {label}"
+        if output in path.parents:
+            return f"contains {label}"
+        if no_inside and path in output.parents:
+            return f"sits inside {label}"
+    return None
+
+
+def _resolved(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
+
+def output_folder_inputs(
+    plan: Plan, root: Path, config_files: Iterable[str | Path] = (), project_root: Path | None = None
+) -> list[tuple[str, Path, bool]]:
+    """Every input an output folder must keep apart from: (what it is, resolved path, no output inside)."""
+    working = _resolved(root)
+    inputs: list[tuple[str, Path, bool]] = [("the working folder", working, False)]
+    bases = [working]
+    if project_root is not None and _resolved(Path(project_root)) != working:
+        bases.append(_resolved(Path(project_root)))
+        inputs.append(("the project root", bases[-1], False))
+    generic = [
+        (f"{name}/, an input of the project", base / name, True) for base in bases for name in INPUT_FOLDERS
+    ]
+    generic += [
+        (f"{name}/, a folder the pipeline writes apart from the results", working / name, True)
+        for name in PIPELINE_FOLDERS
+    ]
+    for name, entry in plan.config.get("corpora", {}).items():
+        if not isinstance(entry, dict):
+            continue
+        for key in ("documents", "folder", "questions"):
+            if isinstance(entry.get(key), str):
+                what = "question file" if key == "questions" else "documents folder"
+                inputs.append(
+                    (f"the {what} of corpus {name!r} ({entry[key]})", _resolved(root / entry[key]), True)
+                )
+    heldout = (plan.answers or {}).get("heldout") or {}
+    for path in heldout.get("questions", []):
+        inputs.append((f"the held-out question file {path}", _resolved(root / path), True))
+    for path in config_files:
+        inputs.append((f"the config file {path}", _resolved(root / path), True))
+    return inputs + generic
+
+
+def check_outputs_apart(
+    plan: Plan, root: Path, config_files: Iterable[str | Path] = (), project_root: str | Path | None = None
+) -> None:
+    """Refuse an output folder that overlaps an input, or that a link leads out of the working folder.
+
+    The output folders are ``results`` and each Wikipedia corpus's download
+    ``cache``; every file the plan writes into the results folder is resolved
+    too, so a link inside it (``results/figures`` leading elsewhere) is caught.
+    """
+    root = Path(root)
+    working = _resolved(root)
+    project = Path(project_root) if project_root is not None else None
+    inputs = output_folder_inputs(plan, root, config_files, project)
+    folders = [("config['results']", plan.results_folder)]
+    for name, entry in plan.corpora.items():
+        if entry.get("source") == "wikipedia":
+            cache = entry.get("cache", "cache/wikipedia")
+            folders.append((f"config['corpora'][{name!r}]['cache']", cache))
+    for key, folder in folders:
+        output, results = _resolved(root / folder), key == "config['results']"
+        # The results folder lies inside the working folder (results_folder refused '..' and
+        # absolute paths); a download cache may be a shared store elsewhere, but never an input.
+        if results and not _inside(output, working):
+            raise ConfigError(
+                f"{key}: {folder!r:.60} leads through a link out of the working folder; "
+                "give a plain folder inside it"
+            )
+        own = [item for item in inputs if results or item[1] != working / "cache"]
+        problem = overlap_problem(output, own)
+        if problem:
+            example = "results_ablation" if results else "cache/wikipedia"
+            raise ConfigError(
+                f"{key}: {folder!r:.60} {problem}; outputs never overlap inputs, "
+                f"so give a folder of its own (for example {example})"
+            )
+    folders = {plan.results_folder, *plan.shared_tables.values()}
+    for path in plan.results():
+        folder = next(name for name in sorted(folders, key=len, reverse=True) if path.startswith(f"{name}/"))
+        if not _inside(_resolved(root / path), _resolved(root / folder)):
+            raise ConfigError(
+                f"config['results']: {path} leads through a link out of the results folder {folder}; "
+                "remove the link"
+            )

@@ -7,7 +7,8 @@ from it, the workflow schedules a kind's rankings by the ``rule`` it names,
 :mod:`rag.retrieval.funnel` and :mod:`rag.chunking` call the functions it names
 (its *behaviour*), and a test ties ``workflow/schemas/config.schema.yaml`` to
 it. Adding a kind is one module with its functions, one entry here and its
-schema block (docs/configuration.md, "Adding a kind").
+schema block (docs/configuration.md, "Adding a kind"). ``rag ask``'s setups,
+written as entries of these kinds, are in :mod:`rag.ask.setups`.
 
 Behaviour is named by dotted paths (``"package.module:function"``) that
 :func:`behaviour` imports on first use, so this module imports nothing from
@@ -107,8 +108,16 @@ class Kind:
     - ``rerank(entry, chunk_texts, tie_order) -> Reranker``: a funnel reranker
       that scores candidates itself (``(query, positions) -> scores``);
     - ``chunk(document, spec) -> [(start, end)]``: a chunker's character ranges;
-    - ``generate``: a generator's settings from its canonical entry
+    - ``read(prompt, idf, similarity) -> BestSentence | None``: an ``offline``
+      generator's best sentence of a prompt (rag.answering.extractive.BestSentence),
+      which it answers with when the sentence's score reaches its threshold;
+    - ``generate``: an ``llm`` generator's settings from its canonical entry
       (``(name, entry) -> settings``), which the answer jobs of its ``rule`` read.
+
+    ``threshold`` says where an offline generator's abstention threshold comes
+    from: ``configured`` (the answers section's ``threshold``),
+    ``cross_validated`` (chosen per fold by the answer tables) or None (it
+    answers whenever its prompt has a sentence).
     """
 
     name: str
@@ -123,7 +132,9 @@ class Kind:
     fuse: str | None = None
     rerank: str | None = None
     chunk: str | None = None
+    read: str | None = None
     generate: str | None = None
+    threshold: str | None = None
     # The parameter a chunker's size is read from (rag.chunking.spec_from_config).
     size: str | None = None
 
@@ -343,8 +354,10 @@ LLM_CLOSED_BOOK_SYSTEM = (
 )
 LLM_CLOSED_BOOK_USER = "Question: {question}"
 # base_url of the model that ships with the llm extra, served on 127.0.0.1 by
-# rag.answering.local_server while a job needs it.
+# rag.models.local_server while a job needs it.
 BUNDLED_ENDPOINT = "bundled"
+# The longest answer of an llm generator, in tokens (and of any request sampled without one).
+LLM_MAX_TOKENS = 128
 
 # The share of the question's idf weight the extractive generator's sentence
 # must cover, else it abstains (rag.answering.extractive): the default of the
@@ -353,11 +366,21 @@ EXTRACTIVE_THRESHOLD = 0.5
 
 # Generators read a question and the top k chunks of a ranking (or none: closed
 # book) and answer. ``rule`` is the workflow rule of their answer jobs. The
-# extractive generator and the reader are offline and run over every answered
-# (chunker, retriever) pair; an llm asks an OpenAI-compatible endpoint and runs
-# over the settings of answers.llm.
+# ``offline`` ones (the extractive generator, the reader) pick a sentence of the
+# prompt (``read``) and run over every answered (chunker, retriever) pair, the
+# extractive one in its own job (rule answer, the file {stem}.parquet), every
+# other in one job per ranking (rule read_answers, {stem}.{name}.parquet); an
+# ``llm`` asks an OpenAI-compatible endpoint and runs over the settings of
+# answers.llm.
 GENERATOR_KINDS: dict[str, Kind] = _by_name(
-    Kind("extractive", "offline", {}, rule="answer"),
+    Kind(
+        "extractive",
+        "offline",
+        {},
+        rule="answer",
+        read="rag.answering.extractive:best_sentence",
+        threshold="configured",
+    ),
     Kind(
         "reader",
         "offline",
@@ -367,6 +390,8 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
             "seed": Parameter("integer", 0, minimum=0, maximum=2**32 - 1),
         },
         rule="read_answers",
+        read="rag.answering.reader:best_sentence",
+        threshold="cross_validated",
     ),
     Kind(
         "llm",
@@ -375,7 +400,7 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
             "base_url": Parameter("string", BUNDLED_ENDPOINT),
             "model": Parameter("string", "SmolLM2-135M-Instruct"),
             "temperature": Parameter("number", 0.0, minimum=0, maximum=2),
-            "max_tokens": Parameter("integer", 128, minimum=1, maximum=32_768),
+            "max_tokens": Parameter("integer", LLM_MAX_TOKENS, minimum=1, maximum=32_768),
             "seed": Parameter("integer", 0, minimum=0, maximum=2**32 - 1),
             "system": Parameter("string", LLM_SYSTEM),
             "user": Parameter("string", LLM_USER),
@@ -388,109 +413,22 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
         rule="llm_answer",
         generate="rag.answering.llm_answers:generator_from_entry",
     ),
+    # A lower bound: the top chunk's first sentence, whatever the question (rag.answering.first_sentence).
+    Kind(
+        "first_sentence",
+        "offline",
+        {},
+        rule="read_answers",
+        read="rag.answering.first_sentence:best_sentence",
+    ),
 )
 
 # Keys every generator entry may carry besides its kind's parameters.
 COMMON_GENERATOR_KEYS = ("kind", "optional")
 
-
-@dataclass(frozen=True)
-class AskSetup:
-    """One retriever of ``rag ask``, written as the pipeline writes its grid: config entries.
-
-    ``chunker`` is a chunker entry and ``retrievers`` are retriever entries by
-    name, exactly as they could stand in config.yaml (and pass its checks:
-    tests/unit/test_ask_setups.py), so ``rag ask`` builds, searches and fuses
-    with the same behaviour and defaults as the pipeline. ``fused`` names the
-    fused entry whose ranking picks the sources; its components are the
-    lexical ranking first, then the dense one. ``weights`` names the bm25
-    entry whose idf the offline generators weigh question terms with (the
-    spec's unstemmed one for every setup, so the generators do not change with
-    the retriever), and ``sources`` is how many chunks reach the prompt.
-    """
-
-    chunker: dict[str, object]
-    retrievers: dict[str, dict[str, object]]
-    fused: str
-    weights: str
-    sources: int
-
-    @property
-    def lexical(self) -> str:
-        """The name of the fused entry's lexical component."""
-        return self.retrievers[self.fused]["components"][0]
-
-    @property
-    def dense(self) -> str:
-        """The name of the fused entry's dense component (an ivf entry, or an exact dense one)."""
-        return self.retrievers[self.fused]["components"][1]
-
-
-# rag ask's chunks: whole sentences packed up to 60 words, each chunk headed by
-# its title and section (both setups share them, and so their chunk ids).
-_ASK_CHUNKER: dict[str, object] = {"kind": "sentences", "max_words": 60, "header": True}
-# The spec's unstemmed BM25: the lexical half of bm25_lsa_ivf and, in every
-# setup, the idf the generators weigh question terms with.
-_SPEC_BM25: dict[str, object] = {"kind": "bm25", "stem": False, "k1": 1.5, "b": 0.75}
-
-# ``rag ask``'s setups by retriever name (rag.answering.question_answering):
-# bm25_lsa_ivf is the spec's sample project, BM25 fused with 32-dimensional LSA
-# searched through an IVF index of 8 lists of which 3 are probed; bm25_minilm
-# fuses the stemmed BM25 of config.yaml (Anserini's k1 0.9 and b 0.4) with
-# exact MiniLM search (the dense extra), which fused better on every chunk set
-# of the bundled corpus (results/README.md). Plain data here, so that the
-# command's help and usage errors read them without importing numpy.
-ASK_SETUPS: dict[str, AskSetup] = {
-    "bm25_lsa_ivf": AskSetup(
-        chunker=_ASK_CHUNKER,
-        retrievers={
-            "bm25": _SPEC_BM25,
-            "lsa32": {"kind": "lsa", "dimensions": 32, "min_df": 2},
-            "lsa32_ivf": {"kind": "ivf", "base": "lsa32", "lists": 8, "probes": 3, "seed": 0},
-            "bm25_lsa_ivf": {"kind": "rrf", "components": ["bm25", "lsa32_ivf"], "constant": 60},
-        },
-        fused="bm25_lsa_ivf",
-        weights="bm25",
-        sources=5,
-    ),
-    "bm25_minilm": AskSetup(
-        chunker=_ASK_CHUNKER,
-        retrievers={
-            "bm25": _SPEC_BM25,
-            "bm25_stem": {"kind": "bm25", "stem": True, "k1": 0.9, "b": 0.4},
-            "minilm": {"kind": "embedder", "model": "all-MiniLM-L6-v2"},
-            "bm25_minilm": {"kind": "rrf", "components": ["bm25_stem", "minilm"], "constant": 60},
-        },
-        fused="bm25_minilm",
-        weights="bm25",
-        sources=5,
-    ),
-}
-# The setup ``rag ask`` falls back to without the dense extra, and whose entries
-# give its whole-number options their defaults (:func:`ask_options`).
-SPEC_SETUP = "bm25_lsa_ivf"
-
-
-def ask_options(setup: AskSetup) -> dict[str, int]:
-    """``rag ask``'s whole-number options and their defaults, read from a setup's entries.
-
-    ``max_words`` is the chunker's size, ``lists`` and ``probes`` are its
-    approximate (ivf) entry's, ``dimensions`` that entry's base's, and
-    ``sources`` the setup's; each value is thus written once, in the entry.
-    """
-    approximate = next(
-        entry for entry in setup.retrievers.values() if RETRIEVER_KINDS[entry["kind"]].role == "approximate"
-    )
-    return {
-        "max_words": setup.chunker[CHUNKER_KINDS[setup.chunker["kind"]].size],
-        "dimensions": setup.retrievers[approximate["base"]]["dimensions"],
-        "lists": approximate["lists"],
-        "probes": approximate["probes"],
-        "sources": setup.sources,
-    }
-
-
-ASK_OPTIONS: dict[str, int] = ask_options(ASK_SETUPS[SPEC_SETUP])
+# The chunker and retriever names of a closed-book answer: the question alone, no
+# sources. Reserved, so no chunker or retriever may take the name.
+CLOSED_BOOK = "none"
 
 
 def kinds_with(

@@ -274,7 +274,7 @@ def rank_scatter(per_question: pd.DataFrame, first: str, second: str, depth: int
     return figure
 
 
-def abstention_tradeoff(table: pd.DataFrame, corpus: str, threshold: float | None = None) -> Figure:
+def abstention_tradeoff_figure(table: pd.DataFrame, corpus: str, threshold: float | None = None) -> Figure:
     """Shares answered, answered correctly and refused against the coverage threshold.
 
     Answered and correct are shares of the answerable questions, refused a

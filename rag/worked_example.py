@@ -17,7 +17,7 @@ from rag.answering.prompts import build_prompt
 from rag.answering.verification import ClaimCheck, check_answer
 from rag.chunking import Chunk
 from rag.evaluation.metrics import dcg_at, ideal_dcg_at, ndcg_at, recall_at, reciprocal_rank
-from rag.grounding.rag_models import (
+from rag.grounding.rag_likelihoods import (
     rag_sequence_likelihood,
     rag_sequence_posteriors,
     rag_token_likelihood,

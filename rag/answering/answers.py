@@ -22,31 +22,21 @@ import math
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from rag.answering.extractive import (
-    ABSTENTION_TEXT,
-    DEFAULT_COVERAGE_THRESHOLD,
-    ExtractiveAnswer,
-    cite,
-    extract_answer,
-)
+from rag.answering.answer_metrics import OFFLINE, aggregates, metric, metrics
+from rag.answering.extractive import ABSTENTION_TEXT, DEFAULT_COVERAGE_THRESHOLD, BestSentence, cite
 from rag.answering.prompts import Prompt, PromptBudgetError, build_prompt
-from rag.answering.reader import READER_NAMES, Similarity, read
+from rag.answering.reader import Similarity
 from rag.answering.tokens import TokenCounter, count_word_and_punctuation
 from rag.answering.verification import check_answer, check_responsive
 from rag.chunking import Chunk
 from rag.corpus.documents import Document
+from rag.kinds import GENERATOR_KINDS, behaviour
 from rag.labels import Judgement, Question, SpanLocation, judge_chunks, locate_spans
 from rag.text import analyze
-
-if TYPE_CHECKING:
-    # rag ask's path (and the retrievers it builds, with scipy) is imported by the
-    # functions that measure it, not by the answer jobs, which only read rankings.
-    from rag.answering.question_answering import Embed, QuestionIndex
 
 SINGLE_DOCUMENT = "single_document"
 MULTI_DOCUMENT = "multi_document"
@@ -56,14 +46,25 @@ ALL = "all"
 # Rows of the summary tables: every question, then the cohorts that behave differently.
 GROUPS: tuple[str, ...] = (ALL, ANSWERABLE, SINGLE_DOCUMENT, MULTI_DOCUMENT, UNANSWERABLE)
 DOCUMENT_SEPARATOR = ";"
+# An offline kind's threshold policy (rag.kinds.Kind.threshold) whose threshold is the answers section's.
+CONFIGURED_THRESHOLD = "configured"
+CROSS_VALIDATED_THRESHOLD = "cross_validated"
+# The rule of the offline kind whose answer file is the stem's own ({stem}.parquet).
+OWN_FILE_RULE = "answer"
+
+
+def offline_kinds() -> tuple[str, ...]:
+    """The generator kinds that pick a sentence of the prompt (their ``read``), in table order."""
+    return tuple(name for name, kind in GENERATOR_KINDS.items() if kind.read is not None)
 
 
 @dataclass(frozen=True)
 class GenerationSettings:
     """How a prompt is built and answered: the top ``k`` chunks, within ``budget`` tokens
-    as measured by ``count_tokens``, read by ``reader`` (the spec's ``extractive``
-    generator or the ``reader`` of :mod:`rag.answering.reader`, optionally with a MiniLM
-    ``similarity``), answered when the best score reaches ``threshold``."""
+    as measured by ``count_tokens``, read by ``reader`` (an offline generator kind of
+    the table of kinds: the spec's ``extractive`` generator, the ``reader`` of
+    :mod:`rag.answering.reader`, optionally with a MiniLM ``similarity``, ...),
+    answered when the best score reaches ``threshold``."""
 
     k: int = 5
     threshold: float = DEFAULT_COVERAGE_THRESHOLD
@@ -77,10 +78,11 @@ class GenerationSettings:
             raise ValueError(f"k must be a positive integer, got {self.k!r}")
         if not isinstance(self.threshold, int | float) or math.isnan(self.threshold):
             raise ValueError(f"the coverage threshold must be a number, got {self.threshold!r}")
-        if self.reader not in READER_NAMES:
-            raise ValueError(f"unknown reader {self.reader!r}; choose one of {list(READER_NAMES)}")
-        if self.reader == "extractive" and self.similarity is not None:
-            raise ValueError("the extractive generator takes no similarity; it is the spec's, unchanged")
+        offline = offline_kinds()
+        if self.reader not in offline:
+            raise ValueError(f"unknown reader {self.reader!r}; choose one of {list(offline)}")
+        if self.similarity is not None and "similarity" not in GENERATOR_KINDS[self.reader].parameters:
+            raise ValueError(f"the {self.reader} generator takes no similarity")
 
 
 @dataclass(frozen=True)
@@ -212,30 +214,18 @@ def quoted_piece(sentence: str, document: str, question: Question) -> int | None
     return None
 
 
-@dataclass(frozen=True)
-class _Best:
-    """The best sentence of a prompt by either reader, and its score."""
+def best_sentence(
+    prompt: Prompt, idf: Mapping[str, float], settings: GenerationSettings
+) -> BestSentence | None:
+    """The sentence the reader would quote at any threshold; None when the prompt has none.
 
-    sentence: str
-    source_number: int
-    score: float
-    coverage: float
-
-
-def best_sentence(prompt: Prompt, idf: Mapping[str, float], settings: GenerationSettings) -> _Best | None:
-    """The sentence the reader would quote at any threshold; None when the prompt has none."""
-    if settings.reader == "extractive":
-        found = extract_answer(prompt, idf, threshold=-math.inf)
-        if not isinstance(found, ExtractiveAnswer):
-            return None
-        return _Best(found.sentence, found.source_number, found.coverage, found.coverage)
-    best = read(prompt, idf, -math.inf, settings.similarity).best
-    if best is None:
-        return None
-    return _Best(best.sentence, best.source_number, best.score, best.coverage)
+    The reader's kind is resolved through the table of kinds (its ``read``
+    behaviour, rag.kinds), so an offline generator kind is one module and one entry there.
+    """
+    return behaviour(settings.reader, "read")(prompt, idf, settings.similarity)
 
 
-def answer_question(
+def answer_and_judge(
     question: Question,
     ranked_chunks: Sequence[Chunk],
     idf: Mapping[str, float],
@@ -280,7 +270,7 @@ def answer_question_by_readers(
     documents: Sequence[str] = (),
     count_cl100k: TokenCounter | None = None,
 ) -> list[AnswerRecord]:
-    """:func:`answer_question` for several readers of one prompt, one record per reader.
+    """:func:`answer_and_judge` for several readers of one prompt, one record per reader.
 
     The readers differ only in how they read (reader, similarity, threshold):
     the prompt, its token counts and the evidence it holds are computed once,
@@ -314,7 +304,7 @@ def answer_question_by_readers(
     )
     checks: dict[tuple[str, int], tuple] = {}
 
-    def judge(best: _Best) -> tuple:
+    def judge(best: BestSentence) -> tuple:
         """The best sentence's quoted piece and its checks: faithful, support, responsive."""
         key = (best.sentence, best.source_number)
         if key not in checks:
@@ -339,7 +329,7 @@ def answer_question_by_readers(
 
 
 def _reader_record(
-    prompt: Prompt, best: _Best | None, settings: GenerationSettings, judge: Callable, common: dict
+    prompt: Prompt, best: BestSentence | None, settings: GenerationSettings, judge: Callable, common: dict
 ) -> AnswerRecord:
     """One reader's record of a prompt: its best sentence, answered at its threshold, and the verdicts."""
     found = best is not None
@@ -455,7 +445,7 @@ ANSWER_COLUMNS: list[str] = [field.name for field in dataclasses.fields(AnswerRe
 ANSWER_COLUMNS.insert(ANSWER_COLUMNS.index("answered") + 1, "abstained")
 
 
-def answers_frame(records: Sequence[AnswerRecord], **keys: str) -> pd.DataFrame:
+def reader_answers_frame(records: Sequence[AnswerRecord], **keys: str) -> pd.DataFrame:
     """Records as a table, led by constant ``keys`` columns (corpus, chunker, retriever)."""
     rows = []
     for record in records:
@@ -469,7 +459,7 @@ def answers_frame(records: Sequence[AnswerRecord], **keys: str) -> pd.DataFrame:
     return frame
 
 
-def _members(frame: pd.DataFrame, group: str) -> pd.DataFrame:
+def members_of(frame: pd.DataFrame, group: str) -> pd.DataFrame:
     if group == ALL:
         return frame
     if group == ANSWERABLE:
@@ -482,49 +472,35 @@ def _mean(values: pd.Series) -> float:
     return float(values.mean()) if len(values) else math.nan
 
 
-# Bootstrap settings of every interval in the summary: resamples of the
-# questions, the coverage of the percentile interval, and the seed.
-BOOTSTRAP_RESAMPLES = 2000
-BOOTSTRAP_LEVEL = 0.95
-BOOTSTRAP_SEED = 0
+# The offline summary's published column of a registry metric (rag.answering.answer_metrics).
+OFFLINE_COLUMNS = {"responsive": "responsive_rate"}
+# The registry's metrics the offline summary places among its own columns; any other follows them.
+OFFLINE_PLACED = ("correct", "wrong", "abstained", "responsive")
 
 
-def bootstrap_interval(
-    outcomes: Sequence[bool] | Sequence[float],
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    level: float = BOOTSTRAP_LEVEL,
-    seed: int = BOOTSTRAP_SEED,
-) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``outcomes`` (questions resampled with replacement).
+def offline_verdicts(frame: pd.DataFrame, correct_column: str, faithful_column: str) -> pd.DataFrame:
+    """The answers in the registry's verdict columns (:data:`rag.answering.answer_metrics.VERDICT_COLUMNS`).
 
-    The questions are a sample of the questions users ask; the interval says
-    how far the share could move with another sample of the same size. NaN
-    for no outcomes. Seeded, so the table is byte-identical from run to run.
+    Every offline answer is judged (an answer to an unanswerable question is
+    wrong); ``correct_column`` holds the verdict and ``faithful_column`` the
+    citation check. Whether a correct quote came from memory is not known
+    offline; ``answer`` is there when the frame has the answers' text.
     """
-    import numpy as np
-
-    values = np.asarray(outcomes, dtype=np.float64)
-    if values.size == 0:
-        return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, values.size, size=(resamples, values.size))
-    means = values[draws].mean(axis=1)
-    tail = (1.0 - level) / 2.0
-    low, high = np.quantile(means, [tail, 1.0 - tail])
-    return round(float(low), 6), round(float(high), 6)
-
-
-def _share_with_interval(name: str, outcomes: pd.Series) -> dict[str, float]:
-    values = outcomes.astype(bool).to_numpy()
-    low, high = bootstrap_interval(values)
-    return {
-        name: float(values.mean()) if values.size else math.nan,
-        f"{name}_low": low,
-        f"{name}_high": high,
-    }
+    return pd.DataFrame(
+        {
+            "answerable": frame["answerable"].astype(bool),
+            "answered": frame["answered"].astype(bool),
+            "judged": True,
+            "correct": frame[correct_column].astype(bool),
+            "faithful": frame[faithful_column],
+            "responsive": frame["responsive"],
+            "from_memory": pd.NA,
+        },
+        index=frame.index,
+    ).assign(**({"answer": frame["answer"]} if "answer" in frame else {}))
 
 
-def _group_outcomes(
+def group_outcomes(
     frame: pd.DataFrame,
     keys: Mapping[str, object],
     correct_column: str,
@@ -546,7 +522,7 @@ def _group_outcomes(
     """
     rows = []
     for group in GROUPS:
-        members = _members(frame, group)
+        members = members_of(frame, group)
         if members.empty:
             continue
         answered = members["answered"].astype(bool)
@@ -571,24 +547,24 @@ def _group_outcomes(
                 "evidence_in_prompt": int((answerable & (pieces_in > 0)).sum()),
                 "all_evidence_in_prompt": int((answerable & (pieces_in == members["evidence_pieces"])).sum()),
             }
-        row |= {
-            **_share_with_interval("correct_share", correct),
-            **_share_with_interval("wrong_share", wrong),
-            **_share_with_interval("abstained_share", ~answered),
-            faithful_column: int(members[faithful_column].fillna(False).astype(bool).sum()),
-        }
+        verdicts = offline_verdicts(members, correct_column, faithful_column)
+        row |= aggregates(verdicts, [metric(name) for name in ("correct", "wrong", "abstained")])
+        row[faithful_column] = int(members[faithful_column].fillna(False).astype(bool).sum())
         if prompts:
             row["citation_pass_rate"] = (
                 float(members.loc[answered, faithful_column].astype(bool).mean())
                 if answered.any()
                 else math.nan
             )
-        row |= {"responsive": int(responsive.sum()), **_share_with_interval("responsive_rate", responsive)}
+        row["responsive"] = int(responsive.sum())
+        row |= aggregates(verdicts, [metric("responsive")], OFFLINE_COLUMNS)
         if prompts:
             row |= {
                 "mean_prompt_tokens": _mean(members["prompt_tokens"].astype("float64")),
                 "mean_prompt_tokens_cl100k": _mean(members["prompt_tokens_cl100k"].astype("float64")),
             }
+        later = [entry for entry in metrics(OFFLINE) if entry.name not in OFFLINE_PLACED]
+        row |= aggregates(verdicts, later, OFFLINE_COLUMNS)
         rows.append(row)
     return rows
 
@@ -608,7 +584,7 @@ def summarize_answers(frame: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
     rows = []
     for values, rows_of_key in frame.groupby(list(keys), sort=True):
         key = dict(zip(keys, values, strict=True))
-        rows += _group_outcomes(rows_of_key, key, "quotes_evidence", "citation_passed", prompts=True)
+        rows += group_outcomes(rows_of_key, key, "quotes_evidence", "citation_passed", prompts=True)
     return pd.DataFrame(rows)
 
 
@@ -785,7 +761,7 @@ def apply_thresholds(frame: pd.DataFrame, thresholds: pd.Series) -> pd.DataFrame
 ABSTENTION_GROUPS: tuple[str, ...] = (ANSWERABLE, SINGLE_DOCUMENT, MULTI_DOCUMENT, UNANSWERABLE)
 
 
-def abstention_tradeoff(
+def abstention_tradeoff_table(
     frame: pd.DataFrame, thresholds: Sequence[float], keys: Sequence[str]
 ) -> pd.DataFrame:
     """What each threshold answers, gets right and refuses, per ``keys`` and question group.
@@ -803,7 +779,7 @@ def abstention_tradeoff(
     for values, rows_of_key in frame.groupby(list(keys), sort=True):
         for threshold in sorted(thresholds):
             for group in ABSTENTION_GROUPS:
-                members = _members(rows_of_key, group)
+                members = members_of(rows_of_key, group)
                 if members.empty:
                     continue
                 answered = members["score"].to_numpy(dtype=float) >= threshold  # NaN: never answered
@@ -835,8 +811,10 @@ def settings_from_config(
 ) -> tuple[GenerationSettings, object | None]:
     """Generation settings for one reader, and the sentence embedder to save afterwards (or None).
 
-    ``reader`` is ``{"name": "extractive"}`` or the canonical reader section
-    (:func:`rag.answering.config_checks.canonical_reader`); its ``minilm`` similarity reads
+    ``reader`` is one of the canonical answers section's ``readers``
+    (:func:`rag.answering.config_checks.offline_readers`: its ``name``, its
+    ``kind`` and its settings, the reader's from
+    :func:`rag.answering.config_checks.canonical_reader`); a ``minilm`` similarity reads
     and extends the embedding cache in ``embedding_cache``. The reader's
     threshold here is only provisional: the tables apply the cross-validated
     one (:func:`cross_validated_thresholds`). ``prompt_vectors`` are files of
@@ -846,20 +824,22 @@ def settings_from_config(
     from rag.answering.tokens import get_token_counter
 
     similarity, embedder = None, None
-    name = reader["name"]
-    if name != "extractive" and reader.get("similarity") == "minilm":
+    kind = GENERATOR_KINDS[reader["kind"]]
+    if reader.get("similarity") == "minilm":
         from rag.answering.reader import CachedSentenceEmbedder
 
         embedder = CachedSentenceEmbedder(embedding_cache or "cache/embeddings")
         for path in prompt_vectors:
             embedder.preload(path)
         similarity = embedder.similarity
+    # A cross-validated threshold is applied later by the tables; without one the reader always answers.
+    configured = kind.threshold == CONFIGURED_THRESHOLD
     settings = GenerationSettings(
         k=generation.get("k", 1),
-        threshold=generation["threshold"] if name == "extractive" else -math.inf,  # the reader's: later
+        threshold=generation["threshold"] if configured else -math.inf,
         budget=generation["budget"],
         count_tokens=get_token_counter(generation["token_counter"]),
-        reader="extractive" if name == "extractive" else "reader",
+        reader=kind.name,
         similarity=similarity,
     )
     return settings, embedder
@@ -897,7 +877,7 @@ def reader_frames(
         count_cl100k,
     )
     return [
-        (answers_frame(records, **keys, reader=reader["name"]), embedder)
+        (reader_answers_frame(records, **keys, reader=reader["name"]), embedder)
         for reader, (_, embedder), records in zip(readers, configured, answered, strict=True)
     ]
 
@@ -906,34 +886,17 @@ def reader_outputs(readers: Sequence[Mapping], outputs: Sequence[str]) -> list[s
     """The answer file of each reader of a job, in the readers' order; a mismatch is an error.
 
     A reader's file is named after it (``{stem}.{name}.parquet``); the
-    extractive generator's is the stem's own (``{stem}.parquet``).
+    extractive generator's, whose kind has its own rule (answer), is the stem's
+    own (``{stem}.parquet``).
     """
     names = [reader["name"] for reader in readers]
     if len(outputs) != len(names):
         raise ValueError(f"{len(names)} readers ({names}) for {len(outputs)} answer files")
-    for name, path in zip(names, outputs, strict=True):
-        if name != "extractive" and not str(path).endswith(f".{name}.parquet"):
+    for reader, name, path in zip(readers, names, outputs, strict=True):
+        own_file = GENERATOR_KINDS[reader["kind"]].rule == OWN_FILE_RULE
+        if not own_file and not str(path).endswith(f".{name}.parquet"):
             raise ValueError(f"reader {name!r}: its answer file must end in .{name}.parquet, not {path!r}")
     return [str(path) for path in outputs]
-
-
-def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
-    """Rows of results/answers_heldout.csv: per question group, what ``rag ask`` got right.
-
-    ``judgements`` are :class:`AskJudgement` records;
-    shares come with the same bootstrap intervals as the answer summary.
-    """
-    from rag.answering.verdicts import verdict_counts
-
-    frame = pd.DataFrame([dataclasses.asdict(judgement) for judgement in judgements])
-    frame["answerable"] = frame["group"] != UNANSWERABLE
-    rows = _group_outcomes(frame, keys, "correct", "faithful", prompts=False)
-    for row in rows:
-        members = _members(frame, row["group"])
-        row |= verdict_counts(
-            members["answered"], members["faithful"], members["responsive"], members["outcome"]
-        )
-    return rows
 
 
 def describe_answers(frame: pd.DataFrame, what: str) -> str:
@@ -945,147 +908,3 @@ def describe_answers(frame: pd.DataFrame, what: str) -> str:
         f"{int((answerable & (frame['pieces_in_prompt'] > 0)).sum())}, all of it for "
         f"{int((answerable & (frame['pieces_in_prompt'] == frame['evidence_pieces'])).sum())}"
     )
-
-
-def measure_ask(
-    documents: Sequence[Document],
-    question_sets: Mapping[str, Sequence[Question]],
-    thresholds: Mapping[str, float],
-    embedder=None,
-) -> list[dict]:
-    """Rows of results/answers_heldout.csv: each question set through ``rag ask``'s path.
-
-    Every retriever ``rag ask`` offers (the spec's BM25 + LSA + IVF, and
-    BM25 + MiniLM when ``embedder``, a :class:`rag.answering.reader.CachedSentenceEmbedder`,
-    is given) with both offline generators: the extractive generator at
-    its default coverage and the reader at its frozen threshold (``thresholds``,
-    reader -> threshold, :func:`rag.answering.reader.chosen_thresholds`). With MiniLM, the
-    reader is also measured with its MiniLM similarity (``reader_minilm``,
-    ``rag ask --similarity``), the signal meant for questions worded unlike
-    their answers; the bundled corpus has few enough distinct sentences that
-    embedding them all through the cache is cheap.
-    """
-    from rag.answering.question_answering import IndexOptions, build_question_index
-    from rag.answering.reader import DEFAULT_MODEL
-
-    setups = [("bm25_lsa_ivf", None)] + ([("bm25_minilm", embedder)] if embedder is not None else [])
-    rows = []
-    for retriever, dense in setups:
-        embed = dense.embed if dense is not None else None
-        options = IndexOptions(dense_model=DEFAULT_MODEL if dense is not None else None)
-        index = build_question_index(documents, options, embed)
-        memo: dict = {}  # retrievals of this index, shared by the generators and question sets
-        # (name, the generator rag ask runs, its threshold, the similarity it adds)
-        generators = [
-            ("extractive", "extractive", DEFAULT_COVERAGE_THRESHOLD, None),
-            ("reader", "reader", thresholds["reader"], None),
-        ]
-        if dense is not None:
-            generators.append(("reader_minilm", "reader", thresholds["reader_minilm"], dense.similarity))
-        for name, generator, threshold, similarity in generators:
-            for questions_file, questions in question_sets.items():
-                judged = judge_ask_answers(
-                    index, questions, documents, generator, threshold, embed, similarity, memo=memo
-                )
-                keys = {"questions_file": questions_file, "retriever": retriever, "generator": name}
-                rows += ask_summary(judged, **keys, threshold=f"{threshold:g}")
-    return rows
-
-
-def measured_ask_texts(
-    documents: Sequence[Document], question_sets: Mapping[str, Sequence[Question]]
-) -> list[str]:
-    """Every text :func:`measure_ask` embeds with MiniLM, distinct and sorted.
-
-    That is the indexed text of each chunk of ``rag ask``'s MiniLM index, each
-    of those chunks' sentences and every question. The held-out check waits
-    for every answer table, so it runs near the end of a build, mostly alone;
-    encoding these texts in a job that needs only the documents and the
-    questions moves that work to where other jobs keep the cores busy.
-    """
-    from rag.answering.question_answering import IndexOptions, index_chunks
-    from rag.answering.reader import DEFAULT_MODEL, prompt_texts
-
-    chunks = index_chunks(documents, IndexOptions(dense_model=DEFAULT_MODEL))
-    questions = [question.text for questions in question_sets.values() for question in questions]
-    return sorted({*prompt_texts(questions, chunks), *(chunk.indexed_text for chunk in chunks)})
-
-
-# --------------------------------------------------------------------------
-# Judging rag ask's answers on labelled questions
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class AskJudgement:
-    """One labelled question answered through ``rag ask``'s path, and what the labels say of it."""
-
-    question_id: str
-    group: str
-    answered: bool
-    correct: bool
-    faithful: bool | None
-    responsive: bool | None
-    answer: str
-    outcome: str  # by the reference answer (rag.answering.correctness), for the verdicts' worth
-
-
-def judge_ask_answers(
-    index: QuestionIndex,
-    questions: Sequence,
-    documents: Sequence[Document],
-    reader: str,
-    threshold: float,
-    embed: Embed | None = None,
-    similarity: Similarity | None = None,
-    weights=None,
-    memo: dict | None = None,
-) -> list[AskJudgement]:
-    """Answer every question as ``rag ask`` would (its defaults) and judge the answers by the labels.
-
-    Correct means the quoted sentence quotes labelled evidence, exactly as
-    in the answer experiments (:func:`quoted_piece`); ``outcome`` judges the
-    same answer against the reference answer instead, as a language model's
-    answers are judged, so the verdicts of every generator are measured alike.
-    ``weights`` (a :class:`rag.answering.reader.ReaderWeights`) change the
-    reader's weights and rules; None keeps its defaults. ``memo`` (a dict kept
-    over the calls with one ``index`` and ``embed``) reuses retrievals across them
-    (:func:`rag.answering.question_answering.answer_question`).
-    """
-    from rag.answering.correctness import judge_answer
-    from rag.answering.question_answering import answer_question as ask_question
-
-    holding = evidence_documents(questions, locate_spans(questions, documents))
-    judged = []
-    for question in questions:
-        options = {} if weights is None else {"weights": weights}
-        report = ask_question(
-            index,
-            question.text,
-            threshold=threshold,
-            reader=reader,
-            embed=embed,
-            similarity=similarity,
-            memo=memo,
-            **options,
-        )
-        answered = not report.abstained
-        outcome = judge_answer(report.answer, question.answer, question.answerable, not answered).outcome
-        correct = False
-        if answered:
-            best = report.reading.best if report.reading is not None else report.extractive
-            source = report.prompt.sources[best.source_number]
-            correct = quoted_piece(best.sentence, source.doc_id, question) is not None
-        judged.append(
-            AskJudgement(
-                question_id=question.question_id,
-                group=question_group(question, holding[question.question_id]),
-                answered=answered,
-                correct=correct,
-                faithful=report.verdicts.faithful if report.verdicts else None,
-                responsive=report.verdicts.responsive if report.verdicts else None,
-                answer=report.answer,
-                outcome=outcome,
-            )
-        )
-    return judged

@@ -116,6 +116,40 @@ def _heldout_table(heldout: pd.DataFrame) -> list[str]:
     return lines
 
 
+def heldout_headline(heldout: pd.DataFrame | None, reader: str) -> str:
+    """The held-out results beside the development ones, for a headline that quotes answers.
+
+    Per retriever of ``rag ask``'s path, the ``reader``'s single-document
+    correct answers on the development questions and on each held-out file,
+    with their intervals; empty when the reader did not answer them.
+    """
+    if heldout is None or heldout.empty:
+        return ""
+    rows = heldout[(heldout["group"] == SINGLE_DOCUMENT) & (heldout["generator"] == reader)]
+    parts = []
+    for retriever, of_retriever in rows.groupby("retriever", sort=True):
+        files = sorted(of_retriever["questions_file"], key=lambda name: (name != "development", name))
+        shares = []
+        for name in files:
+            row = of_retriever[of_retriever["questions_file"] == name].iloc[0]
+            share = _share(
+                int(row["correct"]),
+                int(row["questions"]),
+                row["correct_share_low"],
+                row["correct_share_high"],
+            )
+            shares.append(f"{share} on {name}")
+        parts.append(f"with `{retriever}` for " + ", ".join(shares))
+    if not parts:
+        return ""
+    return (
+        f"Beside it, held out: through `rag ask`'s path, `{reader}` quotes the evidence of the "
+        "single-document questions "
+        + "; ".join(parts)
+        + " (the held-out files were written after the reader was frozen)."
+    )
+
+
 def _interval(share: float, low: float, high: float) -> str:
     return "-" if pd.isna(share) else f"{share:.2f} ({low:.2f}-{high:.2f})"
 
@@ -335,6 +369,7 @@ def answers_document(
             f"{int(best.abstained)}.{at} The headline counts the single-document questions only: "
             f"{int(best.questions)} of the {_questions_in_all(summary, best)} questions; the others are "
             "answered from several documents or not at all (`answers_summary.csv` has every group).",
+            *(["", heldout_line] if (heldout_line := heldout_headline(heldout, best.reader)) else []),
             "",
             _why_it_may_differ(of_corpus),
             "",

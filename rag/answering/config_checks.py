@@ -6,10 +6,13 @@ Beside the generators so that adding one changes one package; the config plan
 
 from __future__ import annotations
 
+import string
+import urllib.parse
 from collections.abc import Iterable, Mapping
 
 from rag.kinds import (
     BUNDLED_ENDPOINT,
+    CLOSED_BOOK,
     COMMON_GENERATOR_KEYS,
     EXTRACTIVE_THRESHOLD,
     GENERATOR_KINDS,
@@ -51,17 +54,32 @@ DEFAULT_ABSTENTION_THRESHOLDS: tuple[float, ...] = tuple(round(step * 0.05, 2) f
 DEFAULT_CONTEXT_WINDOW = 128_000
 
 
-# The retrieval setting of a closed-book answer: the question alone, no sources.
-# Reserved, so no chunker or retriever may take the name.
-CLOSED_BOOK = "none"
-
-
 # The generators of a configuration without a generators section: the spec's
 # extractive generator and the reader, as before generators were a section.
 DEFAULT_GENERATORS: dict[str, dict] = {"extractive": {"kind": "extractive"}, "reader": {"kind": "reader"}}
 
 
-OFFLINE_GENERATOR_KINDS = tuple(name for name, kind in GENERATOR_KINDS.items() if kind.role == "offline")
+# The roles of the table of kinds (rag.kinds.Kind.role) that the checks and the workflow tell apart.
+OFFLINE_ROLE, LLM_ROLE = "offline", "llm"
+
+
+def generator_kinds_of(role: str) -> tuple[str, ...]:
+    """The generator kinds of a role, in table order."""
+    return tuple(name for name, kind in GENERATOR_KINDS.items() if kind.role == role)
+
+
+def role_of(entry: Mapping) -> str | None:
+    """The role of a generator entry's kind (None for an unknown kind, which canonical_entry reports)."""
+    kind = GENERATOR_KINDS.get(entry.get("kind")) if isinstance(entry, Mapping) else None
+    return kind.role if kind is not None else None
+
+
+def has_similarity(kind: str) -> bool:
+    """Whether an offline kind takes the MiniLM similarity (its rows are then named twice)."""
+    return "similarity" in GENERATOR_KINDS[kind].parameters
+
+
+OFFLINE_GENERATOR_KINDS = generator_kinds_of(OFFLINE_ROLE)
 
 
 def canonical_generators(config: Mapping) -> dict[str, dict]:
@@ -85,17 +103,50 @@ def canonical_generators(config: Mapping) -> dict[str, dict]:
     for name, entry in sorted(section.items()):
         where = f"config['generators'][{name!r}]"
         generators[name] = canonical_entry(GENERATOR_PARAMETERS, entry, where, COMMON_GENERATOR_KEYS)
-        if generators[name]["kind"] == "llm":
+        if role_of(generators[name]) == LLM_ROLE:
             _check_llm_entry(generators[name], where)
     return generators
+
+
+def placeholder_problem(template: object) -> str | None:
+    """Why ``template`` holds something other than plain ``{name}`` placeholders, or None.
+
+    A format spec (``{question:>999999999}`` builds a gigabyte per message), a
+    conversion (``{question!r}``), an attribute, an index or a nested field
+    would run inside every job; only a bare name is a placeholder here.
+    """
+    if not isinstance(template, str):
+        return f"must be text, got {type(template).__name__}"
+    try:
+        fields = [
+            (name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(template)
+        ]
+    except ValueError as error:
+        return f"not a template ({error}); write a literal brace as {{{{ or }}}}"
+    for name, spec, conversion in fields:
+        if name is None:
+            continue
+        shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        if conversion or spec:
+            return f"placeholder {shown[:40]} has a format spec or conversion; write a plain {{{name[:20]}}}"
+        if not name.isidentifier():
+            return f"placeholder {shown[:40]} is not a plain name; write {{question}} or {{sources}}"
+    return None
 
 
 def _check_llm_entry(entry: Mapping, where: str) -> None:
     """An llm entry's endpoint and prompt templates, checked before any job asks it anything."""
     from rag.answering.llm_answers import template_problem
 
+    for key in ("system", "user", "closed_book_system", "closed_book_user"):
+        problem = placeholder_problem(entry[key])
+        if problem:
+            raise ConfigError(f"{where}[{key!r}]: {problem}")
     if entry["base_url"] != BUNDLED_ENDPOINT:
-        from rag.answering.chat_client import Endpoint
+        problem = port_problem(entry["base_url"])
+        if problem:
+            raise ConfigError(f"{where}['base_url']: {problem}")
+        from rag.models.client import Endpoint
 
         try:
             Endpoint(
@@ -117,6 +168,20 @@ def _check_llm_entry(entry: Mapping, where: str) -> None:
             raise ConfigError(f"{where}[{key!r}]: {problem}")
 
 
+def port_problem(url: object) -> str | None:
+    """Why the port of ``url`` cannot be connected to (outside 1 to 65535, or not a number), or None."""
+    if not isinstance(url, str):
+        return None  # the endpoint's own check names the type
+    try:
+        port = urllib.parse.urlsplit(url).port
+    except ValueError:
+        given = urllib.parse.urlsplit(url).netloc.rpartition("@")[2].rpartition("]")[2].rpartition(":")[2]
+        return f"port {given[:12]!r} is not a number from 1 to 65535"
+    if port is not None and not 1 <= port <= 65535:
+        return f"port {port} is outside 1 to 65535"
+    return None
+
+
 def prune_unavailable_generators(config: dict) -> list[str]:
     """Drop ``optional: true`` llm generators that cannot run here; returns the warnings.
 
@@ -125,14 +190,13 @@ def prune_unavailable_generators(config: dict) -> list[str]:
     nothing installed. Unmarked, a bundled entry without the extra is an
     error naming the install command.
     """
-    from rag.answering.local_server import INSTALL_COMMAND, missing_packages
+    from rag.models.local_server import INSTALL_COMMAND, missing_packages
 
     section = config.get("generators") or {}
     missing = missing_packages()
     warnings, unavailable = [], []
     for name, entry in section.items():
-        bundled = isinstance(entry, dict) and entry.get("kind") == "llm"
-        bundled = bundled and entry.get("base_url", BUNDLED_ENDPOINT) == BUNDLED_ENDPOINT
+        bundled = role_of(entry) == LLM_ROLE and entry.get("base_url", BUNDLED_ENDPOINT) == BUNDLED_ENDPOINT
         if not bundled or not missing:
             continue
         message = (
@@ -257,18 +321,21 @@ def canonical_answers(
             f"{where}['generators']: lists neither the extractive generator nor the reader; the answer "
             "tables, the abstention sweep and routing are made from their answers, so list one"
         )
-    reader_entry = next((generators[name] for name in names if generators[name]["kind"] == "reader"), None)
+    similar = [generators[name] for name in names if has_similarity(generators[name]["kind"])]
+    reader_entry = similar[0] if similar else None
     reader_settings = {key: value for key, value in (reader_entry or {}).items() if key != "kind"}
     reader = canonical_reader(reader_settings, f"{where}['reader']")
     if reader_entry is None:
         reader["names"] = []
-    llm = [name for name in names if generators[name]["kind"] == "llm"]
+    llm = [name for name in names if role_of(generators[name]) == LLM_ROLE]
+    offline = [kind for kind in OFFLINE_GENERATOR_KINDS if kind in kinds]
     # Checked even when no llm generator runs here, so a typo never waits for the extra.
     llm_settings = canonical_llm_settings(entry.get("llm"), chosen, grid, f"{where}['llm']")
     return {
         "pairs": [list(item) for item in chosen],
         "generation": generation,
-        "offline": [kind for kind in OFFLINE_GENERATOR_KINDS if kind in kinds],
+        "offline": offline,
+        "readers": offline_readers(offline, reader),
         "generators": {name: generators[name] for name in names},
         "llm": {
             "generators": llm,
@@ -287,6 +354,28 @@ def canonical_answers(
             "window": (entry.get("summaries") or {}).get("window", DEFAULT_CONTEXT_WINDOW),
         },
     }
+
+
+def offline_readers(offline: Iterable[str], reader: Mapping) -> list[dict]:
+    """Every offline answer table's reader, in table order: its name, kind, rule and settings.
+
+    An offline kind's rows are named after it; the kind that takes a
+    similarity (the reader) gives one row name per similarity of
+    ``reader["names"]`` (:func:`canonical_reader`), ``{name}_minilm`` with
+    MiniLM. These are the answer jobs' params (the rule each kind names in
+    the table of kinds) and the answer tables' threshold policies.
+    """
+    readers = []
+    for kind in offline:
+        table = GENERATOR_KINDS[kind]
+        common = {"kind": kind, "rule": table.rule, "threshold": table.threshold}
+        if not has_similarity(kind):
+            readers.append({"name": kind, **common})
+            continue
+        for name in reader["names"]:
+            similarity = "minilm" if name.endswith("_minilm") else "none"
+            readers.append({**reader, "name": name, "similarity": similarity, **common})
+    return readers
 
 
 def canonical_reader(entry: Mapping, where: str = "config['answers']['reader']") -> dict:

@@ -10,6 +10,7 @@ and coverage says nothing about whether the sentence really answers.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -47,6 +48,22 @@ class ExtractiveAnswer:
     sentence: str
     coverage: float
     abstained: bool = False
+
+
+@dataclass(frozen=True)
+class BestSentence:
+    """The sentence an offline generator would answer a prompt with at any threshold.
+
+    What every offline kind's ``read`` behaviour returns (rag.kinds): the
+    sentence, the number of its source, the ``score`` its threshold is
+    compared with and the question's idf ``coverage`` (for the extractive
+    generator the two are the same).
+    """
+
+    sentence: str
+    source_number: int
+    score: float
+    coverage: float
 
 
 @dataclass(frozen=True)
@@ -165,6 +182,17 @@ def extract_answer(
         sentence=best.sentence,
         coverage=best.coverage,
     )
+
+
+def best_sentence(prompt: Prompt, idf: Mapping[str, float], similarity: object = None) -> BestSentence | None:
+    """The extractive generator's ``read`` (rag.kinds): its best-covering sentence, None without one.
+
+    It takes no similarity; :class:`rag.answering.answers.GenerationSettings` refuses one.
+    """
+    found = extract_answer(prompt, idf, threshold=-math.inf)
+    if not isinstance(found, ExtractiveAnswer):
+        return None
+    return BestSentence(found.sentence, found.source_number, found.coverage, found.coverage)
 
 
 def extractive_generator(

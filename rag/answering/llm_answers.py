@@ -18,8 +18,8 @@ Abstentions make no claim, so they are neither faithful nor responsive.
 settings and a ``complete`` function (conversations to completions) in, one
 :class:`LlmAnswer` per question out. :func:`complete_with_cache` is the
 ``complete`` of the pipeline and ``rag ask``: the response cache first, then
-the endpoint through :mod:`rag.answering.chat_client`, starting the bundled
-server only when some reply is missing (:mod:`rag.answering.local_server`).
+the endpoint through :mod:`rag.models.client`, starting the bundled
+server only when some reply is missing (:mod:`rag.models.local_server`).
 """
 
 from __future__ import annotations
@@ -32,18 +32,17 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rag.answering.chat_client import Completion, Endpoint, Sampling, chat_many, chat_request_key
 from rag.answering.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, neutralize, render_source
-from rag.answering.response_cache import ResponseCache
 from rag.answering.verification import check_answer, check_responsive, parse_citations, split_claims
 from rag.chunking import Chunk
-from rag.kinds import BUNDLED_ENDPOINT
+from rag.kinds import BUNDLED_ENDPOINT, CLOSED_BOOK
 from rag.labels import Question
+from rag.models.client import Completion, Endpoint, Sampling, chat_many, chat_request_key
+from rag.models.response_cache import ResponseCache
 
 if TYPE_CHECKING:
     import pandas as pd
 
-CLOSED_BOOK = "none"
 DEVELOPMENT = "development"
 # Phrases of a refusal, looked for in the reply's first sentence (lower case,
 # curly apostrophes made straight). The default prompts ask for "I cannot answer".
@@ -332,7 +331,7 @@ def answers_frame(records: Sequence[LlmAnswer]) -> pd.DataFrame:
 def endpoint_identity(generator: LlmGenerator) -> str:
     """How the response cache knows the generator's endpoint: never an ephemeral port."""
     if generator.bundled:
-        from rag.answering import local_server
+        from rag.models import local_server
 
         return local_server.identity()
     return generator.base_url
@@ -343,7 +342,7 @@ def _served(generator: LlmGenerator, server_log: Path | str | None) -> Iterator[
     if not generator.bundled:
         yield generator.base_url
         return
-    from rag.answering import local_server
+    from rag.models import local_server
 
     with local_server.running(server_log or "logs/llm_server.log") as base_url:
         yield base_url

@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from rag.answering.answers import bootstrap_interval
+from rag.answering.answer_metrics import LLM, aggregates, metrics, tested_metrics, tested_values
 from rag.answering.correctness import (
     ABSTAINED,
     ANSWERED_UNANSWERABLE,
@@ -41,8 +41,9 @@ from rag.answering.correctness import (
     content_in_text,
     judge_answer,
 )
+from rag.evaluation.statistics import bootstrap_interval
+from rag.kinds import CLOSED_BOOK
 
-CLOSED_BOOK = "none"
 # One answer file's setup; the columns every row of every table starts with.
 SETUP_KEYS: list[str] = ["corpus", "questions", "generator", "chunker", "retriever", "k"]
 # The columns the answer files hold (written by the llm generator's rule).
@@ -67,8 +68,6 @@ ANSWER_FILE_COLUMNS: list[str] = [
 # Columns that time the machine or say where an answer came from, not what it is:
 # rag.reproduce skips them, and nothing is compared on them.
 TIMING_COLUMNS = frozenset({"seconds", "cached", "seconds_per_answer", "cached_answers"})
-# The per-question outcomes compared with the closed book, each a 0/1 value per question.
-COMPARED: tuple[str, ...] = ("correct", "wrong", "abstained", "refused", "correct_from_memory")
 
 
 def identifiers(value: object) -> list[str]:
@@ -173,10 +172,7 @@ def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for values, setup in judged.groupby(SETUP_KEYS, sort=True, dropna=False):
         outcome = setup["outcome"]
-        judgeable = setup[outcome.isin([CORRECT, WRONG, ABSTAINED])]
         unanswerable = setup[~setup["answerable"].astype(bool)]
-        answered = setup[~setup["abstained"].astype(bool)]
-        correct = setup[outcome == CORRECT]
         row = dict(zip(SETUP_KEYS, values, strict=True))
         row |= {
             "question_count": len(setup),
@@ -191,13 +187,7 @@ def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
             "correct_from_memory": int(_flags(setup, "correct_from_memory").sum()),
             "evidence_in_prompt": int(_flags(setup, "evidence_in_prompt").sum()),
         }
-        row |= _share("correct_share", (judgeable["outcome"] == CORRECT).to_numpy())
-        row |= _share("wrong_share", (judgeable["outcome"] == WRONG).to_numpy())
-        row |= _share("abstained_share", (judgeable["outcome"] == ABSTAINED).to_numpy())
-        row |= _share("refused_share", (unanswerable["outcome"] == REFUSED).to_numpy())
-        row |= _share("faithful_share", _flags(answered, "faithful"))
-        row |= _share("responsive_share", _flags(answered, "responsive"))
-        row |= _share("correct_from_memory_share", _flags(correct, "correct_from_memory"))
+        row |= aggregates(llm_verdicts(setup), metrics(LLM))
         row |= {
             "mean_prompt_tokens": float(setup["prompt_tokens"].astype("float64").mean()),
             "mean_completion_tokens": float(setup["completion_tokens"].astype("float64").mean()),
@@ -208,25 +198,38 @@ def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def question_outcomes(judged: pd.DataFrame) -> pd.DataFrame:
-    """The 0/1 values of :data:`COMPARED` per answer row: what the paired tests compare."""
+def llm_verdicts(judged: pd.DataFrame) -> pd.DataFrame:
+    """The judged answers in the registry's verdict columns (rag.answering.answer_metrics).
+
+    Judged are the answerable questions with a reference answer (correct,
+    wrong or abstained); the unanswerable ones are refused or answered.
+    """
     outcome = judged["outcome"]
     return pd.DataFrame(
         {
-            "correct": (outcome == CORRECT).astype(float),
-            "wrong": (outcome == WRONG).astype(float),
-            "abstained": (outcome == ABSTAINED).astype(float),
-            "refused": (outcome == REFUSED).astype(float),
-            "correct_from_memory": judged["correct_from_memory"].fillna(False).astype(float),
+            "answerable": judged["answerable"].astype(bool),
+            "answered": ~judged["abstained"].astype(bool),
+            "judged": outcome.isin([CORRECT, WRONG, ABSTAINED]),
+            "correct": outcome == CORRECT,
+            "faithful": judged["faithful"],
+            "responsive": judged["responsive"],
+            "from_memory": judged["correct_from_memory"],
+            "answer": judged["answer"],
         },
         index=judged.index,
     )
 
 
+def question_outcomes(judged: pd.DataFrame) -> pd.DataFrame:
+    """The values of the tested answer metrics per answer row: what the paired tests compare."""
+    return tested_values(llm_verdicts(judged))
+
+
 def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
     """Every retrieval setting against the closed book of the same generator on the same questions.
 
-    One row per setup with sources and per outcome of :data:`COMPARED`: the
+    One row per setup with sources and per tested answer metric
+    (:func:`rag.answering.answer_metrics.tested_metrics`): the
     difference of its share (setup minus closed book, over every question of
     the set, so each question counts once in both), its bootstrap interval,
     the paired randomization and t-test p-values, and the randomization p
@@ -235,6 +238,7 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
     """
     from rag.evaluation.significance import compare_paired, holm
 
+    compared = [entry.name for entry in tested_metrics()]
     values = pd.concat([judged[SETUP_KEYS + ["question_id"]], question_outcomes(judged)], axis=1)
     rows = []
     family_keys = ["corpus", "questions", "generator"]
@@ -251,10 +255,8 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
             if list(answers.index) != list(baseline.index):
                 where = "/".join(map(str, (*family, *setup)))
                 raise ValueError(f"{where}: the answers and the closed book differ in questions")
-            comparisons = compare_paired(
-                answers[list(COMPARED)].to_numpy(), baseline[list(COMPARED)].to_numpy()
-            )
-            for measure, comparison in zip(COMPARED, comparisons, strict=True):
+            comparisons = compare_paired(answers[compared].to_numpy(), baseline[compared].to_numpy())
+            for measure, comparison in zip(compared, comparisons, strict=True):
                 rows.append(
                     {
                         **dict(zip(family_keys, family, strict=True)),

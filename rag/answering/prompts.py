@@ -80,6 +80,15 @@ _DELIMITER_LOOKALIKE = re.compile(
 )
 # Brackets that can open a fake source label ("[3]", "【3】", "⟦3⟧") at the start of a text.
 _LABEL_OPENERS = "[\u3010\u3014\u27e6\u3016\u3018\u301a"
+# Every character a reader (or a model) may take for the "[" of a source header,
+# after NFKC (which already folds ［ and ﹇ into "["): square, lenticular, tortoise-shell,
+# white and corner brackets, half brackets and the ceiling and floor signs.
+BRACKET_LOOKALIKES = _LABEL_OPENERS + (
+    "\u2045\u2308\u230a\u23a1\u23a3\u2772\u27ec\u2983\u298b\u298d\u298f\u2997\u2e22\u2e24\u300c\u300e\u301d"
+)
+# Categories a reader does not see as a character of their own: format (zero-width,
+# bidi controls), controls, and combining marks (which sit on the character before them).
+_UNSEEN_CATEGORIES = frozenset({"Cf", "Cc", "Co", "Cs", "Cn", "Mn", "Me"})
 
 
 def _visible_only(text: str) -> str:
@@ -128,18 +137,54 @@ def neutralize(text: str) -> str:
     return _DELIMITER_LOOKALIKE.sub(_numeric_reference, escaped)
 
 
+def header_key(line: str) -> str:
+    """A line as it reads at a glance: unseen characters removed, NFKC, bracket look-alikes as "[".
+
+    What :func:`reads_as_header` looks at: a combining mark or a zero-width
+    character before "[3]" hides nothing from a reader, nor does "⟦3⟧".
+    """
+    seen = "".join(
+        character
+        for character in unicodedata.normalize("NFKC", line)
+        if unicodedata.category(character) not in _UNSEEN_CATEGORIES
+    )
+    seen = unicodedata.normalize("NFKC", seen).lstrip()
+    return "[" + seen[1:] if seen[:1] and seen[0] in BRACKET_LOOKALIKES else seen
+
+
+def reads_as_header(line: str) -> bool:
+    """Whether ``line`` would start like a source header ("[3] ...") once unseen characters are
+    removed and bracket look-alikes mapped: any line opening with a bracket does."""
+    return header_key(line).startswith("[")
+
+
+def escape_header(line: str) -> str:
+    """``line`` with its first seen character written as a character reference when it reads as a header.
+
+    The characters before it (combining marks, zero-width ones) are dropped:
+    they are what made the line look like something else.
+    """
+    if not reads_as_header(line):
+        return line
+    for position, character in enumerate(line):
+        if unicodedata.category(character) not in _UNSEEN_CATEGORIES and not character.isspace():
+            return f"&#{ord(character)};" + line[position + 1 :]
+    return line
+
+
 def render_source(number: int, chunk: Chunk) -> str:
     """One numbered source: a header line with its label, then its text on one line.
 
     A text that itself starts with "[" ("[3] Official source: ...") would
     start a line that looks like a source header, so its first bracket is
-    written as the character reference ``&#91;``, like the other escapes.
+    written as the character reference ``&#91;``, like the other escapes;
+    so is a text that reads that way once combining marks and invisible
+    characters are removed and bracket look-alikes ("⟦3⟧", "【3】") mapped
+    (:func:`escape_header`).
     """
     label = neutralize(chunk.label)
     header = f"[{number}] {label}" if label else f"[{number}]"
-    text = neutralize(chunk.text)
-    if text[:1] and text[0] in _LABEL_OPENERS:
-        text = f"&#{ord(text[0])};" + text[1:]
+    text = escape_header(neutralize(chunk.text))
     return f"{header}\n{text}"
 
 

@@ -35,13 +35,14 @@ from __future__ import annotations
 
 import csv
 import functools
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rag.answering.answer_types import TIME, AnswerType, expected_type, has_expected_value
-from rag.answering.extractive import ABSTENTION_TEXT, cite, default_unknown_idf, question_terms
+from rag.answering.extractive import ABSTENTION_TEXT, BestSentence, cite, default_unknown_idf, question_terms
 from rag.answering.prompts import Prompt
 from rag.chunking import Chunk
 from rag.text import analyze, split_sentences, tokenize
@@ -119,7 +120,7 @@ class ReaderWeights:
 
     ``type_penalty`` is subtracted when the type is missing. Each rule can
     be switched off so that its effect can be measured on the development
-    and the held-out questions alike (:mod:`rag.answering.reader_rules`):
+    and the held-out questions alike (:mod:`rag.ask.reader_rules`):
     ``duration_synonyms`` (:data:`DURATION_SYNONYM_GROUPS`),
     ``referring_context`` (a sentence opening with "it" is read with the
     sentence before), ``duration_frame`` (a duration question's
@@ -411,6 +412,16 @@ def read(
         if best is None or candidate.score > best.score:
             best = candidate
     return Reading(best=best, threshold=float(threshold), answer_type=expected_type(prompt.question))
+
+
+def best_sentence(
+    prompt: Prompt, idf: Mapping[str, float], similarity: Similarity | None = None
+) -> BestSentence | None:
+    """The reader's ``read`` (rag.kinds): its best-scoring sentence at any threshold, None without one."""
+    best = read(prompt, idf, -math.inf, similarity).best
+    if best is None:
+        return None
+    return BestSentence(best.sentence, best.source_number, best.score, best.coverage)
 
 
 # --------------------------------------------------------------------------

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rag.answering.answers import bootstrap_interval
 from rag.answering.correctness import CORRECT, NOT_JUDGED
+from rag.evaluation.statistics import bootstrap_interval
 
 # What the verdicts leave unchecked, in the words rag ask and the tables use.
 NOT_CHECKED = (

@@ -152,7 +152,7 @@ def evaluation_tables(
     )
 
 
-def evaluate_runs_from_pieces(
+def evaluate_runs_from_parts(
     rankings: Mapping[tuple[str, str, str], str],
     questions: Mapping[str, Sequence[Question]],
     labels: Mapping[tuple[str, str], ChunkSetLabels],
@@ -163,19 +163,19 @@ def evaluate_runs_from_pieces(
     report=None,
 ) -> tuple[dict, str]:
     """:func:`evaluate_run` of every ranking file of ``rankings`` ((corpus, chunker, retriever) -> path),
-    each a piece of ``store`` (:class:`rag.evaluation.pieces.PieceStore`).
+    each a part of ``store`` (:class:`rag.evaluation.table_parts.PartStore`).
 
-    A piece's key is ``code``, ``ks``, its chunk set's ``label_digests`` (the
+    A part's key is ``code``, ``ks``, its chunk set's ``label_digests`` (the
     digests of the questions, qrels and chunk files) and the ranking file's
     bytes: a ranking that did not change is not read again. Returns the runs
     in the order of ``rankings`` and a line saying how many were reused.
     """
-    from rag.evaluation.pieces import describe, file_digest, piece_key, reuse_or_compute
+    from rag.evaluation.table_parts import describe, file_digest, part_key, reuse_or_compute
     from rag.progress import Progress
     from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
     keys = {
-        run: piece_key(code, list(ks), label_digests[run[:2]], file_digest(path))
+        run: part_key(code, list(ks), label_digests[run[:2]], file_digest(path))
         for run, path in rankings.items()
     }
 

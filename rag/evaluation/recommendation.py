@@ -16,6 +16,7 @@ the prompt. For each quality metric of the summary this module names
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -179,4 +180,152 @@ def recommendation_lines(found: list[Recommendation]) -> list[str]:
             lines.append(f"  - cost-aware choice: `{chunker}` + `{retriever}`, {words:.0f} words@5.")
         if item.warning:
             lines.append(f"  - ⚠ warning: {item.warning}.")
+    return lines
+
+
+# --------------------------------------------------------------------------
+# Which k: recall per prompt word at a stated prompt budget (issue 44)
+# --------------------------------------------------------------------------
+
+# The prompt budget of results/README.md's "which k" table when evaluation.prompt_budget is not set:
+# words of retrieved text in the prompt.
+DEFAULT_PROMPT_BUDGET = 500
+
+
+@dataclass(frozen=True)
+class KChoice:
+    """The k one (chunker, retriever) should use at a prompt budget, and what it buys.
+
+    ``k`` is the largest evaluated k whose mean prompt words fit the budget
+    (recall never falls as k grows, so it is the most recall the budget
+    affords), None when even the smallest k does not fit; ``smallest_k`` the
+    smallest fitting k whose recall lies inside ``k``'s 95 % interval, the
+    thrifty choice the questions cannot tell apart from it.
+    """
+
+    chunker: str
+    retriever: str
+    k: int | None
+    recall: float = math.nan
+    low: float = math.nan
+    high: float = math.nan
+    words: float = math.nan
+    smallest_k: int | None = None
+    smallest_words: float = math.nan
+    smallest_k_evaluated: int | None = None
+    smallest_k_words: float = math.nan
+
+    @property
+    def recall_per_thousand_words(self) -> float:
+        """The specification's recall per prompt token, counted in words as words@k is."""
+        return self.recall / self.words * 1000 if self.k is not None and self.words > 0 else math.nan
+
+
+def _by_k(rows: pd.DataFrame, metric: str) -> dict[int, tuple[float, float, float]]:
+    chosen = rows[(rows["metric"] == metric) & rows["k"].notna()]
+    return {
+        int(k): (float(value), float(low), float(high))
+        for k, value, low, high in zip(
+            chosen["k"], chosen["value"], chosen["ci_low"], chosen["ci_high"], strict=True
+        )
+    }
+
+
+def k_choices(intervals: pd.DataFrame, corpus: str, budget: float) -> list[KChoice]:
+    """Per (chunker, retriever) of ``corpus``, the k to use at ``budget`` prompt words (metrics_ci rows)."""
+    rows = intervals[intervals["corpus"] == corpus]
+    choices = []
+    for (chunker, retriever), group in rows.groupby(["chunker", "retriever"], sort=True):
+        recall, words = _by_k(group, "recall"), _by_k(group, "prompt_words")
+        ks = sorted(recall.keys() & words.keys())
+        if not ks:
+            continue
+        fitting = [k for k in ks if words[k][0] <= budget]
+        if not fitting:
+            choices.append(
+                KChoice(
+                    str(chunker),
+                    str(retriever),
+                    None,
+                    smallest_k_evaluated=ks[0],
+                    smallest_k_words=words[ks[0]][0],
+                )
+            )
+            continue
+        k = fitting[-1]
+        value, low, high = recall[k]
+        smallest = next(candidate for candidate in fitting if recall[candidate][0] >= low)
+        choices.append(
+            KChoice(
+                str(chunker),
+                str(retriever),
+                k,
+                value,
+                low,
+                high,
+                words[k][0],
+                smallest,
+                words[smallest][0],
+            )
+        )
+    return choices
+
+
+def k_choice_lines(choices: list[KChoice], budget: float) -> list[str]:
+    """The "which k" section of results/README.md: the best at the budget, then every (chunker, retriever)."""
+    if not choices:
+        return []
+    lines = [
+        f"### Which k at a prompt budget of {budget:,.0f} words",
+        "",
+        "The specification's advice: choose by recall per prompt token at the prompt size you can "
+        "afford (counted here in words, as words@k is; set `evaluation.prompt_budget`). For each "
+        "chunker and retriever, k is the largest evaluated k whose mean prompt words fit the budget "
+        "(recall never falls as k grows, so it buys the most recall the budget affords), with its 95 % "
+        "interval; the thrifty k is the smallest whose recall lies inside that interval, which these "
+        "questions cannot tell apart from it.",
+        "",
+    ]
+    fitting = [choice for choice in choices if choice.k is not None]
+    if fitting:
+        best = sorted(
+            fitting, key=lambda c: (-c.recall, -c.recall_per_thousand_words, c.chunker, c.retriever)
+        )[0]
+        tied = [c for c in fitting if c is not best and c.recall >= best.low]
+        lines.append(
+            f"**Most recall at {budget:,.0f} words**: `{best.chunker}` + `{best.retriever}` at k = {best.k}, "
+            f"R@{best.k} {best.recall:.3f} [{best.low:.3f}, {best.high:.3f}] for {best.words:.0f} words "
+            f"({best.recall_per_thousand_words:.2f} recall per 1,000 words); {len(tied)} other "
+            f"configuration{'s' if len(tied) != 1 else ''} reach a mean inside its interval."
+        )
+        lines.append("")
+    rows = []
+    for choice in choices:
+        if choice.k is None:
+            rows.append(
+                [
+                    choice.chunker,
+                    choice.retriever,
+                    "none fits",
+                    f"k = {choice.smallest_k_evaluated} already takes {choice.smallest_k_words:.0f} words",
+                    "",
+                    "",
+                    "",
+                ]
+            )
+            continue
+        rows.append(
+            [
+                choice.chunker,
+                choice.retriever,
+                str(choice.k),
+                f"{choice.recall:.3f} [{choice.low:.3f}, {choice.high:.3f}]",
+                f"{choice.words:.0f}",
+                f"{choice.recall_per_thousand_words:.2f}",
+                f"{choice.smallest_k} ({choice.smallest_words:.0f} words)",
+            ]
+        )
+    header = ["chunker", "retriever", "k", "R@k [95 % CI]", "words@k", "R per 1,000 words", "thrifty k"]
+    lines += ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
     return lines

@@ -493,17 +493,17 @@ def question_values(evaluation):
 
 def split_by_run(table, runs):
     """Each of ``runs`` (corpus, chunker, retriever) with its rows of ``table``, in the table's order:
-    the pieces a whole-grid table is merged from (rag.evaluation.pieces). A run without rows gets
-    an empty piece with the table's columns."""
+    the parts a whole-grid table is merged from (rag.evaluation.table_parts). A run without rows gets
+    an empty part with the table's columns."""
     groups = {run: rows for run, rows in table.groupby(RUN_KEYS, sort=False)}
     return {run: groups.get(tuple(run), table.iloc[:0]).reset_index(drop=True) for run in runs}
 
 
-def merge_pieces(pieces, empty):
-    """The pieces of a whole-grid table, concatenated in the given order (``empty`` when there are none)."""
+def merge_parts(parts, empty):
+    """The parts of a whole-grid table, concatenated in the given order (``empty`` when there are none)."""
     import pandas as pd
 
-    frames = [piece for piece in pieces if len(piece)]
+    frames = [part for part in parts if len(part)]
     return pd.concat(frames, ignore_index=True) if frames else empty
 
 
@@ -511,42 +511,42 @@ def _runs(question_metrics):
     return {run: rows for run, rows in question_metrics.groupby(RUN_KEYS, sort=True)}
 
 
-def interval_table_from_pieces(question_metrics, store, code: str):
-    """:func:`interval_table`, each run's rows a piece of ``store`` (a
-    :class:`rag.evaluation.pieces.PieceStore`) keyed by ``code`` and the run's
-    values: only runs without a stored piece are resampled, in one call.
+def interval_table_from_parts(question_metrics, store, code: str):
+    """:func:`interval_table`, each run's rows a part of ``store`` (a
+    :class:`rag.evaluation.table_parts.PartStore`) keyed by ``code`` and the run's
+    values: only runs without a stored part are resampled, in one call.
 
     Every column is resampled with the same shared draws whatever else is in the
     call, so the merged table equals the whole-grid one. Returns the table and
-    the line saying how many pieces were reused and computed.
+    the line saying how many parts were reused and computed.
     """
     import pandas as pd
 
-    from rag.evaluation.pieces import describe, frame_digest, piece_key, reuse_or_compute
+    from rag.evaluation.table_parts import describe, frame_digest, part_key, reuse_or_compute
 
     runs = _runs(question_metrics)
-    keys = {run: piece_key(code, frame_digest(rows)) for run, rows in runs.items()}
+    keys = {run: part_key(code, frame_digest(rows)) for run, rows in runs.items()}
 
     def compute(missing):
         return split_by_run(interval_table(pd.concat([runs[run] for run in missing])), missing)
 
-    pieces, computed = reuse_or_compute(store, "intervals", keys, compute)
-    return merge_pieces(pieces.values(), pd.DataFrame(columns=INTERVAL_COLUMNS)), describe(
+    parts, computed = reuse_or_compute(store, "intervals", keys, compute)
+    return merge_parts(parts.values(), pd.DataFrame(columns=INTERVAL_COLUMNS)), describe(
         "intervals", len(keys), computed
     )
 
 
-def significance_table_from_pieces(question_metrics, baseline: str, store, code: str):
-    """:func:`significance_table`, each compared run a piece keyed by ``code``, the baseline and the
+def significance_table_from_parts(question_metrics, baseline: str, store, code: str):
+    """:func:`significance_table`, each compared run a part keyed by ``code``, the baseline and the
     values of both runs: only new or changed comparisons are tested, in one call.
 
     A Holm family is one run against the baseline (:data:`FAMILY_KEYS`), so a
-    piece holds whole families and merging moves no corrected p-value.
-    Returns the table and the line saying how many pieces were reused and computed.
+    part holds whole families and merging moves no corrected p-value.
+    Returns the table and the line saying how many parts were reused and computed.
     """
     import pandas as pd
 
-    from rag.evaluation.pieces import describe, frame_digest, piece_key, reuse_or_compute
+    from rag.evaluation.table_parts import describe, frame_digest, part_key, reuse_or_compute
 
     runs = _runs(question_metrics)
     digests = {run: frame_digest(rows) for run, rows in runs.items()}
@@ -554,13 +554,13 @@ def significance_table_from_pieces(question_metrics, baseline: str, store, code:
         run: (*run[:2], baseline) for run in runs if run[2] != baseline and (*run[:2], baseline) in runs
     }
     keys = {
-        run: piece_key(code, baseline, digests[run], digests[control]) for run, control in reference.items()
+        run: part_key(code, baseline, digests[run], digests[control]) for run, control in reference.items()
     }
 
     def compute(missing):
         needed = sorted(set(missing) | {reference[run] for run in missing})
         return split_by_run(significance_table(pd.concat([runs[run] for run in needed]), baseline), missing)
 
-    pieces, computed = reuse_or_compute(store, "significance", keys, compute)
-    table = merge_pieces(pieces.values(), pd.DataFrame(columns=SIGNIFICANCE_COLUMNS))
+    parts, computed = reuse_or_compute(store, "significance", keys, compute)
+    table = merge_parts(parts.values(), pd.DataFrame(columns=SIGNIFICANCE_COLUMNS))
     return table, describe("comparisons", len(keys), computed)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 
@@ -163,3 +164,35 @@ def index_statistics(
         "seconds": float(seconds),
         "max_rss_mb": float(memory),
     }
+
+
+# Bootstrap settings of every interval in the summary: resamples of the
+# questions, the coverage of the percentile interval, and the seed.
+BOOTSTRAP_RESAMPLES = 2000
+BOOTSTRAP_LEVEL = 0.95
+BOOTSTRAP_SEED = 0
+
+
+def bootstrap_interval(
+    outcomes: Sequence[bool] | Sequence[float],
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    level: float = BOOTSTRAP_LEVEL,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``outcomes`` (questions resampled with replacement).
+
+    The questions are a sample of the questions users ask; the interval says
+    how far the share could move with another sample of the same size. NaN
+    for no outcomes. Seeded, so the table is byte-identical from run to run.
+    """
+    import numpy as np
+
+    values = np.asarray(outcomes, dtype=np.float64)
+    if values.size == 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, values.size, size=(resamples, values.size))
+    means = values[draws].mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(means, [tail, 1.0 - tail])
+    return round(float(low), 6), round(float(high), 6)

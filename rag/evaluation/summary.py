@@ -87,11 +87,24 @@ def _format(value: float, metric: SummaryMetric) -> str:
     return f"{value:.0f}" if metric.metric == "prompt_words" else f"{value:.3f}"
 
 
+# One symbol for "better than the baseline" and one for "worse", whatever the metric's direction:
+# more recall is better, fewer prompt words are better (summary.csv keeps higher / lower).
+BETTER, WORSE = "▲", "▼"
+
+
+def verdict_marker(direction: str, higher_is_better: bool) -> str:
+    """BETTER or WORSE for a significant ``higher`` / ``lower``, by the metric's direction; else ''."""
+    if direction not in ("higher", "lower"):
+        return ""
+    return BETTER if (direction == "higher") == higher_is_better else WORSE
+
+
 def _cell(row, metric: SummaryMetric) -> str:
     value = row[metric.name]
     if pd.isna(value):
         return ""
-    marker = {"higher": " ▲", "lower": " ▼"}.get(row[f"{metric.name}_vs_baseline"], "")
+    marker = verdict_marker(row[f"{metric.name}_vs_baseline"], metric.higher_is_better)
+    marker = f" {marker}" if marker else ""
     text = (
         f"{_format(value, metric)} [{_format(row[f'{metric.name}_ci_low'], metric)}, "
         f"{_format(row[f'{metric.name}_ci_high'], metric)}]{marker}"
@@ -133,6 +146,85 @@ def _learned_edges(learned: pd.DataFrame | None) -> dict[str, list[str]]:
     return edges
 
 
+def _weights_text(rows: pd.DataFrame) -> str:
+    """One fold's choice in words: ``minilm alone``, ``plain RRF`` or ``bm25 0.3 + minilm 0.7``."""
+    choice = str(rows["choice"].iloc[0])
+    weights = [(str(c), float(w)) for c, w in zip(rows["component"], rows["weight"], strict=True)]
+    if choice == "component alone":
+        alone = [component for component, weight in weights if weight > 0]
+        return f"{alone[0]} alone" if len(alone) == 1 else choice
+    if choice == "plain rrf":
+        return "plain RRF"
+    return " + ".join(f"{component} {weight:g}" for component, weight in weights)
+
+
+def learned_choices(learned: pd.DataFrame | None) -> dict[tuple[str, str, str], list[tuple[str, int]]]:
+    """Per (corpus, chunker, retriever) of a learned fusion, each setting its folds chose, and how often.
+
+    Read from learned_fusion.csv's cross-validation folds (``part = fold``),
+    most frequent first, so a fusion whose rows equal a component's says why.
+    """
+    found: dict[tuple[str, str, str], list[tuple[str, int]]] = {}
+    if learned is None or learned.empty or "choice" not in learned:
+        return found
+    folds = learned[learned["part"].astype(str) == "fold"]
+    for (corpus, chunker, retriever), rows in folds.groupby(["corpus", "chunker", "retriever"], sort=True):
+        counts: dict[str, int] = {}
+        for _, fold in rows.groupby("fold", sort=True):
+            text = _weights_text(fold)
+            counts[text] = counts.get(text, 0) + 1
+        found[(str(corpus), str(chunker), str(retriever))] = sorted(
+            counts.items(), key=lambda item: (-item[1], item[0])
+        )
+    return found
+
+
+def _equal_component(summary: pd.DataFrame, key: tuple[str, str, str], component: str) -> bool:
+    """Whether a learned fusion's summary row equals ``component``'s on the same chunker in every column."""
+    corpus, chunker, retriever = key
+    of_chunker = summary[(summary["corpus"] == corpus) & (summary["chunker"] == chunker)].set_index(
+        "retriever"
+    )
+    if retriever not in of_chunker.index or component not in of_chunker.index:
+        return False
+    columns = [item.name for item in summary_metrics() if item.name in summary.columns]
+    return all(of_chunker.loc[retriever, column] == of_chunker.loc[component, column] for column in columns)
+
+
+def learned_choice_lines(summary: pd.DataFrame, learned: pd.DataFrame | None) -> dict[str, list[str]]:
+    """Per corpus, the README line saying which weights each learned fusion chose, fold by fold."""
+    lines: dict[str, list[str]] = {}
+    for key, settings in learned_choices(learned).items():
+        folds = sum(count for _, count in settings)
+        chose = "; ".join(f"{text} in {count} of {folds} folds" for text, count in settings)
+        equal = ""
+        if len(settings) == 1 and settings[0][0].endswith(" alone"):
+            component = settings[0][0].removesuffix(" alone")
+            if _equal_component(summary, key, component):
+                equal = f", so its row equals `{component}`'s"
+        lines.setdefault(key[0], []).append(f"`{key[1]}` / `{key[2]}`: {chose}{equal}")
+    return {
+        corpus: [
+            "**Learned fusion's weights** (`learned_fusion.csv`, chosen per cross-validation fold): "
+            + "; ".join(found)
+            + "."
+        ]
+        for corpus, found in lines.items()
+    }
+
+
+def learned_labels(learned: pd.DataFrame | None) -> dict[tuple[str, str, str], str]:
+    """The retriever cell of a learned fusion in the README's table: its name and the weights it chose."""
+    labels = {}
+    for key, settings in learned_choices(learned).items():
+        folds = sum(count for _, count in settings)
+        if len(settings) == 1:
+            labels[key] = f"{key[2]} ({settings[0][0]}, every fold)"
+        else:
+            labels[key] = f"{key[2]} ({settings[0][0]} in {settings[0][1]} of {folds} folds)"
+    return labels
+
+
 def grid_edge_lines(
     thresholds: pd.DataFrame | None = None, learned: pd.DataFrame | None = None
 ) -> dict[str, list[str]]:
@@ -165,27 +257,37 @@ def results_readme(
     permutations: int,
     recommended: Mapping[str, Sequence[str]] | None = None,
     edges: Mapping[str, Sequence[str]] | None = None,
+    which_k: Mapping[str, Sequence[str]] | None = None,
+    learned: pd.DataFrame | None = None,
 ) -> str:
     """results/README.md: per corpus, the best configuration of each metric and the whole summary.
 
     ``recommended`` maps a corpus to the Markdown lines of its recommendations
     (:func:`rag.evaluation.recommendation.recommendation_lines`), placed after
     the table of maxima; ``edges`` to its lines naming choices at the edge of
-    their grid (:func:`grid_edge_lines`), placed after those.
+    their grid (:func:`grid_edge_lines`), placed after those; ``which_k`` to
+    its "which k at the prompt budget" section
+    (:func:`rag.evaluation.recommendation.k_choice_lines`), placed after those.
+    ``learned`` (learned_fusion.csv) names the weights each learned fusion chose,
+    beside its rows and in a line of their own (:func:`learned_choice_lines`).
     """
     metrics = [item for item in summary_metrics() if item.name in summary.columns]
     lines = [
         "# Results",
         "",
-        "Written by the rule `results_readme` from `summary.csv` and `significance.csv`; do not edit.",
+        "Written by the rule `results_readme` from `summary.csv`, `significance.csv`, `metrics_ci.csv` "
+        "and `learned_fusion.csv`; do not edit.",
         "",
         f"Each cell is the mean over the labelled questions with its 95 % bootstrap interval "
-        f"({resamples:,} resamples). ▲ / ▼: higher / lower than the baseline `{baseline}` on the same "
-        f"chunker, by a paired randomization test ({permutations:,} sign flips) Holm-corrected over the "
+        f"({resamples:,} resamples). {BETTER} / {WORSE}: better / worse than the baseline `{baseline}` "
+        "on the same chunker, whatever the metric's direction (for words@5 fewer words are better, so "
+        f"{BETTER} there means fewer), by a paired randomization test ({permutations:,} sign flips) "
+        "Holm-corrected over the "
         "tested metrics of that one comparison (so adding another configuration never moves it), at 0.05. "
         "**Bold**: the best value of the corpus "
         "(for words@5, the fewest words).",
     ]
+    choices, labels = learned_choice_lines(summary, learned), learned_labels(learned)
     for corpus, rows in summary.groupby("corpus", sort=True):
         tests = significance[significance["corpus"] == corpus]
         lines += ["", f"## {corpus}", ""]
@@ -207,9 +309,17 @@ def results_readme(
             lines += ["", *recommended[corpus]]
         if edges and edges.get(corpus):
             lines += ["", *edges[corpus]]
+        if which_k and which_k.get(corpus):
+            lines += ["", *which_k[corpus]]
         lines += ["", "### Every configuration", ""]
+        if choices.get(corpus):
+            lines += [*choices[corpus], ""]
         table_rows = [
-            [row["chunker"], row["retriever"], *(_cell(row, item) for item in metrics)]
+            [
+                row["chunker"],
+                labels.get((corpus, row["chunker"], row["retriever"]), row["retriever"]),
+                *(_cell(row, item) for item in metrics),
+            ]
             for row in (r._asdict() for r in rows.itertuples(index=False))
         ]
         lines += _markdown_table(["chunker", "retriever", *(item.label for item in metrics)], table_rows)

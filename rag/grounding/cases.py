@@ -8,7 +8,7 @@ and score both continuations; the support check then judges both completions
 against the same chunks. The swap experiment scores a comparison sentence and the same
 sentence with its two values exchanged under RAG-Sequence and RAG-Token.
 
-The numbers come from :mod:`rag.grounding.rag_models` and :mod:`rag.answering.verification`; this
+The numbers come from :mod:`rag.grounding.rag_likelihoods` and :mod:`rag.answering.verification`; this
 module only names the cases, runs them and lays the results out as rows, so
 the workflow script stays file glue.
 """
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rag.answering.verification import ClaimCheck, check_claim
-from rag.grounding.rag_models import (
+from rag.grounding.rag_likelihoods import (
     CandidateLikelihood,
     GroundingComparison,
     candidate_likelihoods,
@@ -34,7 +34,6 @@ from rag.grounding.trigram import LanguageModel
 if TYPE_CHECKING:
     import pandas as pd
 
-    from rag.grounding.served_model import ServedModel
 
 # The models of grounding_comparison, from memory alone to one chunk per token.
 MODELS = ("memory", "sources", "rag_sequence", "rag_token")
@@ -508,50 +507,6 @@ def ranked_rows(
     for question_id, rank, chunk_id, score in zip(question_ids, ranks, chunk_ids, scores, strict=True):
         rows.setdefault(question_id, []).append((rank, chunk_id, score))
     return rows
-
-
-# --------------------------------------------------------------------------
-# The grounding job: every case and the swap on one ranking, as three tables
-# --------------------------------------------------------------------------
-
-
-def run_grounding(
-    memory: LanguageModel,
-    settings: Mapping,
-    parsed: Mapping[str, Sequence],
-    chunks: Mapping[str, Sequence],
-    ranking: Mapping[str, Sequence],
-    served: Sequence[ServedModel] = (),
-) -> tuple[list[CaseResult], list[SwapResult]]:
-    """Run the canonical grounding section's cases and its swap on the ranked chunks.
-
-    ``parsed`` holds the parsed corpus's doc_id and text columns (the wrong
-    answers' documents are checked against them), ``chunks`` the chunk set's
-    chunk_id and text, ``ranking`` a rankings table's columns; each question
-    is conditioned on its top ``settings["k"]`` chunks. The cases run in the
-    configured order, first with the trigram model, then with each served
-    model, so the trigram rows stay first and unchanged.
-    """
-    from rag.grounding.served_model import run_served_case, run_served_swap  # it imports this module
-
-    k, temperature = settings["k"], settings["temperature"]
-    chunk_texts = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
-    ranked = ranked_rows(ranking["question_id"], ranking["rank"], ranking["chunk_id"], ranking["score"])
-
-    def retrieved(question_id: str) -> RetrievedChunks:
-        return top_chunks(ranked.get(question_id, []), chunk_texts, k, question_id)
-
-    cases = configured_cases(settings, document_texts(parsed["doc_id"], parsed["text"]))
-    swap = swap_from_config(settings["swap"])
-    results = [
-        run_case(memory, case, retrieved(case.question_id), temperature, settings["max_tokens"])
-        for case in cases
-    ]
-    swaps = [run_swap(memory, swap, retrieved(swap.question_id), temperature)]
-    for model in served:
-        results += [run_served_case(model, case, retrieved(case.question_id), temperature) for case in cases]
-        swaps.append(run_served_swap(model, swap, retrieved(swap.question_id), temperature))
-    return results, swaps
 
 
 def describe_case(result: CaseResult) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from rag.grounding.trigram import COMPLETION_TOKENS
 from rag.kinds import ConfigError
 
 # The grounding experiments: which ranking feeds the generator, how many
@@ -18,7 +19,7 @@ GROUNDING_PARAMETERS: dict[str, object] = {
     "retriever": "bm25",
     "k": 5,
     "temperature": 0.5,
-    "max_tokens": 30,
+    "max_tokens": COMPLETION_TOKENS,
     # llm entries of config['generators'] that run the cases beside the trigram model.
     "generators": [],
 }

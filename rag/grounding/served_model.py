@@ -4,14 +4,14 @@ The trigram stand-in of :mod:`rag.grounding.trigram` is conditioned on the
 chunks by mixing counts; a real model is conditioned by reading them. So each
 model of the comparison becomes a prompt, and the server scores the answer
 after it (``/completions`` echoing the prompt with ``logprobs``, through
-:func:`rag.answering.chat_client.continuation_logprobs` and its cache):
+:func:`rag.models.client.continuation_logprobs` and its cache):
 
 * **memory**: the prompt alone (closed book);
 * **sources**: the question's top k chunks, numbered, before the prompt;
 * **rag_sequence**, **rag_token**: one request per chunk, that chunk alone
   before the prompt, giving the table ``log a[z, i]`` of each answer token's
   log-probability given chunk z; mixed with the retrieval prior exactly as
-  for the trigram model (:mod:`rag.grounding.rag_models`).
+  for the trigram model (:mod:`rag.grounding.rag_likelihoods`).
 
 Beside the scores, the model completes the prompt greedily twice: alone
 (memory) and after the numbered chunks (sources). Completions need no echo,
@@ -36,16 +36,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from rag.answering.chat_client import (
-    Endpoint,
-    Sampling,
-    TextCompletion,
-    complete_text,
-    completion_request,
-    continuation_logprobs,
-    continuation_request,
-)
-from rag.answering.response_cache import ResponseCache
 from rag.grounding.cases import (
     CaseResult,
     GroundingCase,
@@ -55,7 +45,7 @@ from rag.grounding.cases import (
     check_against_sources,
     log10_odds_by_model,
 )
-from rag.grounding.rag_models import (
+from rag.grounding.rag_likelihoods import (
     AnswerLikelihood,
     CandidateLikelihood,
     GroundingComparison,
@@ -64,7 +54,17 @@ from rag.grounding.rag_models import (
     rag_sequence_likelihood,
     rag_token_likelihood,
 )
-from rag.grounding.trigram import Completion
+from rag.grounding.trigram import SentenceCompletion
+from rag.models.client import (
+    Endpoint,
+    Sampling,
+    TextCompletion,
+    complete_text,
+    completion_request,
+    continuation_logprobs,
+    continuation_request,
+)
+from rag.models.response_cache import ResponseCache
 
 if TYPE_CHECKING:
     from rag.answering.llm_answers import LlmGenerator
@@ -157,7 +157,7 @@ def generator_model(
         return served_model(generator.name, endpoint, cache, max_tokens, sampling=generator.sampling)
 
     def start() -> Endpoint:
-        from rag.answering import local_server
+        from rag.models import local_server
 
         base_url = stack.enter_context(local_server.running(server_log, logprobs=True))
         return generator.endpoint(base_url, identity)
@@ -285,12 +285,12 @@ def answer_likelihoods(
     return rows
 
 
-def greedy_completion(model: ServedModel, prompt: str) -> Completion:
+def greedy_completion(model: ServedModel, prompt: str) -> SentenceCompletion:
     """The model's greedy continuation of ``prompt``, in the trigram model's record."""
     reply = model.complete(prompt)
     values = reply.logprobs
     log_likelihood = math.fsum(values) if values else math.nan
-    return Completion(
+    return SentenceCompletion(
         prompt=prompt,
         tokens=reply.tokens,
         text=reply.text.strip(),

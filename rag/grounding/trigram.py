@@ -34,6 +34,11 @@ import numpy as np
 
 from rag.text import normalize_text, split_sentences
 
+# The longest greedy completion of the grounding cases, from memory and with the
+# sources: the default of config['grounding']['max_tokens'], which replaces an llm
+# generator's own max_tokens in those cases (rag.grounding.served_model).
+COMPLETION_TOKENS = 30
+
 UNKNOWN = "<unk>"
 SENTENCE_START = "<s>"
 SENTENCE_END = "</s>"
@@ -460,12 +465,12 @@ def score(model: LanguageModel, context: str, continuation: str, end_of_sentence
 
 
 # --------------------------------------------------------------------------
-# Completion
+# SentenceCompletion
 # --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Completion:
+class SentenceCompletion:
     """A generated continuation of a prompt.
 
     ``log_likelihood`` and ``geometric_mean`` include the sentence end when
@@ -486,7 +491,9 @@ def _top_tokens(distribution: np.ndarray, count: int) -> np.ndarray:
     return order[:count]
 
 
-def complete(model: LanguageModel, prompt: str, max_tokens: int = 30, beam_width: int = 1) -> Completion:
+def complete_sentence(
+    model: LanguageModel, prompt: str, max_tokens: int = COMPLETION_TOKENS, beam_width: int = 1
+) -> SentenceCompletion:
     """Continue ``prompt`` until the sentence ends: greedy for ``beam_width`` 1, beam search otherwise.
 
     Beam search keeps the ``beam_width`` most likely prefixes among all
@@ -531,7 +538,7 @@ def complete(model: LanguageModel, prompt: str, max_tokens: int = 30, beam_width
     best_tokens, best_log_probability = max(pool, key=lambda hypothesis: hypothesis[1])
     is_finished = bool(finished)
     text_part = best_tokens[:-1] if is_finished else best_tokens
-    return Completion(
+    return SentenceCompletion(
         prompt=prompt,
         tokens=text_part,
         text=detokenize(text_part),

@@ -75,15 +75,15 @@ def test_a_new_retriever_reaches_every_comparison_output(grown):
 
 def test_the_grown_grid_computes_only_the_new_retrievers_pieces(grown):
     """bm25's rankings on the two chunkers were scored, resampled and converted by the first build;
-    the second reuses those pieces and computes only the four new rankings' (rag.evaluation.pieces)."""
+    the second reuses those parts and computes only the four new rankings' (rag.evaluation.table_parts)."""
     workdir, _ = grown
     logs = {
         name: (workdir / f"logs/{name}.log").read_text() for name in ("evaluate", "significance", "trec_runs")
     }
-    assert "evaluated rankings: 2 pieces reused, 4 computed" in logs["evaluate"]
-    assert "intervals: 2 pieces reused, 4 computed" in logs["significance"]
-    assert "comparisons: 0 pieces reused, 4 computed" in logs["significance"]
-    assert "TREC runs: 2 pieces reused, 4 computed" in logs["trec_runs"]
+    assert "evaluated rankings: 2 parts reused, 4 computed" in logs["evaluate"]
+    assert "intervals: 2 parts reused, 4 computed" in logs["significance"]
+    assert "comparisons: 0 parts reused, 4 computed" in logs["significance"]
+    assert "TREC runs: 2 parts reused, 4 computed" in logs["trec_runs"]
 
 
 def test_trec_runs_reproduce_the_metrics_with_ir_measures(grown, tmp_path):

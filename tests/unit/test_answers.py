@@ -12,13 +12,13 @@ import pytest
 from rag.answering.answers import (
     GROUPS,
     GenerationSettings,
-    abstention_tradeoff,
-    answer_question,
-    answers_frame,
+    abstention_tradeoff_table,
+    answer_and_judge,
     collection_idf,
     evidence_documents,
     question_group,
     quoted_piece,
+    reader_answers_frame,
     summarize_answers,
 )
 from rag.answering.config_checks import DEFAULT_ABSTENTION_THRESHOLDS, canonical_answers
@@ -160,7 +160,7 @@ IDF = collection_idf([chunk.text for chunk in CHUNKS])
 
 def test_the_worked_example_answer_is_recorded_and_judged():
     settings = GenerationSettings(k=2, threshold=0.5)
-    record = answer_question(MOONS, [D1, D2, D3], IDF, settings, {0: {"d1"}}, ("mars",))
+    record = answer_and_judge(MOONS, [D1, D2, D3], IDF, settings, {0: {"d1"}}, ("mars",))
     assert record.answered and not record.abstained
     assert record.answer == "Mars has two small moons, Phobos and Deimos [1]."
     assert record.cited_source == 1
@@ -178,7 +178,7 @@ def test_the_worked_example_answer_is_recorded_and_judged():
 def test_an_abstention_keeps_its_best_sentence_but_answers_nothing():
     settings = GenerationSettings(k=1, threshold=0.5)
     # Only d2 in the prompt: its sentence covers mars but not moons, 0.3397.
-    record = answer_question(MOONS, [D2], IDF, settings, {0: {"d1"}}, ("mars",))
+    record = answer_and_judge(MOONS, [D2], IDF, settings, {0: {"d1"}}, ("mars",))
     assert not record.answered and record.abstained
     assert record.coverage == pytest.approx(IDF["mars"] / (IDF["mars"] + IDF["moons"]))
     assert record.best_sentence == D2.text and record.best_source == 1
@@ -189,13 +189,13 @@ def test_an_abstention_keeps_its_best_sentence_but_answers_nothing():
 
 def test_a_correct_sentence_withheld_is_not_counted_correct():
     settings = GenerationSettings(k=1, threshold=1.5)  # above any coverage
-    record = answer_question(MOONS, [D1], IDF, settings, {0: {"d1"}}, ("mars",))
+    record = answer_and_judge(MOONS, [D1], IDF, settings, {0: {"d1"}}, ("mars",))
     assert not record.answered
     assert record.best_quoted_piece == 0 and not record.quotes_evidence
 
 
 def test_an_empty_ranking_has_no_best_sentence():
-    record = answer_question(MOONS, [], IDF, GenerationSettings(threshold=-10.0), {}, ("mars",))
+    record = answer_and_judge(MOONS, [], IDF, GenerationSettings(threshold=-10.0), {}, ("mars",))
     assert not record.answered and math.isnan(record.coverage) and record.best_sentence is None
 
 
@@ -205,14 +205,14 @@ def test_a_budget_and_a_second_counter_are_applied():
 
     tight = build_prompt(MOONS.text, [D1]).text
     settings = GenerationSettings(k=3, budget=len(tight) + 5, count_tokens=count_characters)
-    record = answer_question(MOONS, [D1, D2, D3], IDF, settings, count_cl100k=count_characters)
+    record = answer_and_judge(MOONS, [D1, D2, D3], IDF, settings, count_cl100k=count_characters)
     assert record.sources == 1 and record.omitted == 2
     assert record.prompt_tokens_cl100k == len(tight)
 
 
 def test_a_budget_too_small_for_the_question_names_it():
     with pytest.raises(PromptBudgetError, match="question 'mars-moons'"):
-        answer_question(MOONS, [D1], IDF, GenerationSettings(budget=5))
+        answer_and_judge(MOONS, [D1], IDF, GenerationSettings(budget=5))
 
 
 def test_settings_are_checked():
@@ -228,7 +228,7 @@ def test_settings_are_checked():
 
 
 def template_record(**changes) -> object:
-    base = answer_question(MOONS, [D1], IDF, GenerationSettings(k=1), {0: {"d1"}}, ("mars",))
+    base = answer_and_judge(MOONS, [D1], IDF, GenerationSettings(k=1), {0: {"d1"}}, ("mars",))
     return dataclasses.replace(base, **changes)
 
 
@@ -267,7 +267,7 @@ def test_summary_counts_by_group():
             quotes_evidence=False,
         ),
     ]
-    frame = answers_frame(records, corpus="c", chunker="s", retriever="r")
+    frame = reader_answers_frame(records, corpus="c", chunker="s", retriever="r")
     assert list(frame.columns[:3]) == ["corpus", "chunker", "retriever"]
     summary = summarize_answers(frame, ["corpus", "chunker", "retriever"]).set_index("group")
     assert list(summary.index) == list(GROUPS)
@@ -310,10 +310,10 @@ def test_abstention_sweep_agrees_with_the_generator_at_every_threshold():
         "saturn-core": [],
     }
     settings = GenerationSettings(k=2, threshold=0.5)
-    records = [answer_question(q, rankings[q.question_id], IDF, settings) for q in questions]
-    frame = answers_frame(records, corpus="c", chunker="s", retriever="r")
+    records = [answer_and_judge(q, rankings[q.question_id], IDF, settings) for q in questions]
+    frame = reader_answers_frame(records, corpus="c", chunker="s", retriever="r")
     thresholds = [-1.0, 0.0, 0.2, 0.34, 0.5, 0.9, 1.0, 1.01]
-    table = abstention_tradeoff(frame, thresholds, ["corpus", "chunker", "retriever"])
+    table = abstention_tradeoff_table(frame, thresholds, ["corpus", "chunker", "retriever"])
     assert set(table["group"]) == {"answerable", "single_document", "unanswerable"}
     for threshold in thresholds:
         expected_answered, expected_correct = Counter(), Counter()
@@ -333,13 +333,13 @@ def test_abstention_sweep_agrees_with_the_generator_at_every_threshold():
 
 
 def test_abstention_sweep_needs_thresholds():
-    frame = answers_frame([template_record()], corpus="c", chunker="s", retriever="r")
+    frame = reader_answers_frame([template_record()], corpus="c", chunker="s", retriever="r")
     with pytest.raises(ValueError, match="threshold"):
-        abstention_tradeoff(frame, [], ["corpus"])
+        abstention_tradeoff_table(frame, [], ["corpus"])
 
 
 def test_nullable_columns_stay_empty_in_the_table():
-    frame = answers_frame([template_record(answered=False, cited_source=None, citation_passed=None)])
+    frame = reader_answers_frame([template_record(answered=False, cited_source=None, citation_passed=None)])
     assert pd.isna(frame.loc[0, "cited_source"]) and pd.isna(frame.loc[0, "citation_passed"])
     assert frame.loc[0, "abstained"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from rag.answering.question_answering import IndexOptions, build_question_index, parse_documents
+from rag.ask.index import IndexOptions, build_question_index, parse_documents
 from rag.corpus.markdown_files import read_markdown_folder
 from rag.formats.files import read_yaml
 from tests.workdir import PROJECT

@@ -7,8 +7,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from rag.answering.answers import judge_ask_answers
-from rag.answering.question_answering import (
+from rag.ask.index import (
     IndexOptions,
     RetrievalSettings,
     answer_question,
@@ -19,6 +18,7 @@ from rag.answering.question_answering import (
     parse_documents,
     retrieve,
 )
+from rag.ask.measure import judge_ask_answers
 from rag.corpus.markdown_files import read_markdown_folder
 from rag.formats.files import read_yaml
 from rag.labels import parse_questions

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import yaml
 
-from rag import cli
-from rag.answering.question_answering import (
+from rag.ask import cli as ask_cli
+from rag.ask.index import (
     DEFAULT_SOURCES,
     IndexOptions,
     RetrievalSettings,
@@ -17,10 +17,10 @@ from rag.answering.question_answering import (
     retrieve,
     setup_entries,
 )
+from rag.ask.setups import ASK_SETUPS, SPEC_SETUP
 from rag.config import _canonical_grid
 from rag.corpus.markdown_files import read_markdown_folder
 from rag.formats.files import read_yaml
-from rag.kinds import ASK_SETUPS, SPEC_SETUP
 from rag.labels import parse_questions
 from rag.retrieval.config_checks import check_distinct_components
 from rag.retrieval.fusion import fuse
@@ -64,7 +64,7 @@ def test_every_setup_passes_the_checks_of_config_yaml(name):
 
 
 def test_rag_ask_retrievers_and_default_setup_are_entries_of_the_table():
-    assert set(cli.RETRIEVERS) - {"auto"} == set(ASK_SETUPS)
+    assert set(ask_cli.RETRIEVERS) - {"auto"} == set(ASK_SETUPS)
     assert IndexOptions().retriever == SPEC_SETUP
     assert IndexOptions(dense_model="all-MiniLM-L6-v2").retriever == "bm25_minilm"
     assert DEFAULT_SOURCES == ASK_SETUPS[SPEC_SETUP].sources

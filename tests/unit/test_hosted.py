@@ -1,4 +1,9 @@
-"""The hosted generator against a scripted chat-completions server on 127.0.0.1."""
+"""The hosted generator against a scripted chat-completions server on 127.0.0.1.
+
+The hosted generator is configuration over the one HTTP client
+(rag.models.client): these tests check that its retries, deadline, redirects,
+redaction and reply checks hold when reached through ``RAG_LLM_*``.
+"""
 
 from __future__ import annotations
 
@@ -14,18 +19,17 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from rag.answering.hosted import (
+from rag.answering.prompts import build_prompt
+from rag.answering.verification import check_answer
+from rag.chunking import Chunk
+from rag.models.client import retry_after_seconds
+from rag.models.hosted import (
     HostedConfig,
     HostedModelError,
     complete,
     config_from_environment,
     hosted_generator,
-    parse_completion,
-    retry_after_seconds,
 )
-from rag.answering.prompts import build_prompt
-from rag.answering.verification import check_answer
-from rag.chunking import Chunk
 
 SECRET = "sk-test-7f3a9c1e5b2d4f6a8c0e"
 QUESTION = "What moons does Mars have?"
@@ -153,6 +157,8 @@ def test_request_carries_prompt_model_temperature_and_key(stub):
     assert request.body["model"] == "test-model"
     assert request.body["temperature"] == 0
     assert request.body["messages"] == [{"role": "user", "content": prompt.text}]
+    # The client's standard fields only, so any OpenAI-compatible server takes it.
+    assert set(request.body) == {"model", "messages", "temperature", "max_tokens", "seed"}
 
 
 def test_reply_is_verified_against_the_prompt_sources(stub):
@@ -200,7 +206,7 @@ def test_retry_after_as_http_date():
 def test_server_errors_exhaust_retries_with_exponential_backoff(stub, caplog):
     stub.script += [Reply(500, b"internal error"), Reply(502, b"bad gateway")] + [Reply(503, b"down")] * 2
     sleeps = Sleeps()
-    with caplog.at_level(logging.WARNING, logger="rag.answering.hosted"):
+    with caplog.at_level(logging.WARNING, logger="rag.models.client"):
         with pytest.raises(HostedModelError, match=r"HTTP 503.*after 4 attempt") as caught:
             complete("prompt", make_config(stub), sleep=sleeps)
     assert sleeps == [0.5, 1.0, 2.0]
@@ -241,7 +247,7 @@ def test_timeout_is_retried_within_the_whole_call_deadline(stub):
     stub.script += [Reply(body=completion("late"), delay=1.0), Reply(body=completion("late"), delay=1.0)]
     sleeps = Sleeps()
     config = make_config(stub, timeout_seconds=0.2, max_retries=3, backoff_seconds=0.0)
-    with pytest.raises(HostedModelError, match=r"no reply within 0\.2 s") as caught:
+    with pytest.raises(HostedModelError, match=r"no whole reply within .* deadline of 0\.2 s") as caught:
         complete("prompt", config, sleep=sleeps)
     # The first attempt used the whole deadline: at most a retry with no time left, never four.
     assert len(stub.received) <= 2 and "after 4 attempt" not in str(caught.value)
@@ -255,9 +261,7 @@ def test_a_timeout_is_not_retried_when_the_backoff_would_pass_the_deadline(stub)
     with pytest.raises(HostedModelError) as caught:
         complete("prompt", config, sleep=sleeps)
     assert sleeps == [] and len(stub.received) == 1
-    assert "a retry would wait 0.5 s, past the whole call's 0.2 s deadline (RAG_LLM_TIMEOUT)" in str(
-        caught.value
-    )
+    assert "no time left for a retry within the deadline of 0.2 s" in str(caught.value)
 
 
 def test_a_retry_after_beyond_the_deadline_ends_the_call_in_one_line(stub):
@@ -268,7 +272,7 @@ def test_a_retry_after_beyond_the_deadline_ends_the_call_in_one_line(stub):
     message = str(caught.value)
     assert sleeps == [] and len(stub.received) == 1 and "\n" not in message
     assert "HTTP 429" in message
-    assert "the server asks to wait 30 s, past the whole call's 3 s deadline (RAG_LLM_TIMEOUT)" in message
+    assert "the server asks to retry after 30 s, past the deadline of 3 s" in message
 
 
 def test_refused_connection_is_reported():
@@ -291,7 +295,7 @@ def test_refused_connection_is_reported():
 def test_malformed_json_is_a_clear_error_and_not_retried(stub):
     stub.script.append(Reply(body=b"<html>oops</html>"))
     sleeps = Sleeps()
-    with pytest.raises(HostedModelError, match="not valid JSON") as caught:
+    with pytest.raises(HostedModelError, match="not JSON") as caught:
         complete("prompt", make_config(stub), sleep=sleeps)
     assert sleeps == []
     assert caught.value.__cause__ is None and caught.value.__context__ is None
@@ -303,11 +307,16 @@ def test_malformed_json_is_a_clear_error_and_not_retried(stub):
         ({"choices": []}, "choices"),
         ({"error": {"message": "quota"}}, "choices"),
         ({"choices": [{"message": {"content": None}}]}, "NoneType"),
+        ({**completion("ok"), "usage": {"prompt_tokens": 10**30}}, "usage.prompt_tokens"),
+        ({**completion("ok"), "usage": {"completion_tokens": -1}}, "usage.completion_tokens"),
+        (completion("lone \ud800 surrogate"), "lone surrogate"),
     ],
 )
-def test_reply_without_content_is_a_clear_error(body, message):
-    with pytest.raises(ValueError, match=message):
-        parse_completion(json.dumps(body))
+def test_reply_without_usable_content_is_a_clear_error(stub, body, message):
+    stub.script.append(Reply(body=body))
+    with pytest.raises(HostedModelError, match=message) as caught:
+        complete("prompt", make_config(stub), sleep=Sleeps())
+    assert "\n" not in str(caught.value) and len(stub.received) == 1
 
 
 def test_key_echoed_by_the_server_is_redacted(stub, caplog):
@@ -388,9 +397,30 @@ def test_unsafe_base_url_is_rejected(base_url, message):
         HostedConfig(base_url, "m", SECRET)
 
 
-def test_insecure_http_can_be_allowed_explicitly():
-    config = HostedConfig("http://gpu-box.lan:8000/v1", "m", SECRET, allow_insecure_http=True)
-    assert config.endpoint == "http://gpu-box.lan:8000/v1/chat/completions"
+@pytest.mark.parametrize(
+    "base_url", ["http://localhost:8000/v1", "http://127.0.0.2:8000/v1", "http://[::1]:8000/v1"]
+)
+def test_plain_http_is_allowed_to_loopback_by_name_and_address(base_url):
+    assert HostedConfig(base_url, "m", SECRET).endpoint == base_url + "/chat/completions"
+
+
+@pytest.mark.parametrize(
+    "base_url", ["http://gpu-box.lan:8000/v1", "http://10.0.0.7/v1", "http://128.0.0.1/v1"]
+)
+def test_plain_http_with_the_key_to_another_host_is_refused(base_url):
+    with pytest.raises(ValueError, match="plain http"):
+        HostedConfig(base_url, "m", SECRET)
+
+
+def test_the_default_timeout_is_the_pipeline_entries():
+    from rag.answering.config_checks import GENERATOR_PARAMETERS
+
+    environment = {
+        "RAG_LLM_BASE_URL": "https://x.example/v1",
+        "RAG_LLM_API_KEY": SECRET,
+        "RAG_LLM_MODEL": "m",
+    }
+    assert config_from_environment(environment).timeout_seconds == GENERATOR_PARAMETERS["llm"]["timeout"]
 
 
 @pytest.mark.parametrize(

@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 
 from rag.answering.extractive import extract_answer
-from rag.answering.hosted import hosted_generator
 from rag.answering.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, build_prompt
 from rag.answering.verification import check_answer, check_claim
 from rag.chunking import ChunkerSpec, chunk_corpus
 from rag.corpus.documents import parse_markdown, strip_markup
+from rag.models.hosted import hosted_generator
 from rag.text import analyze
 from tests.unit.test_hosted import Reply, completion, make_config, stub  # noqa: F401 (stub is a fixture)
 from tests.workdir import FIXTURES, make_workdir, snakemake

@@ -15,8 +15,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from rag.answering import llm_answers, local_server
-from rag.answering.chat_client import Completion, Endpoint, Sampling, chat_request, chat_request_key
+from rag.answering import llm_answers
 from rag.answering.llm_answers import (
     COLUMNS,
     LlmGenerator,
@@ -31,11 +30,13 @@ from rag.answering.llm_answers import (
     messages_for,
     template_problem,
 )
-from rag.answering.response_cache import ResponseCache
 from rag.chunking import Chunk
 from rag.config import ConfigError, build_plan
 from rag.kinds import GENERATOR_KINDS, defaults
 from rag.labels import Evidence, Question, Span
+from rag.models import local_server
+from rag.models.client import Completion, Endpoint, Sampling, chat_request, chat_request_key
+from rag.models.response_cache import ResponseCache
 from tests.extras import require_extra
 from tests.fault_server import reply
 from tests.workdir import FIXTURES, PROJECT
@@ -95,9 +96,10 @@ def test_an_llm_generator_answers_closed_book_and_from_each_listed_ranking():
         "base_url": "http://127.0.0.1:9/v1",
         "model": "stub",
     }
-    assert plan.llm_answer_files() == [
-        "work/llm_answers/tiny/development/stub/none/none.parquet",
-        "work/llm_answers/tiny/development/stub/sentences20/bm25.parquet",
+    names = {"corpus": "tiny", "questions": "development", "generator": "stub"}
+    assert plan.llm_answer_settings() == [
+        {**names, "chunker": "none", "retriever": "none"},
+        {**names, "chunker": "sentences20", "retriever": "bm25"},
     ]
     assert "results/llm_answers.csv" in plan.results()
 

@@ -7,14 +7,16 @@ import hashlib
 import numpy as np
 import pytest
 
-from rag.answering.answers import measure_ask, measured_ask_texts, reader_frames
+from rag.answering.answers import reader_frames
 from rag.answering.reader import CachedSentenceEmbedder, chunk_sentences, prompt_texts, write_prompt_vectors
+from rag.ask.measure import measure_ask, measured_ask_texts
 from rag.chunking import Chunk
 from rag.corpus.documents import Block, Document
 from rag.formats.tables import DamagedFileError
 from rag.labels import Question
 from rag.retrieval.dense.embedding_cache import text_key
 from rag.retrieval.dense.embedding_shards import read_embedding_file, write_embedding_file
+from tests.extras import needs
 
 
 def chunk(chunk_id: str, text: str) -> Chunk:
@@ -59,6 +61,7 @@ def test_prompt_texts_are_the_questions_and_every_chunk_sentence_once():
     assert "Rhea is the second largest moon." in texts
 
 
+@needs("dense")  # CachedSentenceEmbedder reads the MiniLM package's version
 def test_written_vectors_are_read_back_by_text_key(tmp_path, encoded):
     texts = prompt_texts([question.text for question in QUESTIONS], [TITAN, RHEA])
     embedder = CachedSentenceEmbedder(tmp_path / "cache")
@@ -74,12 +77,16 @@ def test_written_vectors_are_read_back_by_text_key(tmp_path, encoded):
     assert (tmp_path / "again.npz").read_bytes() == (tmp_path / "vectors.npz").read_bytes()
 
 
+@needs("dense")  # CachedSentenceEmbedder reads the MiniLM package's version
 def test_answers_with_preloaded_vectors_encode_nothing_and_equal_the_answers_without(tmp_path, encoded):
     texts = prompt_texts([question.text for question in QUESTIONS], [TITAN, RHEA])
     write_prompt_vectors(CachedSentenceEmbedder(tmp_path / "other_cache"), texts, tmp_path / "vectors.npz")
     encoded.clear()
     generation = {"k": 2, "budget": 1000, "token_counter": "word_and_punctuation"}
-    readers = [{"name": "reader", "similarity": "none"}, {"name": "reader_minilm", "similarity": "minilm"}]
+    readers = [
+        {"name": "reader", "kind": "reader", "similarity": "none"},
+        {"name": "reader_minilm", "kind": "reader", "similarity": "minilm"},
+    ]
     arguments = (QUESTIONS, DOCUMENTS, lambda question: [TITAN, RHEA], [TITAN, RHEA], {}, generation, readers)
     keys = {"corpus": "c", "chunker": "x", "retriever": "r"}
 
@@ -105,6 +112,7 @@ def test_a_damaged_vectors_file_is_an_error_not_an_empty_cache(tmp_path):
     assert read_embedding_file(path) == {}
 
 
+@needs("dense")  # CachedSentenceEmbedder reads the MiniLM package's version
 def test_the_held_out_checks_texts_encoded_ahead_leave_it_nothing_to_encode(tmp_path, encoded):
     """measured_ask_texts lists everything measure_ask embeds: with them preloaded it encodes nothing."""
     documents = [

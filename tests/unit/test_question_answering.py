@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rag.answering.extractive import Abstention, ExtractiveAnswer
-from rag.answering.question_answering import (
+from rag.ask.index import (
     IndexOptions,
     RetrievalSettings,
     answer_question,

@@ -11,21 +11,21 @@ import pytest
 from rag.answering.answers import (
     THRESHOLD_GRID,
     GenerationSettings,
-    answer_question,
+    answer_and_judge,
     answer_question_by_readers,
-    answers_frame,
     apply_thresholds,
-    bootstrap_interval,
     choose_threshold,
     cross_validated_thresholds,
     fold_of_questions,
     net_correct,
+    reader_answers_frame,
     reader_outputs,
     summarize_answers,
 )
 from rag.answering.config_checks import canonical_reader
 from rag.answering.verification import check_answer, check_responsive, describe_verdicts, verdicts
 from rag.chunking import Chunk
+from rag.evaluation.statistics import bootstrap_interval
 from rag.kinds import ConfigError
 from rag.labels import Question
 
@@ -41,20 +41,20 @@ IDF = {"surface": 1.0, "temperature": 1.5, "titan": 2.0, "largest": 1.0, "moon":
 def test_the_titan_answer_is_faithful_and_not_responsive():
     """The spec's pitfall: a quotation that repeats the question passes the citation check."""
     settings = GenerationSettings(k=1, threshold=0.5)
-    record = answer_question(TITAN_QUESTION, [TITAN], IDF, settings)
+    record = answer_and_judge(TITAN_QUESTION, [TITAN], IDF, settings)
     assert record.answered and record.answer.startswith("Pioneer 11 measured")
     assert record.faithful is True and record.citation_passed is True
     assert record.responsive is False
     assert record.expected_type == "temperature"
-    frame = answers_frame([record], corpus="c", chunker="x", retriever="r", reader="extractive")
+    frame = reader_answers_frame([record], corpus="c", chunker="x", retriever="r", reader="extractive")
     assert frame.loc[0, "faithful"] and not frame.loc[0, "responsive"]
 
 
 def test_the_reader_scores_the_titan_sentence_below_its_own_coverage():
     reader = GenerationSettings(k=1, threshold=-math.inf, reader="reader")
     spec = GenerationSettings(k=1, threshold=-math.inf)
-    read = answer_question(TITAN_QUESTION, [TITAN], IDF, reader)
-    quoted = answer_question(TITAN_QUESTION, [TITAN], IDF, spec)
+    read = answer_and_judge(TITAN_QUESTION, [TITAN], IDF, reader)
+    quoted = answer_and_judge(TITAN_QUESTION, [TITAN], IDF, spec)
     assert read.score < quoted.score  # the missing temperature costs the type penalty
     assert read.best_responsive is False
 
@@ -68,7 +68,7 @@ def test_readers_answered_together_match_each_answered_alone():
     ]
     together = answer_question_by_readers(TITAN_QUESTION, [TITAN], IDF, readers, count_cl100k=len)
     alone = [
-        answer_question(TITAN_QUESTION, [TITAN], IDF, settings, count_cl100k=len) for settings in readers
+        answer_and_judge(TITAN_QUESTION, [TITAN], IDF, settings, count_cl100k=len) for settings in readers
     ]
     assert together == alone
     assert together[0].answered and not together[2].answered
@@ -83,10 +83,11 @@ def test_readers_answered_together_share_the_prompt_settings():
 
 
 def test_each_reader_writes_the_answer_file_named_after_it():
-    readers = [{"name": "reader"}, {"name": "reader_minilm"}]
+    readers = [{"name": "reader", "kind": "reader"}, {"name": "reader_minilm", "kind": "reader"}]
     files = ["a/bm25.reader.parquet", "a/bm25.reader_minilm.parquet"]
     assert reader_outputs(readers, files) == files
-    assert reader_outputs([{"name": "extractive"}], ["a/bm25.parquet"]) == ["a/bm25.parquet"]
+    extractive = [{"name": "extractive", "kind": "extractive"}]
+    assert reader_outputs(extractive, ["a/bm25.parquet"]) == ["a/bm25.parquet"]
     with pytest.raises(ValueError, match="must end in .reader.parquet"):
         reader_outputs(readers, files[::-1])
     with pytest.raises(ValueError, match="2 readers"):
@@ -232,6 +233,7 @@ def test_summary_counts_wrong_answers_and_the_responsive_rate():
             "evidence_pieces": [1, 1, 1, 0],
             "citation_passed": pd.array([True, True, None, True], dtype="boolean"),
             "responsive": pd.array([True, False, None, True], dtype="boolean"),
+            "answer": ["Titan [1].", "Rhea [1].", "The sources are insufficient.", "Mimas [2]."],
             "prompt_tokens": [10, 10, 10, 10],
             "prompt_tokens_cl100k": pd.array([None] * 4, dtype="Int64"),
         }

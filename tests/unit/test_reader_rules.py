@@ -6,7 +6,7 @@ import dataclasses
 
 from rag.answering.prompts import build_prompt
 from rag.answering.reader import DEFAULT_WEIGHTS, read_candidates
-from rag.answering.reader_rules import ALL_RULES, RULES, development_only_rules
+from rag.ask.reader_rules import ALL_RULES, RULES, development_only_rules
 from rag.chunking import Chunk
 
 VENUS = Chunk(

@@ -75,9 +75,18 @@ def test_git_ignores_the_timings_and_the_report_but_not_the_results():
 
 def test_the_rules_write_their_timings_to_the_timings_folder():
     rules = {
-        "retrieval.smk": "index_statistics.csv",
-        "vector_search.smk": "ivf_synthetic.csv",
+        "retrieval.smk": f'timings=f"{{RESULTS}}/{TIMINGS_FOLDER}/index_statistics.csv"',
+        "vector_search.smk": f'timings=TABLE("{TIMINGS_FOLDER}/ivf_synthetic.csv")',
     }
-    for rule_file, table in rules.items():
-        text = (PROJECT / "workflow" / "rules" / rule_file).read_text()
-        assert f'timings=f"{{RESULTS}}/{TIMINGS_FOLDER}/{table}"' in text, rule_file
+    for rule_file, output in rules.items():
+        assert output in (PROJECT / "workflow" / "rules" / rule_file).read_text(), rule_file
+
+
+def test_an_ablation_that_reuses_a_table_reuses_its_timings_from_the_same_folder():
+    from rag.config import TABLE_GROUPS
+
+    for group, table, timings in (
+        ("ivf_synthetic", "ivf_synthetic.csv", "ivf_synthetic.csv"),
+        ("ivf_figure", "figures/ivf_tradeoff.png", "ivf_query_time.png"),
+    ):
+        assert {table, f"{TIMINGS_FOLDER}/{timings}"} <= set(TABLE_GROUPS[group])

@@ -16,7 +16,7 @@ from rag.grounding.trigram import (
     SENTENCE_START,
     START_ID,
     UNKNOWN,
-    complete,
+    complete_sentence,
     condition,
     mix,
     next_token_distribution,
@@ -254,7 +254,8 @@ def test_training_is_deterministic_and_independent_of_text_order() -> None:
         "trigram_counts",
     ):
         np.testing.assert_array_equal(getattr(first, field), getattr(second, field))
-    assert complete(first, PLUTO_PROMPT, beam_width=3) == complete(second, PLUTO_PROMPT, beam_width=3)
+    beam = complete_sentence(first, PLUTO_PROMPT, beam_width=3)
+    assert beam == complete_sentence(second, PLUTO_PROMPT, beam_width=3)
 
 
 def test_bad_input_is_rejected_with_a_message_naming_it(memory: trigram.TrigramModel) -> None:
@@ -269,7 +270,7 @@ def test_bad_input_is_rejected_with_a_message_naming_it(memory: trigram.TrigramM
     with pytest.raises(ValueError, match="weight 1"):
         mix([memory, memory], [1.5, -0.5])
     with pytest.raises(ValueError, match="beam_width"):
-        complete(memory, "a", beam_width=0)
+        complete_sentence(memory, "a", beam_width=0)
     with pytest.raises(ValueError, match="continuation"):
         score(memory, "a", "   ")
     with pytest.raises(ValueError, match="one string"):
@@ -283,7 +284,7 @@ def test_bad_input_is_rejected_with_a_message_naming_it(memory: trigram.TrigramM
 
 def test_conditioning_on_the_sources_overturns_a_remembered_value(memory: trigram.TrigramModel) -> None:
     remembered, stated = "about 176 Earth days.", "6.387 Earth days."
-    from_memory = complete(memory, PLUTO_PROMPT)
+    from_memory = complete_sentence(memory, PLUTO_PROMPT)
     assert from_memory.text == "about 176 earth days."
     assert from_memory.finished
 
@@ -300,7 +301,7 @@ def test_conditioning_on_the_sources_overturns_a_remembered_value(memory: trigra
     number_true = token_probabilities(grounded, PLUTO_PROMPT, "6.387")[0]
     number_wrong = token_probabilities(grounded, PLUTO_PROMPT + " about", "176")[0]
     assert number_true > 0.5 > number_wrong
-    assert complete(grounded, PLUTO_PROMPT).text == "6.387 earth days."
+    assert complete_sentence(grounded, PLUTO_PROMPT).text == "6.387 earth days."
 
 
 def test_score_is_the_sum_of_log_token_probabilities(memory: trigram.TrigramModel) -> None:
@@ -322,7 +323,7 @@ def test_score_is_the_sum_of_log_token_probabilities(memory: trigram.TrigramMode
 
 def test_greedy_completion_reproduces_a_training_sentence() -> None:
     model = train(["The cat sat on the mat.", "A dog ran in the park."])
-    completion = complete(model, "The cat")
+    completion = complete_sentence(model, "The cat")
     assert completion.text == "sat on the mat."
     assert completion.finished
     assert completion.tokens == ("sat", "on", "the", "mat", ".")
@@ -333,7 +334,7 @@ def test_greedy_completion_reproduces_a_training_sentence() -> None:
 
 def test_completion_stops_at_max_tokens_without_a_sentence_end() -> None:
     model = train(["one two three four five six seven eight."])
-    completion = complete(model, "one", max_tokens=3)
+    completion = complete_sentence(model, "one", max_tokens=3)
     assert completion.tokens == ("two", "three", "four")
     assert not completion.finished
 
@@ -343,24 +344,24 @@ def test_beam_search_is_never_worse_than_greedy_and_can_be_better(memory: trigra
     garden_path = train(
         [f"Go a {word}." for word in ("one", "two", "three", "four", "five", "six")] + ["Go b."] * 4
     )
-    greedy = complete(garden_path, "Go")
-    beam = complete(garden_path, "Go", beam_width=2)
+    greedy = complete_sentence(garden_path, "Go")
+    beam = complete_sentence(garden_path, "Go", beam_width=2)
     assert greedy.tokens[0] == "a"
     assert beam.text == "b."
     assert beam.log_likelihood > greedy.log_likelihood
 
     for model in (memory, condition(memory, PLUTO_CHUNKS)):
         for prompt in ("", PLUTO_PROMPT, "Pluto", "A day on"):
-            greedy = complete(model, prompt)
+            greedy = complete_sentence(model, prompt)
             for width in (2, 4):
-                beam = complete(model, prompt, beam_width=width)
+                beam = complete_sentence(model, prompt, beam_width=width)
                 assert beam.finished
                 assert beam.log_likelihood >= greedy.log_likelihood - 1e-12
 
 
 def test_completion_never_generates_special_tokens(memory: trigram.TrigramModel) -> None:
     for width in (1, 3):
-        completion = complete(memory, "Zebras quagga", beam_width=width)
+        completion = complete_sentence(memory, "Zebras quagga", beam_width=width)
         assert UNKNOWN not in completion.tokens
         assert SENTENCE_START not in completion.tokens
         assert SENTENCE_END not in completion.tokens

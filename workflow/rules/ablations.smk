@@ -25,7 +25,7 @@ rule diversity_ablation:
         ),
         questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
     output:
-        f"{RESULTS}/diversity_ablation.csv",
+        TABLE("diversity_ablation.csv"),
     log:
         "logs/diversity_ablation.log",
     conda:

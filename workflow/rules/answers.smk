@@ -140,15 +140,16 @@ rule answer_tables:
             for path in answer_files(SUMMARY_ANSWER_STEM.format(corpus=corpus))
         ],
     output:
-        answers=f"{RESULTS}/answers.csv",
-        summary=f"{RESULTS}/answers_summary.csv",
-        thresholds=f"{RESULTS}/reader_thresholds.csv",
+        answers=TABLE("answers.csv"),
+        summary=TABLE("answers_summary.csv"),
+        thresholds=TABLE("reader_thresholds.csv"),
     log:
         "logs/answer_tables.log",
     conda:
         "../envs/rag.yaml"
     params:
         reader=answers_section("reader"),
+        cross_validated=cross_validated_readers(),
         holdouts=PLAN.holdouts,
         code=script_digest("answer_tables.py"),
     script:
@@ -157,22 +158,22 @@ rule answer_tables:
 
 rule answers_document:
     input:
-        summary=f"{RESULTS}/answers_summary.csv",
-        thresholds=f"{RESULTS}/reader_thresholds.csv",
-        heldout=[f"{RESULTS}/answers_heldout.csv"] if ANSWERS and ANSWERS["heldout"] else [],
-        reader_rules=[f"{RESULTS}/reader_rules.csv"] if ANSWERS and ANSWERS["heldout"] else [],
+        summary=TABLE("answers_summary.csv"),
+        thresholds=TABLE("reader_thresholds.csv"),
+        heldout=[TABLE("answers_heldout.csv")] if ANSWERS and ANSWERS["heldout"] else [],
+        reader_rules=[TABLE("reader_rules.csv")] if ANSWERS and ANSWERS["heldout"] else [],
         llm=(
             [
-                f"{RESULTS}/llm_answers_summary.csv",
-                f"{RESULTS}/llm_closed_book.csv",
-                f"{RESULTS}/citation_check.csv",
-                f"{RESULTS}/verdicts.csv",
+                TABLE("llm_answers_summary.csv"),
+                TABLE("llm_closed_book.csv"),
+                TABLE("citation_check.csv"),
+                TABLE("verdicts.csv"),
             ]
             if llm_answer_files()
             else []
         ),
     output:
-        f"{RESULTS}/answers.md",
+        TABLE("answers.md"),
     log:
         "logs/answers_document.log",
     conda:
@@ -187,9 +188,9 @@ rule abstention:
     input:
         abstention_inputs(),
     output:
-        table=f"{RESULTS}/abstention.csv",
+        table=TABLE("abstention.csv"),
         figure=report(
-            f"{RESULTS}/figures/abstention.png",
+            TABLE("figures/abstention.png"),
             caption="../report/abstention.rst",
             category="3. Answers",
             subcategory="Figures",
@@ -212,7 +213,7 @@ rule summaries:
         parsed=expand(PARSED, corpus=SPAN_CORPORA),
         questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
     output:
-        f"{RESULTS}/summaries.csv",
+        TABLE("summaries.csv"),
     log:
         "logs/summaries.log",
     conda:
@@ -233,8 +234,8 @@ rule route:
         qrels=routing_inputs("qrels"),
         index=routing_inputs("index"),
     output:
-        routing=f"{RESULTS}/routing.csv",
-        metrics=f"{RESULTS}/routing_metrics.csv",
+        routing=TABLE("routing.csv"),
+        metrics=TABLE("routing_metrics.csv"),
     log:
         "logs/route.log",
     benchmark:
@@ -245,7 +246,7 @@ rule route:
         corpora=SPAN_CORPORA,
         routing=answers_section("summaries", "chunker", "retriever"),
         retriever=lambda wildcards: canonical_json(RETRIEVERS[ANSWERS["summaries"]["retriever"]]),
-        depth=config["evaluation"]["depth"],
+        depths=[PLAN.ranking_depth(corpus) for corpus in SPAN_CORPORA],
         ks=sorted(config["evaluation"]["ks"]),
         code=script_digest("route.py"),
     script:
@@ -263,9 +264,9 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
             documents=heldout_input("documents"),
             development=heldout_input("development"),
             heldout=heldout_input("heldout"),
-            thresholds=f"{RESULTS}/reader_thresholds.csv",
+            thresholds=TABLE("reader_thresholds.csv"),
         output:
-            f"{RESULTS}/reader_rules.csv",
+            TABLE("reader_rules.csv"),
         log:
             "logs/reader_rules.log",
         benchmark:
@@ -305,10 +306,10 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
             documents=heldout_input("documents"),
             development=heldout_input("development"),
             heldout=heldout_input("heldout"),
-            thresholds=f"{RESULTS}/reader_thresholds.csv",
+            thresholds=TABLE("reader_thresholds.csv"),
             ask_vectors=[ASK_VECTORS] if MINILM_READER else [],
         output:
-            f"{RESULTS}/answers_heldout.csv",
+            TABLE("answers_heldout.csv"),
         log:
             "logs/answers_heldout.log",
         benchmark:
@@ -326,7 +327,7 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
 # questions closed book (chunker and retriever "none") and from the top k
 # chunks of each ranking of answers.llm. Replies come from the response cache
 # (LLM_CACHE, committed) or, on a miss, from the endpoint; a bundled generator's
-# server runs only inside the job that misses (rag/answering/local_server.py).
+# server runs only inside the job that misses (rag/models/local_server.py).
 rule llm_answer:
     input:
         unpack(llm_answer_inputs),
@@ -344,11 +345,10 @@ rule llm_answer:
     conda:
         "../envs/rag.yaml"
     # One core: a job whose replies are all in LLM_CACHE (every job of a build
-    # from the committed cache) only reads it. With two threads, the share of
-    # a miss's server (rag.answering.local_server computes with two), each job
-    # waited for both cores to be free and the twelve ran one at a time at the
-    # end of a clean build. Ask for two where misses are expected:
-    # --set-threads llm_answer=2 (the slurm profile does).
+    # from the committed cache) only reads it, and a miss's server computes
+    # with the job's threads (RAG_LLM_THREADS, set by the script), so two jobs
+    # on two cores never start four busy threads. Ask for two where misses are
+    # expected: --set-threads llm_answer=2 (the slurm profile does).
     threads: 1
     params:
         generator=lambda wildcards: canonical_json(ANSWERS["generators"][wildcards.generator]),
@@ -361,9 +361,9 @@ rule llm_answer:
 
 rule llm_answers_table:
     input:
-        PLAN.llm_answer_files(),
+        [LLM_ANSWER.format(**names) for names in PLAN.llm_answer_settings()],
     output:
-        f"{RESULTS}/llm_answers.csv",
+        TABLE("llm_answers.csv"),
     log:
         "logs/llm_answers_table.log",
     conda:

@@ -24,7 +24,8 @@ for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
 
 from rag import code_digest, job_errors
 from rag.escaping import visible
-from rag.config import BEIR_DEFAULTS, ConfigError, build_plan, canonical_json
+from rag.config import BEIR_DEFAULTS, ConfigError, build_plan
+from rag.models.response_cache import canonical_json  # the one byte-stable JSON of the project
 from rag.corpus.folders import FOLDER_SOURCES
 from rag.corpus.beir_files import beir_files
 from rag.formats.files import read_yaml
@@ -39,6 +40,10 @@ try:
         read_yaml(PROJECT_ROOT / "workflow/schemas/config.schema.yaml"),
         config_files=workflow.configfiles,
         questions_schema=read_yaml(PROJECT_ROOT / "workflow/schemas/questions.schema.yaml"),
+        project_root=PROJECT_ROOT,
+        # The default run's config: an ablation sent to a folder of its own reuses
+        # that run's tables whose settings it shares (rag.config.shared_table_groups).
+        base_config=read_yaml("config.yaml") if Path("config.yaml").is_file() else None,
     )
 except Exception as _error:
     if not job_errors.is_user_error(_error):
@@ -51,6 +56,9 @@ CORPORA, CHUNKERS, RETRIEVERS = PLAN.corpora, PLAN.chunkers, PLAN.retrievers
 # The folder of the tables and figures (config key results); unlabelled corpora
 # (no questions) are parsed, chunked and indexed only.
 RESULTS, LABELLED_CORPORA = PLAN.results_folder, PLAN.labelled_corpora
+# A table that does not depend on the whole grid: in RESULTS, or in the default
+# folder when this is an ablation's folder that shares its settings (Plan.table).
+TABLE = PLAN.table
 UNLABELLED_CORPORA = PLAN.unlabelled_corpora
 LEVELS, DOCUMENT_KS = PLAN.levels, PLAN.document_ks
 SPAN_CORPORA, CHUNK_LEVEL_CORPORA = PLAN.span_corpora, PLAN.chunk_level_corpora
@@ -73,15 +81,16 @@ COHORTS = PLAN.cohorts
 # (see docs/embedder.md). It lies outside the DAG: a job reads it and adds to
 # it, so no rule could declare it as both input and output.
 EMBEDDING_CACHE = "cache/embeddings"
-# Per-ranking pieces of the whole-grid tables (metrics, intervals, tests, TREC
+# Per-ranking parts of the whole-grid tables (metrics, intervals, tests, TREC
 # runs), named by digests of what they are computed from: a whole-grid job
-# computes only the pieces of new or changed rankings (rag.evaluation.pieces).
+# computes only the parts of new or changed rankings (rag.evaluation.table_parts).
 # Outside the DAG too; deleting it costs only time.
-PIECES = "work/pieces"
+TABLE_PARTS = "work/table_parts"
 # Every metric of every question of one results folder, chunk-level and
-# document-level (BEIR) apart; each results folder keeps its own (Plan.evaluation_folder).
-QUESTION_VALUES = f"{PLAN.evaluation_folder}/question_values.parquet"
-DOCUMENT_QUESTION_VALUES = f"{PLAN.evaluation_folder}/document_question_values.parquet"
+# document-level (BEIR) apart; each results folder keeps its own (Plan.evaluation_name).
+EVALUATION_FOLDER = f"work/evaluation/{PLAN.evaluation_name}"
+QUESTION_VALUES = f"{EVALUATION_FOLDER}/question_values.parquet"
+DOCUMENT_QUESTION_VALUES = f"{EVALUATION_FOLDER}/document_question_values.parquet"
 # Corpus keys that only steer evaluation: changing them must not re-parse.
 EVALUATION_KEYS = ("level", "depth", "component_depth", "holdout")
 
@@ -119,6 +128,8 @@ RANKING = "work/rankings/{corpus}/{chunker}/{retriever}.parquet"
 FILTERED = "work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet"
 # A ranking ranked deeper for fusion, and its index (rag.config.Plan.component_ranking).
 COMPONENT_RANKING = "work/component_rankings/{corpus}/{chunker}/{retriever}.parquet"
+# The weights a learned fusion chose per fold (rule fuse_learned).
+LEARNED_WEIGHTS = "work/learned/{corpus}/{chunker}/{retriever}.csv"
 COMPONENT_INDEX = "work/component_indexes/{corpus}/{chunker}/{retriever}.npz"
 # A BEIR corpus's questions and document qrels; a chunk set's evidence cuts.
 QUESTIONS = "work/questions/{corpus}.parquet"
@@ -134,7 +145,7 @@ PROMPT_VECTORS = "work/prompt_vectors/{corpus}/{chunker}.npz"
 # The same for the texts of the held-out check (rule ask_vectors).
 ASK_VECTORS = "work/ask_vectors.npz"
 SUMMARY_ANSWER_STEM = "work/answers/{corpus}/lead_summaries"
-# A language model's answers (rag.config.Plan.llm_answer_files).
+# A language model's answers (rag.config.Plan.llm_answer_settings).
 LLM_ANSWER = "work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet"
 
 
@@ -202,107 +213,6 @@ def questions_file(wildcards):
     return questions_path(wildcards.corpus)
 
 
-# Question sets and the language models' answer files (workflow/rules/llm_answers.smk).
-
-
-def heldout_question_sets():
-    """The stems of the held-out question files (answers.heldout.questions)."""
-    heldout = (ANSWERS or {}).get("heldout") or {"questions": []}
-    return [Path(path).stem for path in heldout["questions"]]
-
-
-def question_set_ranking(corpus, questions, chunker, retriever):
-    """Where one question set's ranking is: the grid's for development, rank_question_set's otherwise.
-
-    The llm generator's inputs call this, so a held-out set is answered from
-    the same retriever entry and index as the development questions.
-    """
-    names = {"corpus": corpus, "chunker": chunker, "retriever": retriever}
-    if questions == "development":
-        return RANKING.format(**names)
-    return QUESTION_SET_RANKING.format(questions=questions, **names)
-
-
-def question_set_indexes(wildcards):
-    """The saved indexes of the base retrievers a (possibly fused) retriever ranks with."""
-    from rag.retrieval.question_sets import base_components
-
-    names = base_components(wildcards.retriever, RETRIEVERS)
-    return [
-        INDEX.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=name) for name in names
-    ]
-
-
-def question_set_entries(wildcards):
-    """The retriever entries a question set's ranking reads: its own and its components'."""
-    from rag.retrieval.question_sets import entries_used
-
-    return canonical_json(entries_used(wildcards.retriever, RETRIEVERS))
-
-
-def llm_answer_files():
-    """The llm generators' answer files: the development questions of every corpus, and each
-    held-out file of the held-out corpus, answered with the same settings."""
-    files = PLAN.llm_answer_files()
-    heldout = ANSWERS["heldout"] if ANSWERS is not None else None
-    for questions in heldout_question_sets():
-        prefix = LLM_ANSWER.split("{questions}")[0].format(corpus=heldout["corpus"])
-        files += [path for path in PLAN.llm_answer_files(questions) if path.startswith(prefix)]
-    return files
-
-
-def llm_chunk_files():
-    """The chunk sets the llm answer files drew their sources from (closed book has none)."""
-    chunkers = sorted({Path(path).parent.name for path in llm_answer_files()} - {"none"})
-    corpora = sorted({Path(path).parts[2] for path in llm_answer_files()})
-    return [CHUNKS.format(corpus=corpus, chunker=chunker) for corpus in corpora for chunker in chunkers]
-
-
-def ivf_base(wildcards):
-    return RETRIEVERS[wildcards.retriever]["base"]
-
-
-def ivf_base_index(wildcards):
-    """The saved index of an ivf entry's base: its embeddings are reused, not refitted."""
-    return INDEX.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=ivf_base(wildcards))
-
-
-def ivf_base_params(wildcards):
-    return canonical_json(RETRIEVERS[ivf_base(wildcards)])
-
-
-def fusion_inputs(wildcards):
-    """The components' rankings, read at the corpus's component depth (rag.config.Plan.component_ranking)."""
-    return [
-        PLAN.component_ranking(wildcards.corpus, wildcards.chunker, component)
-        for component in RETRIEVERS[wildcards.retriever]["components"]
-    ]
-
-
-def learned_labels(wildcards):
-    """What a learned fusion chooses on: the chunk set's qrels, or the corpus's document qrels."""
-    if LEVELS[wildcards.corpus] == "document":
-        return DOCUMENT_QRELS.format(corpus=wildcards.corpus)
-    return QRELS.format(corpus=wildcards.corpus, chunker=wildcards.chunker)
-
-
-def funnel_rerank_params(wildcards):
-    return canonical_json(PLAN.rerank_entries(wildcards.retriever))
-
-
-def funnel_rerank_indexes(wildcards):
-    """The fitted indexes of the plain retrievers a funnel reranks with."""
-    return [
-        INDEX.format(corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=name)
-        for name in PLAN.rerank_entries(wildcards.retriever)
-        if name in BASE_RETRIEVERS
-    ]
-
-
-def filtered_ranking(corpus, chunker, filter_name, retriever):
-    return FILTERED.format(corpus=corpus, chunker=chunker, filter_name=filter_name, retriever=retriever)
-
-
 def grounding_inputs(wildcards):
     """The parsed corpus (memory), the chunk set and the ranking the grounding cases read."""
     if GROUNDING is None:
@@ -312,119 +222,7 @@ def grounding_inputs(wildcards):
     return {role: template.format(**names) for role, template in templates.items()}
 
 
-def answers_section(name, *keys):
-    """One part of the canonical answers section as JSON: the params of the rules that use it."""
-
-    def params(wildcards):
-        section = ANSWERS[name]
-        return canonical_json({key: section[key] for key in keys} if keys else section)
-
-    return params
-
-
-def abstention_inputs():
-    """The answers of the abstention sweep's (chunker, retriever), one file per corpus."""
-    if ANSWERS is None:
-        return []
-    chunker, retriever = ANSWERS["abstention"]["chunker"], ANSWERS["abstention"]["retriever"]
-    return [
-        f"{ANSWER_STEM}.parquet".format(corpus=corpus, chunker=chunker, retriever=retriever)
-        for corpus in SPAN_CORPORA
-    ]
-
-
-def routing_inputs(kind):
-    """Per corpus, the chunk set, its qrels or its saved index that routing searches within."""
-    if ANSWERS is None:
-        return []
-    names = dict(chunker=ANSWERS["summaries"]["chunker"], retriever=ANSWERS["summaries"]["retriever"])
-    pattern = {"chunks": CHUNKS, "qrels": QRELS, "index": INDEX}[kind]
-    return [pattern.format(corpus=corpus, **names) for corpus in SPAN_CORPORA]
-
-
-# The reader (rag/answering/reader.py) beside the spec's extractive generator.
-# The answer scripts take a list of readers: the extractive rules list one,
-# the reader rules every reader name, answered together in one job.
-EXTRACTIVE_READERS = canonical_json([{"name": "extractive"}])
-
-
-def reader_names():
-    """The reader names of answers.generators (reader, and reader_minilm with MiniLM similarity)."""
-    return ANSWERS["reader"]["names"] if ANSWERS is not None else []
-
-
-# Whether a reader uses the MiniLM similarity: then its texts are encoded ahead
-# (rules prompt_vectors and ask_vectors) and the answer jobs read them.
-MINILM_READER = "reader_minilm" in reader_names()
-
-
-def prompt_vectors(wildcards):
-    """The chunk set's prompt vectors when a reader uses the MiniLM similarity; otherwise nothing."""
-    if not MINILM_READER:
-        return []
-    return [PROMPT_VECTORS.format(corpus=wildcards.corpus, chunker=wildcards.chunker)]
-
-
-def reader_params(wildcards):
-    """The reader section for each reader name, in order: the similarity is on for reader_minilm only."""
-    return canonical_json(
-        [
-            {**ANSWERS["reader"], "name": name, "similarity": "minilm" if name == "reader_minilm" else "none"}
-            for name in reader_names()
-        ]
-    )
-
-
-def reader_answer_files(stem):
-    """One answer file per reader name, in the order of reader_params: {stem}.{name}.parquet."""
-    return [f"{stem}.{name}.parquet" for name in reader_names()]
-
-
-def answer_files(stem):
-    """One answer file per offline generator listed in answers.generators: the extractive one's, then each reader's."""
-    if ANSWERS is None:
-        return []
-    extractive = [f"{stem}.parquet"] if "extractive" in ANSWERS["offline"] else []
-    return [*extractive, *reader_answer_files(stem)]
-
-
-def heldout_input(kind):
-    """The held-out check's documents folder and its two question files (development, held-out)."""
-    corpus, heldout = CORPORA[ANSWERS["heldout"]["corpus"]], ANSWERS["heldout"]["questions"]
-    return {"documents": corpus["documents"], "development": corpus["questions"], "heldout": heldout}[kind]
-
-
-# Language-model replies by request digest (rag/answering/response_cache.py),
+# Language-model replies by request digest (rag/models/response_cache.py),
 # committed so that a fresh clone rebuilds the LLM answer tables without a model.
 # Like the embedding cache it lies outside the DAG: jobs read and add to it.
 LLM_CACHE = "resources/llm_cache"
-CLOSED_BOOK = "none"
-LLM_GENERATORS = ANSWERS["llm"]["generators"] if ANSWERS is not None else []
-
-
-def llm_questions_path(corpus, questions):
-    """The question file of a set: ``development`` is the corpus's, another name a held-out file's stem."""
-    if questions == "development":
-        return questions_path(corpus)
-    heldout = ANSWERS["heldout"] or {"questions": []}
-    for path in heldout["questions"]:
-        if Path(path).stem == questions:
-            return path
-    raise ConfigError(
-        f"work/llm_answers: no question set {questions!r} (development or a held-out file's stem)"
-    )
-
-
-def llm_answer_inputs(wildcards):
-    """The questions and, unless closed book, the chunks, ranking and parsed corpus of one setting."""
-    inputs = {"questions": llm_questions_path(wildcards.corpus, wildcards.questions)}
-    if wildcards.retriever != CLOSED_BOOK:
-        names = {"corpus": wildcards.corpus, "chunker": wildcards.chunker}
-        inputs |= {
-            "chunks": CHUNKS.format(**names),
-            "ranking": question_set_ranking(
-                wildcards.corpus, wildcards.questions, wildcards.chunker, wildcards.retriever
-            ),
-            "parsed": PARSED.format(corpus=wildcards.corpus),
-        }
-    return inputs

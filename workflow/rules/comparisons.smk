@@ -7,7 +7,9 @@
 BASELINE = PLAN.baseline
 # Per-question values of every corpus, chunk-level and document-level (BEIR)
 # alike, so each gets intervals, significance, the summary and its section.
-ALL_QUESTION_VALUES = PLAN.question_value_files()
+ALL_QUESTION_VALUES = [QUESTION_VALUES] * bool(PLAN.chunk_level_corpora) + [DOCUMENT_QUESTION_VALUES] * bool(
+    PLAN.document_level_corpora
+)
 
 
 rule significance:
@@ -35,7 +37,7 @@ rule significance:
     params:
         baseline=BASELINE,
         holdouts=PLAN.holdouts,
-        pieces=PIECES,
+        parts=TABLE_PARTS,
         code=script_digest("significance.py"),
     script:
         "../scripts/significance.py"
@@ -67,9 +69,11 @@ rule results_readme:
     input:
         summary=f"{RESULTS}/summary.csv",
         significance=f"{RESULTS}/significance.csv",
+        # Recall and prompt words at every k, for the k to use at the prompt budget.
+        intervals=f"{RESULTS}/metrics_ci.csv",
         question_values=ALL_QUESTION_VALUES,
         # Read for the choices at the edge of their grid (rag.evaluation.summary.grid_edge_lines).
-        thresholds=[f"{RESULTS}/reader_thresholds.csv"] if ANSWERS else [],
+        thresholds=[TABLE("reader_thresholds.csv")] if ANSWERS else [],
         learned=[f"{RESULTS}/learned_fusion.csv"] if PLAN.retrievers_of("learned") else [],
     output:
         f"{RESULTS}/README.md",
@@ -80,6 +84,7 @@ rule results_readme:
     params:
         baseline=BASELINE,
         holdouts=PLAN.holdouts,
+        prompt_budget=PLAN.prompt_budget,
         code=script_digest("results_readme.py"),
     script:
         "../scripts/results_readme.py"
@@ -128,7 +133,7 @@ rule trec_runs:
         grid=grid(CHUNK_LEVEL_CORPORA),
         pairs=corpus_chunker_pairs(CHUNK_LEVEL_CORPORA),
         corpora=CHUNK_LEVEL_CORPORA,
-        pieces=PIECES,
+        parts=TABLE_PARTS,
         code=script_digest("trec_runs.py"),
     script:
         "../scripts/trec_runs.py"

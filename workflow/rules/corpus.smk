@@ -93,8 +93,8 @@ rule corpus_statistics:
         parsed=expand(PARSED, corpus=CORPORA),
         questions=[questions_path(corpus) for corpus in LABELLED_CORPORA],
     output:
-        documents=f"{RESULTS}/corpus_statistics.csv",
-        questions=f"{RESULTS}/questions_by_type.csv",
+        documents=TABLE("corpus_statistics.csv"),
+        questions=TABLE("questions_by_type.csv"),
     log:
         "logs/corpus_statistics.log",
     conda:

@@ -1,7 +1,7 @@
 # Rankings to metrics: every question at every k, then the tidy tables and the
 # figures users read. One job evaluates the whole grid: per-ranking jobs would
-# cost more in start-up than in work. It keeps each ranking's values as a piece
-# (PIECES), so adding a retriever scores only its own rankings before the
+# cost more in start-up than in work. It keeps each ranking's values as a part
+# (TABLE_PARTS), so adding a retriever scores only its own rankings before the
 # merge. Changing evaluation.ks re-runs only these rules, never the rankings. Chunk-level corpora (evidence spans) and
 # document-level ones (BEIR qrels, or spans mapped to documents) have a rule
 # each, so adding a BEIR corpus never re-evaluates the bundled one.
@@ -32,7 +32,7 @@ rule evaluate:
         pairs=corpus_chunker_pairs(CHUNK_LEVEL_CORPORA),
         corpora=CHUNK_LEVEL_CORPORA,
         ks=sorted(config["evaluation"]["ks"]),
-        pieces=PIECES,
+        parts=TABLE_PARTS,
         code=script_digest("evaluate.py"),
     script:
         "../scripts/evaluate.py"
@@ -104,7 +104,7 @@ rule plot_retrieval:
         "../envs/rag.yaml"
     params:
         figures=canonical_json(FIGURES),
-        depth=config["evaluation"]["depth"],
+        depth=lambda wildcards: PLAN.ranking_depth(FIGURES["corpus"]),
         baseline=PLAN.baseline,
         code=script_digest("plot_retrieval.py"),
     script:

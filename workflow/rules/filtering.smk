@@ -21,7 +21,7 @@ rule rank_filtered:
     params:
         retriever=retriever_params,
         filter=filter_params,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=script_digest("rank_filtered.py"),
     script:
         "../scripts/rank_filtered.py"
@@ -45,7 +45,7 @@ rule fuse_filtered:
     params:
         retriever=retriever_params,
         filter=filter_params,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=script_digest("fuse.py"),
     script:
         "../scripts/fuse.py"
@@ -74,7 +74,7 @@ rule funnel_filtered:
         retriever=retriever_params,
         rerank=funnel_rerank_params,
         filter=filter_params,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=script_digest("funnel.py"),
     script:
         "../scripts/funnel.py"
@@ -100,7 +100,7 @@ rule filter_ablation:
         ),
         questions=[CORPORA[corpus]["questions"] for corpus in SPAN_CORPORA],
     output:
-        f"{RESULTS}/filter_ablation.csv",
+        TABLE("filter_ablation.csv"),
     log:
         "logs/filter_ablation.log",
     conda:

@@ -11,9 +11,9 @@ rule grounding:
     input:
         unpack(grounding_inputs),
     output:
-        answers=f"{RESULTS}/grounding.csv",
-        cases=f"{RESULTS}/grounding_cases.csv",
-        swap=f"{RESULTS}/grounding_swap.csv",
+        answers=TABLE("grounding.csv"),
+        cases=TABLE("grounding_cases.csv"),
+        swap=TABLE("grounding_swap.csv"),
     log:
         job="logs/grounding.log",
         server="logs/llm_server/grounding.log",
@@ -21,7 +21,7 @@ rule grounding:
         "benchmarks/logs/grounding.tsv"
     conda:
         "../envs/rag.yaml"
-    # The bundled model's server computes with two threads, as in llm_answer.
+    # The bundled model's server computes with the job's threads (RAG_LLM_THREADS).
     threads: 2
     params:
         grounding=canonical_json(GROUNDING),
@@ -37,11 +37,11 @@ rule grounding:
 
 rule plot_grounding:
     input:
-        answers=f"{RESULTS}/grounding.csv",
-        swap=f"{RESULTS}/grounding_swap.csv",
+        answers=TABLE("grounding.csv"),
+        swap=TABLE("grounding_swap.csv"),
     output:
         report(
-            f"{RESULTS}/figures/grounding.png",
+            TABLE("figures/grounding.png"),
             caption="../report/grounding.rst",
             category="4. Grounding",
             subcategory="Figures",

@@ -13,7 +13,7 @@ rule fuse_learned:
         questions=questions_file,
     output:
         ranking=RANKING,
-        weights="work/learned/{corpus}/{chunker}/{retriever}.csv",
+        weights=LEARNED_WEIGHTS,
     log:
         "logs/fuse_learned/{corpus}/{chunker}/{retriever}.log",
     benchmark:
@@ -35,7 +35,7 @@ rule fuse_learned:
 
 rule learned_fusion_table:
     input:
-        PLAN.learned_weight_files(),
+        [LEARNED_WEIGHTS.format(corpus=c, chunker=ch, retriever=r) for c, ch, r in PLAN.learned_grid()],
     output:
         report(
             f"{RESULTS}/learned_fusion.csv",

@@ -22,7 +22,7 @@ rule rank_question_set:
         "../envs/rag.yaml"
     params:
         retrievers=question_set_entries,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=script_digest("rank_question_set.py"),
     script:
         "../scripts/rank_question_set.py"
@@ -34,13 +34,13 @@ if llm_answer_files():
         input:
             answers=llm_answer_files(),
             chunks=llm_chunk_files(),
-            heldout=[f"{RESULTS}/answers_heldout.csv"] if ANSWERS["heldout"] else [],
+            heldout=[TABLE("answers_heldout.csv")] if ANSWERS["heldout"] else [],
         output:
-            judged=f"{RESULTS}/llm_answers_judged.csv",
-            summary=f"{RESULTS}/llm_answers_summary.csv",
-            closed_book=f"{RESULTS}/llm_closed_book.csv",
-            citation=f"{RESULTS}/citation_check.csv",
-            verdicts=f"{RESULTS}/verdicts.csv",
+            judged=TABLE("llm_answers_judged.csv"),
+            summary=TABLE("llm_answers_summary.csv"),
+            closed_book=TABLE("llm_closed_book.csv"),
+            citation=TABLE("citation_check.csv"),
+            verdicts=TABLE("verdicts.csv"),
         log:
             "logs/llm_answer_tables.log",
         conda:

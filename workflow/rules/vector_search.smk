@@ -12,7 +12,7 @@ if IVF_TRADEOFF:
             qrels=QRELS.format(corpus=IVF_TRADEOFF["corpus"], chunker=IVF_TRADEOFF["chunker"]),
             questions=CORPORA[IVF_TRADEOFF["corpus"]]["questions"],
         output:
-            f"{RESULTS}/ivf_tradeoff.csv",
+            TABLE("ivf_tradeoff.csv"),
         log:
             "logs/ivf_tradeoff.log",
         benchmark:
@@ -38,8 +38,8 @@ if IVF_SYNTHETIC:
     # share scanned stay in the results.
     rule ivf_synthetic:
         output:
-            quality=f"{RESULTS}/ivf_synthetic.csv",
-            timings=f"{RESULTS}/timings/ivf_synthetic.csv",
+            quality=TABLE("ivf_synthetic.csv"),
+            timings=TABLE("timings/ivf_synthetic.csv"),
         log:
             "logs/ivf_synthetic.log",
         benchmark:
@@ -58,17 +58,17 @@ if IVF_TRADEOFF and IVF_SYNTHETIC:
 
     rule plot_ivf_tradeoff:
         input:
-            collection=f"{RESULTS}/ivf_tradeoff.csv",
-            synthetic=f"{RESULTS}/ivf_synthetic.csv",
-            timings=f"{RESULTS}/timings/ivf_synthetic.csv",
+            collection=TABLE("ivf_tradeoff.csv"),
+            synthetic=TABLE("ivf_synthetic.csv"),
+            timings=TABLE("timings/ivf_synthetic.csv"),
         output:
             recall=report(
-                f"{RESULTS}/figures/ivf_tradeoff.png",
+                TABLE("figures/ivf_tradeoff.png"),
                 caption="../report/ivf_tradeoff.rst",
                 category="5. Approximate search",
                 subcategory="Figures",
             ),
-            timings=f"{RESULTS}/timings/ivf_query_time.png",
+            timings=TABLE("timings/ivf_query_time.png"),
         log:
             "logs/plot_ivf_tradeoff.log",
         conda:

@@ -7,9 +7,9 @@ import sys
 import pandas as pd
 
 from rag.answering.answers import (
-    answers_frame,
     collection_idf,
     describe_answers,
+    reader_answers_frame,
     reader_frames,
     reader_outputs,
 )
@@ -49,7 +49,7 @@ else:
     )
     log.warning("%s", warning)
     print(f"WARNING: {visible(str(warning), keep_newlines=False)}", file=sys.stderr)
-    frames = [(answers_frame([], **keys, reader=reader["name"]), None) for reader in readers]
+    frames = [(reader_answers_frame([], **keys, reader=reader["name"]), None) for reader in readers]
 for reader, (frame, embedder), path in zip(readers, frames, outputs, strict=True):
     if embedder is not None:
         embedder.save()

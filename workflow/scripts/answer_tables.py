@@ -1,4 +1,4 @@
-"""Gather every reader's answers into the tables users read; the reader's threshold is cross-validated."""
+"""Gather every reader's answers into the tables users read; cross-validated kinds' thresholds chosen here."""
 
 import json
 
@@ -27,7 +27,8 @@ def gathered(paths):
 parts = [gathered(snakemake.input.ranked), gathered(snakemake.input.summaries)]
 choices = []
 for position, part in enumerate(parts):
-    chosen = part["reader"] != "extractive"  # the spec's generator keeps its configured threshold
+    # The spec's generator keeps its configured threshold (rag.kinds.Kind.threshold).
+    chosen = part["reader"].isin(snakemake.params.cross_validated)
     if chosen.any():
         # A holdout share's questions choose no threshold (rag.evaluation.holdout).
         held = held_out_answers(part[chosen], snakemake.params.holdouts)

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from rag.answering.answers import measure_ask
-from rag.answering.question_answering import documents_and_question_sets
 from rag.answering.reader import CachedSentenceEmbedder, dense_available, read_chosen_thresholds
+from rag.ask.index import documents_and_question_sets
+from rag.ask.measure import measure_ask
 from rag.formats.files import write_csv
 from rag.jobs import finish_job, start_log
 

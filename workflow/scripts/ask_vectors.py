@@ -1,8 +1,8 @@
 """Encode every text the held-out check embeds with MiniLM, ahead of it, into the cache and one file."""
 
-from rag.answering.answers import measured_ask_texts
-from rag.answering.question_answering import documents_and_question_sets
 from rag.answering.reader import CachedSentenceEmbedder, write_prompt_vectors
+from rag.ask.index import documents_and_question_sets
+from rag.ask.measure import measured_ask_texts
 from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])

@@ -1,6 +1,6 @@
 """Evaluate every ranking of the grid and write the tables users read.
 
-Each ranking's per-question values are a piece (rag.evaluation.pieces): only
+Each ranking's per-question values are a part (rag.evaluation.table_parts): only
 rankings whose files, labels, code or ks changed are scored again.
 """
 
@@ -9,11 +9,11 @@ from pathlib import Path
 from rag.evaluation.grid import (
     EVALUATED_CHUNK_COLUMNS,
     chunk_set_labels,
-    evaluate_runs_from_pieces,
+    evaluate_runs_from_parts,
     evaluation_tables,
 )
 from rag.evaluation.metrics import QRELS_COLUMNS
-from rag.evaluation.pieces import PieceStore, file_digest
+from rag.evaluation.table_parts import PartStore, file_digest
 from rag.formats.files import write_csv
 from rag.formats.tables import read_columns, read_provenance, write_parquet
 from rag.jobs import finish_job, start_log
@@ -38,8 +38,8 @@ for (corpus, chunker), qrels, chunks in zip(params.pairs, inputs.qrels, inputs.c
     )
     label_digests[corpus, chunker] = (question_digests[corpus], file_digest(qrels), file_digest(chunks))
 rankings = dict(zip(map(tuple, params.grid), inputs.rankings, strict=True))
-store = PieceStore(Path(params.pieces))
-runs, line = evaluate_runs_from_pieces(
+store = PartStore(Path(params.parts))
+runs, line = evaluate_runs_from_parts(
     rankings, questions, labels, label_digests, params.ks, store, params.code, log.info
 )
 log.info("%s", line)

@@ -4,16 +4,19 @@ import contextlib
 import json
 
 from rag.answering.llm_answers import generator_from_entry
-from rag.answering.response_cache import ResponseCache
 from rag.formats.files import write_csv
 from rag.formats.tables import read_columns
-from rag.grounding.cases import describe_case, grounding_tables, run_grounding
+from rag.grounding.cases import describe_case, grounding_tables
+from rag.grounding.experiment import run_grounding
 from rag.grounding.served_model import generator_model
 from rag.grounding.trigram import train
 from rag.jobs import finish_job, start_log
+from rag.models.local_server import follow_job_threads
+from rag.models.response_cache import ResponseCache
 from rag.retrieval.ranking_files import RANKING_COLUMNS
 
 log = start_log(snakemake.log.job)
+follow_job_threads(snakemake.threads)  # a bundled server computes with the rule's threads
 settings = json.loads(snakemake.params.grounding)
 entries = json.loads(snakemake.params.generators)
 parsed = read_columns(snakemake.input.parsed, ["doc_id", "text"])

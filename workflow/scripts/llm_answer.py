@@ -5,28 +5,24 @@ import json
 import pandas as pd
 
 from rag.answering.answers import evidence_chunks
-from rag.answering.llm_answers import (
-    CLOSED_BOOK,
-    Setting,
-    answer_records,
-    answers_frame,
-    complete_with_cache,
-    generator_from_entry,
-)
-from rag.answering.response_cache import ResponseCache
+from rag.answering.llm_answers import CLOSED_BOOK, Setting, answer_records, answers_frame, complete_with_cache
 from rag.chunk_tables import chunks_from_frame
 from rag.corpus.document_tables import documents_from_frame
 from rag.formats.files import read_yaml
 from rag.formats.tables import provenance, write_parquet
 from rag.jobs import finish_job, start_log
+from rag.kinds import behaviour
 from rag.labels import judge_chunks, locate_spans, parse_questions
+from rag.models.local_server import follow_job_threads
+from rag.models.response_cache import ResponseCache
 from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
 log = start_log(snakemake.log.job)
+follow_job_threads(snakemake.threads)  # a bundled server computes with the rule's threads
 keys = ("corpus", "questions", "generator", "chunker", "retriever")
 names = {key: snakemake.wildcards[key] for key in keys}
 entry = json.loads(snakemake.params.generator)
-generator = generator_from_entry(names["generator"], entry)
+generator = behaviour(entry["kind"], "generate")(names["generator"], entry)
 setting = Setting(**names, k=int(snakemake.params.k))
 questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)
 

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from rag.answering.question_answering import IndexOptions, build_question_index, documents_and_question_sets
 from rag.answering.reader import read_chosen_thresholds
-from rag.answering.reader_rules import development_only_rules, rule_ablation
+from rag.ask.index import IndexOptions, build_question_index, documents_and_question_sets
+from rag.ask.reader_rules import development_only_rules, rule_ablation
 from rag.formats.files import write_csv
 from rag.jobs import finish_job, start_log
 

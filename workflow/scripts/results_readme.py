@@ -1,9 +1,9 @@
-"""results/README.md from the summary and significance tables, never by hand."""
+"""results/README.md from the summary, interval and significance tables, never by hand."""
 
 import pandas as pd
 
 from rag.evaluation.holdout import with_holdout_rows
-from rag.evaluation.recommendation import recommendation_lines, recommendations
+from rag.evaluation.recommendation import k_choice_lines, k_choices, recommendation_lines, recommendations
 from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
 from rag.evaluation.summary import grid_edge_lines, results_readme
 from rag.formats.files import write_text
@@ -12,21 +12,31 @@ from rag.jobs import finish_job, start_log
 log = start_log(snakemake.log[0])
 summary = pd.read_csv(snakemake.input.summary, keep_default_na=False, na_values=[""])
 significance = pd.read_csv(snakemake.input.significance, dtype={"k": "Int64"})
+intervals = pd.read_csv(snakemake.input.intervals, dtype={"k": "Int64"})
 for column in [name for name in summary.columns if name.endswith("_vs_baseline")]:
     summary[column] = summary[column].fillna("")
 values = pd.concat([pd.read_parquet(path) for path in snakemake.input.question_values], ignore_index=True)
 # A holdout share's questions again, as corpus '<name>:holdout' (rag.evaluation.holdout).
 values = with_holdout_rows(values, snakemake.params.holdouts)
-recommended = {
-    corpus: recommendation_lines(recommendations(summary, values, corpus))
-    for corpus in sorted(summary["corpus"].unique())
-}
+corpora = sorted(summary["corpus"].unique())
+recommended = {corpus: recommendation_lines(recommendations(summary, values, corpus)) for corpus in corpora}
+# Which k at the prompt budget (evaluation.prompt_budget): recall per prompt word, from every k's interval.
+budget = snakemake.params.prompt_budget
+which_k = {corpus: k_choice_lines(k_choices(intervals, corpus, budget), budget) for corpus in corpora}
 # Choices at the edge of their grid, from the tables that hold them (present when configured).
 thresholds = pd.read_csv(snakemake.input.thresholds[0]) if snakemake.input.thresholds else None
 learned = pd.read_csv(snakemake.input.learned[0]) if snakemake.input.learned else None
 edges = grid_edge_lines(thresholds, learned)
 readme = results_readme(
-    summary, significance, snakemake.params.baseline, RESAMPLES, PERMUTATIONS, recommended, edges
+    summary,
+    significance,
+    snakemake.params.baseline,
+    RESAMPLES,
+    PERMUTATIONS,
+    recommended,
+    edges,
+    which_k=which_k,
+    learned=learned,
 )
 write_text(snakemake.output[0], readme)
 finish_job()

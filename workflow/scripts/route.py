@@ -13,9 +13,10 @@ from rag.question_tables import read_questions
 
 log = start_log(snakemake.log[0])
 inputs, params = snakemake.input, snakemake.params
-setup = RoutingSetup(json.loads(params.retriever), json.loads(params.routing), params.depth, params.ks)
+retriever, routing = json.loads(params.retriever), json.loads(params.routing)
 routed = []
 for position, corpus in enumerate(params.corpora):
+    setup = RoutingSetup(retriever, routing, params.depths[position], params.ks)  # the corpus's ranking depth
     routes = route_corpus(
         corpus,
         read_questions(inputs.questions[position]),

@@ -1,7 +1,7 @@
 """Bootstrap intervals of every metric row and paired tests against the baseline.
 
-Each ranking's intervals, and its comparison with the baseline, are a piece
-(rag.evaluation.pieces) keyed by the values they read: adding a retriever
+Each ranking's intervals, and its comparison with the baseline, are a part
+(rag.evaluation.table_parts) keyed by the values they read: adding a retriever
 resamples only its own rows.
 """
 
@@ -10,14 +10,14 @@ from pathlib import Path
 import pandas as pd
 
 from rag.evaluation.holdout import with_holdout_rows
-from rag.evaluation.pieces import PieceStore
 from rag.evaluation.significance import (
     PERMUTATIONS,
     RESAMPLES,
     SEED,
-    interval_table_from_pieces,
-    significance_table_from_pieces,
+    interval_table_from_parts,
+    significance_table_from_parts,
 )
+from rag.evaluation.table_parts import PartStore
 from rag.formats.files import write_csv
 from rag.jobs import finish_job, start_log
 
@@ -34,13 +34,13 @@ log.info(
 )
 baseline, store, code = (
     snakemake.params.baseline,
-    PieceStore(Path(snakemake.params.pieces)),
+    PartStore(Path(snakemake.params.parts)),
     snakemake.params.code,
 )
-intervals, line = interval_table_from_pieces(values, store, code)
+intervals, line = interval_table_from_parts(values, store, code)
 log.info("%s", line)
 write_csv(intervals, snakemake.output.intervals)
-table, line = significance_table_from_pieces(values, baseline, store, code)
+table, line = significance_table_from_parts(values, baseline, store, code)
 log.info("%s", line)
 log.info(
     "%d comparisons with %s, %d significant after correction",

@@ -1,6 +1,6 @@
 """Each chunk-level ranking as a gzip TREC run, and each chunk set's labels as qrels.
 
-Each run file is a piece (rag.evaluation.pieces) keyed by its ranking's bytes:
+Each run file is a part (rag.evaluation.table_parts) keyed by its ranking's bytes:
 adding a retriever converts only its own rankings.
 """
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from rag.evaluation.metrics import relevance_by_question
-from rag.evaluation.pieces import PieceStore, describe, file_digest, piece_key, reuse_or_compute
+from rag.evaluation.table_parts import PartStore, describe, file_digest, part_key, reuse_or_compute
 from rag.evaluation.trec import chunk_judgements, piece_judgements, qrels_lines, run_file
 from rag.formats.files import atomic_path, read_yaml, write_text
 from rag.jobs import finish_job, start_log
@@ -32,17 +32,15 @@ for (corpus, _chunker), qrels_path, qrels_out, pieces_out in zip(
     write_text(pieces_out, qrels_lines(piece_judgements(relevance)))
 
 paths = dict(zip(map(tuple, snakemake.params.grid), snakemake.input.rankings, strict=True))
-keys = {
-    run: piece_key(snakemake.params.code, ".".join(run), file_digest(path)) for run, path in paths.items()
-}
+keys = {run: part_key(snakemake.params.code, ".".join(run), file_digest(path)) for run, path in paths.items()}
 
 
 def convert(missing):
-    """The TREC runs of the rankings without a stored piece."""
+    """The TREC runs of the rankings without a stored part."""
     return {run: run_file(paths[run], ".".join(run)) for run in missing}
 
 
-runs, missing = reuse_or_compute(PieceStore(Path(snakemake.params.pieces)), "trec_runs", keys, convert, ".gz")
+runs, missing = reuse_or_compute(PartStore(Path(snakemake.params.parts)), "trec_runs", keys, convert, ".gz")
 log.info(describe("TREC runs", len(keys), missing))
 for run, run_path in zip(paths, snakemake.output.runs, strict=True):
     with atomic_path(run_path) as temporary:

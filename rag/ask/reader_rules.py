@@ -43,7 +43,7 @@ def rule_ablation(
     (the reader's own objective) on that set; the first rows are the reader
     as it answers.
     """
-    from rag.answering.answers import judge_ask_answers
+    from rag.ask.measure import judge_ask_answers
 
     rules = RULES if rules is None else rules
     memo: dict = {}  # each question is retrieved once, for every rule (the weights only read)

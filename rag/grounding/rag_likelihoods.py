@@ -29,11 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from rag.grounding.trigram import (
+    COMPLETION_TOKENS,
     SOURCE_DISCOUNT,
     SOURCE_WEIGHT,
-    Completion,
     LanguageModel,
-    complete,
+    SentenceCompletion,
+    complete_sentence,
     condition,
     score,
     token_probabilities,
@@ -260,8 +261,8 @@ class GroundingComparison:
     """
 
     prompt: str
-    memory_completion: Completion
-    sources_completion: Completion
+    memory_completion: SentenceCompletion
+    sources_completion: SentenceCompletion
     answers: tuple[AnswerLikelihood, ...]
     memory_log10_odds: float
     sources_log10_odds: float
@@ -306,7 +307,7 @@ def grounding_comparison(
     temperature: float = 1.0,
     source_weight: float = SOURCE_WEIGHT,
     source_discount: float = SOURCE_DISCOUNT,
-    max_tokens: int = 30,
+    max_tokens: int = COMPLETION_TOKENS,
 ) -> GroundingComparison:
     """Score a true and a remembered-but-wrong answer from memory and from the retrieved chunks.
 
@@ -338,8 +339,8 @@ def grounding_comparison(
 
     return GroundingComparison(
         prompt=prompt,
-        memory_completion=complete(memory, prompt, max_tokens=max_tokens),
-        sources_completion=complete(grounded, prompt, max_tokens=max_tokens),
+        memory_completion=complete_sentence(memory, prompt, max_tokens=max_tokens),
+        sources_completion=complete_sentence(grounded, prompt, max_tokens=max_tokens),
         answers=tuple(rows),
         memory_log10_odds=log10_odds("memory"),
         sources_log10_odds=log10_odds("sources"),

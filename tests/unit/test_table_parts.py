@@ -1,17 +1,17 @@
-"""Whole-grid tables merged from per-ranking pieces equal the tables computed in one go."""
+"""Whole-grid tables merged from per-ranking parts equal the tables computed in one go."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from rag.evaluation.pieces import PieceStore, file_digest, frame_digest, piece_key, reuse_or_compute
 from rag.evaluation.significance import (
     interval_table,
-    interval_table_from_pieces,
+    interval_table_from_parts,
     significance_table,
-    significance_table_from_pieces,
+    significance_table_from_parts,
 )
+from rag.evaluation.table_parts import PartStore, file_digest, frame_digest, part_key, reuse_or_compute
 
 
 def _long(chunker, retriever, values, metric="recall", k=5):
@@ -39,9 +39,9 @@ def _grid(retrievers, seed=3):
     return pd.concat(frames, ignore_index=True)
 
 
-def test_piece_keys_separate_their_parts_and_follow_file_bytes(tmp_path):
-    assert piece_key("ab", "c") != piece_key("a", "bc")
-    assert piece_key("ab", "c") == piece_key("ab", "c")
+def test_part_keys_separate_their_parts_and_follow_file_bytes(tmp_path):
+    assert part_key("ab", "c") != part_key("a", "bc")
+    assert part_key("ab", "c") == part_key("ab", "c")
     path = tmp_path / "ranking.parquet"
     path.write_bytes(b"one")
     before = file_digest(path)
@@ -50,7 +50,7 @@ def test_piece_keys_separate_their_parts_and_follow_file_bytes(tmp_path):
 
 
 def test_only_missing_pieces_are_computed_and_stored_pieces_come_back_unchanged(tmp_path):
-    store = PieceStore(tmp_path)
+    store = PartStore(tmp_path)
     calls = []
 
     def compute(missing):
@@ -82,31 +82,31 @@ def test_frame_digest_follows_values_and_order():
 def test_merged_intervals_and_tests_equal_the_whole_grid_and_adding_a_retriever_computes_only_its_own(
     tmp_path,
 ):
-    store = PieceStore(tmp_path)
+    store = PartStore(tmp_path)
     grid = _grid(["bm25", "lsa", "tfidf"])
-    intervals, line = interval_table_from_pieces(grid, store, "code")
+    intervals, line = interval_table_from_parts(grid, store, "code")
     pd.testing.assert_frame_equal(intervals, interval_table(grid))
-    assert line == "intervals: 0 pieces reused, 6 computed"
-    table, line = significance_table_from_pieces(grid, "bm25", store, "code")
+    assert line == "intervals: 0 parts reused, 6 computed"
+    table, line = significance_table_from_parts(grid, "bm25", store, "code")
     pd.testing.assert_frame_equal(table, significance_table(grid, "bm25"))
-    assert line == "comparisons: 0 pieces reused, 4 computed"
+    assert line == "comparisons: 0 parts reused, 4 computed"
 
-    # A new retriever: its own two runs resampled and compared, every other piece reused.
+    # A new retriever: its own two runs resampled and compared, every other part reused.
     grown = pd.concat([grid, _grid(["minilm"], seed=9)], ignore_index=True)
-    grown_intervals, line = interval_table_from_pieces(grown, store, "code")
-    assert line == "intervals: 6 pieces reused, 2 computed"
+    grown_intervals, line = interval_table_from_parts(grown, store, "code")
+    assert line == "intervals: 6 parts reused, 2 computed"
     pd.testing.assert_frame_equal(grown_intervals, interval_table(grown))
-    grown_table, line = significance_table_from_pieces(grown, "bm25", store, "code")
-    assert line == "comparisons: 4 pieces reused, 2 computed"
+    grown_table, line = significance_table_from_parts(grown, "bm25", store, "code")
+    assert line == "comparisons: 4 parts reused, 2 computed"
     pd.testing.assert_frame_equal(grown_table, significance_table(grown, "bm25"))
 
     # A changed baseline value invalidates every comparison on its chunker, nothing else.
     edited = grown.copy()
     row = edited.index[(edited.chunker == "fixed") & (edited.retriever == "bm25")][0]
     edited.loc[row, "value"] = 1 - edited.loc[row, "value"]
-    edited_table, line = significance_table_from_pieces(edited, "bm25", store, "code")
-    assert line == "comparisons: 3 pieces reused, 3 computed"
+    edited_table, line = significance_table_from_parts(edited, "bm25", store, "code")
+    assert line == "comparisons: 3 parts reused, 3 computed"
     pd.testing.assert_frame_equal(edited_table, significance_table(edited, "bm25"))
     # Another code digest reuses nothing.
-    _, line = interval_table_from_pieces(grid, store, "other code")
-    assert line == "intervals: 0 pieces reused, 6 computed"
+    _, line = interval_table_from_parts(grid, store, "other code")
+    assert line == "intervals: 0 parts reused, 6 computed"

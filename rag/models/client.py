@@ -5,7 +5,7 @@ All of them accept POST ``{base_url}/chat/completions`` (and most
 ``model``, ``messages`` (or ``prompt``), ``temperature``, ``max_tokens`` and
 ``seed``; ``usage`` is read when the server reports it. The pipeline's ``llm``
 generators, the grounding experiments and ``rag ask`` all go through here, with
-one :class:`~rag.answering.response_cache.ResponseCache`, so a reply is paid
+one :class:`~rag.models.response_cache.ResponseCache`, so a reply is paid
 for once.
 
 Why each rule:
@@ -19,6 +19,20 @@ Why each rule:
   https, or over plain http straight to a loopback address: proxies from the
   environment are ignored for loopback endpoints, and a proxy (or a
   non-loopback host) for plain http with a key is refused in one line.
+* **The bundled server is the one this run started.** It requires a key
+  generated when it starts (:mod:`rag.models.local_server`), registered here
+  for its base URL with a check that its process is still running
+  (:func:`served`): every request to it carries that key, and a request to a
+  server that has exited is refused rather than sent to whatever now listens
+  on its port.
+* **Loopback is recognised by name and by address.** ``localhost`` and every
+  address of 127.0.0.0/8 and ``::1`` (:func:`is_loopback`) go direct, never
+  through a proxy; redirects are never followed.
+* **Only a well-formed, successful reply is used or cached.** A reply is
+  parsed strictly (valid UTF-8, no NaN, nesting bounded) and checked with the
+  response cache's own :func:`~rag.models.response_cache.reply_problem`
+  (finite, bounded numbers, no lone surrogate) before anything uses it; an
+  error (a 401, a 429 after its retries) or a fallback answer is never stored.
 * **Nothing from the server reaches a terminal raw.** Error quotes are cut
   before redaction (so the work is bounded by the quote, not by a 7 MiB body),
   redacted of every 8-character piece of the key, and control characters
@@ -27,21 +41,31 @@ Why each rule:
 
 from __future__ import annotations
 
+import contextlib
+import email.utils
+import ipaddress
 import json
 import logging
 import math
 import os
 import threading
 import time
-import unicodedata
 import urllib.parse
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 
 from rag import bounded_http
-from rag.answering.hosted import LOOPBACK_HOSTS, RETRYABLE_STATUS, Redactor, retry_after_seconds, shown_url
-from rag.answering.response_cache import ResponseCache
+from rag.kinds import LLM_MAX_TOKENS
+from rag.models.redaction import Redactor, escape_controls, shown_url
+from rag.models.response_cache import (
+    MAX_TOKEN_COUNT,
+    ResponseCache,
+    UnusableValue,
+    parse_json,
+    reply_problem,
+)
 from rag.progress import format_duration
 
 logger = logging.getLogger(__name__)
@@ -51,10 +75,124 @@ QUOTED_REPLY_CHARACTERS = 300
 MAX_RETRIES = 3
 BACKOFF_SECONDS = 1.0
 PROGRESS_EVERY_SECONDS = 5.0
+RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+# Statuses by which a server refuses a request's fields (logprobs, echo, response_format):
+# an answer about the request, unlike 401, 403 or 429, which say nothing about it.
+REFUSED_STATUS = frozenset({400, 404, 422, 501})
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+# How deep a server's JSON reply may nest (a chat completion nests 4 levels).
+MAX_REPLY_DEPTH = 64
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether ``host`` is this machine's loopback: ``localhost``, 127.0.0.0/8 or ``::1``."""
+    if not host:
+        return False
+    name = host.strip("[]").rstrip(".").lower()
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name.split("%", 1)[0])
+    except ValueError:
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to wait between attempts; every wait stays within the call's deadline."""
+
+    max_retries: int = MAX_RETRIES
+    backoff_seconds: float = BACKOFF_SECONDS
+    max_wait_seconds: float = 60.0
+
+    def __post_init__(self) -> None:
+        retries = self.max_retries
+        if isinstance(retries, bool) or not isinstance(retries, int) or not 0 <= retries <= 100:
+            raise ValueError(f"max_retries must be a whole number from 0 to 100, got {retries!r}")
+        for name in ("backoff_seconds", "max_wait_seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
+            if value < 0:
+                raise ValueError(f"{name} must not be negative, got {value!r}")
+
+    def wait(self, attempt: int, retry_after: float | None) -> float:
+        """The wait before retry ``attempt`` (1 for the first): doubled backoff or Retry-After, capped."""
+        return min(max(self.backoff_seconds * 2 ** (attempt - 1), retry_after or 0.0), self.max_wait_seconds)
+
+
+DEFAULT_RETRIES = RetryPolicy()
+
+
+# Base URL of a server this process started -> (its per-start key, whether it still runs).
+_SERVED: dict[str, tuple[str, Callable[[], bool]]] = {}
+_SERVED_LOCK = threading.Lock()
+
+
+def _served_key(base_url: str) -> str | None:
+    with _SERVED_LOCK:
+        found = _SERVED.get(base_url.rstrip("/"))
+    if found is None:
+        return None
+    key, alive = found
+    if not alive():
+        raise LlmError(
+            f"{shown_url(base_url)}: the server this run started there has exited; "
+            "not asking whatever listens on its port now"
+        )
+    return key
+
+
+@contextlib.contextmanager
+def served(base_url: str, key: str, alive: Callable[[], bool]) -> Iterator[None]:
+    """While the block runs, requests to ``base_url`` carry ``key`` and need ``alive()`` to hold."""
+    name = base_url.rstrip("/")
+    with _SERVED_LOCK:
+        _SERVED[name] = (key, alive)
+    try:
+        yield
+    finally:
+        with _SERVED_LOCK:
+            _SERVED.pop(name, None)
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date."""
+    if value is None or not value.strip():
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
 
 
 class LlmError(RuntimeError):
-    """The endpoint failed or cannot be used safely; the message is one key-free line."""
+    """The endpoint failed or cannot be used safely; the message is one key-free line.
+
+    ``status`` is the HTTP status of the last reply, when there was one.
+    """
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ResponseFormatRefused(LlmError):
+    """The server refused a request's ``response_format``; the caller may ask again in plain text."""
+
+
+# Words in a 4xx reply that show the server refused the response_format field itself.
+_RESPONSE_FORMAT_WORDS = ("response_format", "json_schema", "grammar", "schema")
 
 
 @dataclass(frozen=True)
@@ -64,7 +202,7 @@ class Endpoint:
     ``identity`` is how the response cache knows the endpoint when its URL
     is not stable: the bundled server listens on a fresh port each time, so it
     is known by its model file and server version instead
-    (:func:`rag.answering.local_server.identity`). Default: the base URL.
+    (:func:`rag.models.local_server.identity`). Default: the base URL.
     """
 
     base_url: str
@@ -73,6 +211,7 @@ class Endpoint:
     concurrency: int = 1
     timeout_seconds: float = 120.0
     identity: str | None = None
+    max_reply_bytes: int = MAX_REPLY_BYTES
 
     def __post_init__(self) -> None:
         parsed = urllib.parse.urlsplit(self.base_url if isinstance(self.base_url, str) else "")
@@ -101,6 +240,11 @@ class Endpoint:
             raise ValueError(f"timeout_seconds must be a number of seconds, got {seconds!r}")
         if not 0 < seconds <= 24 * 3600:
             raise ValueError(f"timeout_seconds must be above 0 and at most 86400, got {seconds!r}")
+        size = self.max_reply_bytes
+        if isinstance(size, bool) or not isinstance(size, int) or not 0 < size <= 1 << 30:
+            raise ValueError(
+                f"max_reply_bytes must be a positive whole number of at most 2**30, got {size!r}"
+            )
 
     @property
     def cache_name(self) -> str:
@@ -109,7 +253,7 @@ class Endpoint:
 
     @property
     def loopback(self) -> bool:
-        return urllib.parse.urlsplit(self.base_url).hostname in LOOPBACK_HOSTS
+        return is_loopback(urllib.parse.urlsplit(self.base_url).hostname)
 
     def url(self, path: str) -> str:
         return self.base_url.rstrip("/") + path
@@ -117,8 +261,10 @@ class Endpoint:
 
 @dataclass(frozen=True)
 class Sampling:
+    """How a reply is sampled; the defaults are an llm generator entry's (rag.kinds)."""
+
     temperature: float = 0.0
-    max_tokens: int = 128
+    max_tokens: int = LLM_MAX_TOKENS
     seed: int = 0
 
 
@@ -129,18 +275,6 @@ class Completion:
     completion_tokens: int
     seconds: float
     cached: bool
-
-
-def escape_controls(text: str) -> str:
-    """One printable line: control and format characters (ESC, BEL, newlines...) as escapes."""
-    if text.isascii() and text.isprintable():
-        return text
-    return "".join(
-        character
-        if unicodedata.category(character) not in ("Cc", "Cf", "Co", "Cs", "Cn")
-        else (f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}")
-        for character in text
-    )
 
 
 def read_key(endpoint: Endpoint, environment: Mapping[str, str]) -> str | None:
@@ -192,11 +326,19 @@ def post_json(
     path: str,
     body: dict,
     environment: Mapping[str, str] = os.environ,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
+    retries: RetryPolicy | None = None,
 ) -> _Reply:
-    """POST ``body`` to ``base_url + path`` with retries, all within ``endpoint.timeout_seconds``."""
+    """POST ``body`` to ``base_url + path`` with retries, all within ``endpoint.timeout_seconds``.
+
+    ``retries`` defaults to :data:`DEFAULT_RETRIES` and ``sleep`` to :func:`time.sleep`, read when called.
+    """
+    retries = DEFAULT_RETRIES if retries is None else retries
+    sleep = time.sleep if sleep is None else sleep
     key = read_key(endpoint, environment)
+    if key is None:
+        key = _served_key(endpoint.base_url)
     use_proxy = transport_check(endpoint, key)
     redactor = Redactor([key] if key else [])
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -207,31 +349,36 @@ def post_json(
     started = clock()
     deadline = started + endpoint.timeout_seconds
     failure = "no attempt was made"
+    status = None
     attempt = 0
     while True:
         attempt += 1
         remaining = deadline - clock()
-        outcome = _attempt(endpoint.url(path), headers, payload, remaining, use_proxy, redactor, deadline)
+        outcome = _attempt(
+            endpoint.url(path), headers, payload, remaining, use_proxy, redactor, deadline, endpoint
+        )
         if isinstance(outcome, dict):
             return _Reply(outcome, clock() - started)
-        failure, retryable, retry_after = outcome
+        failure, retryable, retry_after, status = outcome
         failure = f"{shown} failed: {failure}"
-        if not retryable or attempt > MAX_RETRIES:
+        if not retryable or attempt > retries.max_retries:
             break
-        wait = max(BACKOFF_SECONDS * 2 ** (attempt - 1), retry_after or 0.0)
+        wait = retries.wait(attempt, retry_after)
         left = deadline - clock()
-        if retry_after is not None and retry_after >= left:
-            failure += (
-                f"; the server asks to retry after {retry_after:g} s, past the deadline of "
-                f"{endpoint.timeout_seconds:g} s"
-            )
-            break
         if wait + 0.5 >= left:
-            failure += f"; no time left for a retry within the deadline of {endpoint.timeout_seconds:g} s"
+            if retry_after is not None and retry_after >= wait:
+                failure += (
+                    f"; the server asks to retry after {retry_after:g} s, past the deadline of "
+                    f"{endpoint.timeout_seconds:g} s"
+                )
+            else:
+                failure += f"; no time left for a retry within the deadline of {endpoint.timeout_seconds:g} s"
             break
-        logger.warning("%s; retry %d of %d in %.1f s", escape_controls(failure), attempt, MAX_RETRIES, wait)
+        logger.warning(
+            "%s; retry %d of %d in %.1f s", escape_controls(failure), attempt, retries.max_retries, wait
+        )
         sleep(wait)
-    raise LlmError(escape_controls(f"{failure} (after {attempt} attempt(s))"))
+    raise LlmError(escape_controls(f"{failure} (after {attempt} attempt(s))"), status)
 
 
 def _attempt(
@@ -242,10 +389,11 @@ def _attempt(
     use_proxy: bool,
     redactor: Redactor,
     deadline: float,
-) -> dict | tuple[str, bool, float | None]:
-    """One request: the parsed JSON reply, or (redacted failure, retryable, retry-after)."""
+    endpoint: Endpoint,
+) -> dict | tuple[str, bool, float | None, int | None]:
+    """One request: the parsed JSON reply, or (redacted failure, retryable, retry-after, status)."""
     if seconds <= 0:
-        return "no time left before the deadline", False, None
+        return "no time left before the deadline", False, None, None
     try:
         reply = bounded_http.request(
             "POST",
@@ -253,30 +401,39 @@ def _attempt(
             headers,
             payload,
             deadline_seconds=seconds,
-            max_body_bytes=MAX_REPLY_BYTES,
+            max_body_bytes=endpoint.max_reply_bytes,
             use_proxy=use_proxy,
         )
     except bounded_http.DeadlineExceeded:
-        return f"no whole reply within the {seconds:.1f} s left of the deadline", True, None
+        return (
+            f"no whole reply within the {seconds:.1f} s left of the deadline of "
+            f"{endpoint.timeout_seconds:g} s",
+            True,
+            None,
+            None,
+        )
     except bounded_http.BodyTooLarge as error:
-        return f"reply refused: {error}", False, None
+        return f"reply refused: {error} (max_reply_bytes)", False, None, None
+    except bounded_http.TruncatedBody as error:
+        return redactor.quote(f"reply cut short: {error}", QUOTED_REPLY_CHARACTERS), True, None, None
     except bounded_http.HttpFault as error:
-        return redactor.quote(f"connection failed: {error}", QUOTED_REPLY_CHARACTERS), True, None
-    text = reply.body.decode("utf-8", errors="replace")
+        return redactor.quote(f"connection failed: {error}", QUOTED_REPLY_CHARACTERS), True, None, None
     if not 200 <= reply.status < 300:
+        text = reply.body.decode("utf-8", errors="replace")
         quoted = redactor.quote(text, QUOTED_REPLY_CHARACTERS, deadline)
         reason = redactor.quote(reply.reason or "", 80)
         return (
             f"HTTP {reply.status} {reason}: {quoted}",
             reply.status in RETRYABLE_STATUS,
             retry_after_seconds(reply.header("Retry-After")),
+            reply.status,
         )
     try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        return f"the reply is not JSON ({error.msg} at position {error.pos})", False, None
+        document = parse_json(reply.body, MAX_REPLY_DEPTH)
+    except UnusableValue as error:
+        return f"the reply {error}", False, None, reply.status
     if not isinstance(document, dict):
-        return "the reply is not a JSON object", False, None
+        return "the reply is not a JSON object", False, None, reply.status
     return _redact_document(document, redactor, deadline)
 
 
@@ -295,31 +452,67 @@ def _redact_document(document: dict, redactor: Redactor, deadline: float) -> dic
     return clean(document) if redactor.active else document
 
 
-def _usage(document: dict) -> tuple[int, int]:
+def _usage(document: dict, shown: str) -> tuple[int, int]:
+    """Token counts from ``usage``: 0 when the server gives none, an error when it gives nonsense."""
     usage = document.get("usage")
-    if not isinstance(usage, dict):
+    if usage is None:
         return 0, 0
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    return (
-        prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else 0,
-        completion if isinstance(completion, int) and not isinstance(completion, bool) else 0,
-    )
+    if not isinstance(usage, dict):
+        raise LlmError(f"{shown}: the reply's usage is not a mapping")
+    counts = []
+    for name in ("prompt_tokens", "completion_tokens"):
+        value = usage.get(name)
+        if value is None:
+            counts.append(0)
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TOKEN_COUNT:
+            raise LlmError(
+                escape_controls(
+                    f"{shown}: usage.{name} {str(value)[:40]} is not a token count from 0 to "
+                    f"{MAX_TOKEN_COUNT:,}"
+                )
+            )
+        counts.append(value)
+    return counts[0], counts[1]
 
 
-def chat_request(endpoint: Endpoint, messages: list[dict], sampling: Sampling) -> dict:
+def _checked(kind: str, reply: dict, shown: str) -> dict:
+    """``reply`` when it may be used and cached; LlmError naming what is wrong otherwise."""
+    problem = reply_problem(kind, reply)
+    if problem:
+        raise LlmError(escape_controls(f"{shown}: the reply cannot be used: {problem}"))
+    return reply
+
+
+def chat_request(
+    endpoint: Endpoint, messages: list[dict], sampling: Sampling, response_format: dict | None = None
+) -> dict:
     """What the cache is keyed by: endpoint, model, every sampling parameter, the exact messages."""
-    return chat_request_key(endpoint.cache_name, endpoint.model, messages, sampling)
+    return chat_request_key(endpoint.cache_name, endpoint.model, messages, sampling, response_format)
 
 
-def chat_request_key(endpoint_name: str, model: str, messages: list[dict], sampling: Sampling) -> dict:
-    """The cache key of a chat request, from the endpoint's stable name (no port of a local server)."""
-    return {
+def chat_request_key(
+    endpoint_name: str,
+    model: str,
+    messages: list[dict],
+    sampling: Sampling,
+    response_format: dict | None = None,
+) -> dict:
+    """The cache key of a chat request, from the endpoint's stable name (no port of a local server).
+
+    ``response_format`` is in the key only when the request asks for one, so
+    the keys of plain requests are the same as before the field existed.
+    """
+    key = {
         "kind": "chat",
         "endpoint": endpoint_name,
         "model": model,
         "sampling": asdict(sampling),
         "messages": messages,
     }
+    if response_format is not None:
+        key["response_format"] = response_format
+    return key
 
 
 def _check_messages(messages: object) -> list[dict]:
@@ -341,10 +534,17 @@ def chat(
     sampling: Sampling,
     cache: ResponseCache | None,
     environment: Mapping[str, str] = os.environ,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
+    response_format: dict | None = None,
+    retries: RetryPolicy | None = None,
 ) -> Completion:
-    """The model's reply to ``messages``, from the cache when it holds exactly this request."""
-    request = chat_request(endpoint, _check_messages(messages), sampling)
+    """The model's reply to ``messages``, from the cache when it holds exactly this request.
+
+    ``response_format`` (the protocol's standard field, e.g. a ``json_schema``)
+    asks for a structured reply; a server that refuses the field raises
+    :class:`ResponseFormatRefused`, so the caller can ask again in plain text.
+    """
+    request = chat_request(endpoint, _check_messages(messages), sampling, response_format)
     stored = cache.get(request) if cache is not None else None
     if stored is not None:
         return Completion(**{**stored, "cached": True})
@@ -355,20 +555,28 @@ def chat(
         "max_tokens": sampling.max_tokens,
         "seed": sampling.seed,
     }
-    reply = post_json(endpoint, "/chat/completions", body, environment, sleep)
+    if response_format is not None:
+        body["response_format"] = response_format
+    try:
+        reply = post_json(endpoint, "/chat/completions", body, environment, sleep, retries=retries)
+    except LlmError as error:
+        refused = any(f"HTTP {status} " in str(error) for status in (400, 422, 501))
+        if response_format is not None and refused and any(w in str(error) for w in _RESPONSE_FORMAT_WORDS):
+            raise ResponseFormatRefused(str(error)) from None
+        raise
+    shown = shown_url(endpoint.base_url)
     try:
         text = reply.document["choices"][0]["message"]["content"]
     except (KeyError, IndexError, TypeError):
-        raise LlmError(
-            f"{shown_url(endpoint.base_url)}: the reply has no choices[0].message.content"
-        ) from None
+        raise LlmError(f"{shown}: the reply has no choices[0].message.content") from None
     if not isinstance(text, str):
-        raise LlmError(f"{shown_url(endpoint.base_url)}: choices[0].message.content is not text")
-    prompt_tokens, completion_tokens = _usage(reply.document)
+        raise LlmError(f"{shown}: choices[0].message.content is {type(text).__name__}, not text")
+    prompt_tokens, completion_tokens = _usage(reply.document, shown)
     completion = Completion(text, prompt_tokens, completion_tokens, round(reply.seconds, 3), cached=False)
+    stored = asdict(completion)
+    del stored["cached"]
+    _checked("chat", stored, shown)
     if cache is not None:
-        stored = asdict(completion)
-        del stored["cached"]
         cache.put(request, stored)
     return completion
 
@@ -380,6 +588,7 @@ def chat_many(
     cache: ResponseCache | None,
     progress: Callable[[str], object] | None = None,
     environment: Mapping[str, str] = os.environ,
+    response_format: dict | None = None,
 ) -> list[Completion]:
     """Replies in input order, at most ``endpoint.concurrency`` requests in flight.
 
@@ -393,7 +602,7 @@ def chat_many(
     started = state["last"]
 
     def one(messages: list[dict]) -> Completion:
-        completion = chat(endpoint, messages, sampling, cache, environment)
+        completion = chat(endpoint, messages, sampling, cache, environment, response_format=response_format)
         with lock:
             state["done"] += 1
             state["tokens"] += completion.prompt_tokens + completion.completion_tokens
@@ -454,20 +663,21 @@ def continuation_logprobs(
         "logprobs": 1,
         "seed": 0,
     }
+    shown = shown_url(endpoint.base_url)
     try:
         reply = post_json(endpoint, "/completions", body, environment)
-        values = _continuation_values(reply.document, len(prefix), len(prefix) + len(continuation))
     except LlmError as error:
-        if "HTTP 4" not in str(error):
+        if error.status not in REFUSED_STATUS:
             raise
-        logger.warning("%s gives no echoed log-probabilities: %s", shown_url(endpoint.base_url), error)
-        values = None
+        # The server refuses the request's fields: no answer this time, and nothing is stored.
+        logger.warning("%s", escape_controls(f"{shown} gives no echoed log-probabilities: {error}"))
+        return None
+    values = _continuation_values(reply.document, len(prefix), len(prefix) + len(continuation))
     if values is None:
-        logger.warning(
-            "%s returned no per-token log-probabilities for the prompt", shown_url(endpoint.base_url)
-        )
+        logger.warning("%s returned no per-token log-probabilities for the prompt", shown)
+    stored = _checked("continuation_logprobs", {"logprobs": None if values is None else list(values)}, shown)
     if cache is not None:
-        cache.put(request, {"logprobs": None if values is None else list(values)})
+        cache.put(request, stored)
     return values
 
 
@@ -532,6 +742,7 @@ def complete_text(
     """
     request = completion_request(endpoint, prompt, sampling, stop)
     stored = cache.get(request) if cache is not None else None
+    shown = shown_url(endpoint.base_url)
     if stored is None:
         body = {
             "model": endpoint.model,
@@ -542,17 +753,20 @@ def complete_text(
             "stop": list(stop),
             "logprobs": 1,
         }
+        fallback = False
         try:
             reply = post_json(endpoint, "/completions", body, environment)
         except LlmError as error:
             # A server that refuses logprobs (llama.cpp without logits_all, say) still completes.
-            if "HTTP 4" not in str(error):
+            if error.status not in REFUSED_STATUS:
                 raise
-            logger.warning("%s refuses logprobs (%s); asking without", shown_url(endpoint.base_url), error)
+            logger.warning("%s", escape_controls(f"{shown} refuses logprobs ({error}); asking without"))
             del body["logprobs"]
             reply = post_json(endpoint, "/completions", body, environment)
-        stored = _completion_reply(reply.document, shown_url(endpoint.base_url))
-        if cache is not None:
+            fallback = True
+        stored = _checked("completion", _completion_reply(reply.document, shown), shown)
+        # A reply to another request (without logprobs) is used once, never stored under this one's key.
+        if cache is not None and not fallback:
             cache.put(request, stored)
     values = stored.get("logprobs")
     return TextCompletion(

@@ -3,7 +3,7 @@
 The batch pipeline measures every stage over a grid; an interactive question
 needs one fixed setup that is fast to query. Each of ``rag ask``'s retrievers
 is a named setup of the table of kinds, written as the pipeline's config
-entries (:data:`rag.kinds.ASK_SETUPS`). The spec's sample project,
+entries (:data:`rag.ask.setups.ASK_SETUPS`). The spec's sample project,
 ``bm25_lsa_ivf``, uses sentence chunks of at most 60 words with a title and
 section header, BM25 next to 32-dimensional LSA searched through an IVF index
 with 8 lists (3 probed), the two rankings fused by reciprocal rank fusion, and
@@ -50,16 +50,13 @@ from rag.answering.extractive import DEFAULT_COVERAGE_THRESHOLD, Abstention, Ext
 from rag.answering.prompts import Prompt, build_prompt
 from rag.answering.reader import DEFAULT_WEIGHTS, ReaderWeights, Reading, Similarity, read, read_candidates
 from rag.answering.verification import AnswerCheck, Verdicts, check_answer, verdicts
+from rag.ask.setups import ASK_SETUPS, SPEC_SETUP, AskSetup, ask_options
 from rag.chunking import Chunk, ChunkerSpec, chunk_corpus, spec_from_config
 from rag.corpus.documents import DEFAULT_ACCESS, SKIPPABLE, Document, DocumentError
 from rag.corpus.folders import read_document
 from rag.kinds import (
-    ASK_SETUPS,
     CHUNKER_KINDS,
     RETRIEVER_KINDS,
-    SPEC_SETUP,
-    AskSetup,
-    ask_options,
     behaviour,
     canonical_entry,
     defaults,
@@ -74,7 +71,7 @@ from rag.text import analyze_entry
 # Bumped whenever the bundle layout changes, so old cache entries are never misread.
 INDEX_FORMAT = 3
 # The retrievers of ``rag ask``, each a named setup of the table of kinds
-# (rag.kinds.ASK_SETUPS): the spec's BM25 + LSA through IVF, and BM25 + exact
+# (rag.ask.setups.ASK_SETUPS): the spec's BM25 + LSA through IVF, and BM25 + exact
 # MiniLM search (the dense extra). The index holds what its retriever needs.
 SPEC_RETRIEVER = SPEC_SETUP
 MINILM_RETRIEVER = "bm25_minilm"
@@ -174,7 +171,7 @@ class SetupEntries:
 
 def _canonical_retriever(setup_name: str, name: str) -> dict[str, object]:
     """A setup's retriever entry with its kind's defaults filled in, as config.yaml's are."""
-    where = f"rag.kinds.ASK_SETUPS[{setup_name!r}].retrievers[{name!r}]"
+    where = f"rag.ask.setups.ASK_SETUPS[{setup_name!r}].retrievers[{name!r}]"
     return canonical_entry(_RETRIEVER_PARAMETERS, ASK_SETUPS[setup_name].retrievers[name], where)
 
 
@@ -196,7 +193,7 @@ def setup_entries(options: IndexOptions) -> SetupEntries:
     chunker = canonical_entry(
         _CHUNKER_PARAMETERS,
         {**setup.chunker, size: options.max_words},
-        f"rag.kinds.ASK_SETUPS[{setup_name!r}].chunker",
+        f"rag.ask.setups.ASK_SETUPS[{setup_name!r}].chunker",
     )
     dense = _canonical_retriever(setup_name, setup.dense)
     approximate = None

@@ -1,4 +1,4 @@
-"""Per-configuration pieces of the whole-grid tables, computed once and merged at the end.
+"""Per-configuration parts of the whole-grid tables, computed once and merged at the end.
 
 metrics.csv, metrics_ci.csv, significance.csv and the TREC runs each hold a
 row (or a file) for every ranking of the grid, so their rules take every
@@ -8,17 +8,17 @@ interpreter and its imports (about a second on a loaded two-core machine),
 and the default grid has some 160 rankings: the clean build would spend more
 in start-up than in work (benchmarks/ablation_speed.py measures both).
 
-So each whole-grid job keeps a store of pieces, one per ranking, named by a
-digest of everything the piece is computed from: the bytes of its input
+So each whole-grid job keeps a store of parts, one per ranking, named by a
+digest of everything the part is computed from: the bytes of its input
 files (or the values it reads), the rule's code digest and its parameters.
-A job loads the pieces whose digests it finds, computes the missing ones in
-one batch, stores them, and merges. A piece is a pure function of its key,
-so a stored piece is exactly what computing it again would give; a changed
-input, parameter or module gives a new key, and the old piece is never read.
+A job loads the parts whose digests it finds, computes the missing ones in
+one batch, stores them, and merges. A part is a pure function of its key,
+so a stored part is exactly what computing it again would give; a changed
+input, parameter or module gives a new key, and the old part is never read.
 
 The store lies outside the DAG, like the embedding cache (docs/pipeline.md):
-deleting it costs only time. Pieces are written atomically (rag.formats.files.atomic_path),
-so a killed job leaves no half-written piece behind.
+deleting it costs only time. Parts are written atomically (rag.formats.files.atomic_path),
+so a killed job leaves no half-written part behind.
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def file_digest(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def piece_key(*parts: object) -> str:
-    """One digest of a piece's parts (strings, bytes or anything with a stable ``repr``).
+def part_key(*parts: object) -> str:
+    """One digest of a part's parts (strings, bytes or anything with a stable ``repr``).
 
     Each part is length-prefixed, so ("ab", "c") and ("a", "bc") differ.
     """
@@ -57,7 +57,7 @@ def piece_key(*parts: object) -> str:
 
 
 def frame_digest(frame) -> str:
-    """A digest of a table's values, column names, dtypes and row order (for pieces computed from rows).
+    """A digest of a table's values, column names, dtypes and row order (for parts computed from rows).
 
     Numbers are hashed as their bytes and text as its joined characters:
     pandas' own row hashing took a tenth of a second per run on arrow
@@ -68,7 +68,7 @@ def frame_digest(frame) -> str:
     digest = hashlib.sha256()
     for column in frame.columns:
         values = frame[column].to_numpy()
-        digest.update(piece_key(str(column), str(frame[column].dtype), len(values)).encode())
+        digest.update(part_key(str(column), str(frame[column].dtype), len(values)).encode())
         if values.dtype.kind in "biuf":
             digest.update(np.ascontiguousarray(values).tobytes())
         else:
@@ -77,8 +77,8 @@ def frame_digest(frame) -> str:
 
 
 @dataclass(frozen=True)
-class PieceStore:
-    """A folder of pieces by kind and key: ``folder/kind/ke/key.suffix``."""
+class PartStore:
+    """A folder of parts by kind and key: ``folder/kind/ke/key.suffix``."""
 
     folder: Path
 
@@ -86,7 +86,7 @@ class PieceStore:
         return Path(self.folder) / kind / key[:2] / f"{key}{suffix}"
 
     def load_bytes(self, kind: str, key: str, suffix: str = ".bin") -> bytes | None:
-        """A stored piece's bytes, or None when it was never stored."""
+        """A stored part's bytes, or None when it was never stored."""
         try:
             return self.path(kind, key, suffix).read_bytes()
         except FileNotFoundError:
@@ -99,7 +99,7 @@ class PieceStore:
             temporary.write_bytes(data)
 
     def load_frame(self, kind: str, key: str):
-        """A stored table piece, or None."""
+        """A stored table part, or None."""
         import pandas as pd
 
         data = self.load_bytes(kind, key, ".parquet")
@@ -111,43 +111,43 @@ class PieceStore:
         self.save_bytes(kind, key, buffer.getvalue(), ".parquet")
 
 
-def split_found(store: PieceStore, kind: str, keys: dict, suffix: str | None = None) -> tuple[dict, list]:
-    """The stored table pieces among ``keys`` (name -> key) and the names still to compute.
+def split_found(store: PartStore, kind: str, keys: dict, suffix: str | None = None) -> tuple[dict, list]:
+    """The stored table parts among ``keys`` (name -> key) and the names still to compute.
 
-    With ``suffix`` the pieces are read as bytes instead of tables.
+    With ``suffix`` the parts are read as bytes instead of tables.
     """
     found, missing = {}, []
     for name, key in keys.items():
-        piece = store.load_frame(kind, key) if suffix is None else store.load_bytes(kind, key, suffix)
-        if piece is None:
+        part = store.load_frame(kind, key) if suffix is None else store.load_bytes(kind, key, suffix)
+        if part is None:
             missing.append(name)
         else:
-            found[name] = piece
+            found[name] = part
     return found, missing
 
 
 def describe(kind: str, total: int, missing: Iterable) -> str:
-    """The log line of a merge: how many pieces were reused and how many computed."""
+    """The log line of a merge: how many parts were reused and how many computed."""
     computed = len(list(missing))
-    return f"{kind}: {total - computed} pieces reused, {computed} computed"
+    return f"{kind}: {total - computed} parts reused, {computed} computed"
 
 
-def reuse_or_compute(store: PieceStore, kind: str, keys: dict, compute, suffix: str | None = None):
-    """Every piece of ``keys`` (name -> key), in the order of ``keys``: the stored ones loaded, the rest
-    computed by one call of ``compute(missing_names) -> {name: piece}`` and stored.
+def reuse_or_compute(store: PartStore, kind: str, keys: dict, compute, suffix: str | None = None):
+    """Every part of ``keys`` (name -> key), in the order of ``keys``: the stored ones loaded, the rest
+    computed by one call of ``compute(missing_names) -> {name: part}`` and stored.
 
-    One call for all missing pieces keeps a clean build one vectorised batch,
+    One call for all missing parts keeps a clean build one vectorised batch,
     as fast as the whole-grid computation was; adding a retriever computes
-    only its own. Returns the pieces and the names that were computed.
+    only its own. Returns the parts and the names that were computed.
     """
     found, missing = split_found(store, kind, keys, suffix)
     if missing:
         computed = compute(missing)
         for name in missing:
-            piece = computed[name]
+            part = computed[name]
             if suffix is None:
-                store.save_frame(kind, keys[name], piece)
+                store.save_frame(kind, keys[name], part)
             else:
-                store.save_bytes(kind, keys[name], piece, suffix)
-            found[name] = piece
+                store.save_bytes(kind, keys[name], part, suffix)
+            found[name] = part
     return {name: found[name] for name in keys}, missing

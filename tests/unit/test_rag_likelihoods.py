@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp, softmax
 
-from rag.grounding.rag_models import (
+from rag.grounding.rag_likelihoods import (
     candidate_likelihoods,
     chunk_token_probabilities,
     grounding_comparison,

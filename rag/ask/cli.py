@@ -1,0 +1,866 @@
+"""``rag ask``: answer one question from a folder of documents, with checked citations.
+
+Usage::
+
+    rag ask "How long is a year on Venus?"
+    rag ask "Who discovered Uranus?" --retriever bm25_lsa_ivf --probes 8
+    rag ask "What does the runbook say about backups?" --documents notes/
+    python -m rag ask --help
+
+``rag ask`` reads every ``*.md`` file of a folder (by default the bundled
+solar-system documents in ``resources/solar_system/documents``), cuts them into
+sentence chunks of at most ``--max-words`` words, and indexes the chunks twice:
+with BM25, and with a dense retriever chosen by ``--retriever``:
+``bm25_minilm`` (the default when the dense extra is installed) embeds them
+with MiniLM and searches exactly, beside the grid's ``bm25_stem`` (Snowball
+stemming, k1 0.9, b 0.4); ``bm25_lsa_ivf`` (the spec's setup, the
+default without the extra) files ``--dimensions``-dimensional LSA embeddings
+in an IVF index of ``--lists`` lists, ``--probes`` of them scanned. The two
+rankings are fused by reciprocal rank fusion, and the command prints
+
+* the ``--sources`` best chunks, each with its fused rank and score and its
+  rank in the BM25 and in the IVF list ("-" when that retriever did not list it);
+* the prompt: instruction, numbered sources and question, cut to ``--budget``
+  tokens (words and punctuation marks) when a budget is given;
+* the answer: one quoted sentence of the sources with its citation, chosen by
+  the reader (``--generator reader``, rag.answering.reader: idf coverage, term proximity,
+  the expected answer type, the subject, and with ``--similarity`` the MiniLM
+  similarity, which measured worse on the labelled questions) or by
+  the spec's extractive generator (``--generator extractive``, idf coverage
+  alone), or an abstention when the best score is below ``--threshold``
+  (``--generator hosted`` asks the model configured by RAG_LLM_BASE_URL,
+  RAG_LLM_API_KEY and RAG_LLM_MODEL instead, see rag.models.hosted);
+* the citation check of every sentence of the answer: does it cite an existing
+  source, do 75 % of its terms and all of its numbers occur in what it cites;
+* two verdicts in plain words: faithful (the citation check passed) and
+  responsive (the answer holds the kind of value the question asks for, a
+  name, a date, a temperature...). A faithful answer can still fail to answer.
+
+The fitted index is cached in ``--cache`` (``.rag-cache`` in the current
+directory by default), under a digest of the documents, the index options
+(``--max-words``, ``--dimensions``, ``--lists``, the MiniLM model) and the
+indexing code; MiniLM vectors are also kept by text in ``<cache>/embeddings``; the
+first call builds it, later calls with the same documents and options load it
+("index: cache hit") and answer in a fraction of the time. ``--probes``,
+``--sources``, ``--threshold``, ``--budget`` and ``--generator`` act at query
+time and reuse the cached index. The cache keeps the 8 most recently used
+indexes, none unused for 30 days, and removes the rest when it adds one;
+deleting the cache folder (``rm -r .rag-cache``) is always safe and is the way
+to clear it. Document text is printed with control characters made visible
+(``\x1b``, ``\u202e``), so a document cannot drive the terminal.
+
+Exit status: 0 when a question was answered or the generator abstained, 2 for
+a usage error (bad or inconsistent options), 1 for any other error (missing or
+empty folder, a document that does not parse, a hosted model that fails). Errors
+are one line on stderr.
+
+The options, the index cache, the printed report and the generator choice are
+here; :mod:`rag.cli` dispatches the ``rag`` command's subcommands to :func:`ask`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rag.ask.setups import ASK_OPTIONS, ASK_SETUPS
+from rag.escaping import visible
+from rag.kinds import EXTRACTIVE_THRESHOLD
+
+if TYPE_CHECKING:
+    from rag.answering.verification import ClaimCheck
+    from rag.ask.index import AnswerReport, IndexOptions, QuestionIndex
+
+# Started before the heavy imports, which happen inside the command, so the
+# reported time includes them.
+_STARTED = time.perf_counter()
+
+BUNDLED_DOCUMENTS = Path("resources") / "solar_system" / "documents"
+# The reader's default thresholds are read from the pipeline's cross-validation
+# (rag.answering.reader.chosen_thresholds), found next to the package like the corpus.
+CROSS_VALIDATED_THRESHOLDS = Path("results") / "reader_thresholds.csv"
+DEFAULT_CACHE = Path(".rag-cache")
+GENERATORS = ("reader", "extractive", "hosted", "llm")
+# --generator llm (or smollm2, or any bundled entry of the project's config.yaml)
+# asks the bundled model with the pipeline's settings; any other name is an llm
+# entry of the generators section of ./config.yaml (docs/llm.md). The bundled
+# names are reserved: a local entry cannot redefine them.
+BUNDLED_GENERATOR_NAMES = ("llm", "smollm2")
+# The pipeline's config, next to the package: its bundled entries are what rag ask runs.
+PROJECT_CONFIG = Path("config.yaml")
+LLM_CACHE_FOLDER = "llm"
+RETRIEVERS = ("auto", "bm25_minilm", "bm25_lsa_ivf")
+# The model of the bm25_minilm setup's dense entry (rag.ask.setups.ASK_SETUPS).
+DENSE_MODEL = ASK_SETUPS["bm25_minilm"].retrievers[ASK_SETUPS["bm25_minilm"].dense]["model"]
+
+# rag ask's whole-number options, read from the spec setup's entries in the
+# table of kinds (plain data: `rag ask --help` and usage errors must not pay
+# for numpy and scipy).
+DEFAULTS = ASK_OPTIONS
+# The abstention threshold of each offline generator (the reader's depends on
+# whether its MiniLM similarity is in the score); see rag.answering.reader.
+DEFAULT_THRESHOLDS = {"extractive": EXTRACTIVE_THRESHOLD, "reader": None}
+# The whole-number options of ``rag ask``, each with its default in DEFAULTS.
+INTEGER_OPTIONS = {
+    "max_words": "word limit of a sentence chunk",
+    "dimensions": "LSA dimensions",
+    "lists": "IVF lists; at most one per chunk is used",
+    "probes": "IVF lists scanned per question, at most --lists",
+    "sources": "chunks placed in the prompt as numbered sources",
+}
+TEXT_PREVIEW_CHARACTERS = 110
+# The index cache keeps the most recently used indexes only: every edit of a
+# document folder adds an entry that nothing will read again.
+CACHE_ENTRIES = 8
+# MiniLM vectors of rag ask, by text, beside the index bundles (pruned by their own cache).
+EMBEDDINGS_FOLDER = "embeddings"
+CACHE_MAX_AGE_SECONDS = 30 * 24 * 3600.0
+
+
+class AskError(Exception):
+    """A problem the user can fix; printed as one line, exit status 1."""
+
+
+def bundled_documents() -> Path:
+    """The bundled corpus, found next to the package so it works from any directory."""
+    return Path(__file__).resolve().parents[2] / BUNDLED_DOCUMENTS
+
+
+def reader_threshold(similarity: bool) -> float:
+    """The reader's threshold the pipeline's cross-validation chose, with or without MiniLM similarity."""
+    from rag.answering.reader import read_chosen_thresholds
+
+    path = Path(__file__).resolve().parents[2] / CROSS_VALIDATED_THRESHOLDS
+    if not path.is_file():
+        raise AskError(
+            f"the reader's threshold is read from {CROSS_VALIDATED_THRESHOLDS} (the pipeline's "
+            "cross-validation), which this installation does not have: pass --threshold"
+        )
+    try:
+        return read_chosen_thresholds(path)["reader_minilm" if similarity else "reader"]
+    except (ValueError, KeyError) as error:
+        raise AskError(f"{error}: pass --threshold, or rebuild it with snakemake") from None
+
+
+def _positive_integer(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
+def _score(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def add_ask_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``ask`` subcommand and its options to the ``rag`` command's subcommands."""
+    ask = commands.add_parser(
+        "ask",
+        help="answer a question from a folder of Markdown documents",
+        description=(
+            "Answer a question from a folder of Markdown documents: BM25 fused with MiniLM "
+            "(dense extra) or with LSA through an IVF index; the answer cites its sources, every "
+            "citation is checked, and the answer is judged faithful and responsive."
+        ),
+        epilog=(
+            "The fitted index is cached under a digest of the documents and of --max-words, "
+            "--dimensions and --lists; the other options reuse it. "
+            "Exit status: 0 answered or abstained, 2 usage error, 1 other error."
+        ),
+    )
+    ask.add_argument("question", help="the question, in quotes")
+    ask.add_argument(
+        "--documents",
+        metavar="FOLDER",
+        type=Path,
+        help=f"folder of *.md documents (default: the bundled {BUNDLED_DOCUMENTS.as_posix()})",
+    )
+    for key, help_text in INTEGER_OPTIONS.items():
+        ask.add_argument(
+            "--" + key.replace("_", "-"),
+            type=_positive_integer,
+            default=DEFAULTS[key],
+            metavar="N",
+            help=f"{help_text} (default: %(default)s)",
+        )
+    ask.add_argument(
+        "--threshold",
+        type=_score,
+        default=None,
+        metavar="X",
+        help="score the quoted sentence must reach, else the generator abstains (default: "
+        f"{EXTRACTIVE_THRESHOLD:g} for the extractive generator, a share of the question's idf weight; "
+        "for the reader, the threshold its cross validation chose on the labelled questions)",
+    )
+    ask.add_argument(
+        "--similarity",
+        action="store_true",
+        help="add the MiniLM similarity of question and sentence to the reader's score (with "
+        "--retriever bm25_minilm; it measured worse on the labelled questions)",
+    )
+    ask.add_argument(
+        "--retriever",
+        choices=RETRIEVERS,
+        default="auto",
+        help="bm25_minilm: stemmed BM25 (k1 0.9, b 0.4) fused with exact MiniLM search (dense extra); "
+        "bm25_lsa_ivf: the "
+        "spec's BM25 fused with LSA through IVF; auto: bm25_minilm when the dense extra is "
+        "installed (default: %(default)s)",
+    )
+    ask.add_argument(
+        "--budget",
+        type=_positive_integer,
+        default=None,
+        metavar="N",
+        help="prompt budget in tokens (words and punctuation); the best-ranked sources that fit "
+        "are kept (default: no limit)",
+    )
+    ask.add_argument(
+        "--generator",
+        type=_generator_name,
+        default="reader",
+        metavar="NAME",
+        help="reader: quote the sentence that answers, offline; extractive: the spec's coverage "
+        "generator, offline; hosted: the chat-completions model named by RAG_LLM_BASE_URL, "
+        "RAG_LLM_API_KEY and RAG_LLM_MODEL; llm or smollm2: the bundled SmolLM2 (the llm extra); "
+        "any other NAME: that llm entry of the generators section of ./config.yaml, its replies "
+        "kept in <cache>/llm (default: %(default)s)",
+    )
+    ask.add_argument(
+        "--cache",
+        metavar="DIR",
+        type=Path,
+        default=DEFAULT_CACHE,
+        help="folder for the fitted indexes (default: %(default)s in the current directory)",
+    )
+    ask.add_argument(
+        "--access",
+        type=_access_levels,
+        default=("public",),
+        metavar="LEVELS",
+        help="access levels whose documents may reach the prompt, comma-separated, e.g. "
+        "public,internal (default: public only; a document without an access key is restricted)",
+    )
+    ask.set_defaults(command_parser=ask)
+    return ask
+
+
+def _access_levels(text: str) -> tuple[str, ...]:
+    """``--access``: comma-separated access levels, each one of the corpus format's levels."""
+    from rag.corpus.documents import ACCESS_LEVELS
+
+    levels = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    unknown = [level for level in levels if level not in ACCESS_LEVELS]
+    if not levels or unknown:
+        raise argparse.ArgumentTypeError(
+            f"expected access levels among {', '.join(ACCESS_LEVELS)} separated by commas, got {text!r}"
+        )
+    return levels
+
+
+def check_ask_arguments(arguments: argparse.Namespace) -> None:
+    """Usage errors argparse cannot see: an empty question, more probes than lists."""
+    if not arguments.question.strip():
+        arguments.command_parser.error("the question is empty")
+    if arguments.probes > arguments.lists:
+        arguments.command_parser.error(
+            f"--probes ({arguments.probes}) cannot exceed --lists ({arguments.lists}): "
+            "a question can scan at most every list"
+        )
+
+
+# --------------------------------------------------------------------------
+# Loading or building the index
+# --------------------------------------------------------------------------
+
+
+def shown_path(path: Path) -> str:
+    """A path as the user would type it: relative to the current directory when inside it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix() or "."
+    except ValueError:
+        return str(path)
+
+
+def _index_modules(dense: bool = False) -> list[object]:
+    """The modules whose code decides what the cached index contains.
+
+    They are the index's builders and every ``rag`` module those import
+    (:func:`rag.code_digest.import_closure`, the closure that also keys the
+    pipeline's rules), so a module a builder comes to import later, such as
+    the one that stores index arrays, changes the key without being listed
+    here. ``question_answering`` assembles the index but also holds the
+    answering steps, so it enters alone: its imports (the readers, prompts)
+    do not shape the index.
+    """
+    import importlib
+
+    import rag
+    from rag import chunking
+    from rag.ask import index as question_answering
+    from rag.code_digest import import_closure
+    from rag.corpus import documents
+    from rag.retrieval import bm25, ivf, lsa, tfidf
+
+    builders = [documents, chunking, bm25, tfidf, lsa, ivf]
+    if dense:
+        from rag.retrieval.dense import embedder
+
+        builders.append(embedder)
+    package_root = Path(rag.__file__).parent
+    names = {module.__name__.removeprefix("rag.") for module in builders}
+    for module in builders:
+        names.update(import_closure(Path(module.__file__), package_root))
+    dotted = ["rag" if name == "__init__" else f"rag.{name}" for name in sorted(names)]
+    modules = [importlib.import_module(name) for name in dotted]
+    return [*modules, question_answering]
+
+
+def _progress(line: str) -> None:
+    """A progress line of a long step (building the index, encoding), on stderr as it happens."""
+    print(f"rag ask: {visible(line, keep_newlines=False)}", file=sys.stderr, flush=True)
+
+
+def load_or_build_index(
+    folder: Path,
+    cache: Path,
+    options: IndexOptions,
+    embed: Callable | None = None,
+    report: Callable[[str], None] = _progress,
+) -> tuple[QuestionIndex, list[str]]:
+    """The index of ``folder`` from the cache, or built and cached; plus the lines to show about it.
+
+    ``embed`` embeds the chunks when ``options.dense_model`` asks for MiniLM embeddings.
+    Building can take minutes on a large folder: ``report`` hears when it
+    starts, and the embedder reports its own progress.
+    """
+    from rag.ask.index import (
+        build_question_index,
+        cache_key,
+        index_from_bundle,
+        index_to_bundle,
+        parse_documents,
+    )
+    from rag.corpus.documents import DocumentError
+    from rag.corpus.markdown_files import FolderError, read_markdown_folder
+    from rag.formats.bundles import (
+        BundleError,
+        prune_bundles,
+        read_bundle,
+        source_digest,
+        touch_bundle,
+        write_bundle,
+    )
+
+    try:
+        files = [(file.name, file.text) for file in read_markdown_folder(folder)]
+    except FolderError as error:
+        raise AskError(str(error)) from None
+    key = cache_key(files, options, source_digest(_index_modules(options.dense_model is not None)))
+    entry = cache / key
+    lines: list[str] = []
+    started = time.perf_counter()
+    try:
+        bundle = read_bundle(entry)
+        if bundle is not None:
+            index = index_from_bundle(bundle.arrays, bundle.values, bundle.manifest)
+            touch_bundle(entry)
+            seconds = time.perf_counter() - started
+            lines.append(f"index: cache hit, loaded in {seconds:.2f} s from {shown_path(entry)}")
+            return index, lines
+    except (BundleError, ValueError) as error:
+        lines.append(f"note: the cached index in {shown_path(entry)} is unreadable ({error}); rebuilding it")
+
+    report(f"index: not cached, building it from {len(files)} documents of {shown_path(folder)}")
+    try:
+        documents = parse_documents(files, location=f"{folder}{os.sep}")
+    except DocumentError as error:
+        raise AskError(str(error)) from None
+    index = build_question_index(documents, options, embed)
+    seconds = time.perf_counter() - started
+    try:
+        write_bundle(entry, *index_to_bundle(index))
+        lines.append(f"index: cache miss, built in {seconds:.2f} s and cached in {shown_path(entry)}")
+        removed = prune_bundles(
+            cache, CACHE_ENTRIES, CACHE_MAX_AGE_SECONDS, spare=entry, others=(EMBEDDINGS_FOLDER,)
+        )
+        if removed:
+            lines.append(
+                f"index: removed {len(removed)} older cached index(es) (the cache keeps {CACHE_ENTRIES})"
+            )
+    except OSError as error:
+        lines.append(
+            f"index: cache miss, built in {seconds:.2f} s; could not cache it in {shown_path(entry)} "
+            f"({error.strerror or error})"
+        )
+    return index, lines
+
+
+# --------------------------------------------------------------------------
+# The report
+# --------------------------------------------------------------------------
+
+
+def _preview(text: str) -> str:
+    flat = " ".join(text.split())
+    if len(flat) <= TEXT_PREVIEW_CHARACTERS:
+        return flat
+    return flat[: TEXT_PREVIEW_CHARACTERS - 3].rsplit(" ", 1)[0] + " ..."
+
+
+def _rank(rank: int | None) -> str:
+    return "-" if rank is None else str(rank)
+
+
+def access_line(index: QuestionIndex, access: Sequence[str], left_out: int) -> str:
+    """Which access levels may reach the prompt, and how many chunks that left out."""
+    others = int(index.withheld(access).sum())
+    line = (
+        f"Access: {', '.join(access)} (--access); {others} of {len(index.chunks)} chunks are of other levels"
+    )
+    return line + f" and never reach the prompt; {left_out} of them ranked among the best and were left out"
+
+
+def _threshold_provenance(threshold: float) -> str:
+    """Where the reader's default threshold comes from, for documents other than the bundled ones."""
+    return (
+        f"note: the reader's threshold {threshold:.2f} was chosen on the bundled corpus's labelled "
+        "questions (results/reader_thresholds.csv), not on these documents; it may not carry to them. "
+        "Pass --threshold, or choose one on your own questions with the pipeline's answers section "
+        "(docs/answers.md)"
+    )
+
+
+def _lexical_name(index: QuestionIndex) -> str:
+    """The fused BM25 as the report names it: stemmed, with its k1 and b, or the spec's."""
+    settings = index.entries.lexical
+    stemmed = "stemmed " if settings["stem"] else ""
+    return f"{stemmed}BM25, k1 {settings['k1']:g}, b {settings['b']:g}"
+
+
+def format_retrieval(report: AnswerReport, index: QuestionIndex) -> list[str]:
+    retrieval = report.retrieval
+    constant = index.entries.fused["constant"]
+    dense_column = "IVF"
+    if index.chunk_embeddings is not None:
+        dense = f"{index.options.dense_model} (exact cosine search, {retrieval.dense_listed} listed)"
+        dense_column = "dense"
+    elif index.ivf is not None:
+        dense = (
+            f"LSA ({index.lsa.dimensions} dimensions) through IVF, {retrieval.probes} of "
+            f"{index.list_count} lists probed, {100 * retrieval.share_scanned:.1f} % of the chunks scanned "
+            f"({retrieval.dense_listed} listed)"
+        )
+    else:
+        dense = "no dense retriever"
+    lines = [
+        "Retrieval",
+        f"  {_lexical_name(index)} ({retrieval.bm25_listed} chunks listed) and {dense};",
+        f"  fused by reciprocal rank fusion, score = sum of 1 / ({constant:g} + rank).",
+    ]
+    lines += [f"  note: {note}" for note in retrieval.notes]
+    if not retrieval.chosen:
+        lines.append("  No chunk was retrieved.")
+        return lines
+    in_prompt = len(report.prompt.sources)
+    lines.append(f"  {'source':>6}  {'fused':>8}  {'BM25':>4}  {dense_column:>5}  chunk")
+    for position, retrieved in enumerate(retrieval.chosen, start=1):
+        source = f"[{position}]" if position <= in_prompt else "(cut)"
+        lines.append(
+            f"  {source:>6}  {retrieved.fused_score:8.5f}  {_rank(retrieved.bm25_rank):>4}  "
+            f"{_rank(retrieved.dense_rank):>5}  {retrieved.chunk.label}  ({retrieved.chunk.chunk_id[:10]})"
+        )
+        lines.append(f"  {'':>29}  {_preview(retrieved.chunk.text)}")
+    return lines
+
+
+def format_prompt(report: AnswerReport) -> list[str]:
+    prompt = report.prompt
+    budget = f", budget {prompt.budget}" if prompt.budget is not None else ""
+    omitted = f"; {prompt.omitted} cut to fit" if prompt.omitted else ""
+    count = len(prompt.sources)
+    header = (
+        f"Prompt ({count} source{'' if count == 1 else 's'}, {prompt.tokens} tokens counted as words and "
+        f"punctuation{budget}{omitted})"
+    )
+    return [header, *(f"  | {line}" if line else "  |" for line in prompt.text.rstrip("\n").split("\n"))]
+
+
+def format_answer(report: AnswerReport, generator: str, threshold: float) -> list[str]:
+    from rag.answering.extractive import Abstention
+
+    result, reading = report.extractive, report.reading
+    if reading is not None:
+        wanted = _expected_words(reading.answer_type.kinds)
+        best = reading.best
+        if best is None:
+            header = "Answer (reader): abstained, the sources hold no sentence"
+        elif not reading.answered:
+            header = (
+                f"Answer (reader): abstained, the best sentence scores {best.score:.2f}, below the "
+                f"threshold {threshold:.2f}"
+            )
+        else:
+            similarity = "" if best.similarity is None else f", MiniLM similarity {best.similarity:.2f}"
+            header = (
+                f"Answer (reader, quoted from source [{best.source_number}], score {best.score:.2f}, "
+                f"threshold {threshold:.2f}; coverage {best.coverage:.2f}, proximity {best.proximity:.2f}"
+                f"{similarity})"
+            )
+        header += f"\n  the question asks for {wanted}"
+    elif isinstance(result, Abstention):
+        header = (
+            f"Answer (extractive): abstained, the best sentence covers {result.best_coverage:.2f} "
+            f"of the question's idf weight, below the threshold {threshold:.2f}"
+        )
+    elif result is not None:
+        header = (
+            f"Answer (extractive, quoted from source [{result.source_number}], "
+            f"coverage {result.coverage:.2f}, threshold {threshold:.2f})"
+        )
+    else:
+        header = f"Answer ({generator})"
+    return [*header.split("\n"), *(f"  {line}" for line in report.answer.strip().splitlines())]
+
+
+def _expected_words(kinds: tuple[str, ...]) -> str:
+    from rag.answering.verification import expected_in_words
+
+    return expected_in_words(kinds)
+
+
+def _claim_lines(number: int, claim: ClaimCheck) -> list[str]:
+    verdict = "passes" if claim.supported else "FAILS"
+    cites = "cites " + ", ".join(f"[{source}]" for source in claim.cited) if claim.cited else "no citation"
+    details = [
+        cites,
+        f"support {claim.support:.2f} ({claim.matched_terms} of {claim.term_count} terms found)",
+    ]
+    if claim.missing_citations:
+        details.append("no such source: " + ", ".join(f"[{source}]" for source in claim.missing_citations))
+    if claim.unsupported_numbers:
+        details.append("numbers not in the cited sources: " + ", ".join(claim.unsupported_numbers))
+    return [f"  claim {number}: {verdict}; " + "; ".join(details), f"    {claim.sentence}"]
+
+
+def format_check(report: AnswerReport) -> list[str]:
+    from rag.answering.verification import DEFAULT_SUPPORT_THRESHOLD
+
+    header = (
+        "Citation check (a claim passes when it cites an existing source, at least "
+        f"{DEFAULT_SUPPORT_THRESHOLD:.0%} of its terms occur in the cited sources, and so does every number)"
+    )
+    check = report.check
+    if check is None:
+        return [header, "  nothing to check: the generator abstained"]
+    lines = [header]
+    for number, claim in enumerate(check.claims, start=1):
+        lines += _claim_lines(number, claim)
+    if not check.claims:
+        lines.append("  the answer has no sentence to check")
+    lines.append(f"  {check.supported_claims} of {len(check.claims)} claims pass")
+    return lines
+
+
+def format_verdicts(report: AnswerReport) -> list[str]:
+    """Faithful and responsive, in plain words: a faithful answer can still miss the question."""
+    from rag.answering.verification import describe_verdicts
+
+    if report.verdicts is not None:
+        return ["Verdicts", *(f"  {line}" for line in describe_verdicts(report.verdicts))]
+    if report.withheld is not None and report.reading is not None:
+        return [
+            "Verdicts (none on the answer: the reader abstained; on the best sentence it withheld:)",
+            f"  {report.reading.best.text}",
+            *(f"  {line}" for line in describe_verdicts(report.withheld)),
+        ]
+    return ["Verdicts", "  none: the generator abstained, so there is no answer to judge"]
+
+
+# --------------------------------------------------------------------------
+# The command
+# --------------------------------------------------------------------------
+
+
+def _hosted_generator() -> Callable:
+    """The hosted model as a generator whose failures become one-line errors.
+
+    Imported only when asked for: the extractive path needs no HTTP client.
+    Its deadline (``RAG_LLM_TIMEOUT``) defaults to the pipeline's bundled
+    entry's ``timeout``, as ``--generator llm`` uses it.
+    """
+    from rag.models.hosted import HostedModelError, config_from_environment, hosted_generator
+
+    overrides = {}
+    if not os.environ.get("RAG_LLM_TIMEOUT", "").strip():
+        overrides["timeout_seconds"] = float(_bundled_entry()["timeout"])
+    try:
+        generate = hosted_generator(config_from_environment(**overrides))
+    except ValueError as error:
+        raise AskError(f"--generator hosted: {error}") from None
+
+    def guarded(prompt: object) -> str:
+        try:
+            return generate(prompt)
+        except HostedModelError as error:
+            raise AskError(f"--generator hosted: {error}") from None
+
+    return guarded
+
+
+def _llm_generator(name: str, cache: Path) -> Callable:
+    """An llm generator (the bundled model or a ./config.yaml entry) through the chat client and cache.
+
+    The same path as the pipeline's llm jobs: the conversation of
+    :func:`rag.answering.llm_answers.messages_for`, the response cache, and
+    the bundled server started only when the reply is not cached. The entry
+    passes the plan's checks first (:func:`llm_entry`).
+    """
+    from rag.answering import llm_answers
+    from rag.kinds import behaviour
+    from rag.models import local_server
+    from rag.models.client import LlmError
+    from rag.models.response_cache import ResponseCache
+
+    entry = llm_entry(name)
+    generator = behaviour(entry["kind"], "generate")(name, entry)
+    if generator.bundled and local_server.missing_packages():
+        raise AskError(
+            f"--generator {name}: the bundled model needs the llm extra: {local_server.INSTALL_COMMAND}"
+        )
+    complete = llm_answers.complete_with_cache(generator, ResponseCache(cache / LLM_CACHE_FOLDER))
+
+    def generate(prompt: object) -> str:
+        messages = llm_answers.messages_for(
+            prompt.question, list(prompt.sources.values()), generator.template
+        )
+        try:
+            return complete([messages])[0].text.strip()
+        except (LlmError, local_server.LocalServerError, ValueError) as error:
+            raise AskError(f"--generator {name}: {error}") from None
+
+    return generate
+
+
+def llm_entry(name: str) -> dict:
+    """The canonical llm entry ``--generator NAME`` runs, checked as the plan checks it.
+
+    A bundled name gives the pipeline's entry (its sampling and timeout); any
+    other name an entry of ./config.yaml, which must pass
+    :func:`rag.answering.config_checks.canonical_generators` and must not
+    redefine a bundled name. Every problem is one :class:`AskError` line.
+    """
+    from rag.answering.config_checks import LLM_ROLE, role_of
+
+    bundled = bundled_generators()
+    configured = _configured_generators(strict=True)
+    if name in configured:
+        entry = _checked_entry(name, configured[name], f"--generator {name}: config.yaml")
+        if role_of(entry) != LLM_ROLE:
+            raise AskError(f"--generator {name}: config.yaml's entry {name!r} is not a language model")
+        if name in bundled and entry != bundled[name]:
+            raise AskError(
+                f"--generator {name}: config.yaml's entry {name!r} redefines a bundled generator; the "
+                f"bundled names ({', '.join(sorted(bundled))}) are reserved, so rename the entry"
+            )
+        return entry
+    if name in bundled:
+        return bundled[name]
+    known = sorted({*GENERATORS, *bundled, *configured})
+    raise AskError(f"--generator {name}: unknown generator; choose one of {known}")
+
+
+def _checked_entry(name: str, entry: object, where: str) -> dict:
+    from rag.answering.config_checks import canonical_generators
+    from rag.kinds import ConfigError
+
+    if not isinstance(entry, dict):
+        raise AskError(f"{where}: the generators entry {name!r} is not a mapping")
+    try:
+        return canonical_generators({"generators": {name: entry}})[name]
+    except ConfigError as error:
+        raise AskError(f"{where}: {error}") from None
+
+
+def _bundled_entry() -> dict:
+    """The pipeline's entry of the bundled model (the first bundled one), else the llm kind's defaults."""
+    return bundled_generators()["llm"]
+
+
+def bundled_generators() -> dict[str, dict]:
+    """The reserved names and the canonical entries they run: each bundled entry of the project's
+    config.yaml (base_url ``bundled``), and ``llm`` for the first of them (the kind's defaults
+    when the project's config has none)."""
+    from rag.answering.config_checks import LLM_ROLE, generator_kinds_of, role_of
+    from rag.kinds import BUNDLED_ENDPOINT, GENERATOR_KINDS, defaults
+
+    section = _generators_section(Path(__file__).resolve().parents[2] / PROJECT_CONFIG, strict=False)
+    found = {}
+    for name, entry in sorted(section.items()):
+        if (
+            isinstance(entry, dict)
+            and role_of(entry) == LLM_ROLE
+            and entry.get("base_url", BUNDLED_ENDPOINT) == BUNDLED_ENDPOINT
+        ):
+            found[name] = _checked_entry(name, entry, f"the project's {PROJECT_CONFIG}")
+    kind = generator_kinds_of(LLM_ROLE)[0]
+    fallback = {"kind": kind, **defaults(GENERATOR_KINDS)[kind]}
+    first = found.get("smollm2") or next(iter(found.values()), fallback)
+    return {**{name: first for name in BUNDLED_GENERATOR_NAMES}, **found}
+
+
+def _generator_name(value: str) -> str:
+    """A --generator value: an offline or hosted one, the bundled model, or an llm entry of ./config.yaml."""
+    try:
+        known = {*GENERATORS, *bundled_generators(), *_configured_generators()}
+    except AskError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if value not in known:
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {value!r} (choose from {', '.join(sorted(known))})"
+        )
+    return value
+
+
+def _configured_generators(strict: bool = False) -> dict:
+    """The generators section of ./config.yaml, or nothing when there is none.
+
+    ``strict``: a config.yaml that exists but cannot be read, or whose
+    generators section is not a mapping, is an error rather than nothing.
+    """
+    return _generators_section(Path("config.yaml"), strict)
+
+
+def _generators_section(path: Path, strict: bool) -> dict:
+    import yaml
+
+    try:
+        config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as error:
+        if strict:
+            problem = getattr(error, "strerror", None) or type(error).__name__
+            raise AskError(f"{path}: cannot be read as YAML ({problem})") from None
+        return {}
+    section = config.get("generators") if isinstance(config, dict) else None
+    if section is not None and not isinstance(section, dict) and strict:
+        raise AskError(f"{path}: its generators section is not a mapping")
+    return section if isinstance(section, dict) else {}
+
+
+def _dense_installed() -> bool:
+    from rag.retrieval.dense.sentence_embeddings import missing_packages
+
+    return not missing_packages(DENSE_MODEL)
+
+
+def _retriever(requested: str) -> str:
+    """The retriever to use: ``auto`` becomes bm25_minilm with the dense extra, else bm25_lsa_ivf."""
+    if requested == "auto":
+        return "bm25_minilm" if _dense_installed() else "bm25_lsa_ivf"
+    if requested == "bm25_minilm" and not _dense_installed():
+        raise AskError('--retriever bm25_minilm needs the dense extra: pip install ".[dense]"')
+    return requested
+
+
+def ask(arguments: argparse.Namespace) -> int:
+    from rag.answering.prompts import PromptBudgetError
+    from rag.ask.index import IndexOptions, RetrievalSettings, answer_question
+
+    generate = None
+    if arguments.generator == "hosted":
+        generate = _hosted_generator()
+    elif arguments.generator not in ("reader", "extractive"):
+        generate = _llm_generator(arguments.generator, arguments.cache)
+    folder = arguments.documents if arguments.documents is not None else bundled_documents()
+    retriever = _retriever(arguments.retriever)
+    dense = retriever == "bm25_minilm"
+    options = IndexOptions(
+        max_words=arguments.max_words,
+        dimensions=arguments.dimensions,
+        lists=arguments.lists,
+        dense_model=DENSE_MODEL if dense else None,
+    )
+    embedder = None
+    if dense:
+        from rag.answering.reader import CachedSentenceEmbedder
+
+        embedder = CachedSentenceEmbedder(arguments.cache / EMBEDDINGS_FOLDER, DENSE_MODEL, report=_progress)
+    embed = embedder.embed if embedder is not None else None
+    # The MiniLM similarity made the reader worse on the labelled questions
+    # (docs/answers.md), so it is used only when asked for.
+    use_similarity = arguments.similarity and embedder is not None
+    similarity = embedder.similarity if use_similarity else None
+    threshold = arguments.threshold
+    if threshold is None:
+        if arguments.generator == "extractive":
+            threshold = DEFAULT_THRESHOLDS["extractive"]
+        else:
+            threshold = reader_threshold(use_similarity)
+    index, index_lines = load_or_build_index(folder, arguments.cache, options, embed)
+    if (
+        arguments.threshold is None
+        and arguments.generator != "extractive"
+        and arguments.documents is not None
+    ):
+        index_lines.append(_threshold_provenance(threshold))
+    try:
+        report = answer_question(
+            index,
+            arguments.question,
+            RetrievalSettings(sources=arguments.sources, probes=arguments.probes),
+            threshold=threshold,
+            budget=arguments.budget,
+            generate=generate,
+            reader="extractive" if arguments.generator == "extractive" else "reader",
+            embed=embed,
+            similarity=similarity,
+            access=arguments.access,
+        )
+    except PromptBudgetError as error:
+        raise AskError(f"--budget {arguments.budget}: {error}") from None
+    if embedder is not None:
+        try:
+            embedder.save()
+        except OSError as error:
+            index_lines.append(f"note: could not store new embeddings ({error.strerror or error})")
+
+    documents = len({chunk.doc_id for chunk in index.chunks})
+    lines = [
+        f"Question: {arguments.question}",
+        f"Documents: {shown_path(folder)}: {documents} documents, {index.word_count:,} words, "
+        f"{len(index.chunks)} chunks of at most {options.max_words} words",
+        *index_lines,
+        access_line(index, arguments.access, report.retrieval.withheld),
+        *(f"note: {note}" for note in index.notes),
+        "",
+        *format_retrieval(report, index),
+        "",
+        *format_prompt(report),
+        "",
+        *format_answer(report, arguments.generator, threshold),
+        "",
+        *format_check(report),
+        "",
+        *format_verdicts(report),
+        "",
+        f"Done in {time.perf_counter() - _STARTED:.2f} s (imports included, interpreter start-up not).",
+    ]
+    print(visible("\n".join(lines)))
+    return 0

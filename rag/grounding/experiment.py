@@ -1,0 +1,57 @@
+"""The grounding job: every configured case and the swap on one ranking, trigram model first."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from rag.grounding.cases import (
+    CaseResult,
+    RetrievedChunks,
+    SwapResult,
+    configured_cases,
+    document_texts,
+    ranked_rows,
+    run_case,
+    run_swap,
+    swap_from_config,
+    top_chunks,
+)
+from rag.grounding.served_model import ServedModel, run_served_case, run_served_swap
+from rag.grounding.trigram import LanguageModel
+
+
+def run_grounding(
+    memory: LanguageModel,
+    settings: Mapping,
+    parsed: Mapping[str, Sequence],
+    chunks: Mapping[str, Sequence],
+    ranking: Mapping[str, Sequence],
+    served: Sequence[ServedModel] = (),
+) -> tuple[list[CaseResult], list[SwapResult]]:
+    """Run the canonical grounding section's cases and its swap on the ranked chunks.
+
+    ``parsed`` holds the parsed corpus's doc_id and text columns (the wrong
+    answers' documents are checked against them), ``chunks`` the chunk set's
+    chunk_id and text, ``ranking`` a rankings table's columns; each question
+    is conditioned on its top ``settings["k"]`` chunks. The cases run in the
+    configured order, first with the trigram model, then with each served
+    model, so the trigram rows stay first and unchanged.
+    """
+    k, temperature = settings["k"], settings["temperature"]
+    chunk_texts = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
+    ranked = ranked_rows(ranking["question_id"], ranking["rank"], ranking["chunk_id"], ranking["score"])
+
+    def retrieved(question_id: str) -> RetrievedChunks:
+        return top_chunks(ranked.get(question_id, []), chunk_texts, k, question_id)
+
+    cases = configured_cases(settings, document_texts(parsed["doc_id"], parsed["text"]))
+    swap = swap_from_config(settings["swap"])
+    results = [
+        run_case(memory, case, retrieved(case.question_id), temperature, settings["max_tokens"])
+        for case in cases
+    ]
+    swaps = [run_swap(memory, swap, retrieved(swap.question_id), temperature)]
+    for model in served:
+        results += [run_served_case(model, case, retrieved(case.question_id), temperature) for case in cases]
+        swaps.append(run_served_swap(model, swap, retrieved(swap.question_id), temperature))
+    return results, swaps
