@@ -37,9 +37,14 @@ from rag.answering.config_checks import (
     role_of,
 )
 from rag.chunking import ChunkingError, spec_from_config
-from rag.corpus.config_checks import BEIR_COMPONENT_DEPTH, BEIR_DEFAULTS, check_corpus_entry, corpus_level
+from rag.corpus.config_checks import (
+    BEIR_COMPONENT_DEPTH,
+    BEIR_DEFAULTS,
+    check_corpus_entry,
+    corpus_level,
+    corpus_problems,
+)
 from rag.corpus.folders import FOLDER_SOURCES, folder_files, skipped_setting
-from rag.corpus.questions import corpus_question_problems
 from rag.evaluation.config_checks import (
     IVF_TRADEOFF_PARAMETERS,
     canonical_ivf_synthetic,
@@ -643,14 +648,16 @@ def _check_corpora(plan: Plan, root: Path, questions_schema: Mapping | None) -> 
         raise ConfigError("config['corpora']: every corpus is disabled")
     for name, entry in plan.corpora.items():
         check_corpus_entry(entry, root, f"config['corpora'][{name!r}]")
-    # Every question file is checked against its schema, every problem reported at once.
+    # Every question file against its schema, and every document of a folder corpus with
+    # every evidence span located in it: every problem reported at once.
     if questions_schema is not None:
-        problems = corpus_question_problems(
-            plan.corpora, questions_schema, lambda path: read_unique_yaml(root / path)
+        problems, warnings = corpus_problems(
+            plan.corpora, root, questions_schema, lambda path: read_unique_yaml(root / path)
         )
+        plan.warnings += warnings
         if problems:
             raise ConfigError(
-                f"{len(problems)} problem(s) in the question files:\n  " + "\n  ".join(problems)
+                f"{len(problems)} problem(s) in the question files and documents:\n  " + "\n  ".join(problems)
             )
     for name in plan.labelled_corpora:
         plan.levels[name] = corpus_level(plan.corpora[name])

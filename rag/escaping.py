@@ -29,3 +29,19 @@ def visible(text: str, keep_newlines: bool = True) -> str:
         else (f"\\x{ord(character):02x}" if ord(character) < 0x100 else f"\\u{ord(character):04x}")
         for character in text
     )
+
+
+def visible_lines(text: str, indent: str = "  ") -> str:
+    """A report of several lines, each shown as :func:`visible` shows one line.
+
+    Line breaks stay line breaks (a report of five problems prints as five
+    lines, not ``\\x0a``), and every line after the first is indented, so no
+    line a name smuggles in can pass for a message of its own; other control
+    characters are escaped as always.
+    """
+    first, *rest = text.split("\n")
+    lines = [visible(first, keep_newlines=False)]
+    for line in rest:
+        shown = visible(line, keep_newlines=False)
+        lines.append(shown if shown.startswith(indent) else indent + shown)
+    return "\n".join(lines)

@@ -15,7 +15,7 @@ import logging
 import sys
 from types import TracebackType
 
-from rag.escaping import visible
+from rag.escaping import visible_lines
 
 EXIT_USER_ERROR = 1
 
@@ -26,8 +26,9 @@ def is_user_error(error: BaseException) -> bool:
 
 
 def one_line(error: BaseException) -> str:
-    """The error's message on one escaped line, prefixed by its type's name."""
-    return f"{type(error).__name__}: {visible(str(error), keep_newlines=False)}"
+    """The error's message, escaped and prefixed by its type's name: one line, or a report of
+    several whose later lines are indented (:func:`rag.escaping.visible_lines`)."""
+    return f"{type(error).__name__}: {visible_lines(str(error))}"
 
 
 def install(log: logging.Logger | None = None) -> None:

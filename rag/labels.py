@@ -9,13 +9,15 @@ chunking strategy, and a chunker that cuts a span is visibly penalised.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import re
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from rag.chunking import Chunk, cut_probability
-from rag.corpus.documents import Document, normalize_passage
+from rag.corpus.documents import Document, render_span
 from rag.text import count_words, split_sentences, tokenize
 
 # The bundled corpus's question types, in the order its tables list them. Any
@@ -123,7 +125,7 @@ def parse_questions(data: object, source: str) -> list[Question]:
         answer = item.get("answer")
         _require(answer is None or isinstance(answer, str), where, "'answer' must be text")
         if answer is not None:
-            answer = normalize_passage(answer)
+            answer = render_span(answer)
         questions.append(
             Question(question_id, item["question"].strip(), question_type, answerable, evidence, answer)
         )
@@ -152,8 +154,9 @@ def _parse_evidence(pieces: object, where: str) -> list[Evidence]:
                 here,
                 "a span's 'document' must be a document id",
             )
-            # Compared with the parsed text, so normalised the way the parser normalises it.
-            spans.append(Span(normalize_passage(span["text"]), document))
+            # Compared with the parsed text, so rendered the way the parser renders a paragraph:
+            # a span copied from the source file, markup and all, matches the chunks' text.
+            spans.append(Span(render_span(span["text"]), document))
         _require(bool(spans), here, "needs at least one span")
         gain = piece.get("gain", 1)
         _require(
@@ -170,50 +173,140 @@ def locate_spans(
 ) -> list[SpanLocation]:
     """Every occurrence of every evidence span in the documents.
 
-    A span that occurs nowhere is an error naming the question and the span
-    (and ``source``, the questions file, when given): silently dropping it
-    would make a question look unanswerable. Every such span is reported at
-    once, each with the closest passage of the documents it may sit in, so a
-    label can be fixed without searching by hand; the problems are joined by
-    `` | `` so the error stays one line.
+    A span that occurs nowhere, or more than once in one document, is an
+    error naming the question and the span (and ``source``, the questions
+    file, when given): silently dropping it would make a question look
+    unanswerable, and a repeated span does not say which passage is the
+    evidence. Every such span is reported at once, one per line
+    (:func:`span_problems`).
     """
-    prefix = f"{source}: " if source else ""
+    locations, problems = span_problems(questions, documents)
+    if problems:
+        prefix = f"{source}: " if source else ""
+        raise LabelError(f"{prefix}{len(problems)} evidence span problem(s):\n  " + "\n  ".join(problems))
+    return locations
+
+
+def span_problems(
+    questions: Sequence[Question], documents: Sequence[Document], unreadable: Collection[str] = ()
+) -> tuple[list[SpanLocation], list[str]]:
+    """The located spans, and one line per span that is not found or not unique in its document.
+
+    A span not found comes with where it is when markup is ignored (and which
+    markup differs), else the closest passage. ``unreadable`` are documents
+    that did not parse: a span naming one is not reported again.
+    """
     texts = {document.doc_id: document.full_text for document in documents}
     locations: list[SpanLocation] = []
     problems: list[str] = []
     for question in questions:
         for piece, evidence in enumerate(question.evidence):
             for alternative, span in enumerate(evidence.spans):
+                if span.document in unreadable:
+                    continue
+                name = f"question {question.question_id!r}: evidence span {_short(span.text)!r}"
                 if span.document is not None and span.document not in texts:
-                    problems.append(
-                        f"question {question.question_id!r}: span {_short(span.text)!r} names "
-                        f"unknown document {span.document!r}"
-                    )
+                    problems.append(f"{name} names unknown document {span.document!r}")
                     continue
                 doc_ids = [span.document] if span.document is not None else list(texts)
                 found = False
                 for doc_id in doc_ids:
                     text = texts[doc_id]
+                    starts = []
                     start = text.find(span.text)
                     while start >= 0:
-                        found = True
+                        starts.append(start)
+                        start = text.find(span.text, start + 1)
+                    found = found or bool(starts)
+                    if len(starts) > 1:
+                        places = ", ".join(str(start) for start in starts[:5])
+                        problems.append(
+                            f"{name} occurs {len(starts)} times in document {doc_id!r} (at characters "
+                            f"{places}); a span must be unique in its document, so lengthen it"
+                        )
+                    for start in starts:
                         end = start + len(span.text)
                         words = count_words(span.text)
                         locations.append(
                             SpanLocation(question.question_id, piece, alternative, doc_id, start, end, words)
                         )
-                        start = text.find(span.text, start + 1)
                 if not found:
                     where = f"document {span.document!r}" if span.document else "any document"
-                    closest = closest_passage(span.text, {doc_id: texts[doc_id] for doc_id in doc_ids})
-                    hint = f"; closest passage in {closest[0]!r}: {closest[1]!r}" if closest else ""
-                    problems.append(
-                        f"question {question.question_id!r}: evidence span {_short(span.text)!r} "
-                        f"not found in {where}{hint}"
-                    )
-    if problems:
-        raise LabelError(prefix + " | ".join(problems))
-    return locations
+                    candidates = {doc_id: texts[doc_id] for doc_id in doc_ids}
+                    problems.append(f"{name} not found in {where}{_not_found_hint(span.text, candidates)}")
+    return locations, problems
+
+
+# Characters of Markdown inline markup and block markers. A span that matches a
+# document only once they are ignored differs from it in markup alone.
+MARKUP_CHARACTERS: dict[str, str] = {
+    "`": "backticks (code)",
+    "*": "emphasis (* or _)",
+    "_": "emphasis (* or _)",
+    "[": "link brackets ([text][ref], [text](url))",
+    "]": "link brackets ([text][ref], [text](url))",
+    "{": "a role ({mod}`...`)",
+    "}": "a role ({mod}`...`)",
+    ">": "a quote marker or tag (> )",
+    "<": "an HTML tag (<...>)",
+    "\\": "a backslash escape",
+    "#": "a heading marker (#)",
+    "|": "a table bar (|)",
+    "~": "a tilde (~)",
+}
+
+
+def _without_markup(text: str) -> tuple[str, list[int]]:
+    """``text`` without markup characters and spaces, with each kept character's position."""
+    kept, positions = [], []
+    for position, character in enumerate(text):
+        if character not in MARKUP_CHARACTERS and not character.isspace():
+            kept.append(character)
+            positions.append(position)
+    return "".join(kept), positions
+
+
+# What markup carries beside the text a reader sees: a link's label or address
+# ("][ref]", "](url)") and a role's name ("{mod}" before a backtick). A span cut
+# through a link keeps them, so they are dropped before comparing.
+_MARKUP_TAILS = re.compile(r"\]\[[^\]\n]*\]|\]\([^)\n]*\)|\{[\w:.+-]+\}(?=`)")
+
+
+def markup_difference(span: str, texts: Mapping[str, str]) -> tuple[str, str, list[str]] | None:
+    """Where ``span`` matches once markup characters and spaces are ignored, and which markup differs.
+
+    (document id, the document's text there, the kinds of markup that differ),
+    or None when the span does not match even so.
+    """
+    bare, _ = _without_markup(_MARKUP_TAILS.sub("]", span))
+    if not bare:
+        return None
+    for doc_id in sorted(texts):
+        stripped, positions = _without_markup(texts[doc_id])
+        start = stripped.find(bare)
+        if start < 0:
+            continue
+        first, last = positions[start], positions[start + len(bare) - 1] + 1
+        passage = texts[doc_id][first:last]
+        differing = Counter(c for c in span if c in MARKUP_CHARACTERS)
+        differing.subtract(Counter(c for c in passage if c in MARKUP_CHARACTERS))
+        kinds = sorted({MARKUP_CHARACTERS[c] for c, count in differing.items() if count})
+        return doc_id, passage, kinds
+    return None
+
+
+def _not_found_hint(span: str, texts: Mapping[str, str]) -> str:
+    """What to fix in a span found nowhere: the markup that differs, else the closest passage."""
+    difference = markup_difference(span, texts)
+    if difference is not None:
+        doc_id, passage, kinds = difference
+        what = "; ".join(kinds) if kinds else "spacing"
+        return (
+            f"; it differs in markup only ({what}) from {_short(passage, 160)!r} in {doc_id!r}: "
+            "copy the span from that text"
+        )
+    closest = closest_passage(span, texts)
+    return f"; closest passage in {closest[0]!r}: {closest[1]!r}" if closest else ""
 
 
 def closest_passage(span: str, texts: Mapping[str, str], longest: int = 200) -> tuple[str, str] | None:

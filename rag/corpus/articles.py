@@ -34,6 +34,8 @@ from rag.corpus.documents import (
     Block,
     Document,
     DocumentError,
+    check_acl,
+    check_tenant,
     content_version,
     normalize_passage,
 )
@@ -418,51 +420,112 @@ def _page_title(html: str) -> str | None:
     return None
 
 
-class _AccessMeta(HTMLParser):
-    """Every ``<meta name="access" content="...">`` of a page, with its line."""
+# The <meta name="..."> elements that say who may read a page.
+POLICY_META = ("access", "tenant", "acl")
+
+
+class _PolicyMeta(HTMLParser):
+    """Every ``<meta>`` naming ``access``, ``tenant`` or ``acl``, with its line, and every
+    such element whose ``name`` or ``content`` attribute is given twice."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
-        self.found: list[tuple[int, str | None]] = []
+        self.found: dict[str, list[tuple[int, str | None]]] = {key: [] for key in POLICY_META}
+        self.doubled: list[tuple[int, str, str]] = []  # (line, attribute, the name it names)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        attributes = dict(attrs)
-        if tag == "meta" and (attributes.get("name") or "").strip().lower() == "access":
-            self.found.append((self.getpos()[0], attributes.get("content")))
+        if tag != "meta":
+            return
+        names = [(value or "").strip().lower() for attribute, value in attrs if attribute == "name"]
+        named = [name for name in names if name in POLICY_META]
+        if not named:
+            return
+        line = self.getpos()[0]
+        contents = [value for attribute, value in attrs if attribute == "content"]
+        if len(names) > 1:
+            self.doubled.append((line, "name", named[0]))
+        elif len(contents) > 1:
+            self.doubled.append((line, "content", named[0]))
+        else:
+            self.found[named[0]].append((line, contents[0] if contents else None))
 
     handle_startendtag = handle_starttag
 
 
-def declared_html_access(html: str, name: str, default_access: str = DEFAULT_ACCESS) -> str:
-    """The access a page declares in ``<meta name="access" content="...">``, else ``default_access``.
+@dataclass(frozen=True)
+class PagePolicy:
+    """Who may read a page: its access level, tenant ("" shared) and groups (() every group)."""
 
-    Fails closed like Markdown front matter: two such tags (even agreeing
-    ones, since a later edit could make them disagree) or a value outside
-    :data:`ACCESS_LEVELS` are errors naming the file and line, never a guess.
+    access: str = DEFAULT_ACCESS
+    tenant: str = ""
+    acl: tuple[str, ...] = ()
+
+
+def declared_html_policy(
+    html: str,
+    name: str,
+    default_access: str = DEFAULT_ACCESS,
+    default_tenant: str = "",
+    default_acl: tuple[str, ...] = (),
+) -> PagePolicy:
+    """What a page declares in ``<meta name="access|tenant|acl" content="...">``, else the defaults.
+
+    ``acl`` lists group names separated by commas. Fails closed like Markdown
+    front matter, naming the file and line: a second element naming the same
+    key (even an agreeing one, since a later edit could make them disagree),
+    an element with two ``name`` or two ``content`` attributes (browsers keep
+    the first, a lenient reader the last: a restricted page would turn
+    public), and a value that is not a level, tenant or list of groups.
     """
-    reader = _AccessMeta()
+    reader = _PolicyMeta()
     reader.feed(closable_markup(html))
     reader.close()
-    if len(reader.found) > 1:
-        line = reader.found[1][0]
+    if reader.doubled:
+        line, attribute, key = reader.doubled[0]
         raise DocumentError(
-            f'{name}, line {line}: a second <meta name="access"> (the first is on line '
-            f"{reader.found[0][0]}); declare the access level once"
+            f'{name}, line {line}: <meta name="{key}"> has two {attribute!r} attributes; give it one'
         )
-    if not reader.found:
-        return default_access
-    line, value = reader.found[0]
-    level = (value or "").strip()
-    if level not in ACCESS_LEVELS:
-        raise DocumentError(
-            f'{name}, line {line}: <meta name="access"> must be one of {", ".join(ACCESS_LEVELS)}, '
-            f"got {(value or '')[:40]!r}"
-        )
-    return level
+    for key in POLICY_META:
+        found = reader.found[key]
+        if len(found) > 1:
+            raise DocumentError(
+                f'{name}, line {found[1][0]}: a second <meta name="{key}"> (the first is on line '
+                f"{found[0][0]}); declare it once"
+            )
+    values = {key: (found[0][0], (found[0][1] or "").strip()) for key, found in reader.found.items() if found}
+    access = default_access
+    if "access" in values:
+        line, access = values["access"]
+        if access not in ACCESS_LEVELS:
+            raise DocumentError(
+                f'{name}, line {line}: <meta name="access"> must be one of {", ".join(ACCESS_LEVELS)}, '
+                f"got {access[:40]!r}"
+            )
+    tenant = default_tenant
+    if "tenant" in values:
+        line, value = values["tenant"]
+        tenant = check_tenant(value, f'{name}, line {line}: <meta name="tenant">')
+    acl = tuple(default_acl)
+    if "acl" in values:
+        line, value = values["acl"]
+        groups = [group.strip() for group in value.split(",")] if value else []
+        acl = check_acl(groups, f'{name}, line {line}: <meta name="acl"> (groups separated by commas)')
+    return PagePolicy(access, tenant, acl)
+
+
+def declared_html_access(html: str, name: str, default_access: str = DEFAULT_ACCESS) -> str:
+    """The access a page declares in ``<meta name="access" content="...">``, else ``default_access``
+    (:func:`declared_html_policy`, which checks the page's tenant and groups too)."""
+    return declared_html_policy(html, name, default_access).access
 
 
 def document_from_html_file(
-    html: str, doc_id: str, default_access: str = DEFAULT_ACCESS, name: str | None = None
+    html: str,
+    doc_id: str,
+    default_access: str = DEFAULT_ACCESS,
+    name: str | None = None,
+    default_tenant: str = "",
+    default_acl: tuple[str, ...] = (),
 ) -> tuple[Document, dict[str, int]]:
     """A local HTML file as a document: the article reader's paragraphs, its <h1> or <title>.
 
@@ -470,13 +533,20 @@ def document_from_html_file(
     counted): the reader keeps only paragraphs under headings. Without a
     heading or title element the file's name is the title; the version is a
     digest of the text. The access level is the page's
-    ``<meta name="access">`` (:func:`declared_html_access`), else ``default_access``.
+    ``<meta name="access">``, its tenant and groups ``<meta name="tenant">`` and
+    ``<meta name="acl">`` (:func:`declared_html_policy`), else the corpus's defaults.
     """
-    access = declared_html_access(html, name or doc_id, default_access)
+    policy = declared_html_policy(html, name or doc_id, default_access, default_tenant, default_acl)
     blocks, skipped = parse_article_html_counted(html, doc_id)
     title = _page_title(html) or doc_id
     document = Document(
-        doc_id=doc_id, title=title, version=content_version(blocks), blocks=tuple(blocks), access=access
+        doc_id=doc_id,
+        title=title,
+        version=content_version(blocks),
+        blocks=tuple(blocks),
+        access=policy.access,
+        tenant=policy.tenant,
+        acl=policy.acl,
     )
     return document, skipped
 
@@ -489,6 +559,8 @@ def document_from_html(
     url: str | None = None,
     updated: str | None = None,
     access: str = DEFAULT_ACCESS,
+    tenant: str = "",
+    acl: tuple[str, ...] = (),
 ) -> Document:
     """A :class:`Document` whose version is the article's revision id.
 
@@ -504,5 +576,13 @@ def document_from_html(
         raise DocumentError(f"{doc_id}: empty revision id")
     blocks = tuple(parse_article_html(html, doc_id))
     return Document(
-        doc_id=doc_id, title=title, version=version, blocks=blocks, url=url, updated=updated, access=access
+        doc_id=doc_id,
+        title=title,
+        version=version,
+        blocks=blocks,
+        url=url,
+        updated=updated,
+        access=access,
+        tenant=tenant,
+        acl=tuple(acl),
     )

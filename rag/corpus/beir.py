@@ -30,7 +30,9 @@ from rag.corpus.documents import (
     Document,
     DocumentError,
     check_access_level,
+    check_acl,
     check_document_id,
+    check_tenant,
     content_version,
     section_name,
 )
@@ -86,9 +88,27 @@ def _numbered(lines: Iterable[str]) -> Iterable[tuple[int, str]]:
             yield number, line
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object naming one key twice; ``json`` would keep the last value silently."""
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    record: dict = {}
+    for key, value in pairs:
+        if key in record:
+            raise _DuplicateKey(key)
+        record[key] = value
+    return record
+
+
 def _json_record(line: str, where: str) -> dict:
+    """One line's JSON object; a key given twice in any of its objects is an error, not "last one wins"."""
     try:
-        record = json.loads(line)
+        record = json.loads(line, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as error:
+        raise BeirFormatError(
+            f"{where}: key {str(error)[:60]!r} appears twice in one JSON object; give it once"
+        ) from None
     except json.JSONDecodeError as error:
         raise BeirFormatError(f"{where}: not valid JSON ({error.msg} at column {error.colno})") from None
     if not isinstance(record, dict):
@@ -148,36 +168,83 @@ def _identified_records(lines: Iterable[str], source: str, kind: str) -> Iterato
         yield where, record, identifier
 
 
-def _record_access(record: dict, where: str, default_access: str) -> str:
-    """A record's ``access`` field, else the corpus's ``default_access``; any other value is an error."""
-    if "access" not in record:
-        return default_access
-    value = record["access"]
-    if not isinstance(value, str) or value not in ACCESS_LEVELS:
-        levels = ", ".join(ACCESS_LEVELS)
-        raise BeirFormatError(f"{where}: 'access' must be one of {levels}, got {repr(value)[:60]}")
-    return value
+# The fields of a corpus.jsonl record that say who may read it, at the top level
+# or inside its ``metadata`` object (where BEIR collections keep extra fields).
+POLICY_FIELDS = ("access", "tenant", "acl")
 
 
-def parse_corpus(lines: Iterable[str], source: str, default_access: str = DEFAULT_ACCESS) -> list[Document]:
+def _record_policy(record: dict, where: str) -> dict[str, object]:
+    """The record's ``access``, ``tenant`` and ``acl``, each stated at most once.
+
+    A field may sit at the top level or in ``metadata``; in both (agreeing or
+    not) it is an error, like a front matter key given twice.
+    """
+    metadata = record.get("metadata")
+    if metadata is None:
+        metadata = {}
+    if not isinstance(metadata, dict):
+        raise BeirFormatError(f"{where}: 'metadata' must be a JSON object, got {type(metadata).__name__}")
+    stated: dict[str, object] = {}
+    for key in POLICY_FIELDS:
+        if key in record and key in metadata:
+            raise BeirFormatError(
+                f"{where}: {key!r} is given both at the top level and in 'metadata'; give it once"
+            )
+        if key in record:
+            stated[key] = record[key]
+        elif key in metadata:
+            stated[key] = metadata[key]
+    return stated
+
+
+def _policy_document(stated: dict, where: str, defaults: tuple[str, str, tuple[str, ...]]) -> dict:
+    """Access, tenant and groups of a record as :class:`Document` fields; a bad value names the line."""
+    access, tenant, acl = defaults
+    if "access" in stated:
+        value = stated["access"]
+        if not isinstance(value, str) or value not in ACCESS_LEVELS:
+            levels = ", ".join(ACCESS_LEVELS)
+            raise BeirFormatError(f"{where}: 'access' must be one of {levels}, got {repr(value)[:60]}")
+        access = value
+    try:
+        if "tenant" in stated:
+            tenant = check_tenant(stated["tenant"], f"{where}: 'tenant'")
+        if "acl" in stated:
+            acl = check_acl(stated["acl"], f"{where}: 'acl'")
+    except DocumentError as error:
+        raise BeirFormatError(str(error)) from None
+    return {"access": access, "tenant": tenant, "acl": tuple(acl)}
+
+
+def parse_corpus(
+    lines: Iterable[str],
+    source: str,
+    default_access: str = DEFAULT_ACCESS,
+    default_tenant: str = "",
+    default_acl: tuple[str, ...] = (),
+) -> list[Document]:
     """The documents of ``corpus.jsonl``, in file order.
 
     A document whose text is empty is indexed by its title (a few BEIR
     collections have such records); one with neither cannot be retrieved by
-    anything and is an error. A record may carry an ``access`` field (one of
-    :data:`ACCESS_LEVELS`); one without it takes ``default_access``, the
-    corpus's setting, as every source does.
+    anything and is an error. A record may state ``access`` (one of
+    :data:`ACCESS_LEVELS`), ``tenant`` and ``acl`` (a list of group names), at
+    the top level or in its ``metadata`` object; one that does not takes the
+    corpus's ``default_access``, ``default_tenant`` and ``default_acl``, as
+    every source does. A key given twice in one object, or a field given in
+    both places, is an error naming the line.
     """
     default_access = check_access_level(default_access, "default_access")
+    defaults = (default_access, default_tenant, tuple(default_acl))
     documents: list[Document] = []
     for where, record, doc_id in _identified_records(lines, source, "document"):
-        access = _record_access(record, where, default_access)
+        policy = _policy_document(_record_policy(record, where), where, defaults)
         title = _SPACES.sub(" ", _text_field(record, "title", where)).strip()
         blocks = paragraph_blocks(_text_field(record, "text", where)) or paragraph_blocks(title)
         if not blocks:
             raise BeirFormatError(f"{where}: document {doc_id!r} has neither title nor text")
         version = content_version(blocks)
-        documents.append(Document(doc_id=doc_id, title=title, version=version, blocks=blocks, access=access))
+        documents.append(Document(doc_id=doc_id, title=title, version=version, blocks=blocks, **policy))
     if not documents:
         raise BeirFormatError(f"{source}: no documents")
     return documents

@@ -50,12 +50,17 @@ def read_beir_collection(
     queries: str | os.PathLike,
     qrels: str | os.PathLike,
     default_access: str = DEFAULT_ACCESS,
+    default_tenant: str = "",
+    default_acl: tuple[str, ...] = (),
 ) -> tuple[list[Document], list, list]:
     """Documents, questions and judgements of one BEIR split; errors name file and line.
 
-    ``default_access`` is the access of a document whose record has no ``access``.
+    ``default_access``, ``default_tenant`` and ``default_acl`` are a document's
+    when its record states no ``access``, ``tenant`` or ``acl``.
     """
-    documents = parse_corpus(_read_lines(Path(corpus)), str(corpus), default_access)
+    documents = parse_corpus(
+        _read_lines(Path(corpus)), str(corpus), default_access, default_tenant, default_acl
+    )
     parsed_queries = parse_queries(_read_lines(Path(queries)), str(queries))
     judgements = parse_qrels(
         _read_lines(Path(qrels)),

@@ -6,12 +6,20 @@ config plan (:mod:`rag.config`) runs these checks in its order.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from rag.corpus.documents import DocumentError
-from rag.corpus.folders import FOLDER_SOURCES, folder_files, skipped_setting
+from rag.corpus.documents import DocumentError, document_defaults
+from rag.corpus.folders import (
+    FOLDER_SOURCES,
+    FolderReading,
+    folder_files,
+    read_corpus_folder,
+    skipped_setting,
+)
+from rag.corpus.questions import load_question_file, question_problems
 from rag.kinds import ConfigError
+from rag.labels import LabelError, parse_questions, span_problems
 
 # What each corpus source needs, the keys that belong to it alone, and the
 # levels its labels can be evaluated at: evidence spans judge chunks (and,
@@ -103,8 +111,9 @@ def check_corpus_entry(entry: Mapping, root: Path, where: str) -> None:
     ``root`` is the folder relative paths start from (the working directory of the run).
     """
     check_corpus(entry, where)
-    try:  # what the parser skips is a per-corpus setting
+    try:  # what the parser skips and who may read a document are per-corpus settings
         skipped_setting(entry, where)
+        document_defaults(entry, where)
     except DocumentError as error:
         raise ConfigError(str(error)) from None
     folder_key = "folder" if entry["source"] == "beir" else "documents"
@@ -118,3 +127,79 @@ def check_corpus_entry(entry: Mapping, root: Path, where: str) -> None:
         raise ConfigError(f"{where}['questions']: no such file {missing}{_relative_to(root, missing)}")
     if entry["source"] == "beir":
         _check_beir_files(entry, root, where)
+
+
+# Folder readings of this process, by what they were read from (the files' names,
+# sizes and times, and the settings): a plan built twice reads each folder once.
+_READINGS: dict[tuple, FolderReading] = {}
+
+
+def _reading(entry: Mapping, root: Path, where: str) -> FolderReading:
+    folder = root / entry["documents"]
+    try:
+        files = tuple(
+            (path.name, path.stat().st_size, path.stat().st_mtime_ns)
+            for path in folder_files(folder, entry["source"])
+        )
+    except (DocumentError, OSError):
+        files = None
+    settings = {key: entry.get(key) for key in ("skip", "default_access", "default_tenant", "default_acl")}
+    key = (str(folder.resolve()), entry["source"], repr(sorted(settings.items())), files)
+    if files is None or key not in _READINGS:
+        reading = read_corpus_folder(entry, root, where)
+        if files is None:
+            return reading
+        if len(_READINGS) > 32:
+            _READINGS.clear()
+        _READINGS[key] = reading
+    return _READINGS[key]
+
+
+def corpus_problems(
+    corpora: Mapping[str, Mapping],
+    root: Path,
+    schema: Mapping,
+    load: Callable[[str], object],
+) -> tuple[list[str], list[str]]:
+    """Every problem of the corpora's documents and question files, found in one pass, and warnings.
+
+    For every folder corpus (Markdown, text, HTML), each file is parsed as its
+    parse job will parse it, and every file that fails is one problem; front
+    matter keys no reader uses are one warning per corpus. For every question
+    file, the schema's problems (:func:`rag.corpus.questions.question_problems`);
+    and when it has none and its corpus is a folder, every evidence span is
+    located in the parsed documents: a span found nowhere (with the markup
+    that differs, or the closest passage) or more than once in its document
+    is a problem. Nothing is written; ``snakemake -n`` runs all of it.
+    """
+    problems: list[str] = []
+    warnings: list[str] = []
+    readings: dict[str, FolderReading] = {}
+    for name, entry in corpora.items():
+        if entry["source"] in FOLDER_SOURCES:
+            where = f"config['corpora'][{name!r}]"
+            readings[name] = _reading(entry, root, where)
+            problems += readings[name].problems
+            warning = readings[name].warning(where)
+            warnings += [warning] if warning else []
+    checked: set[str] = set()
+    for name, entry in corpora.items():
+        path = entry.get("questions")
+        if path is None:
+            continue
+        data, problem = load_question_file(name, path, load)
+        found = [problem] if problem else question_problems(data, str(path), schema)
+        if str(path) not in checked:  # two corpora may share one file
+            problems += found
+            checked.add(str(path))
+        if found or name not in readings:
+            continue
+        try:
+            questions = parse_questions(data, str(path))
+        except LabelError as error:
+            problems.append(str(error))
+            continue
+        reading = readings[name]
+        _, spans = span_problems(questions, reading.documents, reading.failed)
+        problems += [f"{path}: {line}" for line in spans]
+    return problems, warnings

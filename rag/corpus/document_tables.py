@@ -12,6 +12,7 @@ from rag.provenance import documents_record
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 
 BLOCK_COLUMNS = [
@@ -22,6 +23,8 @@ BLOCK_COLUMNS = [
     "updated",
     "tags",
     "access",
+    "tenant",
+    "acl",
     "section",
     "block_index",
     "text",
@@ -47,6 +50,8 @@ def documents_to_frame(documents: Sequence[Document]) -> pd.DataFrame:
                     "updated": document.updated,
                     "tags": list(document.tags),
                     "access": document.access,
+                    "tenant": document.tenant,
+                    "acl": list(document.acl),
                     "section": section_name(block.section),
                     "block_index": index,
                     "text": block.text,
@@ -55,6 +60,19 @@ def documents_to_frame(documents: Sequence[Document]) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows, columns=BLOCK_COLUMNS)
+
+
+def documents_to_table(documents: Sequence[Document]) -> pa.Table:
+    """:func:`documents_to_frame` as a pyarrow table whose ``tags`` and ``acl`` are lists of
+    strings even when every document's list is empty (pyarrow would infer lists of nulls)."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pandas(documents_to_frame(documents), preserve_index=False)
+    for column in ("tags", "acl"):
+        position = table.schema.get_field_index(column)
+        if table.schema.field(position).type != pa.list_(pa.string()):
+            table = table.set_column(position, column, table[column].cast(pa.list_(pa.string())))
+    return table
 
 
 def documents_from_frame(frame: pd.DataFrame) -> list[Document]:
@@ -76,6 +94,9 @@ def documents_from_frame(frame: pd.DataFrame) -> list[Document]:
                 updated=first["updated"],
                 tags=tuple(first["tags"]),
                 access=first["access"],
+                # Tables written before tenants and groups have neither column: shared, every group.
+                tenant=str(first["tenant"]) if "tenant" in rows else "",
+                acl=tuple(first["acl"]) if "acl" in rows else (),
             )
         )
     return documents
@@ -87,4 +108,4 @@ def write_parsed_documents(documents: Iterable[Document], path: str | os.PathLik
     ordered = sorted(documents, key=lambda document: document.doc_id)
     versions = {document.doc_id: document.version for document in ordered}
     made_by = provenance(stage="parse", parser_version=PARSER_VERSION, **record, **documents_record(versions))
-    write_parquet(documents_to_frame(ordered), path, made_by)
+    write_parquet(documents_to_table(ordered), path, made_by)

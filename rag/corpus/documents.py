@@ -9,22 +9,26 @@ never have to be found again by searching.
 from __future__ import annotations
 
 import datetime
+import functools
 import hashlib
 import html
+import json
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Collection
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from rag.corpus.front_matter import OTHER_LINE_SEPARATORS, FrontMatterError, load_front_matter
 from rag.corpus.inline_markup import (
     ACTIVE_ELEMENTS,
     remove_active_elements,
     remove_comments,
+    remove_roles,
     remove_tags,
     unwrap_emphasis,
     unwrap_links,
+    unwrap_reference_links,
 )
 
 SECTION_SEPARATOR = " › "
@@ -46,6 +50,11 @@ ACCESS_LEVELS: tuple[str, ...] = ("public", "internal", "restricted")
 # Access of a document that declares none, unless its corpus says otherwise
 # (``default_access``). Restricted, so a forgotten key never publishes a document.
 DEFAULT_ACCESS = "restricted"
+# Tenant and group names (a document's ``tenant`` and ``acl``): a letter, digit
+# or underscore first, then those or . : @ + / -, at most 100 characters. No
+# spaces or commas: an HTML page lists its groups in one comma-separated
+# <meta name="acl">, and a name must read the same in every source.
+PRINCIPAL_NAME = re.compile(r"\w[\w.:@+/-]{0,99}")
 # What a reader may leave out of the indexed text. Which of them it does is a
 # per-corpus setting (``skip``); every skipped line is counted per document, so
 # nothing is lost without a trace in results/corpus_statistics.csv.
@@ -101,6 +110,11 @@ class Document:
     # Restricted unless a reader says otherwise: a document built without an
     # access level never reaches a public ranking or prompt by accident.
     access: str = DEFAULT_ACCESS
+    # Who may read it beside ``access``: ``tenant`` "" is shared by every tenant,
+    # ``acl`` () lets every group of its tenant read it; otherwise the sorted,
+    # distinct group names allowed (docs/corpus-format.md, "Tenants and groups").
+    tenant: str = ""
+    acl: tuple[str, ...] = ()
 
     @property
     def full_text(self) -> str:
@@ -136,7 +150,9 @@ def text_digest(document: Document) -> str:
 # Markdown
 # --------------------------------------------------------------------------
 
-_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+# Only for the stray 'access' check before the first heading; the document's own
+# headings (ATX and setext) are CommonMark's, found by markdown-it (:func:`_block_structure`).
+_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:\s|$)|^ {0,3}(?:=+|-+)\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:([-*+])|(\d+)[.)])\s+")
 _TABLE_ROW = re.compile(r"^\s*\|")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -150,7 +166,26 @@ _INVISIBLE_EDGES = " \t\ufeff\u200b\u200c\u200d\u2060"
 _STRAY_ACCESS = re.compile(r"^[\s\ufeff\u200b]*access\s*:", re.IGNORECASE)
 # A first line that is a fence followed by a separator the line split does not see.
 _OTHER_SEPARATOR_FENCE = re.compile(f"---[ \t]*[{OTHER_LINE_SEPARATORS}]")
-_ALLOWED_FRONT_MATTER = {"id", "title", "version", "url", "updated", "tags", "access"}
+# The front matter keys the pipeline reads, each checked strictly. Any other key
+# (hide-toc, MyST's settings, a static site generator's) is kept as metadata of the
+# parse and listed in one warning (:class:`ParsedFile`), never an error.
+USED_FRONT_MATTER: tuple[str, ...] = (
+    "id",
+    "title",
+    "version",
+    "url",
+    "updated",
+    "tags",
+    "access",
+    "tenant",
+    "acl",
+)
+# Quote markers at the start of a line ("> ", "> > "), removed as a renderer does.
+_QUOTE_MARKERS = re.compile(r"^(?: {0,3}>[ \t]?)+")
+# A MyST target, "(install-guide)=" on a line of its own: a label for links, not text.
+_MYST_TARGET = re.compile(r"^ {0,3}\([^()\s]+\)=\s*$")
+# The first line of a GitHub alert (> [!NOTE]), shown as a label, not as text.
+_ALERT = re.compile(r"^\[!(?:NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\s*$", re.IGNORECASE)
 
 
 def strip_markup(body: str) -> str:
@@ -164,17 +199,36 @@ def strip_markup(body: str) -> str:
     return remove_active_elements(remove_comments(body))
 
 
-def _inline_text(text: str) -> str:
-    """Plain text of a Markdown paragraph: links, emphasis and raw HTML removed.
+def render_inline(text: str) -> str:
+    """Plain text of Markdown inline markup: what a reader of the rendered page sees.
 
-    A comment or active element that is opened but never closed swallows the
-    rest of its paragraph (a browser would take the rest of the page). Character references (``&lt;``)
-    are decoded last: they stand for literal characters, so "&lt;/sources&gt;"
-    becomes the text "</sources>", never a tag to strip again.
+    Links (``[text](url)``, ``[text][label]``, ``[text][]``), MyST roles
+    (``{mod}`pip```), emphasis, code spans and raw HTML are removed, keeping
+    their text. A comment or active element that is opened but never closed
+    swallows the rest of its paragraph (a browser would take the rest of the
+    page). Character references (``&lt;``) are decoded last: they stand for
+    literal characters, so "&lt;/sources&gt;" becomes the text "</sources>",
+    never a tag to strip again. Evidence spans go through the same function
+    (:func:`render_span`), so a span copied from the source file matches.
     """
     text = _UNCLOSED.sub("", text)
-    text = unwrap_emphasis(unwrap_links(remove_tags(text)))
-    return normalize_passage(html.unescape(text))
+    # Twice: a badge is an image inside a link, [![build](badge.svg)](ci), whose first
+    # unwrapping leaves the image, ![build](ci).
+    text = unwrap_reference_links(unwrap_links(unwrap_links(remove_tags(remove_roles(text)))))
+    return normalize_passage(html.unescape(unwrap_emphasis(text)))
+
+
+def strip_quote_markers(line: str) -> str:
+    """A line without its blockquote markers (``> ``, ``> > ``)."""
+    return _QUOTE_MARKERS.sub("", line)
+
+
+def render_span(text: str) -> str:
+    """An evidence span or answer as the parser renders a paragraph: quote markers, then inline markup.
+
+    Text without markup comes out as :func:`normalize_passage` gives it.
+    """
+    return render_inline("\n".join(strip_quote_markers(line) for line in text.split("\n")))
 
 
 def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
@@ -228,11 +282,6 @@ def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
         meta = {}
     if not isinstance(meta, dict):
         raise DocumentError(f"{name}, line {opening + 2}: front matter must be a mapping of keys to values")
-    unknown = sorted(str(key) for key in set(meta) - _ALLOWED_FRONT_MATTER)
-    if unknown:
-        raise DocumentError(
-            f"{name}: unknown front matter key {unknown[0]!r}; allowed: {sorted(_ALLOWED_FRONT_MATTER)}"
-        )
     return meta, "\n".join(lines[closing + 1 :]), closing + 2
 
 
@@ -289,6 +338,74 @@ def _metadata_access(meta: dict, name: str, default_access: str) -> str:
     return value
 
 
+def _metadata_tenant(meta: dict, name: str, default_tenant: str) -> str:
+    if "tenant" not in meta:
+        return default_tenant
+    return check_tenant(meta["tenant"], f"{name}: front matter 'tenant'")
+
+
+def _metadata_acl(meta: dict, name: str, default_acl: tuple[str, ...]) -> tuple[str, ...]:
+    if "acl" not in meta:
+        return default_acl
+    return check_acl(meta["acl"], f"{name}: front matter 'acl'")
+
+
+def check_tenant(value: object, what: str) -> str:
+    """A tenant name (:data:`PRINCIPAL_NAME`); ``what`` names the file or key in the error."""
+    if not isinstance(value, str) or not PRINCIPAL_NAME.fullmatch(value):
+        raise DocumentError(
+            f"{what} must be a tenant name (letters, digits, _ . : @ + / -, no spaces or commas), "
+            f"got {_shown(value)}"
+        )
+    return value
+
+
+def check_acl(value: object, what: str) -> tuple[str, ...]:
+    """Group names as a sorted tuple without repeats; an empty list is refused.
+
+    Refused, not read as "every group": a document that means every group of its
+    tenant leaves ``acl`` out, so ``acl: []`` is more likely a list emptied by
+    mistake than a decision to open the document.
+    """
+    if not isinstance(value, list | tuple) or not value:
+        raise DocumentError(
+            f"{what} must be a non-empty list of group names (leave it out to let every group of the "
+            f"tenant read the document), got {_shown(value)}"
+        )
+    for group in value:
+        if not isinstance(group, str) or not PRINCIPAL_NAME.fullmatch(group):
+            raise DocumentError(
+                f"{what}: {_shown(group)} is not a group name (letters, digits, _ . : @ + / -, "
+                "no spaces or commas)"
+            )
+    return tuple(sorted(set(value)))
+
+
+@dataclass(frozen=True)
+class DocumentDefaults:
+    """What a corpus gives a document that states no access level, tenant or groups."""
+
+    access: str = DEFAULT_ACCESS
+    tenant: str = ""
+    acl: tuple[str, ...] = ()
+
+
+def document_defaults(entry: Mapping, where: str) -> DocumentDefaults:
+    """A corpus entry's ``default_access``, ``default_tenant`` and ``default_acl``, checked.
+
+    Only ``default_access`` has a default (restricted); a tenant and groups are
+    given to documents that state none only when the entry says so explicitly.
+    """
+    access = check_access_level(entry.get("default_access", DEFAULT_ACCESS), f"{where}['default_access']")
+    tenant = (
+        check_tenant(entry["default_tenant"], f"{where}['default_tenant']")
+        if "default_tenant" in entry
+        else ""
+    )
+    acl = check_acl(entry["default_acl"], f"{where}['default_acl']") if "default_acl" in entry else ()
+    return DocumentDefaults(access, tenant, acl)
+
+
 def check_document_id(doc_id: str, name: str) -> str:
     """A document id without control or format characters; ``name`` identifies the file in the error.
 
@@ -325,10 +442,29 @@ def check_skipped(skip: Collection[str], where: str) -> tuple[str, ...]:
     return tuple(kind for kind in SKIPPABLE if kind in skip)
 
 
+@dataclass(frozen=True)
+class ParsedFile:
+    """One file read: its document, what the reader skipped, and front matter it did not use.
+
+    ``other_metadata`` holds the front matter keys outside :data:`USED_FRONT_MATTER`
+    (``hide-toc``, MyST's keys), each value as JSON text: kept with the parse, and
+    listed in a warning, so a header written for another tool is no error.
+    """
+
+    document: Document
+    skipped: dict[str, int]
+    other_metadata: dict[str, str] = field(default_factory=dict)
+
+
 def parse_markdown(
-    text: str, name: str, default_access: str = DEFAULT_ACCESS, skip: Collection[str] = SKIPPABLE
+    text: str,
+    name: str,
+    default_access: str = DEFAULT_ACCESS,
+    skip: Collection[str] = SKIPPABLE,
+    default_tenant: str = "",
+    default_acl: tuple[str, ...] = (),
 ) -> Document:
-    """Parse one Markdown document: H1 title, H2/H3 sections, paragraphs.
+    """Parse one Markdown document: its title, sections and paragraphs.
 
     By default tables, lists, code fences and reference-like sections are left
     out: they do not read as prose and would pollute both chunks and evidence
@@ -336,18 +472,89 @@ def parse_markdown(
     HTML comments, scripts and other active elements are removed with their
     content and every other tag is stripped (:func:`strip_markup`).
     ``name`` (usually the file name) identifies the document in errors and is
-    its id when the front matter has none. ``default_access`` is the access
-    level of a document whose front matter has no ``access`` (a per-corpus
-    setting); a declared one must be one of :data:`ACCESS_LEVELS`.
+    its id when the front matter has none. ``default_access``,
+    ``default_tenant`` and ``default_acl`` are the corpus's settings for a
+    document whose front matter states no ``access``, ``tenant`` or ``acl``;
+    a stated one is checked (:data:`ACCESS_LEVELS`, :data:`PRINCIPAL_NAME`).
     """
-    return parse_markdown_counted(text, name, skip, default_access)[0]
+    return parse_markdown_file(text, name, skip, default_access, default_tenant, default_acl).document
 
 
 def parse_markdown_counted(
     text: str, name: str, skip: Collection[str] = SKIPPABLE, default_access: str = DEFAULT_ACCESS
 ) -> tuple[Document, dict[str, int]]:
-    """:func:`parse_markdown`, with the number of lines skipped of each kind.
+    """:func:`parse_markdown`, with the number of lines skipped of each kind."""
+    parsed = parse_markdown_file(text, name, skip, default_access)
+    return parsed.document, parsed.skipped
 
+
+@functools.cache
+def _commonmark_blocks():
+    """markdown-it's CommonMark block parser; inline parsing is off (its runs of unclosed
+    openers are slow, and :func:`render_inline` reads the inline markup in linear time)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
+
+
+@dataclass(frozen=True)
+class _Structure:
+    """Where a Markdown body's headings and its lines without text are, by line index."""
+
+    headings: dict[int, tuple[int, str, int]]  # first line: (level, text, line after the heading)
+    unrendered: frozenset[int]  # thematic breaks and link reference definitions
+
+
+def _block_structure(lines: list[str]) -> _Structure:
+    """The headings of a Markdown body, as CommonMark reads them, and the lines it renders as nothing.
+
+    Every heading form counts: ATX (``## Orbit``, up to three spaces in,
+    closing ``#`` removed) and setext (a paragraph underlined with ``===`` for
+    level 1 or ``---`` for level 2). Only top-level headings give the document
+    its sections; one inside a list or quote stays text. Lines that no
+    top-level block holds are link reference definitions (``[npm]: https://...``).
+    """
+    tokens = _commonmark_blocks().parse("\n".join(lines))
+    headings: dict[int, tuple[int, str, int]] = {}
+    covered = bytearray(len(lines))
+    rules: set[int] = set()
+    for position, token in enumerate(tokens):
+        if token.level != 0 or token.map is None:
+            continue
+        first, after = token.map
+        covered[first:after] = b"\x01" * (after - first)
+        if token.type == "heading_open":
+            headings[first] = (int(token.tag[1:]), tokens[position + 1].content, after)
+        elif token.type == "hr":
+            rules.update(range(first, after))
+    definitions = {index for index, line in enumerate(lines) if not covered[index] and line.strip()}
+    return _Structure(headings, frozenset(rules | definitions))
+
+
+def _other_metadata(meta: dict) -> dict[str, str]:
+    """The front matter keys the pipeline does not read, each value as JSON text."""
+    return {
+        str(key): json.dumps(value, sort_keys=True, default=str, ensure_ascii=False)
+        for key, value in sorted(meta.items(), key=lambda item: str(item[0]))
+        if key not in USED_FRONT_MATTER
+    }
+
+
+def parse_markdown_file(
+    text: str,
+    name: str,
+    skip: Collection[str] = SKIPPABLE,
+    default_access: str = DEFAULT_ACCESS,
+    default_tenant: str = "",
+    default_acl: tuple[str, ...] = (),
+) -> ParsedFile:
+    """:func:`parse_markdown`, with the lines skipped of each kind and the front matter it did not use.
+
+    The headings are CommonMark's (:func:`_block_structure`): ATX and setext,
+    level 1 the title (unless the front matter has one), deeper levels the
+    section path. Thematic breaks, link reference definitions and MyST targets
+    (``(label)=``) are not text.
+    Quote markers (``> ``) are removed, and a quote is a paragraph of its own.
     Kept list items become paragraphs of their own, without their bullet (an
     ordered item keeps its number, which is part of its text). As in
     CommonMark, a line starting "4. " inside a paragraph continues that
@@ -364,7 +571,10 @@ def parse_markdown_counted(
     updated = _metadata_date(meta, name)
     tags = _metadata_tags(meta, name)
     access = _metadata_access(meta, name, default_access)
-    body = strip_markup(body)
+    tenant = _metadata_tenant(meta, name, default_tenant)
+    acl = _metadata_acl(meta, name, tuple(default_acl))
+    lines = strip_markup(body).split("\n")
+    structure = _block_structure(lines)
     path: list[str] = []
     skipping = False
     in_fence = False
@@ -372,17 +582,21 @@ def parse_markdown_counted(
     paragraph: list[str] = []
     skipped: Counter[str] = Counter()
     in_item = False  # whether the open paragraph is a kept list item
+    in_quote = False  # whether the open paragraph is a quote
 
     def flush() -> None:
-        nonlocal in_item
+        nonlocal in_item, in_quote
         if paragraph and not skipping:
-            joined = _inline_text(" ".join(paragraph))
+            joined = render_inline(" ".join(paragraph))
             if joined:
                 blocks.append(Block(tuple(path), joined))
         paragraph.clear()
-        in_item = False
+        in_item = in_quote = False
 
-    for line in body.splitlines():
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
         if _FENCE.match(line):
             flush()
             in_fence = not in_fence
@@ -395,12 +609,12 @@ def parse_markdown_counted(
             else:
                 paragraph.append(line.strip())
             continue
-        heading = _HEADING.match(line)
+        heading = structure.headings.get(index - 1)
         if heading:
             flush()
-            level, heading_text = len(heading.group(1)), _inline_text(heading.group(2))
+            level, heading_text, index = heading[0], render_inline(heading[1]), heading[2]
             if level == 1:
-                if title is None:
+                if title is None and heading_text:
                     title = heading_text
                 path, skipping = [], False
                 continue
@@ -408,6 +622,18 @@ def parse_markdown_counted(
             path = path[:depth] + [heading_text]
             skipping = "references" in skip and any(part.lower() in SKIPPED_SECTIONS for part in path)
             continue
+        if index - 1 in structure.unrendered or _MYST_TARGET.match(line):
+            flush()
+            continue
+        quoted = _QUOTE_MARKERS.match(line)
+        if quoted:
+            if paragraph and not in_quote:
+                flush()  # a quote starts a block of its own
+            line = line[quoted.end() :]
+            if not line.strip() or _ALERT.match(line.strip()):
+                flush()
+                continue
+            in_quote = True
         if not line.strip():
             flush()
             continue
@@ -442,7 +668,7 @@ def parse_markdown_counted(
     if in_fence:
         raise DocumentError(f"{name}: a code fence is never closed")
     if not title:
-        raise DocumentError(f"{name}: no title (an H1 heading or a 'title' in the front matter)")
+        raise DocumentError(f"{name}: no title (a level-1 heading or a 'title' in the front matter)")
     if not blocks:
         raise DocumentError(f"{name}: no paragraphs to index")
     # Without an id in the front matter, the file's name without folder or ending.
@@ -456,5 +682,27 @@ def parse_markdown_counted(
         updated=updated,
         tags=tags,
         access=access,
+        tenant=tenant,
+        acl=acl,
     )
-    return document, {kind: skipped[kind] for kind in SKIPPABLE}
+    return ParsedFile(document, {kind: skipped[kind] for kind in SKIPPABLE}, _other_metadata(meta))
+
+
+def foreign_key_warning(
+    other_keys: Iterable[tuple[str, Iterable[str]]], where: str, shown: int = 3
+) -> str | None:
+    """One warning listing the front matter keys the pipeline does not use, and which files use them.
+
+    ``other_keys`` are (file name, its unused keys) pairs; None when no file has any.
+    """
+    files_by_key: dict[str, list[str]] = {}
+    for file, keys in other_keys:
+        for key in keys:
+            files_by_key.setdefault(key, []).append(file)
+    if not files_by_key:
+        return None
+    listed = []
+    for key, files in sorted(files_by_key.items()):
+        names = ", ".join(files[:shown]) + (f" and {len(files) - shown} more" if len(files) > shown else "")
+        listed.append(f"{key!r} ({len(files)} file{'s' * (len(files) != 1)}: {names})")
+    return f"{where}: front matter keys the pipeline does not use, kept as metadata: {'; '.join(listed)}"

@@ -9,7 +9,8 @@ through the same grid as a folder of Markdown.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rag.corpus.articles import document_from_html_file
@@ -19,14 +20,19 @@ from rag.corpus.documents import (
     SKIPPABLE,
     Block,
     Document,
+    DocumentDefaults,
     DocumentError,
+    ParsedFile,
     check_access_level,
     check_document_id,
     check_skipped,
     content_version,
+    document_defaults,
+    foreign_key_warning,
     normalize_passage,
-    parse_markdown_counted,
+    parse_markdown_file,
 )
+from rag.corpus.markdown_files import FolderError, read_markdown_file
 
 # The file name endings each folder source reads.
 FOLDER_SOURCES: dict[str, tuple[str, ...]] = {
@@ -74,18 +80,54 @@ def skipped_setting(entry: dict, where: str) -> tuple[str, ...]:
     return skip
 
 
-def parse_text(text: str, doc_id: str, access: str = DEFAULT_ACCESS) -> Document:
+def parse_text(
+    text: str, doc_id: str, access: str = DEFAULT_ACCESS, tenant: str = "", acl: tuple[str, ...] = ()
+) -> Document:
     """Plain text: paragraphs separated by blank lines, all in the lead; the file name is the title.
 
-    Plain text has nowhere to state an access level, so ``access`` (the
-    corpus's ``default_access``) is every text document's level.
+    Plain text has nowhere to state who may read it, so ``access``, ``tenant``
+    and ``acl`` (the corpus's ``default_access``, ``default_tenant`` and
+    ``default_acl``) are every text document's.
     """
     paragraphs = (normalize_passage(part) for part in _BLANK_LINES.split(text.replace("\r\n", "\n")))
     blocks = tuple(Block((), paragraph) for paragraph in paragraphs if paragraph)
     if not blocks:
         raise DocumentError(f"{doc_id}: no paragraphs to index")
     version = content_version(blocks)
-    return Document(doc_id=doc_id, title=doc_id, version=version, blocks=blocks, access=access)
+    return Document(
+        doc_id=doc_id, title=doc_id, version=version, blocks=blocks, access=access, tenant=tenant, acl=acl
+    )
+
+
+def read_file(
+    text: str,
+    name: str,
+    source: str,
+    skip: Collection[str] | None = None,
+    defaults: DocumentDefaults | None = None,
+) -> ParsedFile:
+    """One file of a folder source: its document, the lines (or elements) it skipped, and the
+    front matter keys it did not use.
+
+    ``name`` is the file's name: it identifies the file in errors and, without
+    the ending, is the document's id (a Markdown front matter may set another).
+    ``defaults`` are the corpus's access level, tenant and groups of a document
+    that states none: a Markdown file without them in its front matter, an
+    HTML file without ``<meta name="access|tenant|acl">``, and every plain text file.
+    """
+    defaults = defaults or DocumentDefaults()
+    access = check_access_level(defaults.access, "default_access")
+    if source == "markdown":
+        skip = DEFAULT_SKIPPED["markdown"] if skip is None else skip
+        return parse_markdown_file(text, name, skip, access, defaults.tenant, defaults.acl)
+    doc_id = check_document_id(Path(name).stem, name)
+    if source == "text":
+        document = parse_text(text, doc_id, access, defaults.tenant, defaults.acl)
+        return ParsedFile(document, dict.fromkeys(SKIPPABLE, 0))
+    if source == "html":
+        document, skipped = document_from_html_file(text, doc_id, access, name, defaults.tenant, defaults.acl)
+        return ParsedFile(document, skipped)
+    raise DocumentError(f"{name}: unknown folder source {source!r}; expected one of {sorted(FOLDER_SOURCES)}")
 
 
 def read_document(
@@ -95,21 +137,65 @@ def read_document(
     skip: Collection[str] | None = None,
     default_access: str = DEFAULT_ACCESS,
 ) -> tuple[Document, dict[str, int]]:
-    """One file of a folder source as a document, with the lines (or elements) it skipped.
+    """:func:`read_file` with only a default access level: the document and what it skipped."""
+    parsed = read_file(text, name, source, skip, DocumentDefaults(access=default_access))
+    return parsed.document, parsed.skipped
 
-    ``name`` is the file's name: it identifies the file in errors and, without
-    the ending, is the document's id (a Markdown front matter may set another).
-    ``default_access`` is the access of a document that declares none: a
-    Markdown file without ``access`` in its front matter, an HTML file without
-    ``<meta name="access">``, and every plain text file.
+
+@dataclass
+class FolderReading:
+    """Every file of a folder corpus read once: the documents that parsed, and every problem."""
+
+    documents: list[Document] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    # File name to the front matter it did not use (key to JSON text), for files that have any.
+    other_metadata: dict[str, dict[str, str]] = field(default_factory=dict)
+    skipped: dict[str, dict[str, int]] = field(default_factory=dict)  # by document id
+    # The default ids (file names without endings) of the files that did not parse.
+    failed: set[str] = field(default_factory=set)
+
+    def warning(self, where: str) -> str | None:
+        """One line naming the front matter keys no reader uses, or None."""
+        return foreign_key_warning(((file, keys) for file, keys in self.other_metadata.items()), where)
+
+
+def read_files(
+    paths: list[Path], source: str, skip: Collection[str] | None, defaults: DocumentDefaults
+) -> FolderReading:
+    """Every file read, every problem kept: one run reports them all, each naming its file.
+
+    A file that cannot be read or parsed, and a document id used by two files,
+    are problems; the other files' documents are still read.
     """
-    default_access = check_access_level(default_access, "default_access")
-    if source == "markdown":
-        skip = DEFAULT_SKIPPED["markdown"] if skip is None else skip
-        return parse_markdown_counted(text, name, skip, default_access)
-    doc_id = check_document_id(Path(name).stem, name)
-    if source == "text":
-        return parse_text(text, doc_id, default_access), dict.fromkeys(SKIPPABLE, 0)
-    if source == "html":
-        return document_from_html_file(text, doc_id, default_access, name)
-    raise DocumentError(f"{name}: unknown folder source {source!r}; expected one of {sorted(FOLDER_SOURCES)}")
+    reading = FolderReading()
+    origin: dict[str, Path] = {}
+    for path in paths:
+        try:
+            parsed = read_file(read_markdown_file(path), str(path), source, skip, defaults)
+        except (DocumentError, FolderError) as error:
+            reading.problems.append(str(error))
+            reading.failed.add(path.stem)
+            continue
+        document = parsed.document
+        if document.doc_id in origin:
+            reading.problems.append(
+                f"{path}: document id {document.doc_id!r} is already used by {origin[document.doc_id]}"
+            )
+            continue
+        origin[document.doc_id] = path
+        reading.documents.append(document)
+        reading.skipped[document.doc_id] = parsed.skipped
+        if parsed.other_metadata:
+            reading.other_metadata[str(path)] = parsed.other_metadata
+    return reading
+
+
+def read_corpus_folder(entry: Mapping, root: Path, where: str) -> FolderReading:
+    """The documents of a folder corpus entry (``documents:`` under ``root``), every problem kept."""
+    try:
+        defaults = document_defaults(entry, where)
+        skip = skipped_setting(entry, where)
+        paths = folder_files(root / entry["documents"], entry["source"])
+    except (DocumentError, OSError) as error:
+        return FolderReading(problems=[str(error)])
+    return read_files(paths, entry["source"], skip, defaults)

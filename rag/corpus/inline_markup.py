@@ -192,3 +192,65 @@ def unwrap_emphasis(text: str) -> str:
             index += 1
     pieces.append(text[position:])
     return "".join(pieces)
+
+
+def unwrap_reference_links(text: str) -> str:
+    """``!?(?<![\\w\\]])\\[([^\\]]*)\\]\\[[^\\]]*\\]`` replaced by the link text: ``[npm][npm-docs]``
+    and ``[`fs.open()`][]`` (a full and a collapsed reference link) become ``npm`` and `` `fs.open()` ``.
+
+    Whether the label is defined does not matter: the text is what a reader sees
+    either way, and a span copied from the source renders the same without the
+    document's definitions. A ``[`` right after a letter, digit, ``_`` or ``]``
+    opens no link, so code such as ``matrix[i][j]`` stays as it is.
+    """
+    pieces, position, start = [], 0, 0
+    close_bracket = _NextOf(text, _any_of("]"))
+    close_label = _NextOf(text, _any_of("]"))
+    length = len(text)
+    while True:
+        start = text.find("[", start)
+        if start < 0:
+            break
+        if start > 0 and (text[start - 1].isalnum() or text[start - 1] in "_]"):
+            start += 1  # an index such as a[0][1], not a link; a later '[' may still open one
+            continue
+        bracket = close_bracket.at_or_after(start + 1)
+        if bracket >= length:
+            break  # no ']' remains: no later '[' can close
+        if bracket + 1 < length and text[bracket + 1] == "[":
+            label = close_label.at_or_after(bracket + 2)
+            if label >= length:
+                break  # no ']' after this one: no later link can close its label either
+            begin = start - 1 if start > position and text[start - 1] == "!" else start
+            pieces += [text[position:begin], text[start + 1 : bracket]]
+            position = start = label + 1
+            continue
+        start = bracket + 1  # every '[' before this ']' meets the same ']' and fails alike
+    pieces.append(text[position:])
+    return "".join(pieces)
+
+
+# A MyST role: ``{name}`` directly before a code span, as in {mod}`pip._internal`.
+_ROLE = re.compile(r"\{[A-Za-z][\w:.+-]*\}`([^`\n]*)`")
+# The explicit target of a role, "text <target>", of which a reader sees the text.
+_ROLE_TARGET = re.compile(r"\s*<[^<>]*>$")
+
+
+def _role_text(match: re.Match[str]) -> str:
+    content = match.group(1).strip()
+    shown = _ROLE_TARGET.sub("", content)
+    if not shown:  # {doc}`<install>`: only a target, which is what is shown
+        shown = content.strip("<>")
+    if shown.startswith("~"):  # {py:func}`~pkg.module.name` shows "name"
+        shown = shown[1:].rsplit(".", 1)[-1]
+    return shown
+
+
+def remove_roles(text: str) -> str:
+    """MyST roles replaced by what they show: ``{mod}`pip.req``` becomes ``pip.req``.
+
+    ``{ref}`the guide <install>``` shows "the guide", ``{doc}`<install>``` its
+    target and ``{py:func}`~a.b.run``` "run". Linear: the content of a role
+    ends at the next backtick or line break, which no other role can reach past.
+    """
+    return _ROLE.sub(_role_text, text)

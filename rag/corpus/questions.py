@@ -154,6 +154,18 @@ def question_problems(
     return lines
 
 
+def load_question_file(name: str, path: object, load: Callable[[str], object]) -> tuple[object, str | None]:
+    """A corpus's question file as YAML loads it, or None and the one problem that stopped it."""
+    try:
+        return load(path), None
+    except FileNotFoundError:
+        return None, f"config['corpora'][{name!r}]['questions']: no such file {path}"
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        line = f" (line {mark.line + 1})" if mark is not None else ""
+        return None, f"{path}: not valid YAML{line}: {getattr(error, 'problem', None) or error}"
+
+
 def corpus_question_problems(
     corpora: Mapping[str, Mapping],
     schema: Mapping,
@@ -171,15 +183,6 @@ def corpus_question_problems(
         if path is None or str(path) in checked:  # two corpora may share one file
             continue
         checked.add(str(path))
-        try:
-            data = load(path)
-        except FileNotFoundError:
-            problems.append(f"config['corpora'][{name!r}]['questions']: no such file {path}")
-            continue
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            line = f" (line {mark.line + 1})" if mark is not None else ""
-            problems.append(f"{path}: not valid YAML{line}: {getattr(error, 'problem', None) or error}")
-            continue
-        problems += question_problems(data, str(path), schema)
+        data, problem = load_question_file(name, path, load)
+        problems += [problem] if problem else question_problems(data, str(path), schema)
     return problems

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from rag.corpus.articles import document_from_html
-from rag.corpus.documents import DEFAULT_ACCESS, Document, DocumentError, check_access_level, text_digest
+from rag.corpus.documents import Document, DocumentError, document_defaults, text_digest
 from rag.corpus.wikipedia import (
     DEFAULT_BASE_URL,
     LockedArticle,
@@ -89,8 +89,8 @@ def _check_article(html: str, title: str, revision: int) -> None:
 
 def article_document(entry: Mapping, title: str, revision: int, timestamp: str | None, html: str) -> Document:
     base_url = entry.get("api", DEFAULT_BASE_URL)
-    # An article cannot state an access level: its corpus's default decides.
-    access = check_access_level(entry.get("default_access", DEFAULT_ACCESS), "default_access")
+    # An article cannot state who may read it: its corpus's defaults decide.
+    defaults = document_defaults(entry, "the corpus entry")
     return document_from_html(
         html,
         article_doc_id(title),
@@ -98,7 +98,9 @@ def article_document(entry: Mapping, title: str, revision: int, timestamp: str |
         revision,
         url=revision_url(title, revision, base_url),
         updated=timestamp[:10] if timestamp else None,
-        access=access,
+        access=defaults.access,
+        tenant=defaults.tenant,
+        acl=defaults.acl,
     )
 
 

@@ -287,7 +287,10 @@ def write(folder: Path, name: str, text: str) -> Path:
     ("files", "message"),
     [
         ({"a.md": "Only a paragraph, no title.\n"}, "a.md: no title"),
-        ({"a.md": "---\ntitle: A\nauthor: me\n---\nText.\n"}, "a.md: unknown front matter key 'author'"),
+        (
+            {"a.md": "---\ntitle: A\naccess: Public\n---\nText.\n"},
+            "a.md: front matter 'access' must be one of",
+        ),
         ({"a.md": "---\ntitle: [unclosed\n---\nText.\n"}, "a.md, line 2: front matter is not valid YAML"),
         (
             {"a.md": "# A\n\nText.\n", "b.md": "---\nid: a\n---\n# B\n\nText.\n"},

@@ -77,7 +77,7 @@ def test_content_version_without_front_matter():
 @pytest.mark.parametrize(
     ("source", "message"),
     [
-        ("---\nid: x\ncolour: red\n---\n# X\n\nText.\n", "unknown front matter key 'colour'"),
+        ("---\nid: x\ntenant: [acme]\n---\n# X\n\nText.\n", "'tenant' must be a tenant name"),
         ("Just text.\n", "no title"),
         ("# Only a title\n", "no paragraphs"),
         ("---\nid: [unclosed\n---\n# X\n\nText.\n", "not valid YAML"),

@@ -47,6 +47,13 @@ def one_line(error: BaseException, name: str) -> None:
     assert name in message, f"{message!r} does not name {name!r}"
 
 
+def one_report(error: BaseException, name: str) -> None:
+    """One line, or a report whose first line names the file and whose later lines are indented items."""
+    first, *items = str(error).split("\n")
+    assert name in first, f"{first!r} does not name {name!r}"
+    assert all(item.startswith("  ") and item.strip() for item in items), str(error)
+
+
 # --------------------------------------------------------------------------
 # Documents: mutations around the front matter of a restricted document
 # --------------------------------------------------------------------------
@@ -238,7 +245,7 @@ def check_question_file(path: Path) -> str:
         questions = parse_questions(read_yaml(path), str(path))
         locate_spans(questions, DOCUMENTS, str(path))
     except (LabelError, ValueError) as error:
-        one_line(error, str(path))
+        one_report(error, str(path))
         return "error"
     for question in questions:
         assert isinstance(question.question_id, str) and question.text.strip()

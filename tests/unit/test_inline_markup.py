@@ -22,11 +22,13 @@ from rag.corpus.inline_markup import (
     remove_tags,
     unwrap_emphasis,
     unwrap_links,
+    unwrap_reference_links,
 )
 
 REFERENCE = {
     remove_tags: (re.compile(r"<[^>\n]+>"), ""),
     unwrap_links: (re.compile(r"!?\[([^\]]*)\]\([^)]*\)"), r"\1"),
+    unwrap_reference_links: (re.compile(r"!?(?<![\w\]])\[([^\]]*)\]\[[^\]]*\]"), r"\1"),
     unwrap_emphasis: (re.compile(r"(\*\*|__|\*|_|`)(?=\S)(.+?)(?<=\S)\1"), r"\2"),
     remove_comments: (re.compile(r"<!--.*?-->", re.DOTALL), ""),
     remove_active_elements: (
@@ -35,6 +37,7 @@ REFERENCE = {
     ),
 }
 PIECES = ["<", ">", "[", "]", "(", ")", "!", "*", "**", "_", "__", "`", " ", "\n", "a", "b c", "-->", "<!--"]
+PIECES += ["a[0]", "_[", "][", "x!["]
 PIECES += ["<script>", "</script>", "<STYLE x>", "</style >", "<svg/>", "</svg>", "<scripts>", "\u00a0", "é"]
 MARKUP = st.lists(st.sampled_from(PIECES), max_size=40).map("".join)
 
@@ -62,7 +65,8 @@ def test_ordinary_markup_is_unchanged(text):
 
 
 @pytest.mark.parametrize(
-    "unit", ["[", "*a ", "`x ", "<a ", "<!-", "_a ", "![", "<script>", "**a", "[a](", "<!--"]
+    "unit",
+    ["[", "*a ", "`x ", "<a ", "<!-", "_a ", "![", "<script>", "**a", "[a](", "<!--", "[a][", "{a}`", "]["],
 )
 def test_a_megabyte_of_repeated_markup_parses(unit):
     """Completion only; the time (under 1 s each) is measured by benchmarks/adversarial_parsing.py."""

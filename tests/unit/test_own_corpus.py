@@ -161,10 +161,11 @@ def test_a_missing_span_is_reported_with_the_closest_passage_and_all_at_once():
     )
     with pytest.raises(LabelError) as error:
         locate_spans(questions, [document])
-    assert str(error.value).split(" | ") == [
+    assert str(error.value).split("\n  ") == [
+        "2 evidence span problem(s):",
         "question 'a': evidence span 'Phobos orbits nearer than Deimos' not found in any document; "
         "closest passage in 'mars': 'Phobos orbits closer than Deimos does.'",
-        "question 'b': span 'x' names unknown document 'venus'",
+        "question 'b': evidence span 'x' names unknown document 'venus'",
     ]
 
 

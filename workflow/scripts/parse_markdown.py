@@ -8,35 +8,35 @@ import json
 from pathlib import Path
 
 from rag.corpus.document_tables import write_parsed_documents
-from rag.corpus.documents import DEFAULT_ACCESS, DocumentError
-from rag.corpus.folders import read_document
-from rag.corpus.markdown_files import read_markdown_file
+from rag.corpus.documents import DocumentError, document_defaults
+from rag.corpus.folders import read_files
 from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.corpus)
-default_access = entry.get("default_access", DEFAULT_ACCESS)  # every source, not only Markdown
-documents, origin, skipped = [], {}, {}
-for path in map(Path, snakemake.input):
-    document, counts = read_document(
-        read_markdown_file(path), str(path), entry["source"], entry["skip"], default_access
+# Every source, not only Markdown: default_access, default_tenant, default_acl.
+defaults = document_defaults(entry, f"config['corpora'][{snakemake.wildcards.corpus!r}]")
+reading = read_files(list(map(Path, snakemake.input)), entry["source"], entry["skip"], defaults)
+if reading.problems:  # the plan reads every file first, so only a file changed since gets here
+    raise DocumentError(
+        f"{len(reading.problems)} problem(s) in the documents:\n  " + "\n  ".join(reading.problems)
     )
-    if document.doc_id in origin:
-        raise DocumentError(
-            f"{path}: document id {document.doc_id!r} is already used by {origin[document.doc_id]}"
-        )
-    origin[document.doc_id] = path
-    documents.append(document)
-    skipped[document.doc_id] = counts
+documents, skipped = reading.documents, reading.skipped
+for document in documents:
+    counts = skipped[document.doc_id]
     left_out = ", ".join(f"{count} {kind}" for kind, count in counts.items() if count)
     log.info(
-        "%s: %s, version %s, %d paragraphs%s",
-        path,
+        "%s, version %s, %d paragraphs%s",
         document.doc_id,
         document.version,
         len(document.blocks),
         f"; skipped lines: {left_out}" if left_out else "",
     )
+warning = reading.warning(f"corpus {snakemake.wildcards.corpus!r}")
+if warning:  # the plan has printed it once already; the log keeps it with the parse
+    log.warning("%s", warning)
+# Front matter keys no reader uses are kept with the parse, by document file.
+other = {"other_front_matter": reading.other_metadata} if reading.other_metadata else {}
 
 write_parsed_documents(
     documents,
@@ -44,5 +44,6 @@ write_parsed_documents(
     source=entry["source"],
     skip=entry["skip"],
     skipped=dict(sorted(skipped.items())),
+    **other,
 )
 finish_job()
