@@ -10,6 +10,13 @@ own set-up (``tests/readme_blocks.without_setup``), which would install every
 extra and build llama.cpp from source: a venv whose site-packages point at
 the running interpreter's (through a ``.pth`` file), with its ``snakemake``
 and ``rag`` programs. Everything else in the block runs exactly as written.
+
+The committed results are those of one machine's BLAS kernel: MiniLM's
+float32 vectors differ between kernels by about 1e-7, which leaves every
+table alone but can change the sixth decimal of a score in the TREC runs
+(docs/formats.md, "Precision"). On a machine whose kernel differs from the
+one results/ were made with, the runs may show here; ``python -m
+rag.reproduce`` is the check that holds across kernels.
 """
 
 from __future__ import annotations
