@@ -25,6 +25,12 @@ Settings are like for like: k1 = 1.5, b = 0.75, the Lucene idf (bm25s method
 with n_threads=1, BLAS limited to one thread). bm25s keeps its default float32
 scores, ours are float64, so near-ties may order differently.
 
+Each peer runs with the fastest backend that installs here: bm25s with its
+numba backend (``backend="numba"``, compiled by an untimed warm-up) when numba
+imports, as the pinned constraints install it, and its numpy backend
+otherwise; ``--bm25s-backend`` picks one. The ``backend`` column of the table
+says which each system used, and the script prints it.
+
 Measured per collection:
 - index time: median over interleaved repeats (rank_bm25 once: it is slow and
   builds Python dictionaries, so its timing is stable enough);
@@ -118,6 +124,7 @@ COLUMNS = [
     "ndcg10",
     "recall100",
     "ndcg10_agreement",
+    "backend",
     "index_speedup",
     "single_speedup",
     "batch_speedup",
@@ -142,6 +149,12 @@ def parse_arguments() -> argparse.Namespace:
         "--slow-queries", type=int, default=100, help="query subsample for rank_bm25 and sklearn single"
     )
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--bm25s-backend",
+        choices=("auto", "numba", "numpy"),
+        default="auto",
+        help="bm25s's backend; auto: numba when it imports, numpy otherwise",
+    )
     synthetic = parser.add_argument_group("synthetic collections")
     synthetic.add_argument("--vocabulary", type=int, default=50_000)
     synthetic.add_argument("--mean-length", type=float, default=80.0, help="mean terms per document")
@@ -162,7 +175,31 @@ def parse_arguments() -> argparse.Namespace:
         parser.error("--append needs --output")
     if arguments.beir is None and not arguments.sizes:
         arguments.sizes = [10_000, 100_000]
+    if arguments.bm25s_backend == "auto":
+        arguments.bm25s_backend = "numba" if numba_imports() else "numpy"
+    elif arguments.bm25s_backend == "numba" and not numba_imports():
+        parser.error("--bm25s-backend numba needs numba: pip install -c constraints.txt numba")
     return arguments
+
+
+def numba_imports() -> bool:
+    """Whether bm25s can use its numba backend here."""
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def backends(bm25s_backend: str) -> dict[str, str]:
+    """What computes each system's scores: the ``backend`` column of the table."""
+    return {
+        "ours": "numpy+scipy",
+        "bm25s": bm25s_backend,
+        "rank_bm25": "python",
+        "ours_tfidf": "numpy+scipy",
+        "sklearn": "scipy",
+    }
 
 
 # --------------------------------------------------------------------------
@@ -352,7 +389,7 @@ def measure(collection: Collection, arguments: argparse.Namespace) -> list[dict]
         return build_bm25_index(documents, k1=K1, b=B)
 
     def build_bm25s() -> bm25s.BM25:
-        retriever = bm25s.BM25(method="lucene", k1=K1, b=B)
+        retriever = bm25s.BM25(method="lucene", k1=K1, b=B, backend=arguments.bm25s_backend)
         retriever.index(documents, show_progress=False)
         return retriever
 
@@ -372,7 +409,10 @@ def measure(collection: Collection, arguments: argparse.Namespace) -> list[dict]
         "ours_tfidf": build_ours_tfidf,
         "sklearn": build_sklearn,
     }
+    system_backends = backends(arguments.bm25s_backend)
+    print("  backends", system_backends, flush=True)
     # Peaks first, while no index is alive: each traced build is dropped at once.
+    # The first bm25s build also compiles its numba code, which no timed run then pays for.
     peaks = {
         name: peak_megabytes(build) for name, build in (builders | {"rank_bm25": build_rank_bm25}).items()
     }
@@ -404,6 +444,9 @@ def measure(collection: Collection, arguments: argparse.Namespace) -> list[dict]
         ("ours_tfidf", "batch"): lambda: tfidf_search(ours_tfidf, tfidf_queries, depth),
         ("sklearn", "batch"): lambda: sklearn_search(vectorizer, matrix, tfidf_queries, k),
     }
+    # Untimed warm-up: bm25s's numba backend compiles its retrieval at the first call.
+    retriever.retrieve(bm25_queries[:2], k=k, show_progress=False, n_threads=1)
+    retriever.retrieve(bm25_queries[:1], k=k, show_progress=False, n_threads=1)
     query_seconds = interleaved_median_seconds(query_runs, arguments.repeats)
     # The slow paths on a subsample, and our side of their ratios on the same one.
     slow_bm25, slow_tfidf = bm25_queries[slow], tfidf_queries[slow]
@@ -478,6 +521,7 @@ def measure(collection: Collection, arguments: argparse.Namespace) -> list[dict]
             "ndcg10": qualities[system][0],
             "recall100": qualities[system][1],
             "ndcg10_agreement": agreements[system],
+            "backend": system_backends[system],
             "index_speedup": np.nan,
             "single_speedup": np.nan,
             "batch_speedup": np.nan,

@@ -4,9 +4,11 @@ Both encode the same ~1,000 chunk-like texts (word windows of the bundled
 Markdown documents, or seeded synthetic sentences when there are none) with
 the same batch size and the same number of threads: torch.set_num_threads and
 the workers of rag.retrieval.dense.embedder.encode both get --threads, which defaults to the
-number of threads numpy's BLAS may use. A third row encodes one batch at a
-time on a BLAS with that many threads (workers=1), to show what running
-whole batches in parallel buys.
+number of threads numpy's BLAS may use. A third row encodes on one worker
+(workers=1), to show what running texts in parallel buys. The numpy encoder
+computes every text alone on a single-threaded BLAS (docs/embedder.md,
+"Batch-independent vectors"), so its batch size only sets how many texts a
+worker takes at a time; torch batches and pads as sentence-transformers does.
 
 Runs alternate (numpy, pause, numpy with one worker, pause, torch, ...) so that both sides see the
 same machine load, and the pauses let spinning BLAS and OpenMP threads go to
@@ -134,7 +136,7 @@ def main() -> None:
         "numpy (rag.retrieval.dense.embedder)": lambda batch: embedder.encode(
             encoder, batch, batch_size=arguments.batch_size, workers=threads
         ),
-        # One batch at a time on a multi-threaded BLAS: what the workers buy.
+        # One text at a time on one thread: what the workers buy.
         "numpy, 1 worker": lambda batch: embedder.encode(
             encoder, batch, batch_size=arguments.batch_size, workers=1
         ),

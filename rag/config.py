@@ -992,9 +992,10 @@ def build_plan(
 # fingerprint equals the default folder's instead of computing it again.
 TABLE_GROUPS: dict[str, tuple[str, ...]] = {
     "corpus_statistics": ("corpus_statistics.csv", "questions_by_type.csv"),
-    "ivf_synthetic": ("ivf_synthetic.csv",),
+    # The timings (rag.timing.TIMINGS_FOLDER) go with the table or figure of the same job.
+    "ivf_synthetic": ("ivf_synthetic.csv", "timings/ivf_synthetic.csv"),
     "ivf_tradeoff": ("ivf_tradeoff.csv",),
-    "ivf_figure": ("figures/ivf_tradeoff.png",),
+    "ivf_figure": ("figures/ivf_tradeoff.png", "timings/ivf_query_time.png"),
     "grounding": ("grounding.csv", "grounding_cases.csv", "grounding_swap.csv", "figures/grounding.png"),
     "answers": (
         "answers.csv",

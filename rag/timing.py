@@ -9,7 +9,7 @@ of them measures the same way.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -35,3 +35,34 @@ def interleaved_median_seconds(
             run()
             timings[name].append(time.perf_counter() - started)
     return {name: float(np.median(values)) for name, values in timings.items()}
+
+
+# --------------------------------------------------------------------------
+# Timings kept apart from the tables that are compared
+# --------------------------------------------------------------------------
+
+# The folder, inside a results folder, of the files that time the machine:
+# git ignores it (.gitignore) and the reproduction check compares only the
+# results folder's own *.csv files, so two builds of one commit leave the same
+# bytes in everything else (docs/formats.md, "Timings").
+TIMINGS_FOLDER = "timings"
+
+# Wall time and peak memory of each index job, from its benchmark file.
+INDEX_TIMING_COLUMNS = ("seconds", "max_rss_mb")
+# The synthetic IVF benchmark's medians of interleaved runs (rag.retrieval.ivf.probe_tradeoff).
+IVF_TIMING_COLUMNS = ("ivf_seconds", "exact_seconds", "time_relative_to_exact", "build_seconds")
+
+
+def split_timings(table, keys: Sequence[str], timing_columns: Sequence[str]):
+    """``table`` (a DataFrame) without its timing columns, and its ``keys`` with only those.
+
+    The first is what the results folder keeps; the second goes to
+    :data:`TIMINGS_FOLDER`, and joins back on ``keys``. A missing column is an
+    error naming it, so a renamed timing column cannot slip into a compared table.
+    """
+    missing = [column for column in (*keys, *timing_columns) if column not in table.columns]
+    if missing:
+        raise ValueError(f"the table has no column {missing[0]!r}; it has {list(table.columns)}")
+    if table.duplicated(list(keys)).any():
+        raise ValueError(f"the columns {list(keys)} do not identify each row")
+    return table.drop(columns=list(timing_columns)), table[[*keys, *timing_columns]].copy()

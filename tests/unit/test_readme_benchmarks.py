@@ -36,7 +36,7 @@ def test_readme_gives_the_median_of_three_clean_builds_of_each_way():
     jobs = int(builds["jobs"].max())
     assert (builds["jobs"] == jobs).all(), "every build ran the same jobs"
     readme = _readme()
-    assert f"{jobs} jobs in {medians['local'][0]:.0f} s locally" in readme
+    assert f"earlier grid of {jobs} jobs (`results/benchmarks/clean_builds.csv`)" in readme
     assert (
         f"{medians['grouped'][0]:.0f} s with the ranking jobs grouped and chunk, label and answer "
         f"jobs in arrays ({medians['grouped'][1]:.0f} submissions)"
@@ -55,3 +55,25 @@ def test_readme_gives_minilm_seconds_per_thousand_texts():
         f"{numpy_encoder['median_seconds']:.0f} s as a median"
     ) in readme
     assert "device: cuda" in readme
+
+
+def test_readme_gives_the_current_grid_s_clean_build_from_the_ablation_speed_table():
+    table = pd.read_csv(BENCHMARKS / "ablation_speed.csv")
+    clean = table[table["step"] == "clean"]
+    assert len(clean) >= 3, "a median of three needs three builds"
+    (jobs,) = clean["jobs"].unique()
+    median = statistics.median(clean["wall_seconds"])
+    assert set(clean["median_wall_seconds"]) == {median}
+    readme = _readme()
+    assert f"{jobs} jobs in {median:.0f} s locally (`results/benchmarks/ablation_speed.csv`)" in readme
+    # No job count in the README but the two tables'.
+    quoted = {int(number.replace(",", "")) for number in re.findall(r"\b([\d,]+) jobs\b", readme)}
+    assert quoted <= {int(jobs), int(pd.read_csv(BENCHMARKS / "clean_builds.csv")["jobs"].max())}, quoted
+
+
+def test_readme_gives_the_llm_build_time_of_its_table():
+    build = pd.read_csv(BENCHMARKS / "llm_build.csv").iloc[-1]
+    assert int(build["cores"]) == 2
+    readme = _readme()
+    assert f"{build['seconds']:.0f} s on an idle two-core machine with the switches above" in readme
+    assert build["cmake_args"] in readme  # the switches measured are the README's

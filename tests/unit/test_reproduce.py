@@ -6,6 +6,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rag import reproduce
 from rag.reproduce import CellDifference, compare_folders, compare_tables, read_table
@@ -201,3 +203,32 @@ def test_copy_inputs_copies_only_the_named_inputs_into_a_new_folder(tmp_path):
     assert copy == tmp_path / "new" / "copy"
     assert sorted(path.name for path in copy.iterdir()) == sorted(reproduce.WORKFLOW_CODE)
     assert not list(copy.rglob("__pycache__"))
+
+
+def test_snakemake_progress_lines_are_read_and_nothing_else():
+    assert reproduce.steps_done("57 of 208 steps (27%) done\n") == (57, 208)
+    assert reproduce.steps_done("[Fri Dec  4 06:40:00 2026]") is None
+    assert reproduce.steps_done("Finished job 12.") is None
+
+
+def test_the_rebuild_reports_jobs_done_and_time_every_few_seconds_and_at_the_end():
+    total = 40
+    output = []
+    for done in range(1, total + 1):
+        output += [f"Finished jobid: {done}\n", f"{done} of {total} steps ({100 * done // total}%) done\n"]
+    times = iter(range(0, 10 * len(output), 3))  # three seconds between two reads of the clock
+    lines = []
+    tail = reproduce.follow_progress(output, lines.append, clock=lambda: next(times), every=10.0)
+    assert tail.endswith(f"{total} of {total} steps (100%) done\n")
+    assert lines[-1] == f"{total}/{total} jobs done, 2 min 00 s elapsed"
+    # One line per ten seconds at most, plus the last: not one per job, not one at the end only.
+    assert 2 < len(lines) <= 120 // 10 + 1
+    first = lines[0]
+    assert first.startswith("4/40 jobs done, 12 s elapsed, about ") and first.endswith(" left")
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 10_000), st.floats(0, 1e6, allow_nan=False))
+def test_progress_message_never_fails(done, total, seconds):
+    line = reproduce.progress_message(min(done, total), total, seconds)
+    assert line.startswith(f"{min(done, total)}/{total} jobs done, ")

@@ -1,4 +1,4 @@
-"""One row per fitted index: its size, and the time and memory of the job that built it."""
+"""One row per fitted index: its size; the time and memory of the job that built it go to the timings."""
 
 import os
 
@@ -7,6 +7,7 @@ import pandas as pd
 from rag.evaluation.statistics import index_statistics
 from rag.formats.files import write_csv
 from rag.jobs import finish_job, start_log
+from rag.timing import INDEX_TIMING_COLUMNS, split_timings
 
 log = start_log(snakemake.log[0])
 rows = [
@@ -15,6 +16,9 @@ rows = [
         snakemake.params.grid, snakemake.input.indexes, snakemake.input.benchmarks, strict=True
     )
 ]
-columns = ["corpus", "chunker", "retriever", "index_bytes", "seconds", "max_rss_mb"]
-write_csv(pd.DataFrame(rows, columns=columns), snakemake.output[0])
+keys = ["corpus", "chunker", "retriever"]
+table = pd.DataFrame(rows, columns=[*keys, "index_bytes", *INDEX_TIMING_COLUMNS])
+sizes, timings = split_timings(table, keys, INDEX_TIMING_COLUMNS)
+write_csv(sizes, snakemake.output.sizes)
+write_csv(timings, snakemake.output.timings)
 finish_job()

@@ -1,13 +1,18 @@
-"""The two-panel figure of the approximate-search experiments."""
+"""The recall figure of the approximate-search experiments, and the query-time figure of the timings."""
 
 import pandas as pd
 
 from rag.formats.files import atomic_path, write_figure
 from rag.jobs import finish_job, start_log
-from rag.plotting import ivf_tradeoff
+from rag.plotting import ivf_query_time, ivf_tradeoff
 
 log = start_log(snakemake.log[0])
-figure = ivf_tradeoff(pd.read_csv(snakemake.input.collection), pd.read_csv(snakemake.input.synthetic))
-with atomic_path(snakemake.output[0]) as temporary:
-    write_figure(figure, temporary)
+synthetic = pd.read_csv(snakemake.input.synthetic)
+figures = {
+    snakemake.output.recall: ivf_tradeoff(pd.read_csv(snakemake.input.collection), synthetic),
+    snakemake.output.timings: ivf_query_time(synthetic.merge(pd.read_csv(snakemake.input.timings))),
+}
+for path, figure in figures.items():
+    with atomic_path(path) as temporary:
+        write_figure(figure, temporary)
 finish_job()

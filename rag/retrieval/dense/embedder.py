@@ -359,33 +359,26 @@ def token_ids(encoder: Encoder, texts: Sequence[str], max_tokens: int | None = N
     """WordPiece ids with [CLS] and [SEP], cut to ``max_tokens`` as BERT truncates.
 
     Truncation drops the text's tail but keeps the closing [SEP], which is what
-    the tokenizer's own truncation does for a single sequence.
+    the tokenizer's own truncation does for a single sequence. Texts are
+    tokenized one at a time: the tokenizer's batch call would start a thread
+    per core, more than the job running it may have reserved.
     """
     limit = encoder.max_tokens if max_tokens is None else max_tokens
     maximum = encoder.position_embeddings.shape[0]
     if isinstance(limit, bool) or not isinstance(limit, int) or not 2 <= limit <= maximum:
         raise ValueError(f"max_tokens must be an integer in 2..{maximum}, got {max_tokens!r}")
-    ids = [encoding.ids for encoding in encoder.tokenizer.encode_batch(_check_texts(texts))]
+    ids = [encoder.tokenizer.encode(text).ids for text in _check_texts(texts)]
     return [
         sequence if len(sequence) <= limit else [*sequence[: limit - 1], encoder.separator_id]
         for sequence in ids
     ]
 
 
-def _padded_batch(
-    encoder: Encoder, sequences: list[list[int]], members: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Ids padded to the batch's longest sequence, and the mask of real tokens."""
-    lengths = np.array([len(sequences[member]) for member in members], dtype=np.int64)
-    batch_ids = np.full((len(members), int(lengths.max())), encoder.pad_id, dtype=np.int64)
-    for row, member in enumerate(members):
-        batch_ids[row, : lengths[row]] = sequences[member]
-    return batch_ids, np.arange(batch_ids.shape[1])[None, :] < lengths[:, None]
-
-
-def _embed_batch(encoder: Encoder, sequences: list[list[int]], members: np.ndarray) -> np.ndarray:
-    batch_ids, mask = _padded_batch(encoder, sequences, members)
-    return _mean_pool_normalized(_forward(encoder, batch_ids, mask), mask)
+def _embed_one(encoder: Encoder, sequence: list[int]) -> np.ndarray:
+    """The unit vector of one text's ids, computed alone: no padding, no companions."""
+    batch_ids = np.asarray(sequence, dtype=np.int64)[None, :]
+    mask = np.ones(batch_ids.shape, dtype=bool)
+    return _mean_pool_normalized(_forward(encoder, batch_ids, mask), mask)[0]
 
 
 def _blas_threads() -> int:
@@ -408,18 +401,26 @@ def encode(
 ) -> np.ndarray:
     """Unit-length float32 embeddings, one row per text, in the order given.
 
-    Texts are batched in order of token count so that a batch pads to nearly
-    its own length instead of the longest text's; rows are put back in input
-    order at the end. ``progress(done, total)`` is called after every batch.
+    Every text is computed alone, as a matrix of its own token count: its
+    vector does not depend on which texts it is encoded with, in which order
+    or with how many workers, so an embedding cache may serve it to any job.
+    Batching texts would change that: padding a text to its batch's longest
+    one lengthens the sums of its attention and pooling, and OpenBLAS's
+    Haswell and Zen kernels round a row of a matrix product differently
+    depending on its position and on the number of rows, even in batches of
+    equal shape (docs/embedder.md, "Batch-independent vectors"). Computed
+    alone, a text of typical chunk length (over 100 tokens) is encoded about
+    as fast as in a batch; short texts pay more for the per-call work.
 
-    With ``workers`` > 1, that many batches run at once, each with a
-    single-threaded BLAS (through threadpoolctl, for the duration of the call).
-    Multi-threaded BLAS speeds up only the matrix products and its threads spin
-    while numpy does the elementwise work (softmax, GELU, LayerNorm) on one
-    core; whole batches in parallel keep every core busy and do not collapse
-    when other processes share the CPU. The default is the number of threads
-    numpy's BLAS may use. Every batch is computed the same way whatever the
-    number of workers, so the result does not depend on it.
+    ``batch_size`` is the number of texts between two ``progress(done, total)``
+    calls and handed to a worker at a time; it does not change the vectors.
+    The BLAS runs single-threaded throughout (through threadpoolctl, for the
+    duration of the call), and ``workers`` texts are computed at once, each on
+    its own thread, so a call uses ``workers`` threads (default: the number
+    of threads numpy's BLAS may use). Multi-threaded BLAS would speed up only
+    the matrix products, its threads spinning while numpy does the elementwise
+    work (softmax, GELU, LayerNorm) on one core; whole texts in parallel keep
+    every core busy and do not collapse when other processes share the CPU.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
@@ -428,11 +429,15 @@ def encode(
     sequences = token_ids(encoder, texts, max_tokens)
     total = len(sequences)
     embeddings = np.zeros((total, encoder.dimension), dtype=np.float32)
-    # Stable sort: equal lengths keep input order, so batches are reproducible.
-    order = np.argsort([len(sequence) for sequence in sequences], kind="stable")
+    # Longest first, so that parallel workers finish together; the order
+    # changes nothing but the time, since every text is computed alone.
+    order = np.argsort([-len(sequence) for sequence in sequences], kind="stable")
     batches = [order[start : start + batch_size] for start in range(0, total, batch_size)]
     workers = min(_blas_threads() if workers is None else workers, max(len(batches), 1))
     done = 0
+
+    def embed_batch(members: np.ndarray) -> np.ndarray:
+        return np.stack([_embed_one(encoder, sequences[member]) for member in members])
 
     def store(members: np.ndarray, rows: np.ndarray) -> None:
         nonlocal done
@@ -441,17 +446,14 @@ def encode(
         if progress is not None:
             progress(done, total)
 
-    if workers == 1:
-        for members in batches:
-            store(members, _embed_batch(encoder, sequences, members))
-        return embeddings
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError as error:
-        raise ImportError(f"encoding with {workers} workers needs threadpoolctl: {_INSTALL_HINT}") from error
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(max_workers=workers) as pool:
-        for members, rows in zip(
-            batches, pool.map(lambda members: _embed_batch(encoder, sequences, members), batches), strict=True
-        ):
-            store(members, rows)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        if workers == 1:
+            for members in batches:
+                store(members, embed_batch(members))
+            return embeddings
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for members, rows in zip(batches, pool.map(embed_batch, batches), strict=True):
+                store(members, rows)
     return embeddings

@@ -34,8 +34,9 @@ class EncoderSettings:
     ``fingerprint`` stands for the encoder's code and the model package's
     version: a change to either may change the vectors, so it must start a
     fresh namespace rather than serve stale ones. The batch size is absent on
-    purpose: it changes only the order of float32 sums (by about 1e-6), not the
-    embedding.
+    purpose: the encoder computes every text alone, so a vector depends on its
+    text and these settings only, not on the texts encoded with it or how
+    many at a time (:func:`rag.retrieval.dense.embedder.encode`).
     """
 
     model: str

@@ -42,8 +42,9 @@ ENCODER_PACKAGES = ("tokenizers", "safetensors")
 
 INSTALL_COMMAND = 'pip install ".[dense]"'
 
-# Texts encoded together when the caller does not say: the default of
-# rag.retrieval.dense.embedder.encode, which the torch path follows.
+# Texts handed to a worker at a time, and between two progress calls, when the
+# caller does not say: the default of rag.retrieval.dense.embedder.encode. Every
+# text is computed alone, so it does not change the vectors.
 DEFAULT_BATCH_SIZE = 32
 
 
@@ -143,18 +144,27 @@ def encode_with_torch(
     max_tokens: int | None = None,
     device: str = "cuda",
 ) -> np.ndarray:
-    """Unit float32 embeddings through torch on ``device`` (the GPU path; tests run it on "cpu")."""
+    """Unit float32 embeddings through torch on ``device`` (the GPU path; tests run it on "cpu").
+
+    Each text is encoded alone, as the numpy encoder does: sentence-transformers
+    would pad a batch to its longest text, and a GPU's matrix kernels, like
+    OpenBLAS's, may round a row differently with other rows beside it, so a
+    text's vector would depend on its companions and the embedding cache would
+    keep whichever came first. ``batch_size`` is accepted for the caller's
+    signature and changes nothing.
+    """
     encoder = _torch_model(model, device)
     if max_tokens is not None:
         encoder.max_seq_length = max_tokens
-    vectors = encoder.encode(
-        list(texts),
-        batch_size=batch_size,
-        normalize_embeddings=True,
-        convert_to_numpy=True,
-        show_progress_bar=False,
-    )
-    return np.asarray(vectors, dtype=np.float32).reshape(len(texts), -1)
+    rows = [
+        encoder.encode(
+            [text], batch_size=1, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        for text in texts
+    ]
+    if not rows:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.asarray(np.concatenate(rows), dtype=np.float32).reshape(len(texts), -1)
 
 
 class EncodingOptions(TypedDict, total=False):

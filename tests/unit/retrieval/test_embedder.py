@@ -133,7 +133,7 @@ def test_batch_size_does_not_change_embeddings(encoder, ours) -> None:
     sample = TEXTS[::15]
     full = ours[::15]
     for batch_size in (1, 5, 64):
-        np.testing.assert_allclose(encode(encoder, sample, batch_size=batch_size), full, atol=2e-5)
+        np.testing.assert_array_equal(encode(encoder, sample, batch_size=batch_size), full)
 
 
 def test_parallel_workers_give_the_same_embeddings(encoder, ours) -> None:
@@ -153,22 +153,41 @@ def test_rows_come_back_in_input_order(encoder, ours) -> None:
         assert float(alone @ shuffled[position]) > 0.9999
 
 
-def test_batches_are_formed_by_length(encoder, monkeypatch) -> None:
+def test_every_text_is_computed_alone(encoder, monkeypatch) -> None:
     recorded: list[np.ndarray] = []
     forward = embedder._forward
 
     def recording_forward(encoder_, batch_ids, mask):
-        recorded.append(mask.sum(axis=1))
+        recorded.append(mask)
         return forward(encoder_, batch_ids, mask)
 
     monkeypatch.setattr(embedder, "_forward", recording_forward)
     texts = TEXTS[:80]
     encode(encoder, texts, batch_size=16, workers=1)
-    assert [len(lengths) for lengths in recorded] == [16] * 5
-    # Every batch holds lengths no shorter than the previous batch's longest.
-    for previous, current in zip(recorded, recorded[1:], strict=False):
-        assert current.min() >= previous.max()
-    assert sorted(np.concatenate(recorded)) == sorted(len(ids) for ids in token_ids(encoder, texts))
+    # One forward pass per text, of its own length: nothing padded, no companions.
+    assert [mask.shape[0] for mask in recorded] == [1] * len(texts)
+    assert all(mask.all() for mask in recorded)
+    assert sorted(mask.shape[1] for mask in recorded) == sorted(len(ids) for ids in token_ids(encoder, texts))
+
+
+def test_a_vector_does_not_depend_on_its_companions(encoder) -> None:
+    """Bit for bit: alone, among texts of other lengths, in another order, with other settings.
+
+    The embedding cache keeps a text's first vector, whatever job encoded it
+    first; two clean builds give the same tables only if that vector is the
+    same whichever texts it was encoded with.
+    """
+    lengths = [len(ids) for ids in token_ids(encoder, TEXTS)]
+    probes = [TEXTS[i] for i in np.argsort(lengths, kind="stable")[[40, 150, 260]]]
+    assert len({len(ids) for ids in token_ids(encoder, probes)}) == 3
+    alone = np.stack([encode(encoder, [text])[0] for text in probes])
+    companions = TEXTS[::9]
+    mixed = encode(encoder, [*companions[:10], probes[0], *companions[10:], probes[1], probes[2]])
+    np.testing.assert_array_equal(mixed[[10, -2, -1]], alone)
+    reordered = encode(encoder, [probes[2], *companions[::-1], probes[1], probes[0]], batch_size=5, workers=2)
+    np.testing.assert_array_equal(reordered[[-1, -2, 0]], alone)
+    # The same texts give the same rows wherever they sit in the input.
+    np.testing.assert_array_equal(mixed[: len(companions[:10])], reordered[-3 : -3 - 10 : -1])
 
 
 def test_truncation_keeps_the_first_max_tokens(encoder) -> None:

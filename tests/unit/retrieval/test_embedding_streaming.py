@@ -218,3 +218,6 @@ def test_the_torch_path_agrees_with_the_numpy_encoder_on_the_cpu():
     assert torch_vectors.shape == numpy_vectors.shape == (3, 384)
     cosines = np.sum(numpy_vectors * torch_vectors, axis=1)
     assert np.all(cosines > 0.9999), cosines
+    # Like the numpy encoder's, a torch vector does not depend on the texts encoded with it.
+    alone = encode_with_torch("all-MiniLM-L6-v2", texts[1:2], max_tokens=128, device="cpu")
+    np.testing.assert_array_equal(torch_vectors[1:2], alone)
