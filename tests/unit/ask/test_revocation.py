@@ -11,7 +11,7 @@ import pytest
 from rag.ask.index import documents_and_question_sets
 from rag.ask.revocation import PLACES, Revocation, RevocationError, document_runs, leaks, measure_revocation
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 REVOCATION = Revocation(("astronomers", "outreach"), "pluto", "outreach", "ceres")
 
 

@@ -34,7 +34,7 @@ from rag.retrieval.filters import (
     readable,
 )
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SCHEMA = read_yaml(ROOT / "workflow/schemas/config.schema.yaml")
 FUZZ = settings(
     max_examples=80,
