@@ -804,6 +804,8 @@ def _llm_generator(name: str, cache: Path) -> Callable:
         messages = llm_answers.messages_for(
             prompt.question, list(prompt.sources.values()), generator.template
         )
+        # The first call may start the bundled server (tens of seconds on a busy machine): say so.
+        _progress(f"asking {name} (served from {cache / LLM_CACHE_FOLDER} when this prompt was asked before)")
         try:
             return complete([messages])[0].text.strip()
         except (LlmError, local_server.LocalServerError, ValueError) as error:
