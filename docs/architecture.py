@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import ast
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -210,6 +211,19 @@ def benchmark_outputs() -> dict[str, str]:
     return found
 
 
+def result_files() -> list[Path]:
+    """The files in results/ that are results: what git ignores there (the machine's
+    timings, the HTML report; .gitignore) is left out, so the table is the same after
+    a build as on a fresh clone."""
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "results"],
+        cwd=PROJECT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    return sorted(PROJECT / name for name in listed.split("\0") if name and (PROJECT / name).is_file())
+
+
 def render() -> str:
     rules = [rule for rule in load_rules() if rule.name != "all"]
     lines = [INTRODUCTION.rstrip("\n"), "", *layer_lines(), "", "## Rules, scripts and functions", ""]
@@ -242,7 +256,7 @@ def render() -> str:
     benchmarks = benchmark_outputs()
     lines += ["## Every file in `results/`", "", "| File | Made by |", "|---|---|"]
     unexplained = []
-    results = sorted(path for path in (PROJECT / "results").rglob("*") if path.is_file())
+    results = result_files()
     rows: dict[str, str] = {}
     for path in results:
         relative = path.relative_to(PROJECT).as_posix()

@@ -54,11 +54,16 @@ def cluster():
 
 
 def _result_files(workdir: Path) -> dict[str, bytes]:
-    """Every result file's bytes; a table with declared timing columns (rag.reproduce) without them."""
+    """Every result file's bytes; a table with declared timing columns (rag.reproduce) without them.
+
+    The timings folder (rag.timing.TIMINGS_FOLDER) measures the machine, not the method:
+    it is left out, as rag.reproduce leaves it out.
+    """
     import csv
     import io
 
     from rag.reproduce import TIMING_COLUMNS
+    from rag.timing import TIMINGS_FOLDER
 
     root = workdir / "results"
     files = {}
@@ -66,6 +71,8 @@ def _result_files(workdir: Path) -> dict[str, bytes]:
         if not path.is_file():
             continue
         name = str(path.relative_to(root))
+        if path.relative_to(root).parts[0] == TIMINGS_FOLDER:
+            continue
         timing = TIMING_COLUMNS.get(name)
         if timing is None:
             files[name] = path.read_bytes()
