@@ -508,7 +508,6 @@ def _rank(rank: int | None) -> str:
 def access_line(
     index: QuestionIndex,
     access: Sequence[str],
-    left_out: int,
     caller: Caller | None = None,
     default_access: str | None = None,
 ) -> str:
@@ -526,7 +525,7 @@ def access_line(
             f"of documents caller {caller.name!r} (tenant {caller.tenant or 'none'}, groups "
             f"{', '.join(sorted(caller.groups)) or 'none'}) may not read"
         )
-    return line + f" and never reach the prompt; {left_out} of them ranked among the best and were left out"
+    return line + " and are never searched (a prefilter inside both searches), so none can reach the prompt"
 
 
 def unstated_access_line(index: QuestionIndex, caller: Caller, default_access: str | None) -> str | None:
@@ -1073,7 +1072,7 @@ def ask(arguments: argparse.Namespace) -> int:
         f"Documents: {shown_path(folder)}: {documents} documents, {index.word_count:,} words, "
         f"{len(index.chunks)} chunks of at most {options.max_words} words",
         *index_lines,
-        access_line(index, caller.levels(), report.retrieval.withheld, caller, arguments.default_access),
+        access_line(index, caller.levels(), caller, arguments.default_access),
         *([unstated] if unstated else []),
         *(f"note: {note}" for note in index.notes),
         "",

@@ -14,8 +14,9 @@ entries are filled with their kinds' defaults by the config plan's own
 through the kinds' behaviour (:func:`rag.kinds.behaviour`), so ``rag ask``
 ranks as the pipeline's entries of the same values rank. What the pipeline
 has no use for stays here: a collection too small for the entries' LSA
-dimensions or IVF lists gets fewer, with a note; chunks of withheld access
-levels are masked after fusion; the MiniLM vectors come through the
+dimensions or IVF lists gets fewer, with a note; chunks the caller may not
+read are masked inside both searches (a prefilter, as the pipeline's caller
+views are), so they are never scored, ranked or fused; the MiniLM vectors come through the
 embedding cache. By default the reader of :mod:`rag.answering.reader`
 answers (``extractive`` is the spec's generator). Every answer gets two
 verdicts: faithful (the citation check) and responsive (it holds what the
@@ -615,19 +616,27 @@ class Retrieval:
     probes: int
     share_scanned: float
     notes: tuple[str, ...] = ()
-    # Chunks of documents outside the allowed access levels that ranked above
-    # the last chosen chunk and were left out (0 when every level is allowed).
-    withheld: int = 0
 
 
 def _search(
-    index: object, entry: Mapping[str, object], question: str, depth: int, tie_order: np.ndarray
+    index: object,
+    entry: Mapping[str, object],
+    question: str,
+    depth: int,
+    tie_order: np.ndarray,
+    allowed: np.ndarray | None = None,
 ) -> Ranking:
-    """One question's ranking by the entry's kind's ``search`` behaviour, as the pipeline ranks it."""
-    return behaviour(entry["kind"], "search")(index, entry, [question], depth, tie_order, None)[0]
+    """One question's ranking by the entry's kind's ``search`` behaviour, as the pipeline ranks it.
+
+    ``allowed`` (a boolean mask over the chunks, or None for all) is the
+    search's prefilter: a chunk outside it is never scored.
+    """
+    return behaviour(entry["kind"], "search")(index, entry, [question], depth, tie_order, allowed)[0]
 
 
-def _dense_ranking(index: QuestionIndex, question: str, probes: int, depth: int) -> tuple[Ranking, float]:
+def _dense_ranking(
+    index: QuestionIndex, question: str, probes: int, depth: int, allowed: np.ndarray | None = None
+) -> tuple[Ranking, float]:
     """The ivf entry's ranking with ``probes`` lists, and the share of chunks it scanned.
 
     The LSA entry embeds the question and the probed lists' members are
@@ -637,7 +646,7 @@ def _dense_ranking(index: QuestionIndex, question: str, probes: int, depth: int)
     entries = index.entries
     base = Retriever(entries.dense, index.lsa)
     entry = {**entries.approximate, "lists": index.list_count, "probes": probes}
-    ranking = _search(ApproximateIndex(base, index.ivf), entry, question, depth, index.tie_order)
+    ranking = _search(ApproximateIndex(base, index.ivf), entry, question, depth, index.tie_order, allowed)
     share = share_scanned(index.ivf, query_embeddings(base, [question]), probes)[0]
     return ranking, float(share)
 
@@ -646,10 +655,21 @@ def _ranks(ranking: Ranking) -> dict[int, int]:
     return {int(position): rank for rank, position in enumerate(ranking.positions, start=1)}
 
 
-def _minilm_ranking(index: QuestionIndex, question: str, embed: Embed, depth: int) -> Ranking:
-    """Exact cosine search of the chunk embeddings; scores rounded so ties fall to chunk id."""
+def _minilm_ranking(
+    index: QuestionIndex, question: str, embed: Embed, depth: int, allowed: np.ndarray | None = None
+) -> Ranking:
+    """Exact cosine search of the chunk embeddings; scores rounded so ties fall to chunk id.
+
+    Only the ``allowed`` chunks (all when None) are scored: the others get -inf,
+    which :func:`rag.retrieval.search.top_k` never ranks.
+    """
     query = np.asarray(embed([question]), dtype=np.float64)[0]
-    scores = np.round(index.chunk_embeddings.astype(np.float64) @ query, 6)
+    vectors = index.chunk_embeddings
+    if allowed is None:
+        scores = np.round(vectors.astype(np.float64) @ query, 6)
+    else:
+        scores = np.full(len(vectors), -np.inf)
+        scores[allowed] = np.round(vectors[allowed].astype(np.float64) @ query, 6)
     return top_k(scores, depth, index.tie_order)
 
 
@@ -669,8 +689,9 @@ def retrieve(
     embeddings (``embed`` then embeds the question), else LSA through IVF,
     where more probes than the index has lists scan every list (with a note).
     ``withheld`` (a boolean mask over the chunks, :meth:`QuestionIndex.withheld`)
-    marks chunks that must never be chosen; how many of them ranked among the
-    chosen ones is counted in the result.
+    marks chunks that must never be chosen: both searches leave them out before
+    scoring (a prefilter), so the depth of each ranking is spent on chunks the
+    caller may read and nothing about the withheld ones reaches the result.
     """
     sources, probes, depth = settings.sources, settings.probes, settings.depth
     if sources < 1 or probes < 1:
@@ -678,21 +699,22 @@ def retrieve(
     notes: list[str] = []
     entries = index.entries
     terms = analyze_entry([question], entries.weights)[0]
-    bm25_ranking = _search(index.ranking_bm25, entries.lexical, question, depth, index.tie_order)
+    allowed = None if withheld is None else ~np.asarray(withheld, dtype=bool)
+    bm25_ranking = _search(index.ranking_bm25, entries.lexical, question, depth, index.tie_order, allowed)
     dense_ranking, share, used_probes = Ranking.empty(), 0.0, 0
     if index.chunk_embeddings is not None:
         if embed is None:
             raise ValueError(
                 f"the index holds {index.options.dense_model} embeddings: give an embed function"
             )
-        dense_ranking, share = _minilm_ranking(index, question, embed, depth), 1.0
+        dense_ranking, share = _minilm_ranking(index, question, embed, depth, allowed), 1.0
     elif index.ivf is not None:
         used_probes = min(probes, index.list_count)
         if used_probes < probes:
             notes.append(
                 f"{probes} probes asked for, but the index has {index.list_count} lists: probing all"
             )
-        dense_ranking, share = _dense_ranking(index, question, used_probes, depth)
+        dense_ranking, share = _dense_ranking(index, question, used_probes, depth, allowed)
     if not terms:
         notes.append("the question has no searchable terms (only stopwords or punctuation)")
     elif len(bm25_ranking) == 0 and len(dense_ranking) == 0:
@@ -702,13 +724,7 @@ def retrieve(
         entries.fused if settings.constant is None else {**entries.fused, "constant": settings.constant}
     )
     fuse = behaviour(fused_entry["kind"], "fuse")
-    left_out = 0
-    if withheld is None:
-        fused = fuse(fused_entry, rankings, sources, index.tie_order)
-    else:
-        fused, left_out = _without_withheld(
-            fuse(fused_entry, rankings, None, index.tie_order), withheld, sources
-        )
+    fused = fuse(fused_entry, rankings, sources, index.tie_order)
     bm25_ranks, dense_ranks = _ranks(bm25_ranking), _ranks(dense_ranking)
     chosen = tuple(
         RetrievedChunk(
@@ -728,17 +744,7 @@ def retrieve(
         probes=used_probes,
         share_scanned=share,
         notes=tuple(notes),
-        withheld=left_out,
     )
-
-
-def _without_withheld(fused: Ranking, withheld: np.ndarray, sources: int) -> tuple[Ranking, int]:
-    """The ``sources`` best allowed chunks of a fused list, and how many withheld ones ranked among them."""
-    allowed = ~withheld[fused.positions]
-    kept = np.flatnonzero(allowed)[:sources]
-    last = kept[-1] + 1 if len(kept) else len(fused)
-    left_out = int(np.count_nonzero(~allowed[:last]))
-    return Ranking(fused.positions[kept], fused.scores[kept]), left_out
 
 
 # --------------------------------------------------------------------------

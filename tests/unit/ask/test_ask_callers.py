@@ -15,7 +15,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rag import cli
 from rag.answering.trace import TRACE_FIELDS, trace_problems
@@ -182,3 +185,85 @@ def test_a_hosted_model_is_refused_a_caller_who_reads_restricted_text(plain, tmp
     error = capsys.readouterr().err
     assert "caller 'command line' reads public, restricted" in error and "may receive only public" in error
     assert not any(piece in error for piece in PIECES)
+
+
+# --------------------------------------------------------------------------
+# The caller's view is a prefilter inside both searches, not a cut of the fused list
+
+
+def crowded_index():
+    """Six restricted documents that match the question far better than the two public ones."""
+    restricted = [
+        Document(
+            f"secret_{n}",
+            f"Zephyr turbine {n}",
+            "1",
+            (Block((), f"The zephyr turbine zephyr turbine spins, zephyr turbine number {n}."),),
+            access="restricted",
+        )
+        for n in range(6)
+    ]
+    public = [
+        Document(
+            f"open_{n}",
+            f"Open {n}",
+            "1",
+            (Block((), f"A zephyr is a wind; the harbour crane {n} is painted green."),),
+            access="public",
+        )
+        for n in range(2)
+    ]
+    return build_question_index([*restricted, *public], IndexOptions(max_words=40, dimensions=4, lists=2))
+
+
+def test_a_shallow_search_still_fills_the_prompt_with_chunks_the_caller_may_read():
+    # Depth 2: a cut after fusion would find only restricted chunks in each ranking
+    # and leave the prompt empty; a prefilter spends the depth on readable chunks.
+    from rag.ask.index import RetrievalSettings, retrieve
+
+    index = crowded_index()
+    question = "How does the zephyr turbine spin?"
+    everyone = retrieve(index, question, RetrievalSettings(sources=2, depth=2))
+    assert {item.chunk.doc_id for item in everyone.chosen} <= {f"secret_{n}" for n in range(6)}
+    withheld = index.withheld(["public"])
+    assert withheld.sum() == 6
+    public = retrieve(index, question, RetrievalSettings(sources=2, depth=2), withheld=withheld)
+    assert sorted(item.chunk.doc_id for item in public.chosen) == ["open_0", "open_1"]
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(st.lists(st.booleans(), min_size=8, max_size=8), st.integers(min_value=1, max_value=8))
+def test_the_prefiltered_bm25_ranking_is_the_full_ranking_restricted_to_the_view(mask, depth):
+    # Independent of the mask inside the search: rank everything, then keep the allowed.
+    from rag.ask.index import RetrievalSettings, retrieve
+
+    index = crowded_index()
+    withheld = np.array(mask, dtype=bool)
+    question = "How does the zephyr turbine spin?"
+    full = retrieve(index, question, RetrievalSettings(sources=8, depth=8))
+    view = retrieve(index, question, RetrievalSettings(sources=8, depth=depth), withheld=withheld)
+    chosen = [item.chunk.chunk_id for item in view.chosen]
+    assert not any(withheld[[chunk.chunk_id for chunk in index.chunks].index(cid)] for cid in chosen)
+    bm25_full = sorted(
+        (item for item in full.chosen if item.bm25_rank is not None), key=lambda item: item.bm25_rank
+    )
+    expected = [item.chunk.chunk_id for item in bm25_full if not withheld[index.chunks.index(item.chunk)]]
+    bm25_view = sorted(
+        (item for item in view.chosen if item.bm25_rank is not None), key=lambda item: item.bm25_rank
+    )
+    assert [item.chunk.chunk_id for item in bm25_view] == expected[: len(bm25_view)]
+    assert len(bm25_view) == min(depth, len(expected))
+
+
+def test_exact_minilm_search_scores_only_the_chunks_the_caller_may_read():
+    from types import SimpleNamespace
+
+    from rag.ask.index import _minilm_ranking
+
+    vectors = np.array([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.5, 0.5]], dtype=np.float32)
+    index = SimpleNamespace(chunk_embeddings=vectors, tie_order=np.arange(4))
+    embed = lambda texts: np.array([[1.0, 0.0]])  # noqa: E731
+    assert _minilm_ranking(index, "q", embed, 4).positions.tolist() == [0, 1, 3, 2]
+    allowed = np.array([False, True, True, False])
+    assert _minilm_ranking(index, "q", embed, 4, allowed).positions.tolist() == [1, 2]
+    assert _minilm_ranking(index, "q", embed, 1, allowed).positions.tolist() == [1]
