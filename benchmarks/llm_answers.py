@@ -17,6 +17,14 @@ requests share only the system message, which llama.cpp reuses as any server
 would. Every figure is the median of ``--repeats`` passes; the load average
 is recorded beside it, since the machine is shared.
 
+The peer is llama.cpp itself: the same gguf file loaded in this process by
+llama-cpp-python's ``Llama`` with the server's own flags (context, batch,
+seed, the same thread count), asked the same messages with the same sampling,
+with no HTTP, no server and no client in between. Both paths run in the same
+invocation, pass after pass in turn, and the script prints the ratio of the
+server's tokens per second to llama.cpp's (1.0: the pipeline's path costs
+nothing beyond the model).
+
     python benchmarks/llm_answers.py    # writes results/benchmarks/llm_answers.csv
 """
 
@@ -87,6 +95,64 @@ def timed_pass(endpoint, conversations: list[list[dict]], sampling: Sampling) ->
     return time.perf_counter() - started, prompt, completion
 
 
+class InProcess:
+    """llama.cpp in this process, with the bundled server's flags: the peer of the HTTP path."""
+
+    def __init__(self, threads: int) -> None:
+        from llama_cpp import Llama
+
+        from rag.models import local_server
+
+        flags = local_server.SERVER_FLAGS
+        self.model = Llama(
+            str(local_server.model_path()),
+            n_ctx=int(flags["n_ctx"]),
+            n_batch=int(flags["n_batch"]),
+            seed=int(flags["seed"]),
+            n_threads=threads,
+            n_threads_batch=threads,
+            verbose=False,
+        )
+
+    def pass_over(self, conversations: list[list[dict]], sampling: Sampling) -> tuple[float, int, int]:
+        """Wall seconds, prompt and completion tokens of one pass, as :func:`timed_pass` counts them."""
+        started = time.perf_counter()
+        prompt = completion = 0
+        for messages in conversations:
+            reply = self.model.create_chat_completion(
+                messages, temperature=sampling.temperature, max_tokens=sampling.max_tokens, seed=sampling.seed
+            )
+            prompt += reply["usage"]["prompt_tokens"]
+            completion += reply["usage"]["completion_tokens"]
+        return time.perf_counter() - started, prompt, completion
+
+
+def measured_row(path: str, setting: str, k: int, count: int, repeats: int, reading, answering) -> dict:
+    """One path's figures for one setting: medians over the passes (see the module docstring)."""
+    read_seconds = statistics.median(seconds for seconds, _, _ in reading)
+    answer_seconds = statistics.median(seconds for seconds, _, _ in answering)
+    _, prompt_tokens, completion_tokens = answering[0]
+    writing = max(answer_seconds - read_seconds, 1e-9)
+    return {
+        "path": path,
+        "setting": setting,
+        "k": k,
+        "questions": count,
+        "repeats": repeats,
+        "seconds_per_answer": f"{answer_seconds / count:.3f}",
+        "prompt_tokens_per_answer": f"{prompt_tokens / count:.1f}",
+        "completion_tokens_per_answer": f"{completion_tokens / count:.1f}",
+        "prompt_tokens_per_second": f"{prompt_tokens / read_seconds:.1f}",
+        "completion_tokens_per_second": f"{(completion_tokens - count) / writing:.1f}",
+        "pass_seconds_min": f"{min(seconds for seconds, _, _ in answering):.2f}",
+        "pass_seconds_max": f"{max(seconds for seconds, _, _ in answering):.2f}",
+    }
+
+
+SERVER_PATH = "bundled server over HTTP"
+PEER_PATH = "llama.cpp in process"
+
+
 def main() -> None:
     arguments = parse_arguments()
     from rag.models import local_server
@@ -110,38 +176,31 @@ def main() -> None:
     one_token = dataclasses.replace(generator.sampling, max_tokens=1)
     rows = []
     load_before = os.getloadavg()[0]
+    threads = local_server.server_threads()
     with local_server.running(PROJECT / arguments.log) as base_url:
         endpoint = generator.endpoint(base_url)
-        chat(endpoint, settings["closed_book"][0], one_token, cache=None)  # warm-up: the model's first pages
+        peer = InProcess(threads)
+        # Warm-up: each path's first pages of the model.
+        chat(endpoint, settings["closed_book"][0], one_token, cache=None)
+        peer.pass_over(settings["closed_book"][:1], one_token)
         for setting, conversations in settings.items():
-            reading, answering = [], []
-            for _ in range(arguments.repeats):
-                reading.append(timed_pass(endpoint, conversations, one_token))
-                answering.append(timed_pass(endpoint, conversations, generator.sampling))
-            read_seconds = statistics.median(seconds for seconds, _, _ in reading)
-            answer_seconds = statistics.median(seconds for seconds, _, _ in answering)
-            _, prompt_tokens, completion_tokens = answering[0]
-            count = len(conversations)
-            writing = max(answer_seconds - read_seconds, 1e-9)
-            rows.append(
-                {
-                    "setting": setting,
-                    "k": 0 if setting == "closed_book" else arguments.k,
-                    "questions": count,
-                    "repeats": arguments.repeats,
-                    "seconds_per_answer": f"{answer_seconds / count:.3f}",
-                    "prompt_tokens_per_answer": f"{prompt_tokens / count:.1f}",
-                    "completion_tokens_per_answer": f"{completion_tokens / count:.1f}",
-                    "prompt_tokens_per_second": f"{prompt_tokens / read_seconds:.1f}",
-                    "completion_tokens_per_second": f"{(completion_tokens - count) / writing:.1f}",
-                    "pass_seconds_min": f"{min(seconds for seconds, _, _ in answering):.2f}",
-                    "pass_seconds_max": f"{max(seconds for seconds, _, _ in answering):.2f}",
-                }
-            )
+            passes = {SERVER_PATH: ([], []), PEER_PATH: ([], [])}
+            for _ in range(arguments.repeats):  # the two paths in turn, so a busy moment hits both
+                for path, run in (
+                    (SERVER_PATH, lambda c, s: timed_pass(endpoint, c, s)),
+                    (PEER_PATH, peer.pass_over),
+                ):
+                    passes[path][0].append(run(conversations, one_token))
+                    passes[path][1].append(run(conversations, generator.sampling))
+            k = 0 if setting == "closed_book" else arguments.k
+            for path, (reading, answering) in passes.items():
+                rows.append(
+                    measured_row(path, setting, k, len(conversations), arguments.repeats, reading, answering)
+                )
     common = {
         "model": local_server.model_path().name,
         "llama_cpp_python": importlib.metadata.version("llama_cpp_python"),
-        "server_threads": local_server.server_threads(),
+        "threads": threads,
         "cores": os.cpu_count(),
         "machine": platform.machine(),
         "load_average_before": f"{load_before:.2f}",
@@ -156,10 +215,18 @@ def main() -> None:
         writer.writerows(rows)
     for row in rows:
         print(
-            f"{row['setting']}: {row['seconds_per_answer']} s per answer, "
+            f"{row['setting']}, {row['path']}: {row['seconds_per_answer']} s per answer, "
             f"{row['prompt_tokens_per_second']} prompt and {row['completion_tokens_per_second']} "
             f"completion tokens per second (load {common['load_average_before']})"
         )
+    for setting in settings:
+        server, ours = (
+            next(r for r in rows if r["setting"] == setting and r["path"] == p)
+            for p in (SERVER_PATH, PEER_PATH)
+        )
+        for measure in ("prompt_tokens_per_second", "completion_tokens_per_second"):
+            ratio = float(server[measure]) / float(ours[measure])
+            print(f"{setting}: {measure.replace('_', ' ')}, server / llama.cpp in process = {ratio:.2f}")
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rag.models.client import Completion, Endpoint, Sampling
+from rag.answering.llm_answers import ServedModel
+from rag.models.client import Completion, Sampling
 
 # The hand labels and the chunks their cited chunk ids name.
 LABELS_PATH = "resources/answer_labels/labels.csv"
@@ -147,7 +148,7 @@ def _cited_sources(row, chunk_texts: Mapping[str, str]) -> dict[int, str]:
 
 
 @dataclass(frozen=True)
-class ModelJudge:
+class ModelJudge(ServedModel):
     """A ``judge`` entry of config['generators']: an endpoint, its sampling and the two prompts."""
 
     name: str
@@ -163,22 +164,6 @@ class ModelJudge:
 
     # A judge replies in plain text (rag.answering.llm_answers.complete_with_cache reads this).
     structured = False
-
-    @property
-    def bundled(self) -> bool:
-        from rag.kinds import BUNDLED_ENDPOINT
-
-        return self.base_url == BUNDLED_ENDPOINT
-
-    def endpoint(self, base_url: str | None = None, identity: str | None = None) -> Endpoint:
-        return Endpoint(
-            base_url or self.base_url,
-            self.model,
-            key_variable=self.key_variable,
-            concurrency=self.concurrency,
-            timeout_seconds=self.timeout_seconds,
-            identity=identity,
-        )
 
 
 # The placeholders each judge prompt must hold (and may hold: no others).

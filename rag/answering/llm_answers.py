@@ -101,8 +101,31 @@ class PromptTemplate:
     closed_book_user: str
 
 
+class ServedModel:
+    """What every entry asking a served model shares (generators, judges): where it is and how to reach it.
+
+    A subclass is a dataclass with ``base_url``, ``model``, ``key_variable``,
+    ``concurrency`` and ``timeout_seconds`` fields.
+    """
+
+    @property
+    def bundled(self) -> bool:
+        return self.base_url == BUNDLED_ENDPOINT
+
+    def endpoint(self, base_url: str | None = None, identity: str | None = None) -> Endpoint:
+        """The client's endpoint at ``base_url`` (the bundled server's, once started)."""
+        return Endpoint(
+            base_url or self.base_url,
+            self.model,
+            key_variable=self.key_variable,
+            concurrency=self.concurrency,
+            timeout_seconds=self.timeout_seconds,
+            identity=identity,
+        )
+
+
 @dataclass(frozen=True)
-class LlmGenerator:
+class LlmGenerator(ServedModel):
     """An llm generator's settings, read from its canonical config entry.
 
     ``base_url`` is the endpoint or ``bundled``; ``key_variable`` the NAME
@@ -120,23 +143,8 @@ class LlmGenerator:
     citations: str = PLAIN
 
     @property
-    def bundled(self) -> bool:
-        return self.base_url == BUNDLED_ENDPOINT
-
-    @property
     def structured(self) -> bool:
         return self.citations == STRUCTURED
-
-    def endpoint(self, base_url: str | None = None, identity: str | None = None) -> Endpoint:
-        """The client's endpoint at ``base_url`` (the bundled server's, once started)."""
-        return Endpoint(
-            base_url or self.base_url,
-            self.model,
-            key_variable=self.key_variable,
-            concurrency=self.concurrency,
-            timeout_seconds=self.timeout_seconds,
-            identity=identity,
-        )
 
 
 def generator_from_entry(name: str, entry: Mapping) -> LlmGenerator:
