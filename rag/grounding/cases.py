@@ -2,10 +2,12 @@
 
 A case is a prompt with a true continuation and a wrong one that the corpus
 states for another body, the kind of fact a model answering from memory mixes
-up. For each case the trigram model of the whole corpus (memory) and the same
-model conditioned on the retrieved chunks (sources) each complete the prompt
-and score both continuations; the support check then judges both completions
-against the same chunks. The swap experiment scores a comparison sentence and the same
+up. For each case the trigram model of the corpus as the grounding caller may
+read it (memory; :func:`rag.grounding.experiment.memory_texts`, so a document
+the caller may not read never trains it) and the same model conditioned on the
+retrieved chunks (sources) each complete the prompt and score both
+continuations; the support check then judges both completions against the
+same chunks. The swap experiment scores a comparison sentence and the same
 sentence with its two values exchanged under RAG-Sequence and RAG-Token.
 
 The numbers come from :mod:`rag.grounding.rag_likelihoods` and :mod:`rag.answering.verification`; this

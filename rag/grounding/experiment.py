@@ -1,4 +1,9 @@
-"""The grounding job: every configured case and the swap on one ranking, trigram model first."""
+"""The grounding job: every configured case and the swap on one ranking, trigram model first.
+
+The trigram model's memory is trained on the grounding caller's view of the
+corpus (:func:`memory_texts`): text a caller may not read must not come back
+out of the model's memory any more than out of its sources.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,26 @@ from rag.grounding.cases import (
     top_chunks,
 )
 from rag.grounding.served_model import ServedModel, run_served_case, run_served_swap
-from rag.grounding.trigram import LanguageModel
+from rag.grounding.trigram import LanguageModel, train
+from rag.retrieval.filters import allowed_by_config
+
+
+def memory_texts(parsed: Mapping[str, Sequence], view: Mapping, caller: str) -> list[str]:
+    """The parsed blocks ``caller`` may read (its ``view``, a filter's configuration), in corpus order.
+
+    ``parsed`` holds the parsed corpus's text and the metadata columns a filter
+    reads (rag.retrieval.filters.METADATA_COLUMNS); the access check is the
+    filters' own, block by block. A caller who may read no block is an error.
+    """
+    allowed = allowed_by_config(parsed, view, caller)
+    if not allowed.any():
+        raise ValueError(f"grounding caller {caller!r} may read none of the corpus's {len(allowed)} blocks")
+    return [text for text, keep in zip(parsed["text"], allowed, strict=True) if keep]
+
+
+def train_memory(parsed: Mapping[str, Sequence], view: Mapping, caller: str) -> LanguageModel:
+    """The trigram memory of what ``caller`` may read (:func:`memory_texts`)."""
+    return train(memory_texts(parsed, view, caller))
 
 
 def run_grounding(

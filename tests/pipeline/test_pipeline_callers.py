@@ -5,8 +5,9 @@ and ACLs naming three groups (engineering, finance, legal), each with its own
 sentence about the zephyr turbine. A stub OpenAI-compatible server on
 127.0.0.1 logs every prompt. For every caller: no chunk it may not read is in
 any of its rankings (BM25, a fusion, a funnel and the funnel's first stage,
-which is its reranker's input), prompts or traces, and the chunks it may read
-are there. Then the same grid pointed at an endpoint off this machine is
+which is its reranker's input, and a learned fusion), prompts or traces, and
+the chunks it may read are there; a learned fusion for a view of every chunk
+is the unfiltered learned ranking. Then the same grid pointed at an endpoint off this machine is
 refused at planning, naming the caller and the access levels, until the
 entry declares what it may receive.
 """
@@ -47,7 +48,9 @@ CALLERS = {
     },
     "globex_engineer": {"tenant": "globex", "groups": ["engineering"], "access": ["internal"]},
 }
-RETRIEVERS = ["bm25", "tfidf", "rrf_bm25_tfidf", "funnel_bm25_tfidf"]
+RETRIEVERS = ["bm25", "tfidf", "rrf_bm25_tfidf", "funnel_bm25_tfidf", "learned_bm25_tfidf"]
+# A filter that allows every chunk: its learned fusion is the unfiltered learned ranking.
+EVERYTHING = {"access": ["public", "internal", "restricted"]}
 QUESTION = "How fast does the zephyr turbine spin?"
 
 
@@ -93,8 +96,15 @@ def configure(workdir: Path, base_url: str, caller: str, may_receive: list[str] 
         "tfidf": {"kind": "tfidf"},
         "rrf_bm25_tfidf": {"kind": "rrf", "components": ["bm25", "tfidf"]},
         "funnel_bm25_tfidf": {"kind": "funnel", "first": "bm25", "rerank": "tfidf", "candidates": 10},
+        "learned_bm25_tfidf": {
+            "kind": "learned",
+            "components": ["bm25", "tfidf"],
+            "fusion": "zscore",
+            "folds": 2,
+        },
     }
     config["callers"] = CALLERS
+    config.setdefault("filters", {})["everything"] = EVERYTHING
     generator = {"kind": "llm", "base_url": base_url, "model": "stub", "timeout": 10}
     if may_receive is not None:
         generator["may_receive"] = may_receive
@@ -148,6 +158,7 @@ def run(tmp_path_factory):
             ]
             if caller == sorted(CALLERS)[-1]:
                 targets.append("results/metrics_by_caller.csv")
+                targets.append("work/filtered/tiny/sentences20/everything/learned_bm25_tfidf.parquet")
             snakemake(
                 workdir, "--cores", "1", "--forcerun", "llm_answer", *targets, snakefile=project / "Snakefile"
             )
@@ -195,6 +206,17 @@ def test_rankings_hold_only_and_all_the_chunks_a_caller_may_read(run, caller):
         }
         assert not ranked & secret, (retriever, ranked & secret)
         assert ranked >= allowed, (retriever, allowed - ranked)
+
+
+def test_a_learned_fusion_for_a_view_of_every_chunk_is_the_unfiltered_learned_ranking(run):
+    _, workdir, _ = run
+    columns = ["question_id", "rank", "chunk_id", "score"]
+    path = "tiny/sentences20/{}learned_bm25_tfidf.parquet"
+    unfiltered = pq.read_table(workdir / "work/rankings" / path.format(""), columns=columns).to_pydict()
+    everything = pq.read_table(
+        workdir / "work/filtered" / path.format("everything/"), columns=columns
+    ).to_pydict()
+    assert unfiltered["chunk_id"] and everything == unfiltered
 
 
 @pytest.mark.parametrize("caller", sorted(CALLERS))

@@ -112,11 +112,19 @@ rule rank_ivf_filtered:
         "../scripts/rank_filtered.py"
 
 
-# A learned fusion for a view that allows every chunk (a caller who reads the
-# whole chunk set): its unfiltered ranking. Any narrower view stops the job.
+# A learned fusion for a view: its weights chosen again, by the same nested
+# cross-validation, on the view's prefiltered component rankings and the
+# labels of the chunks the view allows (rag/evaluation/learned_views.py). A
+# view that allows every chunk gives the unfiltered learned ranking.
 rule learned_filtered:
     input:
+        components=lambda wildcards: [
+            filtered_ranking(wildcards.corpus, wildcards.chunker, wildcards.filter_name, component)
+            for component in RETRIEVERS[wildcards.retriever]["components"]
+        ],
         chunks=CHUNKS,
+        qrels=learned_labels,
+        questions=questions_file,
         unfiltered=RANKING,
     output:
         ranking=FILTERED,
@@ -129,6 +137,9 @@ rule learned_filtered:
     params:
         retriever=retriever_params,
         filter=filter_params,
+        depth=ranking_depth_of,
+        level=lambda wildcards: LEVELS[wildcards.corpus],
+        holdout=lambda wildcards: PLAN.holdout(wildcards.corpus),
         code=script_digest("learned_filtered.py"),
     script:
         "../scripts/learned_filtered.py"

@@ -1,7 +1,7 @@
-# The grounding experiments: a trigram model of the whole corpus answers from
-# memory, the same model conditioned on one ranking's top k chunks answers from
-# the sources (all at once, RAG-Sequence and RAG-Token), and the support check
-# judges memory's answer. The llm generators of grounding.generators run the
+# The grounding experiments: a trigram model of the documents grounding.caller
+# may read (its view of the corpus) answers from memory, the same model
+# conditioned on one ranking's top k chunks answers from the sources (all at
+# once, RAG-Sequence and RAG-Token), and the support check judges memory's answer. The llm generators of grounding.generators run the
 # same cases from the token log-probabilities their server returns, through the
 # response cache (the bundled server starts only at the first reply it lacks).
 # Scheduled only when config.yaml has a grounding section; one job runs every case.
@@ -30,6 +30,9 @@ rule grounding:
             {name: PLAN.generators[name] for name in GROUNDING["generators"]} if GROUNDING else {}
         ),
         cache=LLM_CACHE,
+        # Memory is trained on what the grounding caller may read: its view.
+        caller=lambda wildcards: PLAN.answer_callers["grounding"],
+        view=lambda wildcards: canonical_json(FILTERS[PLAN.answer_callers["grounding"]]),
         code=script_digest("grounding.py"),
     script:
         "../scripts/grounding.py"

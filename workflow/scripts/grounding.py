@@ -7,26 +7,28 @@ from rag.answering.llm_answers import generator_from_entry
 from rag.formats.files import write_csv
 from rag.formats.tables import read_columns
 from rag.grounding.cases import describe_case, grounding_tables
-from rag.grounding.experiment import run_grounding
+from rag.grounding.experiment import run_grounding, train_memory
 from rag.grounding.served_model import generator_model
-from rag.grounding.trigram import train
 from rag.jobs import finish_job, start_log
 from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
+from rag.retrieval.filters import METADATA_COLUMNS
 from rag.retrieval.ranking_files import RANKING_COLUMNS
 
 log = start_log(snakemake.log.job)
 follow_job_threads(snakemake.threads)  # a bundled server computes with the rule's threads
 settings = json.loads(snakemake.params.grounding)
 entries = json.loads(snakemake.params.generators)
-parsed = read_columns(snakemake.input.parsed, ["doc_id", "text"])
+parsed = read_columns(snakemake.input.parsed, [*METADATA_COLUMNS, "text"])
 chunks = read_columns(snakemake.input.chunks, ["chunk_id", "text"])
 ranking = read_columns(snakemake.input.ranking, RANKING_COLUMNS)
 
-memory = train(parsed["text"])
+# Memory is trained on the caller's view of the corpus, never on text it may not read.
+caller = snakemake.params.caller
+memory = train_memory(parsed, json.loads(snakemake.params.view), caller)
 log.info(
-    "memory: %d sentences, %d tokens, vocabulary %d",
-    *(memory.sentence_count, memory.token_count, len(memory.vocabulary)),
+    "memory of caller %r: %d sentences, %d tokens, vocabulary %d",
+    *(caller, memory.sentence_count, memory.token_count, len(memory.vocabulary)),
 )
 cache = ResponseCache(snakemake.params.cache)
 with contextlib.ExitStack() as servers:

@@ -1,44 +1,58 @@
-"""A learned fusion's ranking for a filter or caller: the unfiltered one when the view allows every chunk.
+"""A learned fusion for a filter or caller, refitted on the view's components and labels.
 
-A learned fusion's weights were chosen on the unfiltered component rankings;
-fusing prefiltered components with them is not yet done, so a view that
-leaves chunks out stops the job (fail closed) instead of ranking them.
+Weights are chosen on the labels of the chunks the view allows only
+(rag.evaluation.learned_views); a view of every chunk gives the unfiltered ranking.
 """
 
 import json
-import sys
 
+from rag.evaluation.holdout import holdout_questions
+from rag.evaluation.learned_fusion import LearnedFusionSettings, describe_choice
+from rag.evaluation.learned_views import learned_fusion_in_view, read_labels
 from rag.formats.tables import read_columns
 from rag.jobs import finish_job, start_log, write_job_ranking
-from rag.provenance import filter_record, retriever_record
-from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config
-from rag.retrieval.ranking_files import read_component_rankings
+from rag.provenance import composite_record, filter_record
+from rag.question_tables import read_questions
+from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config, describe_filtered
+from rag.retrieval.ranking_files import (
+    read_component_provenance,
+    read_component_rankings,
+    read_rankings_in_order,
+)
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.retriever)
 filter_config = json.loads(snakemake.params.filter)
 name = snakemake.wildcards.filter_name
 chunks = read_columns(snakemake.input.chunks, ["chunk_id", *METADATA_COLUMNS])
+chunk_ids = chunks["chunk_id"]
 allowed = allowed_by_config(chunks, filter_config, name)
-if not allowed.all():
-    message = (
-        f"retriever {snakemake.wildcards.retriever!r} (learned fusion): its rankings cannot yet be "
-        f"searched within filter or caller {name!r}, which leaves {int((~allowed).sum())} of "
-        f"{len(allowed)} chunks out; answer from another retriever for this caller"
-    )
-    log.error("%s", message)
-    print(f"Error: {message}", file=sys.stderr)
-    sys.exit(1)
-question_ids, (rankings,) = read_component_rankings([snakemake.input.unfiltered], chunks["chunk_id"])
-log.info("the filter allows every chunk: the unfiltered learned ranking, %d questions", len(question_ids))
+question_ids, components = read_component_rankings(snakemake.input.components, chunk_ids)
+if allowed.all():
+    fused = read_rankings_in_order(snakemake.input.unfiltered, chunk_ids, question_ids)
+    log.info("the filter allows every chunk: the unfiltered learned ranking, %d questions", len(question_ids))
+else:
+    settings = LearnedFusionSettings.from_entry(entry)
+    questions = read_questions(snakemake.input.questions)
+    labels = read_labels(snakemake.input.qrels, questions, snakemake.params.level, chunks)
+    held = holdout_questions([q.question_id for q in questions if q.answerable], snakemake.params.holdout)
+    view = (components, chunk_ids, questions, labels[0], allowed, snakemake.params.depth, held, labels[1])
+    rankings, choices, warnings = learned_fusion_in_view(settings, *view)
+    for warning in warnings:
+        log.warning("%s", warning)
+    for choice in choices:
+        log.info("%s", describe_choice(choice, settings))
+    fused = [rankings[question_id] for question_id in question_ids]
+    log.info("%s", describe_filtered(snakemake.wildcards.retriever, name, allowed, fused))
+components_record = read_component_provenance(entry["components"], snakemake.input.components)
 write_job_ranking(
     snakemake.output.ranking,
     question_ids,
-    [rankings[question_id] for question_id in question_ids],
-    chunks["chunk_id"],
+    fused,
+    chunk_ids,
     chunks=snakemake.input.chunks,
     code=snakemake.params.code,
-    retriever=retriever_record(entry),
+    retriever=composite_record(entry, components=components_record),
     stage="learned_filtered",
     **filter_record(filter_config),
 )
