@@ -882,20 +882,20 @@ def reader_frames(
     ]
 
 
-def reader_outputs(readers: Sequence[Mapping], outputs: Sequence[str]) -> list[str]:
-    """The answer file of each reader of a job, in the readers' order; a mismatch is an error.
+def reader_outputs(readers: Sequence[Mapping], outputs: Sequence[str], ending: str = "parquet") -> list[str]:
+    """The file of each reader of a job, in the readers' order; a mismatch is an error.
 
-    A reader's file is named after it (``{stem}.{name}.parquet``); the
-    extractive generator's, whose kind has its own rule (answer), is the stem's
-    own (``{stem}.parquet``).
+    A reader's file is named after it (``{stem}.{name}.{ending}``: its answers,
+    or its traces with ``ending`` jsonl); the extractive generator's, whose
+    kind has its own rule (answer), is the stem's own (``{stem}.{ending}``).
     """
     names = [reader["name"] for reader in readers]
     if len(outputs) != len(names):
-        raise ValueError(f"{len(names)} readers ({names}) for {len(outputs)} answer files")
+        raise ValueError(f"{len(names)} readers ({names}) for {len(outputs)} files ending in .{ending}")
     for reader, name, path in zip(readers, names, outputs, strict=True):
         own_file = GENERATOR_KINDS[reader["kind"]].rule == OWN_FILE_RULE
-        if not own_file and not str(path).endswith(f".{name}.parquet"):
-            raise ValueError(f"reader {name!r}: its answer file must end in .{name}.parquet, not {path!r}")
+        if not own_file and not str(path).endswith(f".{name}.{ending}"):
+            raise ValueError(f"reader {name!r}: its file must end in .{name}.{ending}, not {path!r}")
     return [str(path) for path in outputs]
 
 

@@ -97,6 +97,19 @@ def read_caller_sources(
     )
 
 
+def named_caller_sources(
+    encoded_caller: str,
+    chunk_list: Sequence[Chunk],
+    chunks_path: str,
+    ranking_path: str,
+    question_ids: Sequence[str],
+    retriever: str,
+) -> CallerSources:
+    """:func:`read_caller_sources` for the caller a rule's ``caller`` parameter names."""
+    caller, view = named_caller(encoded_caller)
+    return read_caller_sources(chunk_list, chunks_path, ranking_path, caller, view, question_ids, retriever)
+
+
 def sources_and_evidence(
     chunks_path: str,
     ranking_path: str,

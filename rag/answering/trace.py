@@ -2,7 +2,8 @@
 
 The production contract asks for one trace per request with the fields
 below (docs/trace.md is the schema). A trace is written for every answer the
-pipeline asks of a language model (``work/traces/``) and for every
+pipeline asks of a language model or of an offline generator
+(``work/traces/``) and for every
 ``rag ask --trace FILE``. It holds hashes and ids, never text: the actor and
 the query are hashed, the documents are named by chunk id, and a trace joins
 the tables through those ids and the question id. Text (the question, the
@@ -42,6 +43,7 @@ TRACE_FIELDS: tuple[str, ...] = (
     "cache",
     "abstention",
 )
+# "none": no response cache is involved (an offline generator's answer).
 CACHE_STATES = ("hit", "miss", "none")
 
 
@@ -140,6 +142,8 @@ def trace_problems(trace: Mapping) -> list[str]:
     problems += [f"unknown field {name!r}" for name in trace if name not in (*TRACE_FIELDS, "text")]
     if trace.get("trace_version") not in (None, TRACE_VERSION):
         problems.append(f"trace_version {trace.get('trace_version')!r}, expected {TRACE_VERSION}")
+    if "cache" in trace and trace["cache"] not in CACHE_STATES:
+        problems.append(f"cache {trace['cache']!r}, expected one of {CACHE_STATES}")
     return problems
 
 
@@ -150,6 +154,14 @@ def abstention_reason(abstained: bool, closed_book: bool, selected: Sequence[str
     if abstained:
         return "the generator abstained"
     return None
+
+
+def source_versions(sources: object | None) -> tuple[str, dict[str, str]]:
+    """The index version and the ranker versions of a caller's sources (closed book: none read)."""
+    versions = sources.versions if sources is not None else {}
+    index_version = canonical_digest(versions.get("index")) if versions else "closed-book"
+    rankers = {name: canonical_digest(record) for name, record in (versions.get("ranker") or {}).items()}
+    return index_version, rankers
 
 
 def llm_answer_traces(
@@ -169,10 +181,8 @@ def llm_answer_traces(
     """
     caller = sources.caller if sources is not None else caller
     rankings = sources.rankings if sources is not None else {}
-    versions = sources.versions if sources is not None else {}
     texts = {question.question_id: question.text for question in questions}
-    index_version = canonical_digest(versions.get("index")) if versions else "closed-book"
-    rankers = {name: canonical_digest(record) for name, record in (versions.get("ranker") or {}).items()}
+    index_version, rankers = source_versions(sources)
     traces = []
     for row in frame.itertuples(index=False):
         selected = row.source_chunk_ids.split() if row.source_chunk_ids else []
@@ -194,6 +204,62 @@ def llm_answer_traces(
                 latency={"retrieval": None, "generation": float(row.seconds)},
                 cache="hit" if row.cached else "miss",
                 abstention=abstention_reason(bool(row.abstained), row.retriever == "none", selected),
+            )
+        )
+    return traces
+
+
+# An offline generator asks no endpoint: no response cache, no completion
+# tokens, and no wall-clock value, so that a trace file is the same bytes on
+# every run of the same configuration.
+OFFLINE_CACHE = "none"
+OFFLINE_LATENCY: Mapping[str, None] = {"retrieval": None, "generation": None}
+
+
+def _optional_count(value: object) -> int | None:
+    """A count from a nullable table column: None when missing."""
+    import pandas as pd
+
+    return None if pd.isna(value) else int(value)
+
+
+def offline_answer_traces(frame: object, questions: Sequence, sources: object) -> list[dict]:
+    """One trace per row of an offline generator's answer table (work/answers/), in row order.
+
+    ``sources`` (:class:`rag.answering.caller_sources.CallerSources`) holds
+    the caller, its prefiltered rankings and the versions read. A prompt holds
+    the first ``sources`` chunks of the ranking (rag.answering.prompts.build_prompt
+    keeps the longest prefix that fits), so ``selected`` is that prefix and
+    the one cited source number names a chunk of it. ``tokens`` are the
+    prompt's word-and-punctuation count and its cl100k count (None without
+    tiktoken); the generator is the row's reader name.
+    """
+    texts = {question.question_id: question.text for question in questions}
+    index_version, rankers = source_versions(sources)
+    traces = []
+    for row in frame.itertuples(index=False):
+        candidates, scores = sources.rankings.get(row.question_id, ((), ()))
+        selected = list(candidates[: int(row.sources)])
+        cited = _optional_count(row.cited_source)
+        traces.append(
+            answer_trace(
+                caller=sources.caller,
+                query=texts[row.question_id],
+                question_id=row.question_id,
+                index_version=index_version,
+                candidates=list(candidates),
+                scores=list(scores),
+                ranker_versions=rankers,
+                selected=selected,
+                citations=cited_chunk_ids([] if cited is None else [cited], selected),
+                generator={"name": row.reader},
+                tokens={
+                    "prompt": int(row.prompt_tokens),
+                    "prompt_cl100k": _optional_count(row.prompt_tokens_cl100k),
+                },
+                latency=OFFLINE_LATENCY,
+                cache=OFFLINE_CACHE,
+                abstention=abstention_reason(bool(row.abstained), False, selected),
             )
         )
     return traces

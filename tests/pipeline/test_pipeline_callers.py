@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from rag.answering.trace import trace_problems
 from rag.corpus.documents import parse_markdown
 from rag.retrieval.filters import parse_caller, readable
 from tests.fault_server import FaultServer, reply
@@ -87,6 +88,10 @@ def completion(content: str) -> bytes:
         "usage": {"prompt_tokens": 9, "completion_tokens": 3},
     }
     return json.dumps(body).encode()
+
+
+# The offline generators' traces (rules answer and read_answers), answered as the caller.
+OFFLINE_TRACES = [f"work/traces/answers/tiny/sentences20/bm25{name}.jsonl" for name in ("", ".reader")]
 
 
 def configure(workdir: Path, base_url: str, caller: str, may_receive: list[str] | None = None) -> None:
@@ -156,6 +161,7 @@ def run(tmp_path_factory):
                 f"work/llm_answers/tiny/development/model/sentences20/{retriever}.parquet"
                 for retriever in ("bm25", "rrf_bm25_tfidf")
             ]
+            targets += OFFLINE_TRACES
             if caller == sorted(CALLERS)[-1]:
                 targets.append("results/metrics_by_caller.csv")
                 targets.append("work/filtered/tiny/sentences20/everything/learned_bm25_tfidf.parquet")
@@ -170,6 +176,7 @@ def run(tmp_path_factory):
             # Traces of this caller's answers, read before the next caller's run replaces them.
             traces = sorted((workdir / "work/traces/llm_answers").rglob("*.jsonl"))
             prompts[caller + "/traces"] = [path.read_text() for path in traces]
+            prompts[caller + "/offline traces"] = [(workdir / path).read_text() for path in OFFLINE_TRACES]
     finally:
         server.close()
     return project, workdir, prompts
@@ -239,6 +246,26 @@ def test_prompts_and_traces_hold_only_and_all_the_chunks_a_caller_may_read(run, 
     for doc_id, *_ in DOCUMENTS:
         assert sentence(doc_id) not in text  # no text in a trace by default
     assert QUESTION not in text
+
+
+@pytest.mark.parametrize("caller", sorted(CALLERS))
+def test_offline_answer_traces_hold_only_and_all_the_chunks_a_caller_may_read(run, caller):
+    _, workdir, prompts = run
+    by_chunk, allowed = chunk_documents(workdir), readable_documents(caller)
+    questions = yaml.safe_load((workdir / "questions.yaml").read_text())["questions"]
+    for text in prompts[caller + "/offline traces"]:
+        traces = [json.loads(line) for line in text.splitlines()]
+        assert [trace["question_id"] for trace in traces] == [question["id"] for question in questions]
+        assert all(trace_problems(trace) == [] and trace["cache"] == "none" for trace in traces)
+        assert all(trace["filters"]["tenant"] == CALLERS[caller]["tenant"] for trace in traces)
+        for trace in traces:
+            for key in ("candidates", "selected", "citations"):
+                assert {by_chunk[c] for c in trace[key]} <= every_readable_document(caller), (key, trace[key])
+        zephyr = [trace for trace in traces if trace["question_id"] == "zephyr-speed"]
+        assert zephyr and all({by_chunk[c] for c in trace["candidates"]} >= allowed for trace in zephyr)
+        for doc_id, *_ in DOCUMENTS:
+            assert sentence(doc_id) not in text
+        assert QUESTION not in text
 
 
 def test_recall_by_caller_and_tenant_sits_beside_zero_unauthorized_chunks(run):

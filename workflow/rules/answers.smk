@@ -14,7 +14,9 @@ rule answer:
         parsed=PARSED,
         questions=questions_file,
     output:
-        f"{ANSWER_STEM}.parquet",
+        answers=[f"{ANSWER_STEM}.parquet"],
+        # One JSON line per answer (docs/trace.md): hashes and ids, no text.
+        traces=[f"{ANSWER_TRACE_STEM}.jsonl"],
     log:
         "logs/answer/{corpus}/{chunker}/{retriever}.log",
     benchmark:
@@ -25,6 +27,7 @@ rule answer:
         generation=answers_section("generation"),
         readers=EXTRACTIVE_READERS,
         cache=EMBEDDING_CACHE,
+        caller=lambda wildcards: caller_params(PLAN.answer_callers["answers"]),
         code=script_digest("answer.py"),
     script:
         "../scripts/answer.py"
@@ -67,7 +70,8 @@ if reader_names():
             questions=questions_file,
             prompt_vectors=prompt_vectors,
         output:
-            reader_answer_files(ANSWER_STEM),
+            answers=reader_answer_files(ANSWER_STEM),
+            traces=reader_answer_files(ANSWER_TRACE_STEM, "jsonl"),
         log:
             "logs/read_answers/{corpus}/{chunker}/{retriever}.log",
         benchmark:
@@ -78,6 +82,7 @@ if reader_names():
             generation=answers_section("generation", "k", "token_counter", "budget"),
             readers=reader_params,
             cache=EMBEDDING_CACHE,
+            caller=lambda wildcards: caller_params(PLAN.answer_callers["answers"]),
             code=script_digest("answer.py"),
         script:
             "../scripts/answer.py"

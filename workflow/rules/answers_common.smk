@@ -131,9 +131,9 @@ def cross_validated_readers():
     return [reader["name"] for reader in READERS if reader["threshold"] == "cross_validated"]
 
 
-def reader_answer_files(stem):
-    """One answer file per reader name, in the order of reader_params: {stem}.{name}.parquet."""
-    return [f"{stem}.{name}.parquet" for name in reader_names()]
+def reader_answer_files(stem, ending="parquet"):
+    """One file per reader name, in the order of reader_params: {stem}.{name}.{ending} (answers, traces)."""
+    return [f"{stem}.{name}.{ending}" for name in reader_names()]
 
 
 def answer_files(stem):

@@ -140,6 +140,8 @@ QUESTION_SET_RANKING = "work/question_sets/{corpus}/{questions}/{chunker}/{retri
 # Answer files without their endings: ".parquet" for the extractive generator,
 # ".{reader}.parquet" for a reader (answer_files).
 ANSWER_STEM = "work/answers/{corpus}/{chunker}/{retriever}"
+# Their per-request traces, named the same way with ".jsonl" (docs/trace.md).
+ANSWER_TRACE_STEM = "work/traces/answers/{corpus}/{chunker}/{retriever}"
 # MiniLM vectors of a chunk set's sentences and questions, for the reader's similarity.
 PROMPT_VECTORS = "work/prompt_vectors/{corpus}/{chunker}.npz"
 # The same for the texts of the held-out check (rule ask_vectors).
