@@ -19,6 +19,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
+from rag.answering.caller_sources import CallerSources
 from rag.retrieval.filters import Caller
 
 TRACE_VERSION = 1
@@ -263,3 +264,22 @@ def offline_answer_traces(frame: object, questions: Sequence, sources: object) -
             )
         )
     return traces
+
+
+def summary_answer_traces(
+    frame: object, questions: Sequence, caller: Caller, summaries: Sequence
+) -> list[dict]:
+    """One trace per row of an answer table from lead summaries (work/answers/{corpus}/lead_summaries*).
+
+    Every question's prompt holds the same sources: the lead summaries of the
+    documents ``caller`` may read, in order, unranked (so each score is None).
+    The index version is a digest of the summaries' chunk ids and texts, and
+    no ranker was used.
+    """
+    ids = [chunk.chunk_id for chunk in summaries]
+    index = {"lead_summaries": [[chunk.chunk_id, hashed(chunk.text)] for chunk in summaries]}
+    ranking = (ids, [math.nan] * len(ids))
+    rankings = {question.question_id: ranking for question in questions}
+    chunks = {chunk.chunk_id: chunk for chunk in summaries}
+    sources = CallerSources(caller, chunks, frozenset(ids), rankings, {"index": index})
+    return offline_answer_traces(frame, questions, sources)

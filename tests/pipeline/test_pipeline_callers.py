@@ -92,6 +92,8 @@ def completion(content: str) -> bytes:
 
 # The offline generators' traces (rules answer and read_answers), answered as the caller.
 OFFLINE_TRACES = [f"work/traces/answers/tiny/sentences20/bm25{name}.jsonl" for name in ("", ".reader")]
+# The answers from lead summaries: every question's prompt holds the summaries the caller may read.
+SUMMARY_TRACES = [f"work/traces/answers/tiny/lead_summaries{name}.jsonl" for name in ("", ".reader")]
 
 
 def configure(workdir: Path, base_url: str, caller: str, may_receive: list[str] | None = None) -> None:
@@ -161,7 +163,7 @@ def run(tmp_path_factory):
                 f"work/llm_answers/tiny/development/model/sentences20/{retriever}.parquet"
                 for retriever in ("bm25", "rrf_bm25_tfidf")
             ]
-            targets += OFFLINE_TRACES
+            targets += OFFLINE_TRACES + SUMMARY_TRACES
             if caller == sorted(CALLERS)[-1]:
                 targets.append("results/metrics_by_caller.csv")
                 targets.append("work/filtered/tiny/sentences20/everything/learned_bm25_tfidf.parquet")
@@ -177,6 +179,7 @@ def run(tmp_path_factory):
             traces = sorted((workdir / "work/traces/llm_answers").rglob("*.jsonl"))
             prompts[caller + "/traces"] = [path.read_text() for path in traces]
             prompts[caller + "/offline traces"] = [(workdir / path).read_text() for path in OFFLINE_TRACES]
+            prompts[caller + "/summary traces"] = [(workdir / path).read_text() for path in SUMMARY_TRACES]
     finally:
         server.close()
     return project, workdir, prompts
@@ -263,6 +266,28 @@ def test_offline_answer_traces_hold_only_and_all_the_chunks_a_caller_may_read(ru
                 assert {by_chunk[c] for c in trace[key]} <= every_readable_document(caller), (key, trace[key])
         zephyr = [trace for trace in traces if trace["question_id"] == "zephyr-speed"]
         assert zephyr and all({by_chunk[c] for c in trace["candidates"]} >= allowed for trace in zephyr)
+        for doc_id, *_ in DOCUMENTS:
+            assert sentence(doc_id) not in text
+        assert QUESTION not in text
+
+
+@pytest.mark.parametrize("caller", sorted(CALLERS))
+def test_traces_of_answers_from_lead_summaries_name_only_and_all_the_documents_a_caller_may_read(run, caller):
+    from rag.answering.summaries import SUMMARY_SUFFIX
+
+    _, workdir, prompts = run
+    allowed, questions = readable_documents(caller), yaml.safe_load((workdir / "questions.yaml").read_text())
+    for text in prompts[caller + "/summary traces"]:
+        traces = [json.loads(line) for line in text.splitlines()]
+        assert [trace["question_id"] for trace in traces] == [
+            question["id"] for question in questions["questions"]
+        ]
+        assert all(trace_problems(trace) == [] and trace["cache"] == "none" for trace in traces)
+        for trace in traces:
+            assert all(chunk.endswith(SUMMARY_SUFFIX) for chunk in trace["candidates"])
+            documents = {chunk.removesuffix(SUMMARY_SUFFIX) for chunk in trace["candidates"]}
+            assert allowed <= documents <= every_readable_document(caller), (caller, documents)
+            assert set(trace["selected"]) <= set(trace["candidates"])
         for doc_id, *_ in DOCUMENTS:
             assert sentence(doc_id) not in text
         assert QUESTION not in text

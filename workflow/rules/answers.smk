@@ -93,7 +93,8 @@ rule answer_from_summaries:
         parsed=PARSED,
         questions=questions_file,
     output:
-        f"{SUMMARY_ANSWER_STEM}.parquet",
+        answers=[f"{SUMMARY_ANSWER_STEM}.parquet"],
+        traces=[f"{SUMMARY_ANSWER_TRACE_STEM}.jsonl"],
     log:
         "logs/answer_from_summaries/{corpus}.log",
     benchmark:
@@ -117,7 +118,8 @@ if reader_names():
             parsed=PARSED,
             questions=questions_file,
         output:
-            reader_answer_files(SUMMARY_ANSWER_STEM),
+            answers=reader_answer_files(SUMMARY_ANSWER_STEM),
+            traces=reader_answer_files(SUMMARY_ANSWER_TRACE_STEM, "jsonl"),
         log:
             "logs/read_answers_from_summaries/{corpus}.log",
         benchmark:

@@ -147,6 +147,7 @@ PROMPT_VECTORS = "work/prompt_vectors/{corpus}/{chunker}.npz"
 # The same for the texts of the held-out check (rule ask_vectors).
 ASK_VECTORS = "work/ask_vectors.npz"
 SUMMARY_ANSWER_STEM = "work/answers/{corpus}/lead_summaries"
+SUMMARY_ANSWER_TRACE_STEM = "work/traces/answers/{corpus}/lead_summaries"
 # A language model's answers (rag.config.Plan.llm_answer_settings).
 LLM_ANSWER = "work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet"
 # Its per-request traces, one JSON line per answer (docs/trace.md).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from rag.answering.answers import GenerationSettings, answer_question_by_readers, reader_answers_frame
@@ -88,3 +89,26 @@ def test_an_offline_trace_holds_no_sentence_of_any_document_and_is_the_same_byte
         assert sentence not in text and sentence[:30] not in text
     for question in QUESTIONS:
         assert question.text not in text
+
+
+def test_a_trace_of_an_answer_from_lead_summaries_names_the_summaries_unranked():
+    from rag.answering.trace import summary_answer_traces
+
+    summaries = [CHUNKS["t1"], CHUNKS["t3"]]
+    records = [
+        answer_question_by_readers(question, summaries, IDF, [GenerationSettings(k=2, threshold=0.0)])[0]
+        for question in QUESTIONS
+    ]
+    frame = reader_answers_frame(
+        records, corpus="c", chunker="(lead summaries)", retriever="(all)", reader="extractive"
+    )
+    traces = summary_answer_traces(frame, QUESTIONS, CALLER, summaries)
+    assert [trace["question_id"] for trace in traces] == [question.question_id for question in QUESTIONS]
+    for trace in traces:
+        assert trace_problems(trace) == [] and trace["candidates"] == ["t1", "t3"]
+        assert trace["scores"] == [None, None] and trace["ranker_versions"] == {}
+    changed = [CHUNKS["t1"], dataclasses.replace(CHUNKS["t3"], text="Other text.")]
+    other = summary_answer_traces(frame, QUESTIONS, CALLER, changed)
+    assert other[0]["index_version"] != traces[0]["index_version"]  # the summaries' texts are versioned
+    text = "\n".join(trace_lines(traces))
+    assert not any(sentence in text for sentence in TEXTS.values())
