@@ -699,7 +699,8 @@ def retrieve(
     notes: list[str] = []
     entries = index.entries
     terms = analyze_entry([question], entries.weights)[0]
-    allowed = None if withheld is None else ~np.asarray(withheld, dtype=bool)
+    # A view that withholds nothing searches without a mask (the same ranking, less work).
+    allowed = None if withheld is None or not np.any(withheld) else ~np.asarray(withheld, dtype=bool)
     bm25_ranking = _search(index.ranking_bm25, entries.lexical, question, depth, index.tie_order, allowed)
     dense_ranking, share, used_probes = Ranking.empty(), 0.0, 0
     if index.chunk_embeddings is not None:

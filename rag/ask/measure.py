@@ -27,6 +27,7 @@ from rag.answering.reader import Similarity
 from rag.ask.index import Embed, QuestionIndex
 from rag.corpus.documents import Document
 from rag.labels import Question, locate_spans
+from rag.retrieval.filters import Caller
 
 
 def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
@@ -53,6 +54,8 @@ def measure_ask(
     question_sets: Mapping[str, Sequence[Question]],
     thresholds: Mapping[str, float],
     embedder=None,
+    caller: Caller | None = None,
+    traces: list | None = None,
 ) -> list[dict]:
     """Rows of results/answers_heldout.csv: each question set through ``rag ask``'s path.
 
@@ -64,7 +67,9 @@ def measure_ask(
     reader is also measured with its MiniLM similarity (``reader_minilm``,
     ``rag ask --similarity``), the signal meant for questions worded unlike
     their answers; the bundled corpus has few enough distinct sentences that
-    embedding them all through the cache is cheap.
+    embedding them all through the cache is cheap. ``caller`` and ``traces``
+    are :func:`judge_ask_answers`'s: who the answers are for, and where one
+    trace per answer goes.
     """
     from rag.answering.reader import DEFAULT_MODEL
     from rag.ask.index import IndexOptions, build_question_index
@@ -86,7 +91,17 @@ def measure_ask(
         for name, generator, threshold, similarity in generators:
             for questions_file, questions in question_sets.items():
                 judged = judge_ask_answers(
-                    index, questions, documents, generator, threshold, embed, similarity, memo=memo
+                    index,
+                    questions,
+                    documents,
+                    generator,
+                    threshold,
+                    embed,
+                    similarity,
+                    memo=memo,
+                    caller=caller,
+                    traces=traces,
+                    trace_name=name,
                 )
                 keys = {"questions_file": questions_file, "retriever": retriever, "generator": name}
                 rows += ask_summary(judged, **keys, threshold=f"{threshold:g}")
@@ -141,6 +156,9 @@ def judge_ask_answers(
     similarity: Similarity | None = None,
     weights=None,
     memo: dict | None = None,
+    caller: Caller | None = None,
+    traces: list | None = None,
+    trace_name: str | None = None,
 ) -> list[AskJudgement]:
     """Answer every question as ``rag ask`` would (its defaults) and judge the answers by the labels.
 
@@ -151,15 +169,23 @@ def judge_ask_answers(
     ``weights`` (a :class:`rag.answering.reader.ReaderWeights`) change the
     reader's weights and rules; None keeps its defaults. ``memo`` (a dict kept
     over the calls with one ``index`` and ``embed``) reuses retrievals across them
-    (:func:`rag.ask.index.answer_question`).
+    (:func:`rag.ask.index.answer_question`). ``caller`` answers as that
+    caller (its view is the searches' prefilter; None: every document);
+    ``traces``, when given, gets one trace per question (docs/trace.md),
+    naming the generator ``trace_name`` (default ``reader``).
     """
     from rag.answering.correctness import judge_answer
+    from rag.ask.traces import report_trace
+
+    if traces is not None and caller is None:
+        raise ValueError("a trace names the caller the answers were for: give caller with traces")
     from rag.ask.index import answer_question as ask_question
 
     holding = evidence_documents(questions, locate_spans(questions, documents))
     judged = []
     for question in questions:
         options = {} if weights is None else {"weights": weights}
+        options |= {} if caller is None else {"caller": caller}
         report = ask_question(
             index,
             question.text,
@@ -170,6 +196,14 @@ def judge_ask_answers(
             memo=memo,
             **options,
         )
+        if traces is not None:
+            name = trace_name or reader
+            latency = {"answer": None}  # no wall-clock value: the same run writes the same bytes
+            traces.append(
+                report_trace(
+                    report, index, caller, question.text, name, latency, question_id=question.question_id
+                )
+            )
         answered = not report.abstained
         outcome = judge_answer(report.answer, question.answer, question.answerable, not answered).outcome
         correct = False

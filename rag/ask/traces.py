@@ -26,8 +26,13 @@ def report_trace(
     latency: Mapping[str, float | None],
     cache: str = "none",
     include_text: bool = False,
+    question_id: str | None = None,
 ) -> dict:
-    """One request of ``rag ask`` as a trace: its fused candidates, prompt sources and cited chunks."""
+    """One request of ``rag ask`` as a trace: its fused candidates, prompt sources and cited chunks.
+
+    ``question_id`` names a labelled question (the pipeline's measurement of
+    ``rag ask``); None for a question typed at the command line.
+    """
     selected = [chunk.chunk_id for chunk in report.prompt.sources.values()]
     numbers = [number for number in parse_citations(report.answer)[0] if number in report.prompt.sources]
     chosen = report.retrieval.chosen
@@ -42,7 +47,7 @@ def report_trace(
     return answer_trace(
         caller=caller,
         query=question,
-        question_id=None,
+        question_id=question_id,
         index_version=index_version(index),
         candidates=[retrieved.chunk.chunk_id for retrieved in chosen],
         scores=[retrieved.fused_score for retrieved in chosen],

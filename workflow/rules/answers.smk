@@ -318,7 +318,9 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
             thresholds=TABLE("reader_thresholds.csv"),
             ask_vectors=[ASK_VECTORS] if MINILM_READER else [],
         output:
-            TABLE("answers_heldout.csv"),
+            table=TABLE("answers_heldout.csv"),
+            # One trace per answer, as the answers' caller (docs/trace.md).
+            traces="work/traces/answers_heldout.jsonl",
         log:
             "logs/answers_heldout.log",
         benchmark:
@@ -327,6 +329,7 @@ if ANSWERS is not None and ANSWERS["heldout"] is not None:
             "../envs/rag.yaml"
         params:
             cache=EMBEDDING_CACHE,
+            caller=lambda wildcards: caller_params(PLAN.answer_callers["answers"]),
             code=script_digest("answers_heldout.py"),
         script:
             "../scripts/answers_heldout.py"

@@ -2,10 +2,12 @@
 
 import pandas as pd
 
+from rag.answering.caller_sources import named_caller
 from rag.answering.reader import CachedSentenceEmbedder, dense_available, read_chosen_thresholds
+from rag.answering.trace import trace_lines
 from rag.ask.index import documents_and_question_sets
 from rag.ask.measure import measure_ask
-from rag.formats.files import write_csv
+from rag.formats.files import write_csv, write_text
 from rag.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
@@ -20,7 +22,9 @@ else:
     log.warning("the dense extra is not installed: only the spec's BM25 + LSA + IVF retriever is measured")
 # The reader frozen at the thresholds the cross-validation chose (results/reader_thresholds.csv).
 thresholds = read_chosen_thresholds(snakemake.input.thresholds)
-table = pd.DataFrame(measure_ask(documents, question_sets, thresholds, embedder))
+caller, _ = named_caller(snakemake.params.caller)  # the answers' caller: its view is a prefilter
+traces = []
+table = pd.DataFrame(measure_ask(documents, question_sets, thresholds, embedder, caller, traces))
 if embedder is not None:
     log.info("%d texts encoded here, not found in the cache", len(embedder.fresh))
     embedder.save()
@@ -34,5 +38,6 @@ for row in table[table["group"] == "answerable"].itertuples():
         row.questions,
         row.wrong,
     )
-write_csv(table, snakemake.output[0])
+write_csv(table, snakemake.output.table)
+write_text(snakemake.output.traces, trace_lines(traces))
 finish_job()

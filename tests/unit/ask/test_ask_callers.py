@@ -267,3 +267,41 @@ def test_exact_minilm_search_scores_only_the_chunks_the_caller_may_read():
     allowed = np.array([False, True, True, False])
     assert _minilm_ranking(index, "q", embed, 4, allowed).positions.tolist() == [1, 2]
     assert _minilm_ranking(index, "q", embed, 1, allowed).positions.tolist() == [1]
+
+
+# --------------------------------------------------------------------------
+# The pipeline's measurement of rag ask answers as a caller and traces every answer
+
+
+def test_the_measurement_of_rag_ask_traces_every_answer_as_its_caller(index):
+    from rag.answering.trace import trace_problems
+    from rag.ask.measure import judge_ask_answers
+    from rag.labels import Question
+
+    questions = [
+        Question("zephyr", "How fast does the zephyr turbine spin?", "number", True, ()),
+        Question("other", "Who built the zephyr turbine?", "name", False, ()),
+    ]
+    caller = CALLERS[1]  # acme_engineer
+    readable_ids = {d for d, access, tenant, acl in DOCUMENTS if readable(caller, access, tenant, acl)}
+    by_chunk = {chunk.chunk_id: chunk.doc_id for chunk in index.chunks}
+    traces: list = []
+    judged = judge_ask_answers(
+        index,
+        questions,
+        documents(),
+        "extractive",
+        0.0,
+        caller=caller,
+        traces=traces,
+        trace_name="extractive",
+    )
+    assert len(judged) == len(traces) == 2
+    assert [trace["question_id"] for trace in traces] == ["zephyr", "other"]
+    for trace in traces:
+        assert trace_problems(trace) == [] and trace["tenant"] == "acme"
+        for key in ("candidates", "selected", "citations"):
+            assert {by_chunk[chunk] for chunk in trace[key]} <= readable_ids, key
+    assert {by_chunk[chunk] for chunk in traces[0]["candidates"]} & readable_ids
+    with pytest.raises(ValueError, match="give caller with traces"):
+        judge_ask_answers(index, questions, documents(), "extractive", 0.0, traces=[])
