@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rag.answering.llm_answers import ServedModel
+from rag.answering.llm_answers import ServedModel, served_model_fields
 from rag.models.client import Completion, Sampling
 
 # The hand labels and the chunks their cited chunk ids name.
@@ -192,19 +192,10 @@ def judge_from_entry(name: str, entry: Mapping) -> ModelJudge:
     """A :class:`ModelJudge` from a canonical ``judge`` entry."""
     return ModelJudge(
         name=name,
-        base_url=entry["base_url"],
-        model=entry["model"],
-        sampling=Sampling(
-            temperature=float(entry["temperature"]),
-            max_tokens=int(entry["max_tokens"]),
-            seed=int(entry["seed"]),
-        ),
         system=entry["system"],
         correct_user=entry["correct_user"],
         supported_user=entry["supported_user"],
-        key_variable=entry["api_key_env"],
-        concurrency=int(entry["concurrency"]),
-        timeout_seconds=float(entry["timeout"]),
+        **served_model_fields(entry),
     )
 
 

@@ -147,24 +147,31 @@ class LlmGenerator(ServedModel):
         return self.citations == STRUCTURED
 
 
-def generator_from_entry(name: str, entry: Mapping) -> LlmGenerator:
-    """An :class:`LlmGenerator` from a canonical ``llm`` entry of config['generators']."""
-    return LlmGenerator(
-        name=name,
-        base_url=entry["base_url"],
-        model=entry["model"],
-        sampling=Sampling(
+def served_model_fields(entry: Mapping) -> dict:
+    """The :class:`ServedModel` fields and the sampling of a canonical ``llm`` or ``judge`` entry."""
+    return {
+        "base_url": entry["base_url"],
+        "model": entry["model"],
+        "sampling": Sampling(
             temperature=float(entry["temperature"]),
             max_tokens=int(entry["max_tokens"]),
             seed=int(entry["seed"]),
         ),
+        "key_variable": entry["api_key_env"],
+        "concurrency": int(entry["concurrency"]),
+        "timeout_seconds": float(entry["timeout"]),
+    }
+
+
+def generator_from_entry(name: str, entry: Mapping) -> LlmGenerator:
+    """An :class:`LlmGenerator` from a canonical ``llm`` entry of config['generators']."""
+    return LlmGenerator(
+        name=name,
         template=PromptTemplate(
             entry["system"], entry["user"], entry["closed_book_system"], entry["closed_book_user"]
         ),
-        key_variable=entry["api_key_env"],
-        concurrency=int(entry["concurrency"]),
-        timeout_seconds=float(entry["timeout"]),
         citations=str(entry.get("citations", PLAIN)),
+        **served_model_fields(entry),
     )
 
 
