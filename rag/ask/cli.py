@@ -740,10 +740,10 @@ def format_verdicts(report: AnswerReport, measured: Sequence[str] = ()) -> list[
 def measured_verdicts(generator: str, retriever: str, similarity: bool) -> list[str]:
     """The measured-rate lines of ``rag ask``'s generator and retriever, from the checkout's results/."""
     from rag.answering.verdicts import measured_rate_lines, rag_ask_setup, read_verdicts
+    from rag.ask.measure import measured_name
 
-    name = "reader_minilm" if generator == "reader" and similarity else generator
     table = read_verdicts(Path(__file__).resolve().parents[2] / "results" / "verdicts.csv")
-    return measured_rate_lines(table, name, rag_ask_setup(retriever))
+    return measured_rate_lines(table, measured_name(generator, similarity), rag_ask_setup(retriever))
 
 
 # --------------------------------------------------------------------------

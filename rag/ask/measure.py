@@ -49,6 +49,24 @@ def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
     return rows
 
 
+# The generators measured on rag ask's path: (name in the tables, the generator rag ask runs,
+# the threshold it answers at (None: the reader's chosen one of that name), whether it adds
+# the MiniLM similarity). rag ask finds its measured rates here by generator and similarity.
+MEASURED_GENERATORS = (
+    ("extractive", "extractive", DEFAULT_COVERAGE_THRESHOLD, False),
+    ("reader", "reader", None, False),
+    ("reader_minilm", "reader", None, True),
+)
+
+
+def measured_name(generator: str, similarity: bool) -> str:
+    """The name under which ``rag ask``'s ``generator`` (with MiniLM ``similarity`` or not) is measured."""
+    for name, runs, _, adds_similarity in MEASURED_GENERATORS:
+        if runs == generator and adds_similarity == similarity:
+            return name
+    return generator
+
+
 def measure_ask(
     documents: Sequence[Document],
     question_sets: Mapping[str, Sequence[Question]],
@@ -83,11 +101,15 @@ def measure_ask(
         memo: dict = {}  # retrievals of this index, shared by the generators and question sets
         # (name, the generator rag ask runs, its threshold, the similarity it adds)
         generators = [
-            ("extractive", "extractive", DEFAULT_COVERAGE_THRESHOLD, None),
-            ("reader", "reader", thresholds["reader"], None),
+            (
+                name,
+                runs,
+                thresholds[name] if threshold is None else threshold,
+                dense.similarity if minilm else None,
+            )
+            for name, runs, threshold, minilm in MEASURED_GENERATORS
+            if dense is not None or not minilm
         ]
-        if dense is not None:
-            generators.append(("reader_minilm", "reader", thresholds["reader_minilm"], dense.similarity))
         for name, generator, threshold, similarity in generators:
             for questions_file, questions in question_sets.items():
                 judged = judge_ask_answers(
