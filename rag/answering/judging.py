@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from rag.answering.llm_answers import ServedModel, served_model_fields
+from rag.answering.llm_answers import EndpointEntry, endpoint_entry_fields
 from rag.models.client import Completion, Sampling
 
 # The hand labels and the chunks their cited chunk ids name.
@@ -148,7 +148,7 @@ def _cited_sources(row, chunk_texts: Mapping[str, str]) -> dict[int, str]:
 
 
 @dataclass(frozen=True)
-class ModelJudge(ServedModel):
+class ModelJudge(EndpointEntry):
     """A ``judge`` entry of config['generators']: an endpoint, its sampling and the two prompts."""
 
     name: str
@@ -195,7 +195,7 @@ def judge_from_entry(name: str, entry: Mapping) -> ModelJudge:
         system=entry["system"],
         correct_user=entry["correct_user"],
         supported_user=entry["supported_user"],
-        **served_model_fields(entry),
+        **endpoint_entry_fields(entry),
     )
 
 

@@ -101,7 +101,7 @@ class PromptTemplate:
     closed_book_user: str
 
 
-class ServedModel:
+class EndpointEntry:
     """What every entry asking a served model shares (generators, judges): where it is and how to reach it.
 
     A subclass is a dataclass with ``base_url``, ``model``, ``key_variable``,
@@ -125,7 +125,7 @@ class ServedModel:
 
 
 @dataclass(frozen=True)
-class LlmGenerator(ServedModel):
+class LlmGenerator(EndpointEntry):
     """An llm generator's settings, read from its canonical config entry.
 
     ``base_url`` is the endpoint or ``bundled``; ``key_variable`` the NAME
@@ -147,8 +147,8 @@ class LlmGenerator(ServedModel):
         return self.citations == STRUCTURED
 
 
-def served_model_fields(entry: Mapping) -> dict:
-    """The :class:`ServedModel` fields and the sampling of a canonical ``llm`` or ``judge`` entry."""
+def endpoint_entry_fields(entry: Mapping) -> dict:
+    """The :class:`EndpointEntry` fields and the sampling of a canonical ``llm`` or ``judge`` entry."""
     return {
         "base_url": entry["base_url"],
         "model": entry["model"],
@@ -171,7 +171,7 @@ def generator_from_entry(name: str, entry: Mapping) -> LlmGenerator:
             entry["system"], entry["user"], entry["closed_book_system"], entry["closed_book_user"]
         ),
         citations=str(entry.get("citations", PLAIN)),
-        **served_model_fields(entry),
+        **endpoint_entry_fields(entry),
     )
 
 
