@@ -47,6 +47,21 @@ def write_config(workdir: Path, config: dict) -> None:
     (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
 
 
+def add_question(workdir: Path, question_id: str, text: str, document: str, evidence: str) -> None:
+    """Append an answerable fact question, with one evidence span in ``document``, to questions.yaml."""
+    questions = yaml.safe_load((workdir / "questions.yaml").read_text())
+    questions["questions"].append(
+        {
+            "id": question_id,
+            "question": text,
+            "type": "fact",
+            "answerable": True,
+            "evidence": [{"spans": [{"document": document, "text": evidence}]}],
+        }
+    )
+    (workdir / "questions.yaml").write_text(yaml.safe_dump(questions, sort_keys=False))
+
+
 def snakemake(workdir: Path, *arguments: str, snakefile: Path | None = None, check: bool = True):
     if unmarked_test is not None:
         raise AssertionError(

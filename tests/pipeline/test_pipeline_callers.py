@@ -25,7 +25,7 @@ from rag.answering.trace import trace_problems
 from rag.corpus.documents import parse_markdown
 from rag.retrieval.filters import parse_caller, readable
 from tests.fault_server import FaultServer, reply
-from tests.workdir import copy_project, make_workdir, read_config, snakemake, write_config
+from tests.workdir import add_question, copy_project, make_workdir, read_config, snakemake, write_config
 
 # (doc id, access, tenant, acl)
 DOCUMENTS = [
@@ -139,17 +139,7 @@ def run(tmp_path_factory):
     workdir = make_workdir(root / "work")
     for doc_id, access, tenant, acl in DOCUMENTS:
         (workdir / "documents" / f"{doc_id}.md").write_text(document_text(doc_id, access, tenant, acl))
-    questions = yaml.safe_load((workdir / "questions.yaml").read_text())
-    questions["questions"].append(
-        {
-            "id": "zephyr-speed",
-            "question": QUESTION,
-            "type": "fact",
-            "answerable": True,
-            "evidence": [{"spans": [{"document": "shared_public", "text": sentence("shared_public")}]}],
-        }
-    )
-    (workdir / "questions.yaml").write_text(yaml.safe_dump(questions, sort_keys=False))
+    add_question(workdir, "zephyr-speed", QUESTION, "shared_public", sentence("shared_public"))
     server = FaultServer([reply(completion("The turbine spins fast [1]."))])
     prompts: dict[str, list[str]] = {}
     try:

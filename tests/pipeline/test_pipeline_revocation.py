@@ -20,11 +20,10 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
 from rag import cli
 from tests.fault_server import FaultServer, reply
-from tests.workdir import copy_project, make_workdir, read_config, snakemake, write_config
+from tests.workdir import add_question, copy_project, make_workdir, read_config, snakemake, write_config
 
 QUESTION = "How fast does the zephyr turbine spin?"
 CALLERS = {
@@ -133,17 +132,7 @@ def runs(tmp_path_factory):
     documents = workdir / "documents"
     for doc_id, acl in BEFORE.items():
         (documents / f"{doc_id}.md").write_text(document_text(doc_id, acl))
-    questions = yaml.safe_load((workdir / "questions.yaml").read_text())
-    questions["questions"].append(
-        {
-            "id": "zephyr-speed",
-            "question": QUESTION,
-            "type": "fact",
-            "answerable": True,
-            "evidence": [{"spans": [{"document": "shared", "text": sentence("shared")}]}],
-        }
-    )
-    (workdir / "questions.yaml").write_text(yaml.safe_dump(questions, sort_keys=False))
+    add_question(workdir, "zephyr-speed", QUESTION, "shared", sentence("shared"))
     # Cite every source, so a revoked chunk in a prompt would be an answer's citation too.
     server = FaultServer([reply(completion("It spins [1] [2] [3] [4] [5]."))])
     try:
