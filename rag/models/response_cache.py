@@ -71,6 +71,9 @@ MAX_NUMBER = 1e15
 MAX_TOKEN_COUNT = 10**9
 MAX_SECONDS = 10**6
 
+# The committed cache the pipeline reads and adds to (workflow/rules/common.smk's LLM_CACHE).
+COMMITTED_CACHE = "resources/llm_cache"
+
 # The reply fields of each request kind the client makes, and what each holds.
 REPLY_FIELDS: dict[str, dict[str, str]] = {
     "chat": {"text": "text", "prompt_tokens": "count", "completion_tokens": "count", "seconds": "seconds"},
@@ -386,6 +389,34 @@ class ResponseCache:
             return
         with self._lock:
             self._unwritten.pop(path.name, None)
+
+
+def holds_replies_of(folder: Path | str, endpoint: str) -> bool:
+    """Whether ``folder`` holds at least one usable entry asked of ``endpoint`` (a cache identity).
+
+    A bundled model that is not installed is still planned when its replies
+    are here: its jobs read them, and a prompt not here fails naming the
+    extra (rag.answering.config_checks.prune_unavailable_generators).
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return False
+    needle = json.dumps(endpoint)
+    for path in sorted(folder.glob("*.json")):
+        try:
+            data = _read_regular_file(path)
+        except UnusableValue:
+            continue
+        if data is None or needle.encode() not in data:
+            continue
+        try:
+            stored = parse_json(data)
+            check_entry(stored)
+        except (UnusableValue, ValueError):
+            continue
+        if stored["request"].get("endpoint") == endpoint:
+            return True
+    return False
 
 
 def seal(folder: Path) -> tuple[int, int, list[str]]:

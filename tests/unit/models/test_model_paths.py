@@ -159,7 +159,7 @@ def test_the_bundled_server_is_asked_directly_never_through_the_proxy(proxied, t
     monkeypatch.setattr(
         local_server,
         "server_command",
-        lambda port, logprobs=False, threads=None: [sys.executable, "-c", SCRIPT, str(port)],
+        lambda port, logprobs=False, threads=None, alias=None: [sys.executable, "-c", SCRIPT, str(port)],
     )
     with local_server.running(tmp_path / "server.log") as url:
         # The server is registered by the address it was started on; ask by that address.
