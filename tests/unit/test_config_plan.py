@@ -758,7 +758,10 @@ def test_each_results_folder_keeps_its_own_question_values():
 
 
 def test_no_rule_reads_the_evaluation_depth_directly():
-    """Every ranking rule asks the plan for a corpus's depth (its own, or evaluation.depth): none reads the config."""
+    """Every ranking rule asks the plan for a corpus's depth (its own, or evaluation.depth).
+
+    None reads the config's evaluation depth itself.
+    """
     rules = sorted((Path(__file__).resolve().parents[2] / "workflow" / "rules").glob("*.smk"))
     readers = [
         f"{path.name}:{number}"
