@@ -26,6 +26,7 @@ from rag.corpus.documents import (
     check_document_id,
     parse_markdown_file,
 )
+from rag.corpus.pdf import read_pdf
 from rag.corpus.text_files import parse_text
 
 # The reader of one file of a folder source: its content (text, or bytes for a
@@ -103,6 +104,16 @@ SOURCES: dict[str, CorpusSource] = {
         required=_FOLDER_KEYS,
         own=_FOLDER_KEYS,
         skips_all=True,
+    ),
+    # Tables are evidence: a PDF's are indexed unless the corpus skips them.
+    "pdf": CorpusSource(
+        suffixes=(".pdf",),
+        read=read_pdf,
+        metadata="document information or XMP entries access, tenant, acl",
+        default_skip=(),
+        required=_FOLDER_KEYS,
+        own=_FOLDER_KEYS,
+        binary=True,
     ),
     "wikipedia": CorpusSource(
         suffixes=(),
