@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rag.chunking import Chunk
-from rag.corpus.documents import Document
+from rag.corpus.documents import PAGE_SEPARATOR, Document, pages_between
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -18,6 +18,7 @@ CHUNK_COLUMNS = [
     "version",
     "title",
     "section",
+    "page",
     "start",
     "end",
     "text",
@@ -36,9 +37,11 @@ def chunks_to_frame(chunks: Sequence[Chunk], documents: Sequence[Document]) -> p
     import pandas as pd
 
     by_id = {document.doc_id: document for document in documents}
+    offsets = {document.doc_id: document.block_offsets() for document in documents}
     rows = []
     for chunk in chunks:
         document = by_id[chunk.doc_id]
+        pages = pages_between(document.blocks, offsets[chunk.doc_id], chunk.start, chunk.end)
         rows.append(
             {
                 "chunk_id": chunk.chunk_id,
@@ -46,6 +49,8 @@ def chunks_to_frame(chunks: Sequence[Chunk], documents: Sequence[Document]) -> p
                 "version": document.version,
                 "title": chunk.title,
                 "section": chunk.section,
+                # The pages of the chunk's blocks ("14", or "3, 4"); "" for a source without pages.
+                "page": PAGE_SEPARATOR.join(pages),
                 "start": chunk.start,
                 "end": chunk.end,
                 "text": chunk.text,

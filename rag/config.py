@@ -45,7 +45,7 @@ from rag.corpus.config_checks import (
     corpus_problems,
 )
 from rag.corpus.folders import folder_files, skipped_setting
-from rag.corpus.source_kinds import FOLDER_SOURCES
+from rag.corpus.source_kinds import FOLDER_SOURCES, SOURCES
 from rag.evaluation.config_checks import (
     IVF_TRADEOFF_PARAMETERS,
     canonical_ivf_synthetic,
@@ -250,6 +250,11 @@ class Plan:
     @property
     def chunk_level_corpora(self) -> list[str]:
         return [name for name in self.labelled_corpora if self.levels[name] == "chunk"]
+
+    @property
+    def paged_corpora(self) -> list[str]:
+        """The chunk-level corpora whose source has pages (the table of sources' ``paged``)."""
+        return [name for name in self.chunk_level_corpora if SOURCES[self.corpora[name]["source"]].paged]
 
     @property
     def document_level_corpora(self) -> list[str]:
@@ -553,6 +558,7 @@ class Plan:
                 f"{out}/metrics_by_document.csv",
             ]
             results += [f"{out}/weakest_cohorts.csv", f"{out}/figures/cohorts.png"]
+            results += [f"{out}/page_recall.csv"] if self.paged_corpora else []
         if self.document_level_corpora:
             results += [f"{out}/document_metrics.csv", f"{out}/beir_metrics.csv"]
         if self.grounding:

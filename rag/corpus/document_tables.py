@@ -30,6 +30,7 @@ BLOCK_COLUMNS = [
     "text",
     "start",
     "end",
+    "page",
 ]
 
 
@@ -57,6 +58,7 @@ def documents_to_frame(documents: Sequence[Document]) -> pd.DataFrame:
                     "text": block.text,
                     "start": start,
                     "end": end,
+                    "page": block.page,
                 }
             )
     return pd.DataFrame(rows, columns=BLOCK_COLUMNS)
@@ -80,9 +82,11 @@ def documents_from_frame(frame: pd.DataFrame) -> list[Document]:
     for doc_id, rows in frame.groupby("doc_id", sort=False):
         rows = rows.sort_values("block_index")
         first = rows.iloc[0]
+        # Tables written before pages have no page column: no block has a page.
+        pages = rows["page"] if "page" in rows else [""] * len(rows)
         blocks = tuple(
-            Block(tuple(section.split(SECTION_SEPARATOR)) if section else (), text)
-            for section, text in zip(rows["section"], rows["text"], strict=True)
+            Block(tuple(section.split(SECTION_SEPARATOR)) if section else (), text, str(page))
+            for section, text, page in zip(rows["section"], rows["text"], pages, strict=True)
         )
         documents.append(
             Document(

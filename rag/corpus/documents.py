@@ -8,6 +8,7 @@ never have to be found again by searching.
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import functools
 import hashlib
@@ -83,10 +84,15 @@ class DocumentError(ValueError):
 
 @dataclass(frozen=True)
 class Block:
-    """One paragraph and the heading path it sits under (empty for the lead)."""
+    """One paragraph and the heading path it sits under (empty for the lead).
+
+    ``page`` is the page the paragraph sits on, for a source that has pages
+    (a PDF's "14"); "" for the others.
+    """
 
     section: tuple[str, ...]
     text: str
+    page: str = ""
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,27 @@ class Document:
 
 def section_name(path: tuple[str, ...]) -> str:
     return SECTION_SEPARATOR.join(path)
+
+
+# How a chunk that spans blocks of several pages lists them ("3, 4").
+PAGE_SEPARATOR = ", "
+
+
+def pages_between(
+    blocks: tuple[Block, ...], offsets: list[tuple[int, int]], start: int, end: int
+) -> tuple[str, ...]:
+    """The distinct pages, in document order, of the blocks that overlap ``[start, end)`` of the
+    full text (``offsets`` are :meth:`Document.block_offsets`); () for a source without pages."""
+    if start >= end:
+        return ()
+    index = max(bisect.bisect_right([first for first, _ in offsets], start) - 1, 0)
+    pages: list[str] = []
+    for block, (first, last) in zip(blocks[index:], offsets[index:], strict=True):
+        if first >= end:
+            break
+        if last > start and block.page and block.page not in pages:
+            pages.append(block.page)
+    return tuple(pages)
 
 
 def content_version(blocks: tuple[Block, ...] | list[Block]) -> str:

@@ -27,6 +27,7 @@ the file and its pages; a file with no text at all is refused.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -245,11 +246,13 @@ def document_from_layout(
     skipped = dict.fromkeys(SKIPPABLE, 0)
     headings: list[tuple[int, str]] = []
     blocks: list[Block] = []
-    for page_index, page in enumerate(pages):
-        items = [(box["top"], "box", box_index, box) for box_index, box in enumerate(page["boxes"])]
-        items += [(table["top"], "table", number, table) for number, table in enumerate(page["tables"])]
+    for page_index, layout_page in enumerate(pages):
+        boxes, tables = layout_page["boxes"], layout_page["tables"]
+        items = [(box["top"], "box", box_index, box) for box_index, box in enumerate(boxes)]
+        items += [(table["top"], "table", number, table) for number, table in enumerate(tables)]
+        page = str(layout_page["number"])
         for _, kind, index, item in sorted(items, key=lambda entry: (entry[0], entry[1], entry[2])):
-            place = (PAGE_PREFIX + str(page["number"]),)
+            place = (PAGE_PREFIX + page,)
             in_skipped = any(title.lower() in SKIPPED_SECTIONS for _, title in headings)
             if kind == "table":
                 if "tables" in skip:
@@ -257,14 +260,14 @@ def document_from_layout(
                     continue
                 for text in table_blocks(item["rows"]):
                     if text:
-                        blocks.append(Block(place + tuple(title for _, title in headings), text))
+                        blocks.append(Block(place + tuple(title for _, title in headings), text, page))
                 continue
             if (page_index, index) in left_out:
                 continue
             text = _box_text(item)
             if not text:
                 continue
-            level = outline.get((page["number"], _chrome_key(text)))
+            level = outline.get((layout_page["number"], _chrome_key(text)))
             if level is None and not outline:
                 size = _font_heading(item, text, body)
                 level = None if size is None else min(font_sizes.index(size) + 1, 3)
@@ -274,7 +277,7 @@ def document_from_layout(
             if in_skipped and "references" in skip:
                 skipped["references"] += len(item["lines"])
                 continue
-            blocks.append(Block(place + tuple(title for _, title in headings), text))
+            blocks.append(Block(place + tuple(title for _, title in headings), text, page))
     if not blocks:
         raise DocumentError(f"{name}: no paragraphs to index")
     info = layout.get("info", {})
@@ -292,6 +295,26 @@ def document_from_layout(
     return ParsedFile(document, skipped)
 
 
+# Layouts read in this process, by the file's sha256: ``rag ask`` parses a folder
+# more than once (with two default access levels), and a layout takes seconds.
+# A refused file is never kept; the oldest layout goes first.
+_LAYOUTS: dict[str, dict] = {}
+LAYOUTS_KEPT = 64
+
+
+def remembered_layout(data: object, name: str) -> dict:
+    """:func:`extract_layout`, read once per process for the same bytes."""
+    if not isinstance(data, bytes):
+        return extract_layout(data, name)
+    key = hashlib.sha256(data).hexdigest()
+    if key not in _LAYOUTS:
+        layout = extract_layout(data, name)
+        while len(_LAYOUTS) >= LAYOUTS_KEPT:
+            _LAYOUTS.pop(next(iter(_LAYOUTS)))
+        _LAYOUTS[key] = layout
+    return _LAYOUTS[key]
+
+
 def read_pdf(data: object, name: str, skip: Collection[str], defaults: DocumentDefaults) -> ParsedFile:
     """One ``.pdf`` file of a folder: laid out with limits, then :func:`document_from_layout`."""
-    return document_from_layout(extract_layout(data, name), name, skip, defaults)
+    return document_from_layout(remembered_layout(data, name), name, skip, defaults)

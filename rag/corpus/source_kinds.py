@@ -48,6 +48,7 @@ class CorpusSource:
     levels: tuple[str, ...] = ("chunk", "document")  # the first is the default
     binary: bool = False  # files read as bytes, not UTF-8 text
     skips_all: bool = False  # the reader keeps only paragraphs: ``skip`` must be every kind
+    paged: bool = False  # every block has a page: the grid adds page-level recall (page_recall.csv)
 
     @property
     def folder(self) -> bool:
@@ -114,6 +115,7 @@ SOURCES: dict[str, CorpusSource] = {
         required=_FOLDER_KEYS,
         own=_FOLDER_KEYS,
         binary=True,
+        paged=True,
     ),
     "wikipedia": CorpusSource(
         suffixes=(),

@@ -63,6 +63,7 @@ UNLABELLED_CORPORA = PLAN.unlabelled_corpora
 LEVELS, DOCUMENT_KS = PLAN.levels, PLAN.document_ks
 SPAN_CORPORA, CHUNK_LEVEL_CORPORA = PLAN.span_corpora, PLAN.chunk_level_corpora
 DOCUMENT_LEVEL_CORPORA = PLAN.document_level_corpora
+PAGED_CORPORA = PLAN.paged_corpora
 # Retrievers grouped by the rule that makes their rankings, which each kind
 # names in the table of kinds (rag/kinds.py, Kind.rule): rank, rank_embedder,
 # fuse, rank_ivf, funnel and fuse_learned (learned_fusion.smk). A kind that

@@ -109,3 +109,28 @@ rule plot_retrieval:
         code=script_digest("plot_retrieval.py"),
     script:
         "../scripts/plot_retrieval.py"
+
+
+# Page-level recall beside chunk recall, for the corpora whose source has pages
+# (a PDF's blocks keep their page; rag.evaluation.pages).
+rule page_recall:
+    input:
+        rankings=[RANKING.format(corpus=c, chunker=ch, retriever=r) for c, ch, r in grid(PAGED_CORPORA)],
+        qrels=[QRELS.format(corpus=c, chunker=ch) for c, ch in corpus_chunker_pairs(PAGED_CORPORA)],
+        chunks=[CHUNKS.format(corpus=c, chunker=ch) for c, ch in corpus_chunker_pairs(PAGED_CORPORA)],
+        parsed=[PARSED.format(corpus=corpus) for corpus in PAGED_CORPORA],
+        questions=[questions_path(corpus) for corpus in PAGED_CORPORA],
+    output:
+        f"{RESULTS}/page_recall.csv",
+    log:
+        "logs/page_recall.log",
+    conda:
+        "../envs/rag.yaml"
+    params:
+        grid=grid(PAGED_CORPORA),
+        pairs=corpus_chunker_pairs(PAGED_CORPORA),
+        corpora=PAGED_CORPORA,
+        ks=sorted(config["evaluation"]["ks"]),
+        code=script_digest("page_recall.py"),
+    script:
+        "../scripts/page_recall.py"
