@@ -434,8 +434,10 @@ def load_or_build_index(
         index_to_bundle,
         parse_documents,
     )
-    from rag.corpus.documents import DocumentError
-    from rag.corpus.markdown_files import FolderError, read_markdown_folder
+    from rag.corpus.documents import SKIPPABLE, DocumentError
+    from rag.corpus.folders import read_folder_files
+    from rag.corpus.markdown_files import FolderError
+    from rag.corpus.source_kinds import DEFAULT_SKIPPED
     from rag.formats.bundles import (
         BundleError,
         prune_bundles,
@@ -446,7 +448,7 @@ def load_or_build_index(
     )
 
     try:
-        files = [(file.name, file.text) for file in read_markdown_folder(folder)]
+        source, files = read_folder_files(folder)
     except FolderError as error:
         raise AskError(str(error)) from None
     key = cache_key(files, options, source_digest(_index_modules(options.dense_model is not None)))
@@ -466,8 +468,12 @@ def load_or_build_index(
 
     report(f"index: not cached, building it from {len(files)} documents of {shown_path(folder)}")
     try:
-        documents = parse_documents(files, location=f"{folder}{os.sep}")
-        unstated = documents_without_access(files, location=f"{folder}{os.sep}")
+        # Markdown is read as prose only, as the bundled grid reads it; a folder of another
+        # source keeps what its row of the table of sources keeps (a PDF's tables).
+        skip = SKIPPABLE if source == "markdown" else DEFAULT_SKIPPED[source]
+        location = f"{folder}{os.sep}"
+        documents = parse_documents(files, location=location, skip=skip, source=source)
+        unstated = documents_without_access(files, location=location, source=source, skip=skip)
     except DocumentError as error:
         raise AskError(str(error)) from None
     index = build_question_index(documents, options, embed, unstated)

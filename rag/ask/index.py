@@ -223,7 +223,7 @@ def chunker_spec(options: IndexOptions) -> ChunkerSpec:
 
 
 def parse_documents(
-    files: Sequence[tuple[str, str]],
+    files: Sequence[tuple[str, str | bytes]],
     location: str = "",
     skip: Collection[str] = SKIPPABLE,
     source: str = "markdown",
@@ -254,7 +254,7 @@ def parse_documents(
     return [documents[doc_id][1] for doc_id in sorted(documents)]
 
 
-def cache_key(files: Sequence[tuple[str, str]], options: IndexOptions, code_digest: str) -> str:
+def cache_key(files: Sequence[tuple[str, str | bytes]], options: IndexOptions, code_digest: str) -> str:
     """A digest of the documents' names and contents, the index options and the code.
 
     File names count because a file without an ``id`` takes its name as
@@ -265,7 +265,10 @@ def cache_key(files: Sequence[tuple[str, str]], options: IndexOptions, code_dige
         "format": INDEX_FORMAT,
         "code": code_digest,
         "options": options.as_dict(),
-        "documents": sorted((name, hashlib.sha256(text.encode("utf-8")).hexdigest()) for name, text in files),
+        "documents": sorted(
+            (name, hashlib.sha256(text if isinstance(text, bytes) else text.encode("utf-8")).hexdigest())
+            for name, text in files
+        ),
     }
     canonical = json.dumps(description, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
@@ -410,10 +413,15 @@ def build_question_index(
     )
 
 
-def documents_without_access(files: Sequence[tuple[str, str]], location: str = "") -> set[str]:
+def documents_without_access(
+    files: Sequence[tuple[str, str | bytes]],
+    location: str = "",
+    source: str = "markdown",
+    skip: Collection[str] = SKIPPABLE,
+) -> set[str]:
     """The ids of the documents that state no access level: parsed with two defaults, they differ."""
-    closed = parse_documents(files, location, default_access="restricted")
-    opened = parse_documents(files, location, default_access="public")
+    closed = parse_documents(files, location, skip, source, default_access="restricted")
+    opened = parse_documents(files, location, skip, source, default_access="public")
     return {a.doc_id for a, b in zip(closed, opened, strict=True) if a.access != b.access}
 
 

@@ -25,7 +25,12 @@ from rag.corpus.documents import (
     document_defaults,
     foreign_key_warning,
 )
-from rag.corpus.markdown_files import MAX_DOCUMENT_BYTES, FolderError, read_markdown_file
+from rag.corpus.markdown_files import (
+    MAX_DOCUMENT_BYTES,
+    FolderError,
+    read_markdown_file,
+    read_markdown_folder,
+)
 from rag.corpus.source_kinds import DEFAULT_SKIPPED, FOLDER_SOURCES, SOURCES, folder_source
 from rag.corpus.text_files import parse_text
 
@@ -107,6 +112,32 @@ def file_content(path: Path, source: str) -> str | bytes:
             "split it or leave it out"
         )
     return data
+
+
+def read_folder_files(folder: str | Path) -> tuple[str, list[tuple[str, str | bytes]]]:
+    """A documents folder as ``rag ask`` reads it: its folder source and its files as (name, content).
+
+    A folder holding Markdown files, or files of no source at all, is read as
+    Markdown (:func:`~rag.corpus.markdown_files.read_markdown_folder`, whose
+    errors name the folder); any other folder as the first source of the table
+    of sources whose files it holds (a folder of PDFs as ``pdf``), each file
+    read as its row says (text or bytes, capped in size, never through a link
+    out of the folder).
+    """
+    path = Path(folder)
+    try:
+        endings = {entry.suffix.lower() for entry in path.iterdir() if entry.is_file()}
+    except OSError:
+        endings = set()  # read_markdown_folder names what is wrong with the folder
+    first = next(iter(FOLDER_SOURCES))  # markdown, the table's first row
+    source = next((name for name, ends in FOLDER_SOURCES.items() if endings.intersection(ends)), first)
+    if source == first:
+        return source, [(file.name, file.text) for file in read_markdown_folder(folder)]
+    try:
+        paths = folder_files(path, source)
+    except DocumentError as error:
+        raise FolderError(str(error)) from None
+    return source, [(file.name, file_content(file, source)) for file in paths]
 
 
 def read_document(

@@ -71,3 +71,30 @@ def test_a_file_name_has_at_most_one_source_and_it_reads_that_ending(stem, endin
     source = source_of_file(stem.replace("/", "") + ending)
     if source is not None:
         assert (stem.replace("/", "") + ending).lower().endswith(FOLDER_SOURCES[source])
+
+
+def test_rag_ask_reads_a_folder_as_the_first_source_whose_files_it_holds(tmp_path):
+    """A folder of PDFs is read as bytes of the pdf row; one with Markdown stays Markdown."""
+    from rag.corpus.folders import read_folder_files
+    from rag.corpus.markdown_files import FolderError
+
+    pdfs = tmp_path / "pdfs"
+    pdfs.mkdir()
+    (pdfs / "a.pdf").write_bytes(b"%PDF-1.4 not really")
+    (pdfs / "notes.docx").write_bytes(b"ignored")
+    assert read_folder_files(pdfs) == ("pdf", [("a.pdf", b"%PDF-1.4 not really")])
+    (pdfs / "b.md").write_text("# B\n\nText.\n", encoding="utf-8")
+    assert read_folder_files(pdfs) == ("markdown", [("b.md", "# B\n\nText.\n")])
+    outside = tmp_path / "secret.pdf"
+    outside.write_bytes(b"%PDF-1.4")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / "c.pdf").symlink_to(outside)
+    with pytest.raises(FolderError, match="outside the corpus folder"):
+        read_folder_files(linked)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FolderError, match=r"no Markdown documents \(\*\.md\)"):
+        read_folder_files(empty)
+    with pytest.raises(FolderError, match="no such folder"):
+        read_folder_files(tmp_path / "missing")
