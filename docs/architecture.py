@@ -224,6 +224,24 @@ def result_files() -> list[Path]:
     return sorted(PROJECT / name for name in listed.split("\0") if name and (PROJECT / name).is_file())
 
 
+def run_shape(path: str) -> str:
+    """A TREC run or qrels file's path with its corpus, chunker and run names left out."""
+    return re.sub(r"^results/runs/[^/]+/[^/]+/[^/]*?(\.run\.gz|qrels\.txt)$", r"results/runs/*/*/*\1", path)
+
+
+def other_result_folders() -> dict[str, str]:
+    """results/<folder>/ -> the config file of config/ whose ``results:`` it is: a grid run apart
+    (``--configfile``), whose files the same rules write."""
+    import yaml
+
+    found = {}
+    for path in sorted((PROJECT / "config").glob("*.yaml")):
+        folder = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("results")
+        if isinstance(folder, str) and folder.startswith("results/"):
+            found[folder.rstrip("/") + "/"] = path.relative_to(PROJECT).as_posix()
+    return found
+
+
 def render() -> str:
     rules = [rule for rule in load_rules() if rule.name != "all"]
     lines = [INTRODUCTION.rstrip("\n"), "", *layer_lines(), "", "## Rules, scripts and functions", ""]
@@ -236,11 +254,13 @@ def render() -> str:
     for rule in rules:
         by_file.setdefault(Path(rule.snakefile).name, []).append(rule)
     patterns: list[tuple[re.Pattern, str]] = []
+    written_by: list[tuple[str, str]] = []  # each output as run_shape gives it, and its rule
     for stage_file, stage_rules in by_file.items():
         lines += [f"### `workflow/rules/{stage_file}`", ""]
         for rule in stage_rules:
             outputs = [str(output) for output in rule.output]
             patterns += [(pattern_regex(output), rule.name) for output in outputs]
+            written_by += [(run_shape(output), rule.name) for output in outputs]
             lines.append(f"- **`{rule.name}`**")
             for output in outputs:
                 lines.append(f"  - writes `{strip_constraints(output)}`")
@@ -257,19 +277,26 @@ def render() -> str:
     lines += ["## Every file in `results/`", "", "| File | Made by |", "|---|---|"]
     unexplained = []
     results = result_files()
+    others = other_result_folders()
     rows: dict[str, str] = {}
     for path in results:
         relative = path.relative_to(PROJECT).as_posix()
         if relative in benchmarks:
             rows[relative] = f"`{benchmarks[relative]}` (a benchmark, run by hand)"
             continue
-        makers = sorted({name for regex, name in patterns if regex.match(relative)})
+        folder = next((folder for folder in others if relative.startswith(folder)), None)
+        written = relative if folder is None else "results/" + relative.removeprefix(folder)
+        makers = sorted({name for regex, name in patterns if regex.match(written)})
+        if folder is not None and not makers:  # the bundled config names other corpora's run files
+            makers = sorted({name for shape, name in written_by if shape == run_shape(written)})
         if not makers:
             unexplained.append(relative)
             continue
         # Many files of one rule (rankings per corpus and chunker) share one row.
-        shown = re.sub(r"^(results/runs/[^/]+/)[^/]+/.*", r"\1<chunker>/<run files>", relative)
-        rows[shown] = ", ".join(f"rule `{name}`" for name in makers)
+        shown = re.sub(r"^(results/runs/[^/]+/)[^/]+/.*", r"\1<chunker>/<run files>", written)
+        config = "" if folder is None else f" (`--configfile {others[folder]}`)"
+        shown = shown if folder is None else folder + shown.removeprefix("results/")
+        rows[shown] = ", ".join(f"rule `{name}`" for name in makers) + config
     if unexplained:
         raise SystemExit(f"docs/architecture.py: no rule or benchmark writes {unexplained[0]}")
     lines += [f"| `{file}` | {maker} |" for file, maker in rows.items()]
