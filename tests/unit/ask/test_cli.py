@@ -692,3 +692,18 @@ def test_without_the_cross_validated_thresholds_the_reader_asks_for_one(monkeypa
     monkeypatch.setattr(ask_cli, "CROSS_VALIDATED_THRESHOLDS", Path("results") / "no_such_table.csv")
     with pytest.raises(ask_cli.AskError, match=r"results/no_such_table.csv .*: pass --threshold$"):
         ask_cli.reader_threshold(similarity=False)
+
+
+def test_a_folder_of_pdfs_is_read_by_the_pdf_row_and_the_sources_name_their_page(tmp_path, capsys):
+    """rag ask on a folder of a real PDF: its table is kept and the source line names the page."""
+    pytest.importorskip("pdfplumber")
+    folder = tmp_path / "pdfs"
+    folder.mkdir()
+    real = PROJECT / "resources" / "pdf_documents" / "documents" / "us-039.pdf"
+    (folder / "us-039.pdf").write_bytes(real.read_bytes())
+    question = "What wildlife criterion for methylmercury is given for the kingfisher?"
+    arguments = ["ask", question, "--documents", str(folder), "--cache", str(tmp_path / "cache")]
+    assert cli.main([*arguments, *SPEC, "--default-access", "public"]) == 0
+    printed = capsys.readouterr().out
+    assert "us-039.pdf › p. 2 › Table ES-3 Wildlife Criteria for Methylmercury" in printed
+    assert "Organism: Kingfisher; Wildlife Criterion (pg/L): 33" in printed
