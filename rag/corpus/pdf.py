@@ -248,10 +248,15 @@ def document_from_layout(
     blocks: list[Block] = []
     for page_index, layout_page in enumerate(pages):
         boxes, tables = layout_page["boxes"], layout_page["tables"]
-        items = [(box["top"], "box", box_index, box) for box_index, box in enumerate(boxes)]
-        items += [(table["top"], "table", number, table) for number, table in enumerate(tables)]
+        # In reading order from the top; boxes level with each other from the left, then by text:
+        # pdfminer's own order of such boxes (a line's subscripts) varies from run to run.
+        items = [
+            ((box["top"], "box", box["lines"][0]["x0"], _box_text(box)), box_index, box)
+            for box_index, box in enumerate(boxes)
+        ]
+        items += [((table["top"], "table", 0.0, ""), number, table) for number, table in enumerate(tables)]
         page = str(layout_page["number"])
-        for _, kind, index, item in sorted(items, key=lambda entry: (entry[0], entry[1], entry[2])):
+        for (_, kind, _, _), index, item in sorted(items, key=lambda entry: (entry[0], entry[1])):
             place = (PAGE_PREFIX + page,)
             in_skipped = any(title.lower() in SKIPPED_SECTIONS for _, title in headings)
             if kind == "table":

@@ -242,7 +242,7 @@ def test_bad_options_and_an_empty_folder_fail_with_one_line(tmp_path):
 
     empty = tmp_path / "empty"
     empty.mkdir()
-    (empty / "readme.txt").write_text("not Markdown")
+    (empty / "notes.docx").write_text("no folder source reads it")  # a .txt file would be a text folder
     failure = run_rag(
         "ask", "Who discovered Uranus?", "--documents", str(empty), "--cache", str(tmp_path / "c")
     )

@@ -194,3 +194,18 @@ def test_seeded_mutations_of_real_pdfs_are_read_or_refused_in_one_line():
                 data[chance.randrange(len(data))] = chance.randrange(256)
         outcomes.append(_one_line_refusal(bytes(data), f"mutated-{number}.pdf"))
     assert len(outcomes) == 6
+
+
+def test_boxes_level_with_each_other_are_read_left_to_right_whatever_the_layouts_order():
+    """pdfminer may list boxes on one line (subscripts) in any order; the blocks must not depend on it."""
+    left, right = box(300, line("BAF")), box(300, line("3"))
+    right["lines"][0]["x0"] = 40
+    body = box(100, line("The equation reads as follows."))
+    texts = [
+        [block.text for block in document_from_layout(layout(page(1, body, *pair)), "a.pdf").document.blocks]
+        for pair in ((left, right), (right, left))
+    ]
+    assert texts[0] == texts[1] == ["The equation reads as follows.", "BAF", "3"]
+    assert {block.page for block in document_from_layout(layout(page(7, body)), "a.pdf").document.blocks} == {
+        "7"
+    }
