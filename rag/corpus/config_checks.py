@@ -180,8 +180,7 @@ def corpus_problems(
             where = f"config['corpora'][{name!r}]"
             readings[name] = _reading(entry, root, where)
             problems += readings[name].problems
-            warning = readings[name].warning(where)
-            warnings += [warning] if warning else []
+            warnings += readings[name].warnings(where)
     checked: set[str] = set()
     for name, entry in corpora.items():
         path = entry.get("questions")

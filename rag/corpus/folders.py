@@ -153,10 +153,29 @@ class FolderReading:
     skipped: dict[str, dict[str, int]] = field(default_factory=dict)  # by document id
     # The default ids (file names without endings) of the files that did not parse.
     failed: set[str] = field(default_factory=set)
+    # File name to where its title came from, for files without a 'title' or level-1 heading.
+    titles_from: dict[str, str] = field(default_factory=dict)
 
     def warning(self, where: str) -> str | None:
         """One line naming the front matter keys no reader uses, or None."""
         return foreign_key_warning(((file, keys) for file, keys in self.other_metadata.items()), where)
+
+    def warnings(self, where: str) -> list[str]:
+        """Every warning of the reading, one line each: unused front matter keys, fallback titles."""
+        lines = [self.warning(where), title_warning(self.titles_from, where)]
+        return [line for line in lines if line]
+
+
+def title_warning(titles_from: Mapping[str, str], where: str, shown: int = 5) -> str | None:
+    """One line naming the files without a 'title' or level-1 heading and where their titles came from."""
+    if not titles_from:
+        return None
+    listed = [f"{file} (from {source})" for file, source in list(titles_from.items())[:shown]]
+    more = f" and {len(titles_from) - shown} more" if len(titles_from) > shown else ""
+    return (
+        f"{where}: {len(titles_from)} file{'s' * (len(titles_from) != 1)} without a level-1 heading or a "
+        f"'title' in the front matter, titled by their first heading or file name: {', '.join(listed)}{more}"
+    )
 
 
 def read_files(
@@ -187,6 +206,8 @@ def read_files(
         reading.skipped[document.doc_id] = parsed.skipped
         if parsed.other_metadata:
             reading.other_metadata[str(path)] = parsed.other_metadata
+        if parsed.title_from:
+            reading.titles_from[str(path)] = parsed.title_from
     return reading
 
 
