@@ -199,6 +199,6 @@ def corpus_problems(
             problems.append(str(error))
             continue
         reading = readings[name]
-        _, spans = span_problems(questions, reading.documents, reading.failed)
+        _, spans = span_problems(questions, reading.documents, reading.failed, reading.file_ids)
         problems += [f"{path}: {line}" for line in spans]
     return problems, warnings

@@ -8,8 +8,9 @@ through the same grid as a folder of Markdown.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,6 +156,8 @@ class FolderReading:
     failed: set[str] = field(default_factory=set)
     # File name to where its title came from, for files without a 'title' or level-1 heading.
     titles_from: dict[str, str] = field(default_factory=dict)
+    # A file's name, with and without its ending, to its document's id, where the front matter set another.
+    file_ids: dict[str, str] = field(default_factory=dict)
 
     def warning(self, where: str) -> str | None:
         """One line naming the front matter keys no reader uses, or None."""
@@ -186,28 +189,49 @@ def read_files(
     A file that cannot be read or parsed, and a document id used by two files,
     are problems; the other files' documents are still read.
     """
+    return parse_files(
+        [(str(path), functools.partial(read_markdown_file, path)) for path in paths], source, skip, defaults
+    )
+
+
+def parse_files(
+    files: Iterable[tuple[str, Callable[[], str]]],
+    source: str,
+    skip: Collection[str] | None,
+    defaults: DocumentDefaults,
+) -> FolderReading:
+    """:func:`read_files` over (file name, function giving its text) pairs: the one parse of a folder.
+
+    The pipeline's parse and ``rag ask`` both read a folder through here, so
+    they see the same documents, blocks and problems. ``name`` is the file's
+    path as errors should name it; its last part, without the ending, is the
+    document's default id.
+    """
     reading = FolderReading()
-    origin: dict[str, Path] = {}
-    for path in paths:
+    origin: dict[str, str] = {}
+    for name, text in files:
+        stem = Path(name).stem
         try:
-            parsed = read_file(read_markdown_file(path), str(path), source, skip, defaults)
+            parsed = read_file(text(), name, source, skip, defaults)
         except (DocumentError, FolderError) as error:
             reading.problems.append(str(error))
-            reading.failed.add(path.stem)
+            reading.failed.add(stem)
             continue
         document = parsed.document
         if document.doc_id in origin:
             reading.problems.append(
-                f"{path}: document id {document.doc_id!r} is already used by {origin[document.doc_id]}"
+                f"{name}: document id {document.doc_id!r} is already used by {origin[document.doc_id]}"
             )
             continue
-        origin[document.doc_id] = path
+        origin[document.doc_id] = name
         reading.documents.append(document)
         reading.skipped[document.doc_id] = parsed.skipped
+        if stem != document.doc_id:
+            reading.file_ids[stem] = reading.file_ids[Path(name).name] = document.doc_id
         if parsed.other_metadata:
-            reading.other_metadata[str(path)] = parsed.other_metadata
+            reading.other_metadata[name] = parsed.other_metadata
         if parsed.title_from:
-            reading.titles_from[str(path)] = parsed.title_from
+            reading.titles_from[name] = parsed.title_from
     return reading
 
 
