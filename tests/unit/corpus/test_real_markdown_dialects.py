@@ -12,7 +12,8 @@ from hypothesis import given, seed, settings
 from hypothesis import strategies as st
 
 from rag.ask.cli import folder_skip, read_ask_folder
-from rag.ask.index import IndexOptions, chunker_spec, index_chunks
+from rag.ask.index import IndexOptions, chunker_spec, index_chunks, setup_entries
+from rag.ask.setups import ASK_SETUPS
 from rag.chunking import chunk_corpus, spec_from_config
 from rag.corpus.documents import DEFAULT_SKIPPED, DocumentError, parse_markdown, parse_markdown_file
 from rag.corpus.folders import read_corpus_folder
@@ -281,3 +282,11 @@ def test_documents_built_of_recognised_constructs_leave_no_marker(pieces):
     for block in document.blocks:
         assert not LEFTOVER.search(block.text), block.text
         assert "[" not in block.text and "{" not in block.text, block.text
+
+
+def test_rag_asks_chunker_is_a_chunker_of_the_grid():
+    parameters = defaults(CHUNKER_KINDS)
+    grid = [canonical_entry(parameters, entry, name) for name, entry in CONFIG["chunkers"].items()]
+    for setup in ASK_SETUPS:
+        options = IndexOptions(dense_model="all-MiniLM-L6-v2" if setup == "bm25_minilm" else None)
+        assert setup_entries(options).chunker in grid
