@@ -19,6 +19,9 @@ which the reader keeps or skips as code. Each pass is linear in the text.
 from __future__ import annotations
 
 import re
+import string
+
+from rag.corpus.inline_markup import _NextOf
 
 # A code fence, as the Markdown reader finds one (any indentation: fences sit in admonitions).
 FENCE = re.compile(r"^\s*(```|~~~)")
@@ -28,8 +31,12 @@ _CONTAINER = re.compile(r"^(?:!!!|\?\?\?\+?)[ \t]*[\w-]*(?:[ \t]+.*)?$|^===\+?[ 
 # A Docusaurus admonition fence: ":::note", ":::tip Title", ":::info[Title]", or the closing ":::".
 _DIRECTIVE = re.compile(r"^\s*:{3,}[ \t]*(?:[A-Za-z][\w-]*)?(?:\[[^\]\n]*\]|[ \t].*)?$")
 # A Hugo shortcode ({{< name args >}}, {{% name %}}, closing {{< /name >}}) or an mdBook
-# directive ({{#include path}}, {{#rustdoc_include path:anchor}}, {{#title ...}}).
+# directive ({{#include path}}, {{#rustdoc_include path:anchor}}, {{#title ...}}): what
+# remove_shortcodes removes, in linear time (a test compares the two).
 _SHORTCODE = re.compile(r"\{\{(?:<.*?>|%.*?%|#[A-Za-z_][^{}\n]*?)\}\}")
+_CLOSERS = {"<": ">}}", "%": "%}}"}
+_BRACE = re.compile(r"[{}]")
+_NAME_START = frozenset(string.ascii_letters + "_")
 _SHORTCODE_OPENING = re.compile(r"\{\{[<%#]")
 # How many lines a shortcode may span before its opening is taken for text.
 _SHORTCODE_LINES = 20
@@ -40,7 +47,8 @@ _ESM = re.compile(
 # An MDX comment on a line of its own: {/* ... */}.
 _MDX_COMMENT = re.compile(r"^\s*\{/\*.*\*/\}\s*$")
 # A heading's attribute list: "## Install {#install}" or "{ #id .class }" at the end of an ATX heading.
-_HEADING_ATTRIBUTES = re.compile(r"^( {0,3}#{1,6}[ \t].*?)[ \t]+\{[ \t]*[#.][^{}\n]*\}[ \t]*$")
+_ATX_HEADING = re.compile(r" {0,3}#{1,6}[ \t]")
+_ATTRIBUTES = re.compile(r"\{[ \t]*[#.][^{}\n]*\}")
 # Every marker this module removes, for tests that check none is left in a chunk.
 DIALECT_MARKERS: tuple[str, ...] = ("{{<", "{{%", "{{#", "!!!", "???", ":::", '=== "', "import ", "export ")
 
@@ -82,32 +90,81 @@ def unwrap_containers(lines: list[str]) -> list[str]:
     return result
 
 
+def remove_shortcodes(line: str) -> str:
+    """Hugo shortcodes and mdBook directives removed from one line, in linear time.
+
+    The same as :data:`_SHORTCODE` (``{{<`` to the first ``>}}``, ``{{%`` to the
+    first ``%}}``, ``{{#name`` to the first ``}}`` with no brace between), but a
+    closer that is not found after one opener is not searched for again after
+    a later one, and the next brace is found by a forward-only pointer, so a
+    line of unclosed openers takes one pass, not one per opener.
+    """
+    pieces, position, start = [], 0, 0
+    unclosed: set[str] = set()
+    brace = _NextOf(line, _BRACE)
+    length = len(line)
+    while True:
+        start = line.find("{{", start)
+        if start < 0:
+            break
+        kind = line[start + 2 : start + 3]
+        if kind in _CLOSERS and kind not in unclosed:
+            end = line.find(_CLOSERS[kind], start + 3)
+            if end >= 0:
+                pieces.append(line[position:start])
+                position = start = end + len(_CLOSERS[kind])
+                continue
+            unclosed.add(kind)
+        elif kind == "#" and start + 3 < length and line[start + 3] in _NAME_START:
+            end = brace.at_or_after(start + 4)
+            if line.startswith("}}", end):
+                pieces.append(line[position:start])
+                position = start = end + 2
+                continue
+        start += 1
+    pieces.append(line[position:])
+    return "".join(pieces)
+
+
 def _drop_shortcodes(lines: list[str]) -> list[str]:
     """Hugo shortcodes and mdBook directives removed, on one line or across a few."""
     result: list[str] = []
     index = 0
     while index < len(lines):
-        line = _SHORTCODE.sub("", lines[index])
+        line = remove_shortcodes(lines[index])
         opening = _SHORTCODE_OPENING.search(line)
         if opening is not None:
-            # A shortcode whose arguments run onto the next lines: drop up to its closer.
-            closer = "}}"
-            joined, end = line, index
-            while (
-                end + 1 < len(lines)
-                and end - index < _SHORTCODE_LINES
-                and closer not in joined[opening.end() :]
-            ):
-                end += 1
-                joined += "\n" + lines[end]
-            if closer in joined[opening.end() :]:
-                kept = _SHORTCODE.sub("", joined.replace("\n", " ", joined.count("\n")))
-                result += [kept] + [""] * (end - index)
+            # A shortcode whose arguments run onto the next lines: dropped up to its closer.
+            closer = _CLOSERS.get(opening.group(0)[-1], "}}")
+            last = min(len(lines), index + 1 + _SHORTCODE_LINES)
+            end = next((later for later in range(index + 1, last) if closer in lines[later]), None)
+            if end is not None:
+                kept = remove_shortcodes(" ".join([line, *lines[index + 1 : end + 1]]))
+                result += [kept if kept.strip() else ""] + [""] * (end - index)
                 index = end + 1
                 continue
         result.append(line if line == lines[index] or line.strip() else "")
         index += 1
     return result
+
+
+def _without_heading_attributes(line: str) -> str:
+    """An ATX heading line without its attribute list (``## Install {#install}``); other lines as they are.
+
+    Found from the last ``{`` of the line, so a line of many braces or spaces is read once.
+    """
+    heading = _ATX_HEADING.match(line)
+    if heading is None or not line.rstrip().endswith("}"):
+        return line
+    brace = line.rfind("{")
+    head = line[:brace].rstrip(" \t")
+    if (
+        line[brace - 1] not in " \t"
+        or len(head) < heading.end()
+        or not _ATTRIBUTES.fullmatch(line[brace:].rstrip())
+    ):
+        return line
+    return head
 
 
 def _drop_mdx(lines: list[str]) -> list[str]:
@@ -143,7 +200,7 @@ def strip_dialects(lines: list[str]) -> list[str]:
             outside.append(number)
     prose = [lines[number] for number in outside]
     prose = _drop_mdx(_drop_shortcodes(prose))
-    prose = ["" if _DIRECTIVE.match(line) else _HEADING_ATTRIBUTES.sub(r"\1", line) for line in prose]
+    prose = ["" if _DIRECTIVE.match(line) else _without_heading_attributes(line) for line in prose]
     result = list(lines)
     for number, line in zip(outside, prose, strict=True):
         result[number] = line

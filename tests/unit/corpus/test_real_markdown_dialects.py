@@ -17,7 +17,7 @@ from rag.ask.setups import ASK_SETUPS
 from rag.chunking import chunk_corpus, spec_from_config
 from rag.corpus.documents import DEFAULT_SKIPPED, DocumentError, parse_markdown, parse_markdown_file
 from rag.corpus.folders import read_corpus_folder
-from rag.corpus.markdown_dialects import strip_dialects
+from rag.corpus.markdown_dialects import _SHORTCODE, remove_shortcodes, strip_dialects
 from rag.formats.files import read_yaml
 from rag.kinds import CHUNKER_KINDS, canonical_entry, defaults
 from rag.labels import parse_questions, span_problems
@@ -290,3 +290,25 @@ def test_rag_asks_chunker_is_a_chunker_of_the_grid():
     for setup in ASK_SETUPS:
         options = IndexOptions(dense_model="all-MiniLM-L6-v2" if setup == "bm25_minilm" else None)
         assert setup_entries(options).chunker in grid
+
+
+@seed(53)
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            ["{{", "{{<", "{{%", "{{#", "{{#a", ">}}", "%}}", "}}", "}", "{", "<", "%", "#", "a", " "]
+        ),
+        max_size=30,
+    ).map("".join)
+)
+def test_shortcodes_are_removed_as_their_regular_expression_removes_them(line):
+    assert remove_shortcodes(line) == _SHORTCODE.sub("", line)
+
+
+def test_lines_of_unclosed_openers_are_read_in_one_pass():
+    """Not timed: the same output as the regular expression, on inputs that would make it quadratic."""
+    for line in ("{{<" * 20000 + "}}", "{{#a{" * 20000 + "}}", "{{%" * 20000 + ">}}"):
+        assert strip_dialects([line]) == [_SHORTCODE.sub("", line)]
+    heading = "## " + " " * 50000 + "x {#a"
+    assert strip_dialects([heading, "## A " + " " * 50000 + "{#a}"]) == [heading, "## A"]
