@@ -580,6 +580,7 @@ class _BodyReader:
 
     skip: tuple[str, ...]
     labels: frozenset[str] = frozenset()
+    title_line: int | None = None  # a heading that titles the document as a level-1 heading would
     path: list[str] = field(default_factory=list)
     skipping: bool = False
     fence_line: int | None = None  # the line index of the open code fence
@@ -612,7 +613,7 @@ class _BodyReader:
         self.flush()
         if text:
             self.headings.append((line, level, text))
-        if level == 1:
+        if level == 1 or line == self.title_line:
             self.path, self.skipping = [], False
             return
         self.path = self.path[: level - 2] + [text]
@@ -674,9 +675,32 @@ class _BodyReader:
             self.paragraph.append(line.strip())
 
 
-def _read_body(lines: list[str], structure: _Structure, skip: tuple[str, ...]) -> _BodyReader:
+def _title_heading(structure: _Structure, stated: str | None) -> int | None:
+    """The line of the heading that stands for a missing level-1 heading, or None.
+
+    A chapter that starts at ``## Functions`` and has only deeper headings
+    below is titled by that heading, which then heads no section of its own
+    (its blocks are not "Functions › Functions › ..."). Only when the document
+    states no title, has no level-1 heading (an HTML ``<h1>`` counts), and
+    its first heading is the only one of the highest level it uses.
+    """
+    if stated or structure.html_titles:
+        return None
+    headings = sorted((line, level) for line, (level, text, _) in structure.headings.items() if text.strip())
+    if not headings:
+        return None
+    line, level = headings[0]
+    levels = [other for _, other in headings]
+    if min(levels) < level or levels.count(level) > 1:
+        return None
+    return line
+
+
+def _read_body(
+    lines: list[str], structure: _Structure, skip: tuple[str, ...], title_line: int | None = None
+) -> _BodyReader:
     """Every line of the body read by a :class:`_BodyReader`, with ``structure``'s headings."""
-    reader = _BodyReader(skip, structure.labels)
+    reader = _BodyReader(skip, structure.labels, title_line)
     index = 0
     while index < len(lines):
         line = lines[index]
@@ -760,7 +784,7 @@ def parse_markdown_file(
     acl = _metadata_acl(meta, name, tuple(default_acl))
     lines = strip_dialects(strip_markup(body).split("\n"))
     structure = _block_structure(lines)
-    reader = _read_body(lines, structure, skip)
+    reader = _read_body(lines, structure, skip, _title_heading(structure, title))
     if reader.fence_line is not None:
         raise DocumentError(f"{name}, line {first_line + reader.fence_line}: a code fence is never closed")
     title, title_from = _title(title, reader, structure, name)

@@ -103,10 +103,14 @@ def test_a_chapter_starting_at_level_two_is_titled_by_its_first_heading_with_a_n
     parsed = parse_markdown_file("## Functions\n\nText.\n\n### Parameters\n\nMore.\n", "ch03.md")
     assert parsed.document.title == "Functions"
     assert parsed.title_from == "its first heading ('Functions', level 2)"
-    assert [block.section for block in parsed.document.blocks] == [
-        ("Functions",),
-        ("Functions", "Parameters"),
-    ]
+    # The title heads no section of its own, as a level-1 heading would not.
+    assert [block.section for block in parsed.document.blocks] == [(), ("Parameters",)]
+
+
+def test_a_first_heading_that_shares_its_level_stays_a_section():
+    parsed = parse_markdown_file("## Install\n\nRun it.\n\n## Use\n\nCall it.\n", "README.md")
+    assert parsed.document.title == "Install"
+    assert [block.section for block in parsed.document.blocks] == [("Install",), ("Use",)]
 
 
 def test_a_file_without_headings_is_titled_by_its_file_name():
@@ -312,3 +316,22 @@ def test_lines_of_unclosed_openers_are_read_in_one_pass():
         assert strip_dialects([line]) == [_SHORTCODE.sub("", line)]
     heading = "## " + " " * 50000 + "x {#a"
     assert strip_dialects([heading, "## A " + " " * 50000 + "{#a}"]) == [heading, "## A"]
+
+
+@pytest.mark.parametrize("project", PROJECTS, ids=[project.name for project in PROJECTS])
+def test_rag_ask_answers_from_each_real_folder_in_one_attempt(project, tmp_path, capsys):
+    from rag import cli
+
+    arguments = [
+        "ask",
+        "What are the options and their default values?",
+        "--documents",
+        str(project),
+        "--default-access",
+        "public",
+    ]
+    arguments += ["--retriever", "bm25_lsa_ivf", "--cache", str(tmp_path / "cache")]
+    assert cli.main(arguments) == 0
+    output = capsys.readouterr().out
+    prompt = output.split("<sources>")[1].split("</sources>")[0]
+    assert prompt.count("\n  | [") >= 1 and not LEFTOVER.search(prompt)
