@@ -438,7 +438,8 @@ def folder_skip(folder: Path, configs: Sequence[Path] | None = None) -> tuple[st
     """
     import yaml
 
-    from rag.corpus.documents import DEFAULT_SKIPPED, DocumentError, check_skipped
+    from rag.corpus.documents import DocumentError, check_skipped
+    from rag.corpus.source_kinds import DEFAULT_SKIPPED
 
     if configs is None:
         configs = [Path("config.yaml"), Path(__file__).resolve().parents[2] / "config.yaml"]
