@@ -20,7 +20,10 @@ values = pd.concat([pd.read_parquet(path) for path in snakemake.input.question_v
 # A holdout share's questions again, as corpus '<name>:holdout' (rag.evaluation.holdout).
 values = with_holdout_rows(values, snakemake.params.holdouts)
 corpora = sorted(summary["corpus"].unique())
-recommended = {corpus: recommendation_lines(recommendations(summary, values, corpus)) for corpus in corpora}
+answers_link = snakemake.params.answers_link
+recommended = {
+    corpus: recommendation_lines(recommendations(summary, values, corpus), answers_link) for corpus in corpora
+}
 # Which k at the prompt budget (evaluation.prompt_budget): recall per prompt word, from every k's interval.
 budget = snakemake.params.prompt_budget
 which_k = {corpus: k_choice_lines(k_choices(intervals, corpus, budget), budget) for corpus in corpora}
