@@ -67,5 +67,6 @@ def test_the_opening_goes_after_the_title_and_first_paragraph_and_is_absent_with
     readme = "# Results\n\nWritten by ...; do not edit.\n\nEach cell ...\n"
     assert with_opening(readme, []) == readme
     placed = with_opening(readme, ["## Recommendation", "", "- x"])
-    assert placed.startswith("# Results\n\nWritten by ...; do not edit.\n\n## Recommendation\n\n- x\n\nEach cell")
+    expected = "# Results\n\nWritten by ...; do not edit.\n\n## Recommendation\n\n- x\n\nEach cell"
+    assert placed.startswith(expected)
     assert opening_lines({}, {}, 500) == []
