@@ -412,7 +412,11 @@ def _judge(
     sources = {number: chunk.text for number, chunk in enumerate(chunks, start=1)}
     labels = {number: chunk.label for number, chunk in enumerate(chunks, start=1)}
     chunk_ids = [chunk.chunk_id for chunk in chunks]
-    faithful = not abstained and check_answer(answer, sources).supported
+    # Held to the question: a claim's value must sit beside the question's subject in the
+    # source it cites (rag/answering/verification.py, anchored).
+    faithful = (
+        not abstained and check_answer(answer, sources, question=question.text, labels=labels).supported
+    )
     responsive = not abstained and check_responsive(answer, question.text, labels)
     return LlmAnswer(
         **asdict(setting),
