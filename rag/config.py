@@ -586,7 +586,7 @@ class Plan:
             results += [f"{out}/reader_rules.csv"] if self.answers["heldout"] is not None else []
             if self.answers["llm"]["generators"]:
                 names = ("llm_answers_judged", "llm_answers_summary", "llm_closed_book", "citation_check")
-                results += [f"{out}/{name}.csv" for name in (*names, "verdicts")]
+                results += [f"{out}/{name}.csv" for name in (*names, "verdicts", "citation_accuracy")]
             if self.judges:
                 results.append(f"{out}/judge_calibration.csv")
         # A table an ablation folder shares with the default folder is listed where it is.
@@ -1014,6 +1014,7 @@ TABLE_GROUPS: dict[str, tuple[str, ...]] = {
         "llm_answers_summary.csv",
         "llm_closed_book.csv",
         "citation_check.csv",
+        "citation_accuracy.csv",
         "verdicts.csv",
     ),
     "filter_ablation": ("filter_ablation.csv",),

@@ -248,11 +248,11 @@ def citation_check_table(
     ``sources_of`` gives a labelled answer's prompt sources.
     """
     support = answer_support(labels).set_index("item")
-    answers = labels.answers.set_index("item")
+    answers = {row["item"]: row for _, row in labels.answers.iterrows()}
     given = support[~support["refused"] & (support["retriever"] != "none")]
     records = []
     for item, truth in given.iterrows():
-        answer = answers.loc[item]
+        answer = answers[item]
         sources = sources_of(answer)
         for rule, question in ((ANCHORED, answer["question"]), (LEXICAL, None)):
             records.append(
