@@ -74,6 +74,11 @@ class ClaimLabels:
     claims: pd.DataFrame
 
 
+def no_labels() -> ClaimLabels:
+    """No labelled answer: every share then comes from the check."""
+    return ClaimLabels(pd.DataFrame(columns=list(ANSWER_COLUMNS)), pd.DataFrame(columns=list(CLAIM_COLUMNS)))
+
+
 def wilson_interval(successes: int, trials: int, level: float = LEVEL) -> tuple[float, float]:
     """The Wilson score interval of a binomial share; (nan, nan) for no trials."""
     if trials <= 0:
@@ -199,7 +204,9 @@ def answer_support(labels: ClaimLabels) -> pd.DataFrame:
                 "covered": not refused and all(supported),
             }
         )
-    frame = pd.DataFrame(rows)
+    columns = ["item", "split", *SETUP_KEYS, "question_id", "refused", "claims", "supported_claims"]
+    columns += ["markers", "supporting_markers", "unsupported", "covered"]
+    frame = pd.DataFrame(rows, columns=columns)
     frame["k"] = frame["k"].astype(int)
     return frame
 
@@ -264,14 +271,21 @@ def citation_check_table(
                     "flagged": check_flags(answer["answer"], sources, question),
                 }
             )
-    frame = pd.DataFrame(records)
+    frame = pd.DataFrame(records, columns=["split", "rule", *SETUP_KEYS, "unsupported", "flagged"])
     rows = []
     for keys, group in frame.groupby(["split", "rule", *SETUP_KEYS], sort=True):
         rows.append(_check_row(dict(zip(["split", "rule", *SETUP_KEYS], keys, strict=True)), group))
     for (split, rule), group in frame.groupby(["split", "rule"], sort=True):
         pooled = {"split": split, "rule": rule, **dict.fromkeys(SETUP_KEYS, "all")}
         rows.append(_check_row(pooled, group))
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=CHECK_COLUMNS)
+
+
+CHECK_COLUMNS = ["split", "rule", *SETUP_KEYS, "answers", "unsupported", "flagged", "flagged_unsupported"]
+CHECK_COLUMNS += [f"{name}{part}" for name in ("precision", "recall") for part in ("", "_low", "_high")]
+ACCURACY_COLUMNS = [*SETUP_KEYS, "source", "answers", "markers", "supporting_markers"]
+ACCURACY_COLUMNS += ["accuracy", "accuracy_low", "accuracy_high", "covered", "coverage", "coverage_low"]
+ACCURACY_COLUMNS += ["coverage_high"]
 
 
 def _check_row(keys: dict, group: pd.DataFrame) -> dict:
@@ -327,7 +341,7 @@ def citation_accuracy_table(
                 int(given["covered"].sum()),
             )
         )
-    table = pd.DataFrame(rows)
+    table = pd.DataFrame(rows, columns=ACCURACY_COLUMNS)
     return table.sort_values([*SETUP_KEYS, "source"], kind="stable", ignore_index=True)
 
 

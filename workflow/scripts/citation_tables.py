@@ -10,6 +10,7 @@ from rag.answering.citation_accuracy import (
     describe_check,
     labelled_sources,
     labels_of_table,
+    no_labels,
     read_claim_labels,
 )
 from rag.answering.llm_tables import identifiers
@@ -29,7 +30,10 @@ for path in snakemake.input.chunks:
 questions = {}
 for name, path in snakemake.params.question_files.items():  # "corpus/questions"
     questions |= {(name, question.question_id): question.text for question in read_questions(path)}
-labels = labels_of_table(read_claim_labels(snakemake.input.answers, snakemake.input.claims), judged)
+labels = no_labels()
+if snakemake.input.labels:
+    labels = labels_of_table(read_claim_labels(*snakemake.input.labels), judged)
+
 log.info("%d labelled answers match rows of the table", len(labels.answers))
 accuracy = citation_accuracy_table(
     judged,

@@ -342,3 +342,13 @@ def test_the_value_must_sit_in_one_passage_not_spread_over_the_source():
     question = "How cold is Triton?"
     scattered = "Triton is cold at up to 580 m/s [1]"
     assert not check_answer(scattered, source, question=question, labels={1: "Neptune"}).supported
+
+
+def test_without_labels_every_share_comes_from_the_check():
+    from rag.answering.citation_accuracy import no_labels
+
+    judged = pd.DataFrame([{**_answer("1", "1"), "abstained": False, "source_chunk_ids": "a"}])
+    sources = Sources({1: "Deimos is the outer moon of Mars."}, {1: "Mars"})
+    table = citation_accuracy_table(judged, no_labels(), lambda row: sources, lambda row: "Which moon?")
+    assert list(table["source"]) == ["check"] and table.loc[0, "coverage"] == 1.0
+    assert citation_check_table(no_labels(), lambda answer: sources).empty
