@@ -251,7 +251,10 @@ def citation_check_table(
     answers left out: a closed-book answer cites nothing and is flagged by
     construction). One row per split, rule (anchored: as the pipeline runs
     it; lexical: without the question) and setup, then one pooled row per
-    split and rule (``questions`` = ``all``). Intervals: Wilson.
+    split, rule and generator and over every generator (``questions`` = ``all``;
+    ``generator`` = ``all`` for the latter). ``citing`` counts the answers with
+    a marker: an answer that cites nothing is unsupported and flagged by
+    construction. Intervals: Wilson.
     ``sources_of`` gives a labelled answer's prompt sources.
     """
     support = answer_support(labels).set_index("item")
@@ -269,19 +272,24 @@ def citation_check_table(
                     **{key: truth[key] for key in SETUP_KEYS},
                     "unsupported": bool(truth["unsupported"]),
                     "flagged": check_flags(answer["answer"], sources, question),
+                    "citing": truth["markers"] > 0,
                 }
             )
-    frame = pd.DataFrame(records, columns=["split", "rule", *SETUP_KEYS, "unsupported", "flagged"])
+    frame = pd.DataFrame(records, columns=["split", "rule", *SETUP_KEYS, "unsupported", "flagged", "citing"])
     rows = []
     for keys, group in frame.groupby(["split", "rule", *SETUP_KEYS], sort=True):
         rows.append(_check_row(dict(zip(["split", "rule", *SETUP_KEYS], keys, strict=True)), group))
+    for (split, rule, generator), group in frame.groupby(["split", "rule", "generator"], sort=True):
+        pooled = {"split": split, "rule": rule, **dict.fromkeys(SETUP_KEYS, "all"), "generator": generator}
+        rows.append(_check_row(pooled, group))
     for (split, rule), group in frame.groupby(["split", "rule"], sort=True):
         pooled = {"split": split, "rule": rule, **dict.fromkeys(SETUP_KEYS, "all")}
         rows.append(_check_row(pooled, group))
     return pd.DataFrame(rows, columns=CHECK_COLUMNS)
 
 
-CHECK_COLUMNS = ["split", "rule", *SETUP_KEYS, "answers", "unsupported", "flagged", "flagged_unsupported"]
+CHECK_COLUMNS = ["split", "rule", *SETUP_KEYS, "answers", "citing", "unsupported", "flagged"]
+CHECK_COLUMNS += ["flagged_unsupported"]
 CHECK_COLUMNS += [f"{name}{part}" for name in ("precision", "recall") for part in ("", "_low", "_high")]
 ACCURACY_COLUMNS = [*SETUP_KEYS, "source", "answers", "markers", "supporting_markers"]
 ACCURACY_COLUMNS += ["accuracy", "accuracy_low", "accuracy_high", "covered", "coverage", "coverage_low"]
@@ -295,6 +303,7 @@ def _check_row(keys: dict, group: pd.DataFrame) -> dict:
     return {
         **keys,
         "answers": len(group),
+        "citing": int(group["citing"].sum()),
         "unsupported": int(unsupported.sum()),
         "flagged": int(flagged.sum()),
         "flagged_unsupported": hits,
@@ -412,8 +421,8 @@ def labelled_sources(answer: pd.Series, chunks: Mapping[str, tuple[str, str]]) -
 
 
 def describe_check(table: pd.DataFrame) -> list[str]:
-    """Log lines: the pooled precision and recall per split and rule."""
-    pooled = table[table["questions"] == "all"]
+    """Log lines: the pooled precision and recall per split and rule (every generator)."""
+    pooled = table[table["generator"] == "all"]
     return [
         f"{row.split} labels, {row.rule} check: {row.flagged_unsupported} of {row.flagged} flagged "
         f"answers unsupported, {row.flagged_unsupported} of {row.unsupported} unsupported flagged "
