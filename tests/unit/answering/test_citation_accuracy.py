@@ -99,6 +99,10 @@ def test_every_earlier_label_has_its_claims():
     for row in earlier.itertuples(index=False):
         assert answers.loc[row.item, "answer"] == row.answer, row.item
         assert answers.loc[row.item, "cited_chunks"] == row.cited_chunks, row.item
+    # labels.csv's supported is the claim readings' verdict: every claim supported by a cited source.
+    covered = answer_support(labels).set_index("item")["covered"]
+    read = earlier.set_index("item")["supported"] == "yes"
+    assert (covered.loc[read.index] == read).all()
 
 
 def test_every_labelled_question_is_its_files_question(labels):
