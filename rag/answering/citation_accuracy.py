@@ -54,6 +54,7 @@ ANSWER_COLUMNS = (
     "answer",
     "cited",
     "cited_chunks",
+    "correctness",
 )
 CLAIM_COLUMNS = ("item", "claim", "text", "correctness", "citations", "note")
 # The rules the check table compares: the check as the pipeline runs it, held to
@@ -138,9 +139,10 @@ def read_claim_labels(answers_path=ANSWERS_PATH, claims_path=CLAIMS_PATH) -> Cla
     repeated = answers.index[answers["item"].duplicated()]
     if len(repeated):
         raise ClaimLabelError(f"{answers_path}: line {int(repeated[0]) + 2}: item repeats")
-    bad = answers.index[~answers["split"].isin(SPLITS)]
-    if len(bad):
-        raise ClaimLabelError(f"{answers_path}: line {int(bad[0]) + 2}: split is not one of {SPLITS}")
+    for column, allowed in (("split", SPLITS), ("correctness", CORRECTNESS)):
+        bad = answers.index[~answers[column].isin(allowed)]
+        if len(bad):
+            raise ClaimLabelError(f"{answers_path}: line {int(bad[0]) + 2}: {column} is not one of {allowed}")
     cited = {}
     for index, row in answers.iterrows():
         try:

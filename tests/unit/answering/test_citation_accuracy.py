@@ -159,6 +159,7 @@ def _answer(item="1", cited="1", split="heldout", retriever="bm25", answer="Deim
         "answer": answer,
         "cited": cited,
         "cited_chunks": " ".join(f"c{number}" for number in cited.split()),
+        "correctness": "correct",
     }
 
 
@@ -195,6 +196,9 @@ def test_a_bad_label_is_refused_in_one_line_naming_the_file(tmp_path, claims, me
 def test_a_bad_split_and_a_missing_column_are_refused(tmp_path):
     answers, claims = _write(tmp_path, [_answer(split="test")], [_claim()])
     with pytest.raises(ClaimLabelError, match="line 2: split"):
+        read_claim_labels(answers, claims)
+    answers, claims = _write(tmp_path, [{**_answer(), "correctness": "right"}], [_claim()])
+    with pytest.raises(ClaimLabelError, match="line 2: correctness"):
         read_claim_labels(answers, claims)
     pd.DataFrame({"item": ["1"]}).to_csv(answers, index=False)
     with pytest.raises(ClaimLabelError, match="missing column 'split'"):
