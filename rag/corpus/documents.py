@@ -59,16 +59,7 @@ PRINCIPAL_NAME = re.compile(r"\w[\w.:@+/-]{0,99}")
 # per-corpus setting (``skip``); every skipped line is counted per document, so
 # nothing is lost without a trace in results/corpus_statistics.csv.
 SKIPPABLE: tuple[str, ...] = ("tables", "lists", "references", "code")
-# The defaults per source: encyclopedia articles (and the bundled corpus, which
-# imitates them) leave out everything that is not running prose, as the spec
-# does; a user's own files keep their list items and plain text keeps all.
-DEFAULT_SKIPPED: dict[str, tuple[str, ...]] = {
-    "wikipedia": SKIPPABLE,
-    "html": SKIPPABLE,
-    "markdown": ("tables", "references", "code"),
-    "text": (),
-    "beir": (),
-}
+# The defaults per source are their rows' (rag.corpus.source_kinds.SOURCES).
 
 # Characters that carry no text: soft hyphen, zero-width space, word joiner, BOM.
 _INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff]")

@@ -1,6 +1,7 @@
-"""A folder of files as a corpus: Markdown, plain text or HTML.
+"""A folder of files as a corpus: any folder source of the table of sources.
 
-The three folder sources differ only in how one file becomes a document;
+The folder sources (:data:`rag.corpus.source_kinds.FOLDER_SOURCES`) differ only
+in how one file becomes a document (their row's reader);
 finding the files, naming the documents and counting what each reader left
 out are shared, so a user's folder of ``.txt`` notes or saved web pages runs
 through the same grid as a folder of Markdown.
@@ -8,40 +9,27 @@ through the same grid as a folder of Markdown.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag.corpus.articles import document_from_html_file
 from rag.corpus.documents import (
     DEFAULT_ACCESS,
-    DEFAULT_SKIPPED,
     SKIPPABLE,
-    Block,
     Document,
     DocumentDefaults,
     DocumentError,
     ParsedFile,
     check_access_level,
-    check_document_id,
     check_skipped,
-    content_version,
     document_defaults,
     foreign_key_warning,
-    normalize_passage,
-    parse_markdown_file,
 )
-from rag.corpus.markdown_files import FolderError, read_markdown_file
+from rag.corpus.markdown_files import MAX_DOCUMENT_BYTES, FolderError, read_markdown_file
+from rag.corpus.source_kinds import DEFAULT_SKIPPED, FOLDER_SOURCES, SOURCES, folder_source
+from rag.corpus.text_files import parse_text
 
-# The file name endings each folder source reads.
-FOLDER_SOURCES: dict[str, tuple[str, ...]] = {
-    "markdown": (".md",),
-    "text": (".txt",),
-    "html": (".html", ".htm"),
-}
-
-_BLANK_LINES = re.compile(r"\n[ \t\r\f\v]*\n")
+__all__ = ["FOLDER_SOURCES", "parse_text"]
 
 
 def check_inside(path: Path, folder: Path) -> None:
@@ -72,7 +60,7 @@ def skipped_setting(entry: dict, where: str) -> tuple[str, ...]:
     if "skip" not in entry:
         return DEFAULT_SKIPPED[entry["source"]]
     skip = check_skipped(entry["skip"], f"{where}['skip']")
-    if entry["source"] in ("html", "wikipedia") and skip != SKIPPABLE:
+    if SOURCES[entry["source"]].skips_all and skip != SKIPPABLE:
         raise DocumentError(
             f"{where}['skip']: the article reader of source {entry['source']!r} keeps only paragraphs, "
             f"so it always skips {list(SKIPPABLE)}"
@@ -80,27 +68,8 @@ def skipped_setting(entry: dict, where: str) -> tuple[str, ...]:
     return skip
 
 
-def parse_text(
-    text: str, doc_id: str, access: str = DEFAULT_ACCESS, tenant: str = "", acl: tuple[str, ...] = ()
-) -> Document:
-    """Plain text: paragraphs separated by blank lines, all in the lead; the file name is the title.
-
-    Plain text has nowhere to state who may read it, so ``access``, ``tenant``
-    and ``acl`` (the corpus's ``default_access``, ``default_tenant`` and
-    ``default_acl``) are every text document's.
-    """
-    paragraphs = (normalize_passage(part) for part in _BLANK_LINES.split(text.replace("\r\n", "\n")))
-    blocks = tuple(Block((), paragraph) for paragraph in paragraphs if paragraph)
-    if not blocks:
-        raise DocumentError(f"{doc_id}: no paragraphs to index")
-    version = content_version(blocks)
-    return Document(
-        doc_id=doc_id, title=doc_id, version=version, blocks=blocks, access=access, tenant=tenant, acl=acl
-    )
-
-
 def read_file(
-    text: str,
+    text: str | bytes,
     name: str,
     source: str,
     skip: Collection[str] | None = None,
@@ -116,22 +85,32 @@ def read_file(
     HTML file without ``<meta name="access|tenant|acl">``, and every plain text file.
     """
     defaults = defaults or DocumentDefaults()
+    row = folder_source(source, name)
     access = check_access_level(defaults.access, "default_access")
-    if source == "markdown":
-        skip = DEFAULT_SKIPPED["markdown"] if skip is None else skip
-        return parse_markdown_file(text, name, skip, access, defaults.tenant, defaults.acl)
-    doc_id = check_document_id(Path(name).stem, name)
-    if source == "text":
-        document = parse_text(text, doc_id, access, defaults.tenant, defaults.acl)
-        return ParsedFile(document, dict.fromkeys(SKIPPABLE, 0))
-    if source == "html":
-        document, skipped = document_from_html_file(text, doc_id, access, name, defaults.tenant, defaults.acl)
-        return ParsedFile(document, skipped)
-    raise DocumentError(f"{name}: unknown folder source {source!r}; expected one of {sorted(FOLDER_SOURCES)}")
+    checked = DocumentDefaults(access=access, tenant=defaults.tenant, acl=defaults.acl)
+    return row.read(text, name, row.default_skip if skip is None else skip, checked)
+
+
+def file_content(path: Path, source: str) -> str | bytes:
+    """What a file of ``source`` is read as: UTF-8 text, or the bytes of a binary source, at most
+    :data:`~rag.corpus.markdown_files.MAX_DOCUMENT_BYTES` either way."""
+    if not folder_source(source, str(path)).binary:
+        return read_markdown_file(path)
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as error:
+        raise FolderError(f"{path}: cannot be read ({error.strerror or error})") from None
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise FolderError(
+            f"{path}: larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MB, the most a document may hold; "
+            "split it or leave it out"
+        )
+    return data
 
 
 def read_document(
-    text: str,
+    text: str | bytes,
     name: str,
     source: str,
     skip: Collection[str] | None = None,
@@ -171,7 +150,7 @@ def read_files(
     origin: dict[str, Path] = {}
     for path in paths:
         try:
-            parsed = read_file(read_markdown_file(path), str(path), source, skip, defaults)
+            parsed = read_file(file_content(path, source), str(path), source, skip, defaults)
         except (DocumentError, FolderError) as error:
             reading.problems.append(str(error))
             reading.failed.add(path.stem)
