@@ -224,6 +224,23 @@ def _citation_table(citation: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _accuracy_table(accuracy: pd.DataFrame) -> list[str]:
+    from rag.answering.citation_accuracy import preferred_rows
+
+    lines = [
+        "| questions | generator | retriever | from | answers | accuracy | coverage |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in preferred_rows(accuracy).itertuples(index=False):
+        accurate = _share(int(row.supporting_markers), int(row.markers), row.accuracy_low, row.accuracy_high)
+        covered = _share(int(row.covered), int(row.answers), row.coverage_low, row.coverage_high)
+        lines.append(
+            f"| {row.questions} | {row.generator} | {row.retriever} | {row.source} | {row.answers} "
+            f"| {accurate} | {covered} |"
+        )
+    return lines
+
+
 def _verdicts_table(verdicts: pd.DataFrame) -> list[str]:
     lines = [
         "| generator | questions | setup | answered | passed both checks | of which right |",
@@ -267,6 +284,7 @@ def llm_sections(
     citation: pd.DataFrame | None,
     verdicts: pd.DataFrame | None,
     reader_rules: pd.DataFrame | None,
+    citation_accuracy: pd.DataFrame | None = None,
 ) -> list[str]:
     """The language models' sections of results/answers.md, each from its table (absent: left out)."""
     from rag.answering.verdicts import NOT_CHECKED
@@ -302,6 +320,19 @@ def llm_sections(
             "held-out rows are the measurement. Intervals: Wilson.",
             "",
             *_citation_table(citation),
+        ]
+    if citation_accuracy is not None and len(citation_accuracy):
+        lines += [
+            "",
+            "## How often does a cited source support its claim?",
+            "",
+            "From `citation_accuracy.csv`. Accuracy: citation markers whose source supports the claim",
+            "they stand behind; coverage: answers given whose every claim some cited source supports.",
+            "`labels`: read by hand (`resources/answer_labels/claims.csv`; on the development questions a",
+            "sample); `check`: the citation check's reading, where no answer of the setup is labelled.",
+            "Intervals: Wilson.",
+            "",
+            *_accuracy_table(citation_accuracy),
         ]
     if verdicts is not None and len(verdicts):
         lines += [
@@ -345,12 +376,13 @@ def answers_document(
     summary: pd.DataFrame,
     thresholds: pd.DataFrame,
     heldout: pd.DataFrame | None = None,
-    llm_tables: tuple[pd.DataFrame | None, ...] = (None, None, None, None, None),
+    llm_tables: tuple[pd.DataFrame | None, ...] = (None, None, None, None, None, None),
 ) -> str:
     """The Markdown of results/answers.md.
 
     ``llm_tables`` are the language models' summary, closed-book comparison,
-    citation check, verdicts and the reader's rule ablation (:func:`llm_sections`).
+    citation check, verdicts, the reader's rule ablation and citation accuracy
+    (:func:`llm_sections`).
     """
     lines = [
         "# Answers",

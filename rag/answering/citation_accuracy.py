@@ -431,3 +431,11 @@ def describe_check(table: pd.DataFrame) -> list[str]:
         f"({row.answers} answers)"
         for row in pooled.itertuples(index=False)
     ]
+
+
+def preferred_rows(table: pd.DataFrame) -> pd.DataFrame:
+    """One row per setup: the labels' where the setup has labelled answers, else the check's."""
+    has_labels = table[table["source"] == "labels"].set_index(SETUP_KEYS).index
+    keys = table.set_index(SETUP_KEYS).index
+    keep = (table["source"] == "labels") | ~keys.isin(has_labels)
+    return table[keep.to_numpy()].reset_index(drop=True)

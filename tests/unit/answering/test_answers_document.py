@@ -117,6 +117,7 @@ def test_the_committed_document_is_the_one_the_tables_give():
 
     results = Path(__file__).parents[3] / "results"
     names = ["llm_answers_summary", "llm_closed_book", "citation_check", "verdicts", "reader_rules"]
+    names.append("citation_accuracy")
     optional = tuple(
         pd.read_csv(results / f"{name}.csv") if (results / f"{name}.csv").exists() else None for name in names
     )

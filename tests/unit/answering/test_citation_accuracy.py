@@ -389,3 +389,20 @@ def test_without_labels_every_share_comes_from_the_check():
     table = citation_accuracy_table(judged, no_labels(), lambda row: sources, lambda row: "Which moon?")
     assert list(table["source"]) == ["check"] and table.loc[0, "coverage"] == 1.0
     assert citation_check_table(no_labels(), lambda answer: sources).empty
+
+
+def test_the_labels_row_is_preferred_to_the_checks_for_its_setup():
+    from rag.answering.citation_accuracy import preferred_rows
+
+    keys = {"corpus": "c", "questions": "q", "generator": "g", "chunker": "s", "k": 5}
+    table = pd.DataFrame(
+        [
+            {**keys, "retriever": "bm25", "source": "check"},
+            {**keys, "retriever": "bm25", "source": "labels"},
+            {**keys, "retriever": "rrf", "source": "check"},
+        ]
+    )
+    assert list(zip(*preferred_rows(table)[["retriever", "source"]].T.values)) == [
+        ("bm25", "labels"),
+        ("rrf", "check"),
+    ]
