@@ -402,7 +402,5 @@ def test_the_labels_row_is_preferred_to_the_checks_for_its_setup():
             {**keys, "retriever": "rrf", "source": "check"},
         ]
     )
-    assert list(zip(*preferred_rows(table)[["retriever", "source"]].T.values)) == [
-        ("bm25", "labels"),
-        ("rrf", "check"),
-    ]
+    rows = preferred_rows(table)
+    assert list(rows["retriever"]) == ["bm25", "rrf"] and list(rows["source"]) == ["labels", "check"]
