@@ -163,8 +163,7 @@ def corpus_problems(
             where = f"config['corpora'][{name!r}]"
             readings[name] = _reading(entry, root, where)
             problems += readings[name].problems
-            warning = readings[name].warning(where)
-            warnings += [warning] if warning else []
+            warnings += readings[name].warnings(where)
     checked: set[str] = set()
     for name, entry in corpora.items():
         path = entry.get("questions")
@@ -183,6 +182,6 @@ def corpus_problems(
             problems.append(str(error))
             continue
         reading = readings[name]
-        _, spans = span_problems(questions, reading.documents, reading.failed)
+        _, spans = span_problems(questions, reading.documents, reading.failed, reading.file_ids)
         problems += [f"{path}: {line}" for line in spans]
     return problems, warnings

@@ -9,7 +9,8 @@ through the same grid as a folder of Markdown.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+import functools
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -132,10 +133,31 @@ class FolderReading:
     skipped: dict[str, dict[str, int]] = field(default_factory=dict)  # by document id
     # The default ids (file names without endings) of the files that did not parse.
     failed: set[str] = field(default_factory=set)
+    # File name to where its title came from, for files without a 'title' or level-1 heading.
+    titles_from: dict[str, str] = field(default_factory=dict)
+    # A file's name, with and without its ending, to its document's id, where the front matter set another.
+    file_ids: dict[str, str] = field(default_factory=dict)
 
     def warning(self, where: str) -> str | None:
         """One line naming the front matter keys no reader uses, or None."""
         return foreign_key_warning(((file, keys) for file, keys in self.other_metadata.items()), where)
+
+    def warnings(self, where: str) -> list[str]:
+        """Every warning of the reading, one line each: unused front matter keys, fallback titles."""
+        lines = [self.warning(where), title_warning(self.titles_from, where)]
+        return [line for line in lines if line]
+
+
+def title_warning(titles_from: Mapping[str, str], where: str, shown: int = 5) -> str | None:
+    """One line naming the files without a 'title' or level-1 heading and where their titles came from."""
+    if not titles_from:
+        return None
+    listed = [f"{file} (from {source})" for file, source in list(titles_from.items())[:shown]]
+    more = f" and {len(titles_from) - shown} more" if len(titles_from) > shown else ""
+    return (
+        f"{where}: {len(titles_from)} file{'s' * (len(titles_from) != 1)} without a level-1 heading or a "
+        f"'title' in the front matter, titled by their first heading or file name: {', '.join(listed)}{more}"
+    )
 
 
 def read_files(
@@ -146,26 +168,49 @@ def read_files(
     A file that cannot be read or parsed, and a document id used by two files,
     are problems; the other files' documents are still read.
     """
+    return parse_files(
+        [(str(path), functools.partial(file_content, path, source)) for path in paths], source, skip, defaults
+    )
+
+
+def parse_files(
+    files: Iterable[tuple[str, Callable[[], str | bytes]]],
+    source: str,
+    skip: Collection[str] | None,
+    defaults: DocumentDefaults,
+) -> FolderReading:
+    """:func:`read_files` over (file name, function giving its text) pairs: the one parse of a folder.
+
+    The pipeline's parse and ``rag ask`` both read a folder through here, so
+    they see the same documents, blocks and problems. ``name`` is the file's
+    path as errors should name it; its last part, without the ending, is the
+    document's default id.
+    """
     reading = FolderReading()
-    origin: dict[str, Path] = {}
-    for path in paths:
+    origin: dict[str, str] = {}
+    for name, text in files:
+        stem = Path(name).stem
         try:
-            parsed = read_file(file_content(path, source), str(path), source, skip, defaults)
+            parsed = read_file(text(), name, source, skip, defaults)
         except (DocumentError, FolderError) as error:
             reading.problems.append(str(error))
-            reading.failed.add(path.stem)
+            reading.failed.add(stem)
             continue
         document = parsed.document
         if document.doc_id in origin:
             reading.problems.append(
-                f"{path}: document id {document.doc_id!r} is already used by {origin[document.doc_id]}"
+                f"{name}: document id {document.doc_id!r} is already used by {origin[document.doc_id]}"
             )
             continue
-        origin[document.doc_id] = path
+        origin[document.doc_id] = name
         reading.documents.append(document)
         reading.skipped[document.doc_id] = parsed.skipped
+        if stem != document.doc_id:
+            reading.file_ids[stem] = reading.file_ids[Path(name).name] = document.doc_id
         if parsed.other_metadata:
-            reading.other_metadata[str(path)] = parsed.other_metadata
+            reading.other_metadata[name] = parsed.other_metadata
+        if parsed.title_from:
+            reading.titles_from[name] = parsed.title_from
     return reading
 
 
