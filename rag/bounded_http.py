@@ -67,9 +67,13 @@ class HttpReply:
 
 
 def _connection(
-    url: urllib.parse.SplitResult, timeout: float, use_proxy: bool = True
+    url: urllib.parse.SplitResult, timeout: float, use_proxy: bool = True, connect_to: str | None = None
 ) -> tuple[http.client.HTTPConnection, str]:
-    """A connection to the URL's host (or to the proxy that reaches it) and the request target."""
+    """A connection to the URL's host (or to the proxy that reaches it) and the request target.
+
+    ``connect_to`` is the address the host was resolved to and judged by: a direct
+    connection goes there (the Host header and TLS name stay the URL's host).
+    """
     host, port = url.hostname or "", url.port
     target = urllib.parse.urlunsplit(("", "", url.path or "/", url.query, ""))
     proxy = urllib.request.getproxies().get(url.scheme) if use_proxy else None
@@ -85,8 +89,17 @@ def _connection(
         return http.client.HTTPConnection(proxy_host, proxy_port, timeout=timeout), url.geturl()
     if url.scheme == "https":
         context = ssl.create_default_context()
-        return http.client.HTTPSConnection(host, port, timeout=timeout, context=context), target
-    return http.client.HTTPConnection(host, port, timeout=timeout), target
+        connection = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
+    else:
+        connection = http.client.HTTPConnection(host, port, timeout=timeout)
+    if connect_to is not None:
+        pinned = connect_to
+
+        def to_resolved(address, timeout=None, source_address=None, **options):
+            return socket.create_connection((pinned, address[1]), timeout, source_address, **options)
+
+        connection._create_connection = to_resolved
+    return connection, target
 
 
 def request(
@@ -99,6 +112,7 @@ def request(
     max_body_bytes: int,
     clock: Callable[[], float] = time.monotonic,
     use_proxy: bool = True,
+    connect_to: str | None = None,
 ) -> HttpReply:
     """Send one request and return the whole reply, whatever its status, within the deadline.
 
@@ -114,7 +128,7 @@ def request(
         raise ConnectionFault(f"not an http(s) URL: {parsed.scheme}://{parsed.hostname or ''}")
     started = clock()
     expired = threading.Event()
-    connection, target = _connection(parsed, deadline_seconds, use_proxy)
+    connection, target = _connection(parsed, deadline_seconds, use_proxy, connect_to)
 
     def cut() -> None:
         expired.set()

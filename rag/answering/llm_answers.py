@@ -53,6 +53,8 @@ from rag.models.response_cache import ResponseCache
 if TYPE_CHECKING:
     import pandas as pd
 
+    from rag.models.gate import Gate
+
 logger = logging.getLogger(__name__)
 
 DEVELOPMENT = "development"
@@ -112,8 +114,10 @@ class EndpointEntry:
     def bundled(self) -> bool:
         return self.base_url == BUNDLED_ENDPOINT
 
-    def endpoint(self, base_url: str | None = None, identity: str | None = None) -> Endpoint:
-        """The client's endpoint at ``base_url`` (the bundled server's, once started)."""
+    def endpoint(
+        self, base_url: str | None = None, identity: str | None = None, gate: Gate | None = None
+    ) -> Endpoint:
+        """The client's endpoint at ``base_url`` (the bundled server's, once started), routed by ``gate``."""
         return Endpoint(
             base_url or self.base_url,
             self.model,
@@ -121,6 +125,7 @@ class EndpointEntry:
             concurrency=self.concurrency,
             timeout_seconds=self.timeout_seconds,
             identity=identity,
+            gate=gate,
         )
 
 
@@ -375,18 +380,24 @@ def answer_records(
     complete: Complete,
     setting: Setting,
     evidence: Mapping[str, Mapping[int, set[str]]] | None = None,
+    gate: Gate | None = None,
 ) -> list[LlmAnswer]:
     """Ask ``generator`` every question (closed book when ``top_chunks`` is None) and judge each reply.
 
     ``complete`` turns the conversations into completions in order (for
     example :func:`complete_with_cache`); ``evidence`` maps a question id to
     its evidence pieces and the chunk ids holding each whole
-    (:func:`rag.answering.answers.evidence_chunks`).
+    (:func:`rag.answering.answers.evidence_chunks`). ``gate``
+    (rag.models.gate) admits every prompt's chunks before any conversation is
+    built: one chunk outside its caller's view and nothing is asked.
     """
     if (top_chunks is None) != setting.closed_book:
         raise ValueError(f"setting {setting.retriever!r}: closed book exactly when no chunks are given")
     evidence = evidence or {}
     prompts = [None if top_chunks is None else list(top_chunks(question)) for question in questions]
+    if gate is not None:
+        for chunks in prompts:
+            gate.admit([chunk.chunk_id for chunk in chunks or ()])
     conversations = [
         messages_for(question.text, chunks, generator.template)
         for question, chunks in zip(questions, prompts, strict=True)
@@ -490,6 +501,7 @@ def complete_with_cache(
     progress: Callable[[str], object] | None = None,
     environment: Mapping[str, str] = os.environ,
     closed_book: bool = False,
+    gate: Gate | None = None,
 ) -> Complete:
     """Conversations to completions: cached replies as they are, the rest asked, and cached.
 
@@ -498,7 +510,8 @@ def complete_with_cache(
     structured entry's replies come back as answer text with [n] markers
     (:func:`structured_answer_text`); where the server refuses the
     ``response_format``, the whole set is asked again in plain text, with
-    one warning.
+    one warning. Every request goes where ``gate`` routes it (rag.models.gate);
+    without a gate, only to an address that is loopback.
     """
 
     def ask(conversations: list[list[dict]], response_format: dict | None) -> list[Completion]:
@@ -513,12 +526,13 @@ def complete_with_cache(
             _refuse_when_not_installed(generator, absent, len(requests))
         if not missing:
             # Every reply is cached: chat_many reads them all and contacts nobody.
-            endpoint = generator.endpoint("http://127.0.0.1/v1" if generator.bundled else None, identity)
+            named = "http://127.0.0.1/v1" if generator.bundled else None
+            endpoint = generator.endpoint(named, identity, gate)
             return chat_many(
                 endpoint, conversations, generator.sampling, cache, progress, environment, response_format
             )
         with _served(generator, server_log) as base_url:
-            endpoint = generator.endpoint(base_url, identity)
+            endpoint = generator.endpoint(base_url, identity, gate)
             return chat_many(
                 endpoint, conversations, generator.sampling, cache, progress, environment, response_format
             )

@@ -68,6 +68,7 @@ from rag.models.response_cache import ResponseCache
 
 if TYPE_CHECKING:
     from rag.answering.llm_answers import LlmGenerator
+    from rag.models.gate import Gate
 
 NO_LOG_PROBABILITIES = "the server gives no per-token log-probabilities of an echoed prompt"
 # llama-cpp-python 0.3.36 reports, for each echoed prompt token, the log-probability
@@ -142,27 +143,29 @@ def generator_model(
     max_tokens: int,
     server_log: str | Path,
     stack: contextlib.ExitStack,
+    gate: Gate | None = None,
 ) -> ServedModel:
     """An ``llm`` generator entry as a served model; the bundled server is started on the first cache miss.
 
     The bundled server is started with ``logits_all`` (the log-probability
     of every prompt token, which echoed scoring needs) and stopped when
-    ``stack`` closes; another endpoint is asked where it is.
+    ``stack`` closes; another endpoint is asked where it is. Every request
+    goes where ``gate`` (rag.models.gate, opened for the grounding caller) routes it.
     """
     from rag.answering.llm_answers import endpoint_identity
 
     identity = endpoint_identity(generator)
     if not generator.bundled:
-        endpoint = generator.endpoint(None, identity)
+        endpoint = generator.endpoint(None, identity, gate)
         return served_model(generator.name, endpoint, cache, max_tokens, sampling=generator.sampling)
 
     def start() -> Endpoint:
         from rag.models import local_server
 
         base_url = stack.enter_context(local_server.running(server_log, logprobs=True, alias=generator.model))
-        return generator.endpoint(base_url, identity)
+        return generator.endpoint(base_url, identity, gate)
 
-    named = generator.endpoint("http://127.0.0.1/v1", identity)
+    named = generator.endpoint("http://127.0.0.1/v1", identity, gate)
     model = served_model(generator.name, named, cache, max_tokens, start=start, sampling=generator.sampling)
     return dataclasses.replace(model, score=lambda prefix, continuation: None, unscored=MISALIGNED_ECHO)
 

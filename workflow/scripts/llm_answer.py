@@ -13,6 +13,7 @@ from rag.formats.tables import provenance, write_parquet
 from rag.jobs import finish_job, start_log
 from rag.kinds import behaviour
 from rag.labels import parse_questions
+from rag.models.gate import chunk_access, empty_table, model_entry, open_gate
 from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
 
@@ -35,9 +36,14 @@ if setting.retriever != CLOSED_BOOK:
         return sources.top_chunks(question.question_id, setting.k)
 
 
+# Every request passes the one gate (rag.models.gate): the caller's view over the chunk table.
+table = empty_table() if top_chunks is None else chunk_access(snakemake.input.chunks)
+gate = open_gate(caller=caller, entry=model_entry(names["generator"], entry, "generator"), table=table)
 cache = ResponseCache(snakemake.params.cache)
-ask = complete_with_cache(generator, cache, snakemake.log.server, log.info, closed_book=setting.closed_book)
-frame = answers_frame(answer_records(questions, top_chunks, generator, ask, setting, evidence))
+ask = complete_with_cache(
+    generator, cache, snakemake.log.server, log.info, closed_book=setting.closed_book, gate=gate
+)
+frame = answers_frame(answer_records(questions, top_chunks, generator, ask, setting, evidence, gate))
 cached = int(frame["cached"].sum())
 log.info(
     "%s: %d answers (%d from the cache, %d asked), %d abstained, %d faithful, %d responsive",
