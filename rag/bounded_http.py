@@ -67,12 +67,16 @@ class HttpReply:
 
 
 def _connection(
-    url: urllib.parse.SplitResult, timeout: float, use_proxy: bool = True, connect_to: str | None = None
+    url: urllib.parse.SplitResult,
+    timeout: float,
+    use_proxy: bool = True,
+    connect_to: tuple[str, ...] | None = None,
 ) -> tuple[http.client.HTTPConnection, str]:
     """A connection to the URL's host (or to the proxy that reaches it) and the request target.
 
-    ``connect_to`` is the address the host was resolved to and judged by: a direct
-    connection goes there (the Host header and TLS name stay the URL's host).
+    ``connect_to`` are the addresses the host was resolved to and judged by: a direct
+    connection goes to the first that accepts, never to another (the Host header and
+    TLS name stay the URL's host).
     """
     host, port = url.hostname or "", url.port
     target = urllib.parse.urlunsplit(("", "", url.path or "/", url.query, ""))
@@ -92,11 +96,17 @@ def _connection(
         connection = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
     else:
         connection = http.client.HTTPConnection(host, port, timeout=timeout)
-    if connect_to is not None:
-        pinned = connect_to
+    if connect_to:
+        pinned = tuple(connect_to)
 
         def to_resolved(address, timeout=None, source_address=None, **options):
-            return socket.create_connection((pinned, address[1]), timeout, source_address, **options)
+            failure: OSError | None = None
+            for resolved in pinned:  # each address was judged; none other is tried
+                try:
+                    return socket.create_connection((resolved, address[1]), timeout, source_address, **options)
+                except OSError as error:
+                    failure = error
+            raise failure or OSError("no address to connect to")
 
         connection._create_connection = to_resolved
     return connection, target
@@ -112,7 +122,7 @@ def request(
     max_body_bytes: int,
     clock: Callable[[], float] = time.monotonic,
     use_proxy: bool = True,
-    connect_to: str | None = None,
+    connect_to: tuple[str, ...] | None = None,
 ) -> HttpReply:
     """Send one request and return the whole reply, whatever its status, within the deadline.
 

@@ -101,13 +101,13 @@ class Route:
     loopback: bool
 
     @property
-    def connect_to(self) -> str | None:
-        """The address the connection goes to: the first one resolved, the one that was judged.
+    def connect_to(self) -> tuple[str, ...] | None:
+        """The addresses a connection may go to: those resolved and judged, tried in order.
 
         None for a name this machine cannot resolve (an endpoint reached through a proxy): such a
         route is never loopback, so only an entry that may receive the caller's text gets it.
         """
-        return self.addresses[0] if self.addresses else None
+        return self.addresses or None
 
     def where(self) -> str:
         if not self.addresses or self.addresses == (self.host,):
