@@ -103,7 +103,8 @@ def _connection(
             failure: OSError | None = None
             for resolved in pinned:  # each address was judged; none other is tried
                 try:
-                    return socket.create_connection((resolved, address[1]), timeout, source_address, **options)
+                    where = (resolved, address[1])
+                    return socket.create_connection(where, timeout, source_address, **options)
                 except OSError as error:
                     failure = error
             raise failure or OSError("no address to connect to")
