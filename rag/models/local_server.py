@@ -34,9 +34,11 @@ Why each safeguard:
   ``api_key``, passed in its environment, never on its command line where
   ``ps`` shows it). The start is complete only when the port refuses a
   request without the key (401) and lists the bundled model to one with it,
-  while the started process still runs: whatever else listens on the port
-  (a server that took it first, say) is refused in one line and nothing is
-  asked or cached. The client sends the key with every request to the port
+  while the started process still runs, refuses a wrong key too (a server
+  that accepts any key is not ours), and the socket listening on the port is
+  held by the started process or its group (read from /proc on Linux):
+  whatever else listens on the port (a server that took it first, say) is
+  refused in one line and nothing is asked or cached. The client sends the key with every request to the port
   and refuses one once the process has exited
   (:func:`rag.models.client.served`). The process id, port and
   :func:`identity` are written to the server's log.
@@ -70,8 +72,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -348,37 +348,43 @@ def server_command(
     return command
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *arguments, **keywords) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
-
-
 def _status(base_url: str, key: str | None) -> tuple[int | None, object]:
-    """(HTTP status, JSON body) of GET /models, with or without the key; (None, None) when nothing answers."""
-    request = urllib.request.Request(f"{base_url}/models")
+    """(HTTP status, JSON body) of GET /models, with or without the key; (None, None) when nothing answers.
+
+    Through the one HTTP client's transport (rag.bounded_http): direct to 127.0.0.1, never a
+    proxy, no redirect followed, the reply bounded in size and time.
+    """
+    from rag import bounded_http
+
+    headers = {"Accept": "application/json"}
     if key is not None:
-        request.add_header("Authorization", f"Bearer {key}")
+        headers["Authorization"] = f"Bearer {key}"
     try:
-        with _OPENER.open(request, timeout=2) as reply:
-            body = reply.read(1 << 20)
-            status = reply.status
-    except urllib.error.HTTPError as error:
-        return error.code, None
-    except (OSError, ValueError):
+        reply = bounded_http.request(
+            "GET",
+            f"{base_url}/models",
+            headers,
+            deadline_seconds=2.0,
+            max_body_bytes=1 << 20,
+            use_proxy=False,
+            connect_to=(HOST,),
+        )
+    except bounded_http.HttpFault:
         return None, None
+    if reply.status != 200:
+        return reply.status, None
     try:
-        return status, json.loads(body)
+        return reply.status, json.loads(reply.body)
     except ValueError:
-        return status, None
+        return reply.status, None
 
 
 def verify(base_url: str, key: str, alias: str = DEFAULT_MODEL) -> str | None:
     """Why the server at ``base_url`` is not (yet) the one holding ``key``; None when it is.
 
-    "not answering" while it starts; any other reason means something else answers there.
+    "not answering" while it starts; any other reason means something else answers there:
+    it must list the model to the key, and refuse (401) both no key and a wrong one, so a
+    server that accepts any key (a squatter) is refused.
     """
     status, body = _status(base_url, key)
     if status is None:
@@ -392,7 +398,69 @@ def verify(base_url: str, key: str, alias: str = DEFAULT_MODEL) -> str | None:
         return (
             f"GET /models without the key gave HTTP {without}, not 401: the server does not require its key"
         )
+    wrong, _ = _status(base_url, secrets.token_urlsafe(32))
+    if wrong != 401:
+        return f"GET /models with a wrong key gave HTTP {wrong}, not 401: the server accepts any key"
     return None
+
+
+def _listening_inodes(port: int, proc: Path) -> set[str]:
+    """The socket inodes listening on ``port`` (from /proc/net/tcp and tcp6; state 0A is LISTEN)."""
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = (proc / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
+    return inodes
+
+
+def _group_members(group: int, proc: Path) -> list[int]:
+    """The processes of process group ``group`` (field 5 of /proc/PID/stat)."""
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(group):
+            members.append(int(entry.name))
+    return members
+
+
+def listener_problem(process_id: int, port: int, proc: Path = Path("/proc")) -> str | None:
+    """Why the socket listening on ``port`` is not held by the process we started (or its group).
+
+    Read from /proc: the listening socket's inode, and the open files of the
+    processes of the child's group (it runs in its own session, so its group
+    is its process id). None when the child holds it, or where /proc does not
+    tell (another system): the key check (:func:`verify`) still applies.
+    """
+    if not (proc / "net" / "tcp").exists():
+        return None
+    inodes = _listening_inodes(port, proc)
+    if not inodes:
+        return f"nothing listens on port {port}"
+    held = {f"socket:[{inode}]" for inode in inodes}
+    for member in _group_members(process_id, proc):
+        try:
+            links = list((proc / str(member) / "fd").iterdir())
+        except OSError:
+            continue
+        for link in links:
+            try:
+                if os.readlink(link) in held:
+                    return None
+            except OSError:  # closed since it was listed (the listing's own descriptor, say)
+                continue
+    return f"the socket listening on port {port} is not held by process {process_id}, which this run started"
 
 
 def _log_tail(log_path: Path, lines: int = 3) -> str:
@@ -470,6 +538,8 @@ def _wait_until_verified(
                 f"see {log_path}: {_log_tail(log_path)}"
             )
         problem = verify(base_url, key, alias)
+        if problem is None:
+            problem = listener_problem(process.pid, int(base_url.rsplit(":", 1)[1].split("/", 1)[0]))
         if problem is None and process.poll() is None:
             return
         if problem is not None and problem != "not answering":
