@@ -858,7 +858,13 @@ def _llm_generator(name: str, cache: Path, caller: Caller, tables: dict) -> Call
         # The first call may start the bundled server (tens of seconds on a busy machine): say so.
         _progress(f"asking {name} (served from {cache / LLM_CACHE_FOLDER} when this prompt was asked before)")
         try:
-            return complete([messages])[0].text.strip()
+            completion = complete([messages])[0]
+            if completion.structured:
+                read = llm_answers.structured_reply(completion.text, len(prompt.sources))
+                if read.problem:
+                    raise AskError(f"--generator {name}: {read.problem}")
+                return read.text
+            return completion.text.strip()
         except (LlmError, local_server.LocalServerError, ValueError) as error:
             raise AskError(f"--generator {name}: {error}") from None
 

@@ -278,6 +278,9 @@ class Completion:
     completion_tokens: int
     seconds: float
     cached: bool
+    # Whether ``text`` is a structured reply still to be read against its prompt's sources
+    # (rag.answering.llm_answers.structured_reply). Not part of the cached reply.
+    structured: bool = False
 
 
 def read_key(endpoint: Endpoint, environment: Mapping[str, str]) -> str | None:
@@ -601,7 +604,7 @@ def chat(
     prompt_tokens, completion_tokens = _usage(reply.document, shown)
     completion = Completion(text, prompt_tokens, completion_tokens, round(reply.seconds, 3), cached=False)
     stored = asdict(completion)
-    del stored["cached"]
+    del stored["cached"], stored["structured"]
     _checked("chat", stored, shown)
     if cache is not None:
         cache.put(request, stored)
