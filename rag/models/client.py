@@ -187,6 +187,11 @@ class LlmError(RuntimeError):
         self.status = status
 
 
+class GateError(LlmError):
+    """A request the gate refuses (rag.models.gate); one line naming the caller, the entry and why
+    (never a chunk's text)."""
+
+
 class ResponseFormatRefused(LlmError):
     """The server refused a request's ``response_format``; the caller may ask again in plain text."""
 
@@ -300,12 +305,15 @@ def read_key(endpoint: Endpoint, environment: Mapping[str, str]) -> str | None:
 def endpoint_route(endpoint: Endpoint):
     """Where ``endpoint``'s requests go (rag.models.gate.Route), resolved once; refused off the machine
     without a gate: only the gate knows whose text a request holds and what the endpoint may receive."""
-    from rag.models.gate import GateError, route_of
+    from rag.models.routes import RouteError, route_of
 
     gate = endpoint.gate
     if gate is not None:
         return gate.route(endpoint.base_url)
-    route = route_of(endpoint.base_url)
+    try:
+        route = route_of(endpoint.base_url)
+    except RouteError as error:
+        raise GateError(f"{shown_url(endpoint.base_url)}: {error}") from None
     if not route.loopback:
         raise GateError(
             f"{shown_url(endpoint.base_url)}: {route.where()} is not this machine's loopback, and the "

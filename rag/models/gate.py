@@ -30,113 +30,28 @@ for a machine elsewhere.
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
-import socket
 import threading
-import urllib.parse
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rag.corpus.documents import ACCESS_LEVELS
-from rag.kinds import BUNDLED_ENDPOINT
-from rag.models.client import LlmError
+from rag.models.client import GateError
+from rag.models.routes import Route, planning_route, resolving, route_of
 from rag.retrieval.filters import Caller, ChunkMetadata, allowed_chunks
 
-# host, port -> the addresses a connection to them may reach.
-Resolver = Callable[[str, int], Sequence[str]]
-
-
-class GateError(LlmError):
-    """A request the gate refuses; one line naming the caller, the entry and why (never a chunk's text)."""
-
-
-def system_resolver(host: str, port: int) -> list[str]:
-    """Every address ``host`` resolves to (``getaddrinfo``), in its order, without repeats."""
-    try:
-        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError) as error:
-        raise GateError(f"{host}: the name does not resolve ({type(error).__name__})") from None
-    return list(dict.fromkeys(str(info[4][0]) for info in found))
-
-
-def loopback_address(address: str) -> bool:
-    """Whether an IP address is this machine's loopback (127.0.0.0/8, ``::1``, or IPv4-mapped 127.x)."""
-    try:
-        parsed = ipaddress.ip_address(address.strip("[]").split("%", 1)[0])
-    except ValueError:
-        return False
-    mapped = getattr(parsed, "ipv4_mapped", None)
-    return parsed.is_loopback or (mapped is not None and mapped.is_loopback)
-
-
-_INJECTED: dict[str, Callable] = {"resolve": system_resolver, "loopback": loopback_address}
-_INJECTED_LOCK = threading.Lock()
-
-
-@contextlib.contextmanager
-def resolving(resolve: Resolver, loopback: Callable[[str], bool] | None = None) -> Iterator[None]:
-    """While the block runs, names resolve with ``resolve`` (and addresses are judged by ``loopback``)."""
-    with _INJECTED_LOCK:
-        saved = dict(_INJECTED)
-        _INJECTED["resolve"] = resolve
-        if loopback is not None:
-            _INJECTED["loopback"] = loopback
-    try:
-        yield
-    finally:
-        with _INJECTED_LOCK:
-            _INJECTED.update(saved)
-
-
-@dataclass(frozen=True)
-class Route:
-    """Where a base URL leads: its host, port and resolved addresses; loopback only if all of them are."""
-
-    host: str
-    port: int
-    addresses: tuple[str, ...]
-    loopback: bool
-
-    @property
-    def connect_to(self) -> tuple[str, ...] | None:
-        """The addresses a connection may go to: those resolved and judged, tried in order.
-
-        None for a name this machine cannot resolve (an endpoint reached through a proxy): such a
-        route is never loopback, so only an entry that may receive the caller's text gets it.
-        """
-        return self.addresses or None
-
-    def where(self) -> str:
-        if not self.addresses or self.addresses == (self.host,):
-            return self.host
-        return f"{self.host} at {', '.join(self.addresses)}"
-
-
-def route_of(base_url: str) -> Route:
-    """Resolve ``base_url``'s host once; the bundled endpoint is this machine's by construction."""
-    if base_url == BUNDLED_ENDPOINT:
-        return Route("127.0.0.1", 0, ("127.0.0.1",), True)
-    parsed = urllib.parse.urlsplit(base_url)
-    host = (parsed.hostname or "").rstrip(".")
-    if not host:
-        raise GateError("the endpoint's base_url names no host")
-    try:
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-    except ValueError:
-        raise GateError(f"{host}: the endpoint's port is not a number") from None
-    with _INJECTED_LOCK:
-        resolve, loopback = _INJECTED["resolve"], _INJECTED["loopback"]
-    try:
-        literal = ipaddress.ip_address(host.strip("[]").split("%", 1)[0])
-    except ValueError:
-        literal = None
-    addresses = (str(literal),) if literal is not None else tuple(resolve(host, port))
-    if not addresses:
-        raise GateError(f"{host}: the name resolves to no address")
-    return Route(host, port, addresses, all(loopback(address) for address in addresses))
+__all__ = [
+    "ChunkAccess",
+    "Gate",
+    "GateError",
+    "ModelEntry",
+    "Route",
+    "open_gate",
+    "planning_problem",
+    "resolving",
+    "route_of",
+]
 
 
 @dataclass(frozen=True)
@@ -181,15 +96,6 @@ def receives_too_much(caller: Caller, entry: ModelEntry, route: Route) -> str | 
         f"{_levels(entry.may_receive)}; declare may_receive in {entry.where} if that endpoint may receive "
         f"{', '.join(above)} text, or answer as a caller who reads less"
     )
-
-
-def planning_route(base_url: str) -> Route:
-    """:func:`route_of` for planning: a name that does not resolve now counts as off this machine."""
-    try:
-        return route_of(base_url)
-    except GateError:
-        host = (urllib.parse.urlsplit(base_url).hostname or "?").rstrip(".")
-        return Route(host, 0, (), False)
 
 
 def planning_problem(*, caller: Caller, entry: ModelEntry) -> str | None:
@@ -283,6 +189,12 @@ def chunk_access(path: str) -> ChunkAccess:
     from rag.retrieval.filters import METADATA_COLUMNS
 
     return ChunkAccess.from_columns(read_columns(path, ["chunk_id", *METADATA_COLUMNS]))
+
+
+def table_gate(*, caller: Caller, name: str, entry: Mapping, role: str, chunks: str | None) -> Gate:
+    """:func:`open_gate` for a config entry and a chunk table file (None: requests carry no chunks)."""
+    table = empty_table() if chunks is None else chunk_access(chunks)
+    return open_gate(caller=caller, entry=model_entry(name, entry, role), table=table)
 
 
 def empty_table() -> ChunkAccess:

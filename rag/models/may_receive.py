@@ -16,12 +16,9 @@ from collections.abc import Mapping
 
 def loopback_endpoint(base_url: str) -> bool:
     """Whether an entry's endpoint runs on this machine: bundled, or every address it resolves to loopback."""
-    from rag.models.gate import GateError, route_of
+    from rag.models.routes import planning_route
 
-    try:
-        return route_of(base_url).loopback
-    except GateError:
-        return False
+    return planning_route(base_url).loopback
 
 
 def endpoint_receives_too_much(

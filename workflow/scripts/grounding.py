@@ -3,14 +3,12 @@
 import contextlib
 import json
 
-from rag.answering.llm_answers import generator_from_entry
 from rag.formats.files import write_csv
 from rag.formats.tables import read_columns
 from rag.grounding.cases import describe_case, grounding_tables
 from rag.grounding.experiment import run_grounding, train_memory
-from rag.grounding.served_model import generator_model
+from rag.grounding.served_model import gated_models
 from rag.jobs import finish_job, start_log
-from rag.models.gate import chunk_access, model_entry, open_gate
 from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
 from rag.retrieval.filters import METADATA_COLUMNS, caller_from_view, parse_filter
@@ -34,30 +32,9 @@ log.info(
 cache = ResponseCache(snakemake.params.cache)
 # Every served model's requests pass the one gate (rag.models.gate), for the grounding caller.
 who = caller_from_view(caller, parse_filter(json.loads(snakemake.params.view), caller))
-table = chunk_access(snakemake.input.chunks)
-gates = [
-    open_gate(caller=who, entry=model_entry(name, entry, "generator"), table=table)
-    for name, entry in entries.items()
-]
-
-
-def admit(chunk_ids):
-    for gate in gates:
-        gate.admit(chunk_ids)
-
-
 with contextlib.ExitStack() as servers:
-    served = [
-        generator_model(
-            generator_from_entry(name, entry),
-            cache,
-            settings["max_tokens"],
-            snakemake.log.server,
-            servers,
-            gate,
-        )
-        for (name, entry), gate in zip(entries.items(), gates, strict=True)
-    ]
+    paths = (snakemake.input.chunks, cache, settings["max_tokens"], snakemake.log.server, servers)
+    served, admit = gated_models(entries, who, *paths)
     results, swaps = run_grounding(memory, settings, parsed, chunks, ranking, served, admit)
 for result in results:
     log.info("%s", describe_case(result))

@@ -114,9 +114,7 @@ def test_the_hosted_generator_takes_the_same_timeout(monkeypatch):
     for variable, value in environment.items():
         monkeypatch.setenv(variable, value)
     seen = {}
-    monkeypatch.setattr(
-        hosted, "hosted_generator", lambda config, **gated: seen.setdefault("config", config)
-    )
+    monkeypatch.setattr(hosted, "hosted_generator", lambda config, **gated: seen.setdefault("config", config))
     cli._hosted_generator(PUBLIC_CALLER, {})
     assert seen["config"].timeout_seconds == float(bundled_generators()["llm"]["timeout"])
     monkeypatch.setenv("RAG_LLM_TIMEOUT", "7")
