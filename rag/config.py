@@ -1106,8 +1106,17 @@ def _callers(plan: Plan) -> None:
         caller = chosen(plan.config["grounding"].get("caller"), f"{where}['caller']")
         plan.answer_callers["grounding"] = caller
         generators_served += [(name, caller, where) for name in plan.grounding["generators"]]
-    for generator, caller, where in generators_served:
-        problem = endpoint_receives_too_much(generator, plan.generators[generator], caller, callers[caller])
+    # A judge answers as the caller of the answers it judges (the llm answers'), so it receives
+    # what that caller reads: checked like a generator (rag.models.gate), naming the caller.
+    judge_caller = plan.answer_callers.get("llm", PUBLIC_CALLER.name)
+    if plan.judges:
+        plan.answer_callers["judge"] = judge_caller
+    served = [(name, caller, where, "generator") for name, caller, where in generators_served]
+    served += [(name, judge_caller, f"config['generators'][{name!r}]", "judge") for name in plan.judges]
+    for generator, caller, where, role in served:
+        problem = endpoint_receives_too_much(
+            generator, plan.generators[generator], caller, callers[caller], role
+        )
         if problem:
             raise ConfigError(f"{where}: {problem}")
 

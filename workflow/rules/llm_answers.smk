@@ -71,6 +71,8 @@ if PLAN.judges:
         threads: 1
         params:
             judges=lambda wildcards: canonical_json(PLAN.judges),
+            # A judge answers as the caller of the answers it judges (rag.models.gate).
+            caller=lambda wildcards: caller_params(PLAN.answer_callers["judge"]),
             cache=LLM_CACHE,
             code=script_digest("judge_calibration.py"),
         script:
