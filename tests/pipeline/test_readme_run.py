@@ -120,6 +120,7 @@ def _run(script: str, clone: Path, **environment: str) -> None:
 
 def default_kernel() -> str | None:
     """The OpenBLAS kernel numpy uses here (threadpoolctl's ``architecture``), if it says."""
+    import numpy  # noqa: F401  (loads its OpenBLAS, which threadpoolctl then sees)
     from threadpoolctl import threadpool_info
 
     found = [pool.get("architecture") for pool in threadpool_info() if pool.get("internal_api") == "openblas"]
