@@ -32,7 +32,7 @@ from rag.ask.index import IndexOptions, answer_question, build_question_index
 from rag.ask.traces import report_trace
 from rag.corpus.documents import ACCESS_LEVELS, Document
 from rag.kinds import behaviour
-from rag.retrieval.filters import Caller, ChunkMetadata, allowed_chunks, readable
+from rag.retrieval.filters import Caller, ChunkMetadata, allowed_chunks, readable_document
 
 COLUMNS = (
     "run",
@@ -173,9 +173,7 @@ def measure_run(
                 )
         for doc_id, (change, _) in watched.items():
             document = present.get(doc_id)
-            may_read = document is not None and readable(
-                caller, document.access, document.tenant, document.acl
-            )
+            may_read = document is not None and readable_document(caller, document)
             rows.append(
                 {
                     "run": run,

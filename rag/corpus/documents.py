@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from rag.corpus.front_matter import OTHER_LINE_SEPARATORS, FrontMatterError, load_front_matter
+from rag.corpus.front_matter import OTHER_LINE_SEPARATORS, FrontMatterError, key_lines, load_front_matter
 from rag.corpus.inline_markup import (
     ACTIVE_ELEMENTS,
     remove_active_elements,
@@ -274,14 +274,18 @@ def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
         raise DocumentError(
             f"{name}, line {opening + 1}: front matter opened by '---' is never closed by a '---' line"
         )
+    block = "\n".join(lines[opening + 1 : closing])
     try:
-        meta = load_front_matter("\n".join(lines[opening + 1 : closing]), opening + 2)
+        meta = load_front_matter(block, opening + 2)
     except FrontMatterError as error:
         raise DocumentError(f"{name}, {error}") from None
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
         raise DocumentError(f"{name}, line {opening + 2}: front matter must be a mapping of keys to values")
+    from rag.corpus.access_metadata import check_lookalikes  # the one schema of access fields
+
+    check_lookalikes(meta, name, key_lines(block, opening + 2))
     return meta, "\n".join(lines[closing + 1 :]), closing + 2
 
 
@@ -327,27 +331,13 @@ def _metadata_tags(meta: dict, name: str) -> tuple[str, ...]:
     return tuple(tag.strip() for tag in value)
 
 
-def _metadata_access(meta: dict, name: str, default_access: str) -> str:
-    value = meta.get("access", None)
-    if "access" not in meta:
-        return default_access
-    if not isinstance(value, str) or value not in ACCESS_LEVELS:
-        raise DocumentError(
-            f"{name}: front matter 'access' must be one of {', '.join(ACCESS_LEVELS)}, got {_shown(value)}"
-        )
-    return value
+def _metadata_policy(meta: dict, name: str, defaults: DocumentDefaults) -> tuple[str, str, tuple[str, ...]]:
+    """Access level, tenant and groups the front matter states, else the corpus's defaults
+    (:func:`rag.corpus.access_metadata.read_access_metadata`, the schema every source shares)."""
+    from rag.corpus.access_metadata import read_access_metadata
 
-
-def _metadata_tenant(meta: dict, name: str, default_tenant: str) -> str:
-    if "tenant" not in meta:
-        return default_tenant
-    return check_tenant(meta["tenant"], f"{name}: front matter 'tenant'")
-
-
-def _metadata_acl(meta: dict, name: str, default_acl: tuple[str, ...]) -> tuple[str, ...]:
-    if "acl" not in meta:
-        return default_acl
-    return check_acl(meta["acl"], f"{name}: front matter 'acl'")
+    fields = read_access_metadata(meta, name, defaults, label=lambda key: f"{name}: front matter {key!r}")
+    return fields.access, fields.tenant, fields.acl
 
 
 def check_tenant(value: object, what: str) -> str:
@@ -396,6 +386,9 @@ def document_defaults(entry: Mapping, where: str) -> DocumentDefaults:
     Only ``default_access`` has a default (restricted); a tenant and groups are
     given to documents that state none only when the entry says so explicitly.
     """
+    from rag.corpus.access_metadata import check_default_keys
+
+    check_default_keys(entry, where)  # 'Default_Access', 'default_groups': never silently ignored
     access = check_access_level(entry.get("default_access", DEFAULT_ACCESS), f"{where}['default_access']")
     tenant = (
         check_tenant(entry["default_tenant"], f"{where}['default_tenant']")
@@ -570,9 +563,9 @@ def parse_markdown_file(
     url = _metadata_text(meta, "url", name)
     updated = _metadata_date(meta, name)
     tags = _metadata_tags(meta, name)
-    access = _metadata_access(meta, name, default_access)
-    tenant = _metadata_tenant(meta, name, default_tenant)
-    acl = _metadata_acl(meta, name, tuple(default_acl))
+    access, tenant, acl = _metadata_policy(
+        meta, name, DocumentDefaults(default_access, default_tenant, default_acl)
+    )
     lines = strip_markup(body).split("\n")
     structure = _block_structure(lines)
     path: list[str] = []

@@ -28,6 +28,7 @@ from rag.config import BEIR_DEFAULTS, ConfigError, build_plan
 from rag.models.response_cache import COMMITTED_CACHE, canonical_json  # the one byte-stable JSON
 from rag.corpus.folders import FOLDER_SOURCES
 from rag.corpus.beir_files import beir_files
+from rag.corpus.manifest import content_digest
 from rag.formats.files import read_yaml
 
 # The whole configuration, checked before any job runs: every mistake is one line
@@ -193,6 +194,12 @@ def corpus_documents(wildcards):
     if CORPORA[wildcards.corpus]["source"] in FOLDER_SOURCES:
         return PLAN.corpus_files(wildcards.corpus)
     return [wikipedia_lock(wildcards.corpus)]
+
+
+def input_content(wildcards, input):
+    """SHA-256 over the job's input files (rag.corpus.manifest): as a parameter, it reruns the job
+    when a document's bytes change, even when its modification time went back (cp -p)."""
+    return content_digest(input)
 
 
 def wikipedia_lock(corpus):
