@@ -112,7 +112,8 @@ def lookalike(key: object) -> str | None:
     if not isinstance(key, str) or key in ACCESS_FIELDS:
         return None
     bare = skeleton(key)
-    for candidate in (bare, bare.removesuffix("s"), bare.removesuffix("es")):
+    stems = (bare, bare.removesuffix("s"), bare.removesuffix("es"), bare.removesuffix("ss"))
+    for candidate in stems:
         for name, forms in FORMS.items():
             if candidate in forms:
                 return name
