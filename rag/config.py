@@ -1132,6 +1132,8 @@ def _revocation(plan: Plan) -> dict | None:
         )
     if entry["revoke"] == entry["delete"]:
         raise ConfigError(f"{where}: 'revoke' and 'delete' name the same document {entry['revoke']!r}")
+    if entry.get("copied") in (entry["revoke"], entry["delete"]):
+        raise ConfigError(f"{where}['copied']: {entry['copied']!r} is already 'revoke' or 'delete'")
     return {**entry, "groups": groups, "corpus": corpus}
 
 

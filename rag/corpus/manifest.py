@@ -20,6 +20,11 @@ from pathlib import Path
 _BLOCK = 1 << 20
 
 
+def digest_bytes(data: bytes) -> str:
+    """SHA-256 of some bytes (a file's content held in memory)."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def file_digest(path: str | os.PathLike) -> str:
     """SHA-256 of a file's bytes."""
     digest = hashlib.sha256()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import datetime
+import functools
 import re
 from pathlib import Path
 
