@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.corpus.documents import ACCESS_LEVELS
+from rag.corpus.documents import ACCESS_LEVELS, PRINCIPAL_NAME
 from rag.retrieval.search import Ranking, check_allowed
 
 FILTER_KEYS: tuple[str, ...] = ("access", "tags_any", "tags_all", "doc_ids", "as_of", "tenant", "groups")
@@ -174,17 +174,41 @@ def _names(value: object, where: str) -> frozenset[str]:
     return frozenset(value)
 
 
+PRINCIPAL_RULE = "letters, digits, _ . : @ + / -; no spaces, commas or control characters"
+
+
+def principal_problem(value: object, what: str) -> str | None:
+    """Why ``value`` is not a tenant or group name as documents write them (PRINCIPAL_NAME), or None.
+
+    One rule for the pipeline's callers and filters and ``rag ask``'s flags:
+    a name a document could never carry ("acme corp", "a,b") would match
+    nothing, so it is refused rather than read as a view of nothing.
+    """
+    if not isinstance(value, str) or not PRINCIPAL_NAME.fullmatch(value):
+        shown = value if not isinstance(value, str) else value.encode("unicode_escape").decode("ascii")
+        return f"{shown!r} is not a {what} name ({PRINCIPAL_RULE})"
+    return None
+
+
 def _groups(value: object, where: str) -> frozenset[str]:
     """Group names; unlike other lists an empty one means something: a member of no group."""
     if isinstance(value, list | tuple) and not value:
         return frozenset()
-    return _names(value, where)
+    groups = _names(value, where)
+    for group in sorted(groups):
+        problem = principal_problem(group, "group")
+        if problem:
+            raise FilterError(f"{where}: {problem}")
+    return groups
 
 
 def _tenant(value: object, where: str) -> str:
     """A tenant name; "" is the shared tenant (a caller of no tenant reads shared documents only)."""
-    if not isinstance(value, str) or value != value.strip() or any(ord(c) < 32 for c in value):
-        raise FilterError(f'{where}: expected a tenant name (a string, "" for shared only), got {value!r}')
+    if value == "":
+        return value
+    problem = principal_problem(value, "tenant")
+    if problem:
+        raise FilterError(f'{where}: expected a tenant name ("" for shared only): {problem}')
     return value
 
 

@@ -196,10 +196,13 @@ def corpus_documents(wildcards):
     return [wikipedia_lock(wildcards.corpus)]
 
 
-def input_content(wildcards, input):
-    """SHA-256 over the job's input files (rag.corpus.manifest): as a parameter, it reruns the job
-    when a document's bytes change, even when its modification time went back (cp -p)."""
-    return content_digest(input)
+def corpus_content(wildcards):
+    """SHA-256 over a corpus's input files (rag.corpus.manifest): as a parameter, it reruns the
+    parse job when a document's bytes change, even when its modification time went back (cp -p).
+    A function of the wildcards only: Snakemake does not compare parameters derived from input."""
+    if CORPORA[wildcards.corpus]["source"] == "beir":
+        return content_digest(beir_inputs(wildcards).values())
+    return content_digest(corpus_documents(wildcards))
 
 
 def wikipedia_lock(corpus):

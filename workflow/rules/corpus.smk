@@ -20,7 +20,7 @@ rule parse_markdown:
     params:
         corpus=corpus_params,
         code=script_digest("parse_markdown.py"),
-        content=input_content,
+        content=corpus_content,
     script:
         "../scripts/parse_markdown.py"
 
@@ -61,7 +61,7 @@ rule parse_wikipedia:
     params:
         corpus=corpus_params,
         code=script_digest("parse_wikipedia.py"),
-        content=input_content,
+        content=corpus_content,
     script:
         "../scripts/parse_wikipedia.py"
 
@@ -86,7 +86,7 @@ rule parse_beir:
     params:
         corpus=corpus_params,
         code=script_digest("parse_beir.py"),
-        content=input_content,
+        content=corpus_content,
     script:
         "../scripts/parse_beir.py"
 
