@@ -602,7 +602,8 @@ def configured_callers(path: Path) -> dict[str, Caller]:
     """
     import yaml
 
-    from rag.config import ConfigError, read_unique_yaml
+    from rag.formats.files import read_unique_yaml
+    from rag.kinds import ConfigError
     from rag.retrieval.filters import PUBLIC_CALLER, FilterError, parse_caller
 
     if not path.is_file():

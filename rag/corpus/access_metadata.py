@@ -26,17 +26,81 @@ fields a document does not state.
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from rag.corpus.documents import (
-    ACCESS_LEVELS,
-    DocumentDefaults,
-    DocumentError,
-    check_acl,
-    check_tenant,
-)
+# The access levels a document may declare. Filters select among them; a value
+# outside this set is a typo that would make a restricted document match nothing
+# (or everything), so it is an error at parsing.
+ACCESS_LEVELS: tuple[str, ...] = ("public", "internal", "restricted")
+# Access of a document that declares none, unless its corpus says otherwise
+# (``default_access``). Restricted, so a forgotten key never publishes a document.
+DEFAULT_ACCESS = "restricted"
+# Tenant and group names (a document's ``tenant`` and ``acl``): a letter, digit
+# or underscore first, then those or . : @ + / -, at most 100 characters. No
+# spaces or commas: an HTML page lists its groups in one comma-separated
+# <meta name="acl">, and a name must read the same in every source.
+PRINCIPAL_NAME = re.compile(r"\w[\w.:@+/-]{0,99}")
+
+
+class DocumentError(ValueError):
+    """A document that cannot be parsed; the message names it."""
+
+
+def _shown(value: object, characters: int = 60) -> str:
+    """A front matter value as quoted in an error: its repr, cut so the message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= characters else text[: characters - 3] + "..."
+
+
+def check_tenant(value: object, what: str) -> str:
+    """A tenant name (:data:`PRINCIPAL_NAME`); ``what`` names the file or key in the error."""
+    if not isinstance(value, str) or not PRINCIPAL_NAME.fullmatch(value):
+        raise DocumentError(
+            f"{what} must be a tenant name (letters, digits, _ . : @ + / -, no spaces or commas), "
+            f"got {_shown(value)}"
+        )
+    return value
+
+
+def check_acl(value: object, what: str) -> tuple[str, ...]:
+    """Group names as a sorted tuple without repeats; an empty list is refused.
+
+    Refused, not read as "every group": a document that means every group of its
+    tenant leaves ``acl`` out, so ``acl: []`` is more likely a list emptied by
+    mistake than a decision to open the document.
+    """
+    if not isinstance(value, list | tuple) or not value:
+        raise DocumentError(
+            f"{what} must be a non-empty list of group names (leave it out to let every group of the "
+            f"tenant read the document), got {_shown(value)}"
+        )
+    for group in value:
+        if not isinstance(group, str) or not PRINCIPAL_NAME.fullmatch(group):
+            raise DocumentError(
+                f"{what}: {_shown(group)} is not a group name (letters, digits, _ . : @ + / -, "
+                "no spaces or commas)"
+            )
+    return tuple(sorted(set(value)))
+
+
+@dataclass(frozen=True)
+class DocumentDefaults:
+    """What a corpus gives a document that states no access level, tenant or groups."""
+
+    access: str = DEFAULT_ACCESS
+    tenant: str = ""
+    acl: tuple[str, ...] = ()
+
+
+def check_access_level(value: object, what: str) -> str:
+    """A default access level from a corpus setting, checked against :data:`ACCESS_LEVELS`."""
+    if not isinstance(value, str) or value not in ACCESS_LEVELS:
+        raise DocumentError(f"{what} must be one of {', '.join(ACCESS_LEVELS)}, got {_shown(value)}")
+    return value
+
 
 ACCESS_FIELDS: tuple[str, ...] = ("access", "tenant", "acl")
 # The skeletons (without a plural ending) each field is taken to be meant by.
@@ -125,11 +189,6 @@ def field_of(key: object) -> str | None:
     if isinstance(key, str) and key in ACCESS_FIELDS:
         return key
     return lookalike(key)
-
-
-def _shown(value: object, characters: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= characters else text[: characters - 3] + "..."
 
 
 def lookalike_message(key: str, name: str, where: str) -> str:

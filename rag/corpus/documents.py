@@ -19,6 +19,19 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from rag.corpus.access_metadata import (  # noqa: F401 (the schema of access fields; names kept here)
+    ACCESS_LEVELS,
+    DEFAULT_ACCESS,
+    PRINCIPAL_NAME,
+    DocumentDefaults,
+    DocumentError,
+    check_access_level,
+    check_acl,
+    check_default_keys,
+    check_lookalikes,
+    check_tenant,
+    read_access_metadata,
+)
 from rag.corpus.front_matter import OTHER_LINE_SEPARATORS, FrontMatterError, key_lines, load_front_matter
 from rag.corpus.inline_markup import (
     ACTIVE_ELEMENTS,
@@ -43,18 +56,6 @@ SKIPPED_SECTIONS: frozenset[str] = frozenset(
 )
 
 
-# The access levels a document may declare. Filters select among them; a value
-# outside this set is a typo that would make a restricted document match nothing
-# (or everything), so it is an error at parsing.
-ACCESS_LEVELS: tuple[str, ...] = ("public", "internal", "restricted")
-# Access of a document that declares none, unless its corpus says otherwise
-# (``default_access``). Restricted, so a forgotten key never publishes a document.
-DEFAULT_ACCESS = "restricted"
-# Tenant and group names (a document's ``tenant`` and ``acl``): a letter, digit
-# or underscore first, then those or . : @ + / -, at most 100 characters. No
-# spaces or commas: an HTML page lists its groups in one comma-separated
-# <meta name="acl">, and a name must read the same in every source.
-PRINCIPAL_NAME = re.compile(r"\w[\w.:@+/-]{0,99}")
 # What a reader may leave out of the indexed text. Which of them it does is a
 # per-corpus setting (``skip``); every skipped line is counted per document, so
 # nothing is lost without a trace in results/corpus_statistics.csv.
@@ -84,10 +85,6 @@ def normalize_passage(text: str) -> str:
     """
     folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
     return " ".join(folded.split())  # the same as collapsing runs of \s, in one pass
-
-
-class DocumentError(ValueError):
-    """A document that cannot be parsed; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -283,8 +280,6 @@ def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
         meta = {}
     if not isinstance(meta, dict):
         raise DocumentError(f"{name}, line {opening + 2}: front matter must be a mapping of keys to values")
-    from rag.corpus.access_metadata import check_lookalikes  # the one schema of access fields
-
     check_lookalikes(meta, name, key_lines(block, opening + 2))
     return meta, "\n".join(lines[closing + 1 :]), closing + 2
 
@@ -334,50 +329,8 @@ def _metadata_tags(meta: dict, name: str) -> tuple[str, ...]:
 def _metadata_policy(meta: dict, name: str, defaults: DocumentDefaults) -> tuple[str, str, tuple[str, ...]]:
     """Access level, tenant and groups the front matter states, else the corpus's defaults
     (:func:`rag.corpus.access_metadata.read_access_metadata`, the schema every source shares)."""
-    from rag.corpus.access_metadata import read_access_metadata
-
     fields = read_access_metadata(meta, name, defaults, label=lambda key: f"{name}: front matter {key!r}")
     return fields.access, fields.tenant, fields.acl
-
-
-def check_tenant(value: object, what: str) -> str:
-    """A tenant name (:data:`PRINCIPAL_NAME`); ``what`` names the file or key in the error."""
-    if not isinstance(value, str) or not PRINCIPAL_NAME.fullmatch(value):
-        raise DocumentError(
-            f"{what} must be a tenant name (letters, digits, _ . : @ + / -, no spaces or commas), "
-            f"got {_shown(value)}"
-        )
-    return value
-
-
-def check_acl(value: object, what: str) -> tuple[str, ...]:
-    """Group names as a sorted tuple without repeats; an empty list is refused.
-
-    Refused, not read as "every group": a document that means every group of its
-    tenant leaves ``acl`` out, so ``acl: []`` is more likely a list emptied by
-    mistake than a decision to open the document.
-    """
-    if not isinstance(value, list | tuple) or not value:
-        raise DocumentError(
-            f"{what} must be a non-empty list of group names (leave it out to let every group of the "
-            f"tenant read the document), got {_shown(value)}"
-        )
-    for group in value:
-        if not isinstance(group, str) or not PRINCIPAL_NAME.fullmatch(group):
-            raise DocumentError(
-                f"{what}: {_shown(group)} is not a group name (letters, digits, _ . : @ + / -, "
-                "no spaces or commas)"
-            )
-    return tuple(sorted(set(value)))
-
-
-@dataclass(frozen=True)
-class DocumentDefaults:
-    """What a corpus gives a document that states no access level, tenant or groups."""
-
-    access: str = DEFAULT_ACCESS
-    tenant: str = ""
-    acl: tuple[str, ...] = ()
 
 
 def document_defaults(entry: Mapping, where: str) -> DocumentDefaults:
@@ -386,8 +339,6 @@ def document_defaults(entry: Mapping, where: str) -> DocumentDefaults:
     Only ``default_access`` has a default (restricted); a tenant and groups are
     given to documents that state none only when the entry says so explicitly.
     """
-    from rag.corpus.access_metadata import check_default_keys
-
     check_default_keys(entry, where)  # 'Default_Access', 'default_groups': never silently ignored
     access = check_access_level(entry.get("default_access", DEFAULT_ACCESS), f"{where}['default_access']")
     tenant = (
@@ -409,13 +360,6 @@ def check_document_id(doc_id: str, name: str) -> str:
     if any(unicodedata.category(character) in ("Cc", "Cf", "Zl", "Zp") for character in doc_id):
         raise DocumentError(f"{name}: document id {doc_id!r} holds control or invisible characters")
     return doc_id
-
-
-def check_access_level(value: object, what: str) -> str:
-    """A default access level from a corpus setting, checked against :data:`ACCESS_LEVELS`."""
-    if not isinstance(value, str) or value not in ACCESS_LEVELS:
-        raise DocumentError(f"{what} must be one of {', '.join(ACCESS_LEVELS)}, got {_shown(value)}")
-    return value
 
 
 def normalise_line_breaks(text: str) -> str:

@@ -46,7 +46,9 @@ NOT_A_DECISION = {
 }
 
 
-def calls_of(name: str) -> list[tuple[Path, ast.Call]]:
+@functools.cache
+def all_calls() -> tuple[tuple[Path, str | None, ast.Call], ...]:
+    """Every call in the package and the workflow's scripts, with the name called (parsed once)."""
     found = []
     for path in SOURCES:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -55,9 +57,12 @@ def calls_of(name: str) -> list[tuple[Path, ast.Call]]:
                 called = (
                     function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", None)
                 )
-                if called == name:
-                    found.append((path, node))
-    return found
+                found.append((path, called, node))
+    return tuple(found)
+
+
+def calls_of(name: str) -> list[tuple[Path, ast.Call]]:
+    return [(path, call) for path, called, call in all_calls() if called == name]
 
 
 def test_every_call_of_readable_passes_the_documents_date():
