@@ -44,7 +44,8 @@ from rag.corpus.config_checks import (
     corpus_level,
     corpus_problems,
 )
-from rag.corpus.folders import FOLDER_SOURCES, folder_files, skipped_setting
+from rag.corpus.folders import folder_files, skipped_setting
+from rag.corpus.source_kinds import FOLDER_SOURCES
 from rag.evaluation.config_checks import (
     IVF_TRADEOFF_PARAMETERS,
     canonical_ivf_synthetic,
