@@ -207,6 +207,7 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
             (U + "ask/test_ask_caller_options.py", "error_naming|refused|checked", "error"),
             (U + "ask/test_ask_caller_options.py", "accepted_iff|refuses_the_names", "result"),
             (U + "ask/test_revocation.py", "mtime|cp_p", "result"),
+            (U + "corpus/test_manifest.py", ".", "result"),
             ("tests/pipeline/test_pipeline_revocation.py", "older_mtime", "result"),
         ],
     ),
