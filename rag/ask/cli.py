@@ -645,7 +645,9 @@ def nothing_readable(
         return default_access if unstated else document.access
 
     documents = reading.documents
-    if any(readable(caller, level(doc), doc.tenant, tuple(doc.acl)) for doc in documents):
+    if any(
+        readable(caller, level(doc), doc.tenant, tuple(doc.acl), updated=doc.updated) for doc in documents
+    ):
         return None
     unstated = sum(level(doc) not in caller.access for doc in documents if doc.doc_id in reading.unstated)
     note = _unstated_note(unstated, len(documents), caller, default_access)

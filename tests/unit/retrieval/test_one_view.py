@@ -43,6 +43,11 @@ RULE_PARTS = re.compile(r'in \(""\s*,|\.groups\.isdisjoint|\bin caller\.access|c
 NOT_A_DECISION = {
     # Counts the documents that state no level for a note ("N documents count as restricted").
     ("rag/ask/index.py", "self.document_access(doc_id, default_access) not in caller.access"),
+    (
+        "rag/ask/cli.py",
+        "unstated = sum(level(doc) not in caller.access for doc in documents"
+        " if doc.doc_id in reading.unstated)",
+    ),
 }
 
 
