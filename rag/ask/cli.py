@@ -910,33 +910,78 @@ def measured_verdicts(generator: str, retriever: str, similarity: bool) -> list[
 # --------------------------------------------------------------------------
 
 
-def _hosted_generator() -> Callable:
+def _prompt_gate(caller: Caller, entry: object, tables: dict) -> Callable:
+    """Each prompt's gate (rag.models.gate): the caller, the entry, the index's access metadata.
+
+    ``tables["table"]`` is filled once the index is loaded; every source of the prompt is
+    admitted by the caller's view before anything is sent.
+    """
+    from rag.models.gate import open_gate
+
+    opened: list = []
+
+    def gate_of(prompt: object):
+        if not opened:
+            opened.append(open_gate(caller=caller, entry=entry, table=tables["table"]))
+        gate = opened[0]
+        gate.admit([chunk.chunk_id for chunk in prompt.sources.values()])
+        return gate
+
+    return gate_of
+
+
+def index_access(index: object, default_access: str | None) -> object:
+    """The access metadata of ``rag ask``'s index, per chunk, as the gate reads a chunk table."""
+    from rag.models.gate import ChunkAccess
+    from rag.retrieval.filters import ChunkMetadata
+
+    chunks = list(index.chunks)
+    updated = getattr(index, "updated", {}) or {}
+    metadata = ChunkMetadata.from_columns(
+        [chunk.doc_id for chunk in chunks],
+        [index.document_access(chunk.doc_id, default_access) for chunk in chunks],
+        [() for _ in chunks],
+        [updated.get(chunk.doc_id) for chunk in chunks],
+        [index.tenants.get(chunk.doc_id, "") for chunk in chunks],
+        [tuple(index.acls.get(chunk.doc_id, ())) for chunk in chunks],
+    )
+    return ChunkAccess({chunk.chunk_id: position for position, chunk in enumerate(chunks)}, metadata)
+
+
+def _hosted_generator(caller: Caller, tables: dict) -> Callable:
     """The hosted model as a generator whose failures become one-line errors.
 
     Imported only when asked for: the extractive path needs no HTTP client.
     Its deadline (``RAG_LLM_TIMEOUT``) defaults to the pipeline's bundled
     entry's ``timeout``, as ``--generator llm`` uses it.
     """
-    from rag.models.hosted import HostedModelError, config_from_environment, hosted_generator
+    from rag.models.client import LlmError
+    from rag.models.hosted import (
+        HostedModelError,
+        config_from_environment,
+        hosted_entry,
+        hosted_generator,
+    )
 
     overrides = {}
     if not os.environ.get("RAG_LLM_TIMEOUT", "").strip():
         overrides["timeout_seconds"] = float(_bundled_entry()["timeout"])
     try:
-        generate = hosted_generator(config_from_environment(**overrides))
+        config = config_from_environment(**overrides)
+        generate = hosted_generator(config, gate_of=_prompt_gate(caller, hosted_entry(config), tables))
     except ValueError as error:
         raise AskError(f"--generator hosted: {error}") from None
 
     def guarded(prompt: object) -> str:
         try:
             return generate(prompt)
-        except HostedModelError as error:
+        except (HostedModelError, LlmError) as error:
             raise AskError(f"--generator hosted: {error}") from None
 
     return guarded
 
 
-def _llm_generator(name: str, cache: Path) -> Callable:
+def _llm_generator(name: str, cache: Path, caller: Caller, tables: dict) -> Callable:
     """An llm generator (the bundled model or a ./config.yaml entry) through the chat client and cache.
 
     The same path as the pipeline's llm jobs: the conversation of
@@ -948,22 +993,36 @@ def _llm_generator(name: str, cache: Path) -> Callable:
     from rag.kinds import behaviour
     from rag.models import local_server
     from rag.models.client import LlmError
+    from rag.models.gate import model_entry
     from rag.models.response_cache import ResponseCache
 
     entry = llm_entry(name)
     generator = behaviour(entry["kind"], "generate")(name, entry)
-    # A bundled model that is not installed still answers a cached prompt; an uncached one is
-    # refused in one line by complete_with_cache (rag.answering.llm_answers), named below.
-    complete = llm_answers.complete_with_cache(generator, ResponseCache(cache / LLM_CACHE_FOLDER))
+    gate_of = _prompt_gate(caller, model_entry(name, entry, "generator"), tables)
 
     def generate(prompt: object) -> str:
+        try:
+            gate = gate_of(prompt)
+        except LlmError as error:
+            raise AskError(f"--generator {name}: {error}") from None
         messages = llm_answers.messages_for(
             prompt.question, list(prompt.sources.values()), generator.template
+        )
+        # A bundled model that is not installed still answers a cached prompt; an uncached one is
+        # refused in one line by complete_with_cache (rag.answering.llm_answers), named below.
+        complete = llm_answers.complete_with_cache(
+            generator, ResponseCache(cache / LLM_CACHE_FOLDER), gate=gate
         )
         # The first call may start the bundled server (tens of seconds on a busy machine): say so.
         _progress(f"asking {name} (served from {cache / LLM_CACHE_FOLDER} when this prompt was asked before)")
         try:
-            return complete([messages])[0].text.strip()
+            completion = complete([messages])[0]
+            if completion.structured:
+                read = llm_answers.structured_reply(completion.text, len(prompt.sources))
+                if read.problem:
+                    raise AskError(f"--generator {name}: {read.problem}")
+                return read.text
+            return completion.text.strip()
         except (LlmError, local_server.LocalServerError, ValueError) as error:
             raise AskError(f"--generator {name}: {error}") from None
 
@@ -1169,12 +1228,14 @@ def ask(arguments: argparse.Namespace) -> int:
     from rag.ask.index import IndexOptions, RetrievalSettings, answer_question
 
     generate = None
-    if arguments.generator == "hosted":
-        generate = _hosted_generator()
-    elif arguments.generator not in OFFLINE_GENERATORS:
-        generate = _llm_generator(arguments.generator, arguments.cache)
     folder = arguments.documents if arguments.documents is not None else bundled_documents()
     caller = ask_caller(arguments)
+    # Every prompt passes the one gate (rag.models.gate) over the index's access metadata.
+    tables: dict = {}
+    if arguments.generator == "hosted":
+        generate = _hosted_generator(caller, tables)
+    elif arguments.generator not in OFFLINE_GENERATORS:
+        generate = _llm_generator(arguments.generator, arguments.cache, caller, tables)
     check_generator_may_receive(arguments.generator, caller)
     trace_file = open_ask_trace(arguments, folder)  # before any model is asked
     retriever = _retriever(arguments.retriever)
@@ -1209,6 +1270,7 @@ def ask(arguments: argparse.Namespace) -> int:
             threshold = reader_threshold(use_similarity)
     index, index_lines = load_or_build_index(folder, arguments.cache, options, embed, reading=reading)
     index_lines += reading.notes
+    tables["table"] = index_access(index, arguments.default_access)
     answer_started = time.perf_counter()
     if (
         arguments.threshold is None
