@@ -38,6 +38,7 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
+from rag.corpus.access_metadata import read_access_metadata
 from rag.corpus.documents import (
     SKIPPABLE,
     SKIPPED_SECTIONS,
@@ -46,10 +47,7 @@ from rag.corpus.documents import (
     DocumentDefaults,
     DocumentError,
     ParsedFile,
-    check_access_level,
-    check_acl,
     check_document_id,
-    check_tenant,
     content_version,
     normalize_passage,
 )
@@ -70,7 +68,8 @@ PAGE_PREFIX = "p. "
 _PAGE_NUMBER = re.compile(r"^(?:page\s*)?[-–—]?\s*\d{1,4}\s*[-–—]?(?:\s*(?:of|/)\s*\d{1,4})?$", re.IGNORECASE)
 _DIGITS = re.compile(r"\d+")
 _HYPHENATED = re.compile(r"(?<=[a-zà-ÿ])-$")
-_XMP_FIELD = re.compile(r"<(?:\w+:)?(access|tenant|acl)>\s*([^<]{0,2000}?)\s*</(?:\w+:)?\1>", re.IGNORECASE)
+# A simple XMP element (prefix:name, text only): its name is checked like any metadata key.
+_XMP_ELEMENT = re.compile(r"<(?:[\w.-]{1,64}:)?([\w.-]{1,64})>\s*([^<]{0,2000}?)\s*</(?:[\w.-]{1,64}:)?\1>")
 _PDF_DATE = re.compile(r"^D:(\d{4})(\d{2})?(\d{2})?")
 
 
@@ -189,24 +188,23 @@ def table_blocks(rows: list[list[str]]) -> tuple[str, str]:
 
 
 def _metadata(layout: Mapping, name: str, defaults: DocumentDefaults) -> tuple[str, str, tuple[str, ...]]:
-    """Access level, tenant and groups from the document information or XMP, else the defaults."""
-    stated = {
-        key.lower(): value
-        for key, value in layout.get("info", {}).items()
-        if key.lower() in ("access", "tenant", "acl")
-    }
-    for key, value in _XMP_FIELD.findall(layout.get("xmp", "")):
-        stated.setdefault(key.lower(), value)
-    access = defaults.access
-    if "access" in stated:
-        access = check_access_level(stated["access"].strip(), f"{name}: document information 'access'")
-    tenant = (
-        check_tenant(stated["tenant"].strip(), f"{name}: 'tenant'") if "tenant" in stated else defaults.tenant
+    """Access level, tenant and groups from the document information or XMP, else the defaults.
+
+    Read by the schema every source shares (:func:`rag.corpus.access_metadata.read_access_metadata`):
+    only the exact keys ``access``, ``tenant`` and ``acl`` count, and a key of the document
+    information or a simple XMP element that looks like one (``/Access``, ``acls``) is an error
+    naming the file, never "open". The document information wins over XMP where both state a key.
+    """
+    stated: dict[str, str] = {}
+    for key, value in _XMP_ELEMENT.findall(layout.get("xmp", "")):
+        stated.setdefault(key, value.strip())
+    for key, value in layout.get("info", {}).items():
+        if isinstance(value, str):
+            stated[str(key)] = value.strip()
+    fields = read_access_metadata(
+        stated, name, defaults, label=lambda key: f"{name}: document information {key!r}", acl_separator=","
     )
-    acl = defaults.acl
-    if "acl" in stated:
-        acl = check_acl([part.strip() for part in stated["acl"].split(",") if part.strip()], f"{name}: 'acl'")
-    return access, tenant, acl
+    return fields.access, fields.tenant, fields.acl
 
 
 def _updated(info: Mapping) -> str | None:

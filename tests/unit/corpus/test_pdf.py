@@ -6,7 +6,7 @@ import random
 import zlib
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from rag.corpus.documents import DocumentError, normalize_passage
@@ -209,3 +209,31 @@ def test_boxes_level_with_each_other_are_read_left_to_right_whatever_the_layouts
     assert {block.page for block in document_from_layout(layout(page(7, body)), "a.pdf").document.blocks} == {
         "7"
     }
+
+
+@settings(max_examples=120, deadline=None, derandomize=True)
+@given(
+    field=st.sampled_from(["access", "tenant", "acl"]),
+    spelling=st.sampled_from(["upper", "title", "plural", "invisible", "separator"]),
+    place=st.sampled_from(["info", "xmp"]),
+)
+def test_a_near_miss_access_key_in_a_pdf_is_an_error_naming_the_file(field, spelling, place):
+    """The PDF source reads access by the schema every source shares: a lookalike key is never "open"."""
+    key = {
+        "upper": field.upper(),
+        "title": field.title(),
+        "plural": field + "s",
+        "invisible": field[0] + "\u200b" + field[1:],
+        "separator": "_" + field,
+    }[spelling]
+    # An XML element name cannot hold an invisible character: such an element is not an element.
+    assume(not (place == "xmp" and spelling == "invisible"))
+    pages = [page(1, box(100, line("Text.")))]
+    value = {"access": "public", "tenant": "acme", "acl": "a"}[field]
+    stated = (
+        layout(*pages, info={key: value})
+        if place == "info"
+        else layout(*pages, xmp=f"<x:xmpmeta><rag:{key}>{value}</rag:{key}></x:xmpmeta>")
+    )
+    with pytest.raises(DocumentError, match=r"a\.pdf"):
+        document_from_layout(stated, "a.pdf")
