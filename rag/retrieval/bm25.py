@@ -112,6 +112,11 @@ class BM25Index:
     def weight_matrix(self) -> sp.csc_matrix:
         return sp.csc_matrix((self.weights, self.counts.indices, self.counts.indptr), shape=self.counts.shape)
 
+    @cached_property
+    def term_bounds(self) -> np.ndarray:
+        """Each term's largest weight: the most it can add to a score (the bound MaxScore prunes with)."""
+        return search.column_maxima(self.counts.indptr, self.weights)
+
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Plain arrays for ``numpy.savez`` (no pickled objects)."""
         return {
@@ -121,6 +126,7 @@ class BM25Index:
             "k1": np.array(self.k1),
             "b": np.array(self.b),
             "idf_variant": np.array(self.idf_variant),
+            "term_bounds": self.term_bounds,
         }
 
     @classmethod
@@ -151,7 +157,13 @@ class BM25Index:
             raise ValueError(f"BM25 arrays: {len(weights)} weights for {counts.nnz} postings")
         k1, b, idf_variant = float(arrays["k1"]), float(arrays["b"]), str(arrays["idf_variant"])
         _check_parameters(k1, b, idf_variant)
-        return cls(vocabulary, counts, weights, chunk_lengths, k1, b, idf_variant)
+        index = cls(vocabulary, counts, weights, chunk_lengths, k1, b, idf_variant)
+        if "term_bounds" in arrays:  # indexes saved before the bounds were stored compute them
+            bounds = np.asarray(arrays["term_bounds"], dtype=np.float64)
+            if bounds.shape != vocabulary.shape:
+                raise ValueError(f"BM25 arrays: {bounds.size} term bounds for {len(vocabulary)} terms")
+            index.__dict__["term_bounds"] = bounds
+        return index
 
 
 def bm25_index_from_counts(
@@ -191,18 +203,27 @@ def bm25_search(
     depth: int,
     tie_order: np.ndarray | None = None,
     allowed: np.ndarray | None = None,
+    engine: str = "auto",
 ) -> list[search.Ranking]:
     """The ``depth`` best chunks of each analyzed query.
 
     Every distinct query term counts once (the sum runs over distinct terms),
     and only chunks containing at least one query term are ranked; a query
     without known terms gets an empty ranking. ``allowed`` restricts the
-    search to a subset of the chunks (a prefilter; see ``search.sparse_search``).
+    search to a subset of the chunks (a prefilter; see ``search.sparse_search``,
+    which also says what ``engine`` picks).
     """
     indicators = search.query_term_counts(queries, index.column_of, distinct=True)
     signed = index.idf_variant != "lucene"
     return search.sparse_search(
-        indicators, index.weight_matrix, depth, tie_order, signed=signed, allowed=allowed
+        indicators,
+        index.weight_matrix,
+        depth,
+        tie_order,
+        signed=signed,
+        allowed=allowed,
+        term_bounds=None if signed else index.term_bounds,
+        engine=engine,
     )
 
 
