@@ -54,30 +54,23 @@ PRUNE_MAX_DEPTH = 100
 PRUNE_MIN_POSTINGS = 512
 
 
-def _jit(function):
+def _jit(function=None, *, inline: bool = False):
     """Compile ``function`` with numba, its machine code cached on disk.
 
     numba keeps the cache beside the module or, where that folder is
     read-only, in the user's cache folder; where neither is writable the
-    function is still compiled, once per process.
+    function is still compiled, once per process. Small helpers are inlined
+    into their callers (a call passing arrays costs more than their work).
     """
+    if function is None:
+        return lambda function: _jit(function, inline=inline)
     if numba is None:
         return function
+    options = {"nogil": True, "inline": "always" if inline else "never"}
     try:
-        return numba.njit(cache=True, nogil=True)(function)
+        return numba.njit(cache=True, **options)(function)
     except (RuntimeError, OSError):  # no writable cache location
-        return numba.njit(nogil=True)(function)
-
-
-@_jit
-def _rounded(score):
-    return np.rint(score * ROUNDING) / ROUNDING + 0.0
-
-
-@_jit
-def _worse(score_a, tie_a, score_b, tie_b):
-    """Whether (score_a, tie_a) ranks after (score_b, tie_b): lower score, or equal and later tie."""
-    return score_a < score_b or (score_a == score_b and tie_a > tie_b)
+        return numba.njit(**options)(function)
 
 
 @_jit
@@ -86,9 +79,12 @@ def _sift_down(scores, ties, positions, size, at):
         child = 2 * at + 1
         if child >= size:
             return
-        if child + 1 < size and _worse(scores[child + 1], ties[child + 1], scores[child], ties[child]):
+        if child + 1 < size and (
+            scores[child + 1] < scores[child]
+            or (scores[child + 1] == scores[child] and ties[child + 1] > ties[child])
+        ):
             child += 1
-        if not _worse(scores[child], ties[child], scores[at], ties[at]):
+        if not (scores[child] < scores[at] or (scores[child] == scores[at] and ties[child] > ties[at])):
             return
         scores[at], scores[child] = scores[child], scores[at]
         ties[at], ties[child] = ties[child], ties[at]
@@ -108,14 +104,16 @@ def _offer(scores, ties, positions, size, capacity, score, tie, position):
         scores[at], ties[at], positions[at] = score, tie, position
         while at > 0:
             parent = (at - 1) // 2
-            if not _worse(scores[at], ties[at], scores[parent], ties[parent]):
+            if not (
+                scores[at] < scores[parent] or (scores[at] == scores[parent] and ties[at] > ties[parent])
+            ):
                 break
             scores[at], scores[parent] = scores[parent], scores[at]
             ties[at], ties[parent] = ties[parent], ties[at]
             positions[at], positions[parent] = positions[parent], positions[at]
             at = parent
         return size + 1
-    if _worse(scores[0], ties[0], score, tie):
+    if scores[0] < score or (scores[0] == score and ties[0] > tie):
         scores[0], ties[0], positions[0] = score, tie, position
         _sift_down(scores, ties, positions, size, 0)
     return size
@@ -132,20 +130,24 @@ def _drain(scores, ties, positions, size, out_positions, out_scores):
 
 
 @_jit
-def _final_score(total, chunk, chunk_scale, use_chunk_scale, query_scale):
-    score = total
-    if use_chunk_scale:
-        score = score / chunk_scale[chunk]
-    return score / query_scale
-
-
-@_jit
 def _exhaustive(
     indptr, indices, data, columns, weights, allowed, use_allowed, chunk_scale, use_chunk_scale,
-    query_scale, signed, ties, use_ties, capacity, accumulator, seen, touched,
+    query_scale, signed, marked_by_sum, ties, use_ties, capacity, accumulator, seen, touched,
     heap_scores, heap_ties, heap_positions,
 ):  # fmt: skip
-    """Term at a time over the query's postings; the heap size."""
+    """Term at a time over the query's postings; the heap size.
+
+    Where every contribution is positive (``marked_by_sum``), a chunk's sum
+    is 0 exactly until it is touched, so the sum itself marks it: a query
+    touching a large share of the collection then finds its chunks by one
+    sequential pass over the sums, and a smaller one lists them as it goes.
+    Otherwise ``seen`` marks them.
+    """
+    n_chunks = len(accumulator)
+    postings = 0
+    for term in range(len(columns)):
+        postings += indptr[columns[term] + 1] - indptr[columns[term]]
+    scan = marked_by_sum and postings * 8 >= n_chunks
     n_touched = 0
     for term in range(len(columns)):
         column = columns[term]
@@ -154,36 +156,51 @@ def _exhaustive(
             chunk = indices[posting]
             if use_allowed and not allowed[chunk]:
                 continue
-            if not seen[chunk]:
+            if scan:
+                pass
+            elif marked_by_sum:
+                if accumulator[chunk] == 0.0:
+                    touched[n_touched] = chunk
+                    n_touched += 1
+            elif not seen[chunk]:
                 seen[chunk] = True
                 touched[n_touched] = chunk
                 n_touched += 1
             accumulator[chunk] += data[posting] * weight
     size = 0
+    if scan:
+        for chunk in range(n_chunks):
+            total = accumulator[chunk]
+            if total == 0.0:
+                continue
+            accumulator[chunk] = 0.0
+            score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
+            if not score > 0.0:
+                continue
+            tie = ties[chunk] if use_ties else chunk
+            rounded = np.rint(score * ROUNDING) / ROUNDING + 0.0
+            if size == capacity and (
+                rounded < heap_scores[0] or (rounded == heap_scores[0] and tie > heap_ties[0])
+            ):
+                continue  # not better than the worst kept
+            size = _offer(heap_scores, heap_ties, heap_positions, size, capacity, rounded, tie, chunk)
+        return size
     for at in range(n_touched):
         chunk = touched[at]
         total = accumulator[chunk]
         accumulator[chunk] = 0.0
         seen[chunk] = False
-        score = _final_score(total, chunk, chunk_scale, use_chunk_scale, query_scale)
+        score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
         if not signed and not score > 0.0:
             continue
         tie = ties[chunk] if use_ties else chunk
-        size = _offer(heap_scores, heap_ties, heap_positions, size, capacity, _rounded(score), tie, chunk)
+        rounded = np.rint(score * ROUNDING) / ROUNDING + 0.0
+        if size == capacity and (
+            rounded < heap_scores[0] or (rounded == heap_scores[0] and tie > heap_ties[0])
+        ):
+            continue  # not better than the worst kept
+        size = _offer(heap_scores, heap_ties, heap_positions, size, capacity, rounded, tie, chunk)
     return size
-
-
-@_jit
-def _seek(indices, start, end, chunk):
-    """The first posting in [start, end) whose chunk is at least ``chunk`` (sorted postings)."""
-    low, high = start, end
-    while low < high:
-        middle = (low + high) >> 1
-        if indices[middle] < chunk:
-            low = middle + 1
-        else:
-            high = middle
-    return low
 
 
 @_jit
@@ -242,7 +259,15 @@ def _maxscore(
                 rejected = True
                 break
             term = order[rank]
-            cursor[term] = _seek(indices, cursor[term], end[term], chunk)
+            # The first posting at or after the chunk: binary search (postings are in chunk order).
+            low, high = cursor[term], end[term]
+            while low < high:
+                middle = (low + high) >> 1
+                if indices[middle] < chunk:
+                    low = middle + 1
+                else:
+                    high = middle
+            cursor[term] = low
             if cursor[term] < end[term] and indices[cursor[term]] == chunk:
                 contributions[term] = data[cursor[term]] * weights[term]
                 estimate += contributions[term] / scale
@@ -253,11 +278,16 @@ def _maxscore(
             contributions[term] = 0.0
         if rejected:
             continue
-        score = _final_score(total, chunk, chunk_scale, use_chunk_scale, query_scale)
+        score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
         if not score > 0.0:
             continue
         tie = ties[chunk] if use_ties else chunk
-        size = _offer(heap_scores, heap_ties, heap_positions, size, capacity, _rounded(score), tie, chunk)
+        rounded = np.rint(score * ROUNDING) / ROUNDING + 0.0
+        if size == capacity and (
+            rounded < heap_scores[0] or (rounded == heap_scores[0] and tie > heap_ties[0])
+        ):
+            continue  # not better than the worst kept
+        size = _offer(heap_scores, heap_ties, heap_positions, size, capacity, rounded, tie, chunk)
         if size == capacity and heap_scores[0] > threshold:
             threshold = heap_scores[0]
             cut = threshold - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(threshold)
@@ -312,8 +342,8 @@ def search_batch(
         else:
             size = _exhaustive(
                 indptr, indices, data, columns, weights, allowed, use_allowed, chunk_scale,
-                use_chunk_scale, query_scale, signed, ties, use_ties, capacity, accumulator, seen,
-                touched, heap_scores, heap_ties, heap_positions,
+                use_chunk_scale, query_scale, signed, use_bounds and positive, ties, use_ties,
+                capacity, accumulator, seen, touched, heap_scores, heap_ties, heap_positions,
             )  # fmt: skip
         _drain(heap_scores, heap_ties, heap_positions, size, out_positions[query], out_scores[query])
         out_sizes[query] = size
