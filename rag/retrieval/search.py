@@ -576,6 +576,10 @@ def _compiled_search(
     ]
 
 
+# Postings per block when column_maxima divides values (bounds the temporary array).
+COLUMN_BLOCK = 1 << 22
+
+
 def column_maxima(
     indptr: np.ndarray, values: np.ndarray, divisors: np.ndarray | None = None, rows: np.ndarray | None = None
 ) -> np.ndarray:
@@ -586,7 +590,7 @@ def column_maxima(
     """
     indptr = np.asarray(indptr, dtype=np.int64)
     maxima = np.zeros(len(indptr) - 1, dtype=np.float64)
-    block = 1 << 22
+    block = COLUMN_BLOCK
     edges = np.unique(
         np.concatenate(
             (np.searchsorted(indptr, np.arange(0, indptr[-1], block), "right") - 1, [len(indptr) - 1])

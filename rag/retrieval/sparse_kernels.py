@@ -177,6 +177,8 @@ def _exhaustive(
             score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
             if not score > 0.0:
                 continue
+            if size == capacity and score < heap_scores[0] - SLACK_ABSOLUTE:
+                continue  # rounds below the worst kept: no need to round it
             tie = ties[chunk] if use_ties else chunk
             rounded = np.rint(score * ROUNDING) / ROUNDING + 0.0
             if size == capacity and (
@@ -193,6 +195,8 @@ def _exhaustive(
         score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
         if not signed and not score > 0.0:
             continue
+        if size == capacity and score < heap_scores[0] - SLACK_ABSOLUTE:
+            continue  # rounds below the worst kept: no need to round it
         tie = ties[chunk] if use_ties else chunk
         rounded = np.rint(score * ROUNDING) / ROUNDING + 0.0
         if size == capacity and (
@@ -281,6 +285,8 @@ def _maxscore(
         score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
         if not score > 0.0:
             continue
+        if size == capacity and score < heap_scores[0] - SLACK_ABSOLUTE:
+            continue  # rounds below the worst kept: no need to round it
         tie = ties[chunk] if use_ties else chunk
         rounded = np.rint(score * ROUNDING) / ROUNDING + 0.0
         if size == capacity and (
