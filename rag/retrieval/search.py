@@ -493,6 +493,23 @@ def _use_compiled(engine: str, n_chunks: int) -> bool:
 
 
 _scratch = threading.local()
+# Kept on each matrix: its indptr as int64, its values as float64, whether its postings are in chunk order.
+_PREPARED = "_rag_compiled_arrays"
+
+
+def _prepared_arrays(matrix: sp.csc_matrix) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The compiled loop's view of a matrix, converted once per matrix rather than once per call."""
+    prepared = getattr(matrix, _PREPARED, None)
+    if prepared is None or prepared[3] is not matrix.indices or prepared[4] is not matrix.data:
+        prepared = (
+            matrix.indptr.astype(np.int64, copy=False),
+            np.asarray(matrix.data, dtype=np.float64),
+            bool(matrix.has_canonical_format),
+            matrix.indices,
+            matrix.data,
+        )
+        setattr(matrix, _PREPARED, prepared)
+    return prepared[:3]
 
 
 def _scratch_arrays(n_chunks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -537,16 +554,17 @@ def _compiled_search(
     weights = np.concatenate([np.asarray(weights, dtype=np.float64) for _, weights in queries])
     scales = np.ones(len(queries)) if query_scale is None else np.asarray(query_scale, dtype=np.float64)
     # MaxScore walks each postings list in chunk order, which a canonical CSC matrix guarantees.
-    use_bounds = term_bounds is not None and not signed and chunk_weights.has_canonical_format
+    indptr, data, canonical = _prepared_arrays(chunk_weights)
+    use_bounds = term_bounds is not None and not signed and canonical
     empty_floats = np.empty(0, dtype=np.float64)
     accumulator, seen, touched = _scratch_arrays(n_chunks)
     out_positions = np.empty((len(queries), capacity), dtype=np.int64)
     out_scores = np.empty((len(queries), capacity), dtype=np.float64)
     out_sizes = np.empty(len(queries), dtype=np.int64)
     kernels.search_batch(
-        chunk_weights.indptr.astype(np.int64, copy=False),
+        indptr,
         chunk_weights.indices,
-        np.asarray(chunk_weights.data, dtype=np.float64),
+        data,
         pointers,
         columns,
         weights,
