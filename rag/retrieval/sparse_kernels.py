@@ -132,7 +132,7 @@ def _drain(scores, ties, positions, size, out_positions, out_scores):
 @_jit
 def _exhaustive(
     indptr, indices, data, columns, weights, allowed, use_allowed, chunk_scale, use_chunk_scale,
-    query_scale, signed, marked_by_sum, ties, use_ties, capacity, accumulator, seen, touched,
+    query_scale, signed, marked_by_sum, ties, use_ties, capacity, accumulator, seen, touched, values,
     heap_scores, heap_ties, heap_positions,
 ):  # fmt: skip
     """Term at a time over the query's postings; the heap size.
@@ -167,7 +167,8 @@ def _exhaustive(
                 touched[n_touched] = chunk
                 n_touched += 1
             accumulator[chunk] += data[posting] * weight
-    size = 0
+    # The touched chunks that can be ranked, with their final scores, packed into touched/values.
+    count = 0
     if scan:
         for chunk in range(n_chunks):
             total = accumulator[chunk]
@@ -175,28 +176,35 @@ def _exhaustive(
                 continue
             accumulator[chunk] = 0.0
             score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
-            if not score > 0.0:
-                continue
-            if size == capacity and score < heap_scores[0] - SLACK_ABSOLUTE:
-                continue  # rounds below the worst kept: no need to round it
-            tie = ties[chunk] if use_ties else chunk
-            rounded = np.rint(score * ROUNDING) / ROUNDING + 0.0
-            if size == capacity and (
-                rounded < heap_scores[0] or (rounded == heap_scores[0] and tie > heap_ties[0])
-            ):
-                continue  # not better than the worst kept
-            size = _offer(heap_scores, heap_ties, heap_positions, size, capacity, rounded, tie, chunk)
-        return size
-    for at in range(n_touched):
-        chunk = touched[at]
-        total = accumulator[chunk]
-        accumulator[chunk] = 0.0
-        seen[chunk] = False
-        score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
-        if not signed and not score > 0.0:
+            if score > 0.0:
+                touched[count] = chunk
+                values[count] = score
+                count += 1
+    else:
+        for at in range(n_touched):
+            chunk = touched[at]
+            total = accumulator[chunk]
+            accumulator[chunk] = 0.0
+            seen[chunk] = False
+            score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
+            if signed or score > 0.0:
+                touched[count] = chunk
+                values[count] = score
+                count += 1
+    # For a deep ranking, the depth-th largest score first (one selection pass): whatever lies
+    # clearly below it rounds below at least depth others, and only the rest meet the heap.
+    floor = -np.inf
+    if capacity >= 32 and count > 4 * capacity:
+        kth = np.partition(values[:count], count - capacity)[count - capacity]
+        floor = kth - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(kth)
+    size = 0
+    for at in range(count):
+        score = values[at]
+        if score < floor:
             continue
         if size == capacity and score < heap_scores[0] - SLACK_ABSOLUTE:
             continue  # rounds below the worst kept: no need to round it
+        chunk = touched[at]
         tie = ties[chunk] if use_ties else chunk
         rounded = np.rint(score * ROUNDING) / ROUNDING + 0.0
         if size == capacity and (
@@ -306,15 +314,15 @@ def _maxscore(
 def search_batch(
     indptr, indices, data, query_pointers, query_columns, query_weights, query_scales,
     term_bounds, use_bounds, allowed, use_allowed, chunk_scale, use_chunk_scale, signed, ties,
-    use_ties, capacity, prune_max_depth, prune_min_postings, accumulator, seen, touched,
+    use_ties, capacity, prune_max_depth, prune_min_postings, accumulator, seen, touched, values,
     out_positions, out_scores, out_sizes,
 ):  # fmt: skip
     """Rank each query of a batch into row i of ``out_positions``/``out_scores`` (length: ``out_sizes``).
 
     ``term_bounds`` (one per column; used where ``use_bounds``) bound a
     column's weights from above, each divided by its chunk's scale where
-    there is one. ``accumulator``, ``seen`` and ``touched`` are per-chunk
-    scratch arrays, zero (False) on entry and left so.
+    there is one. ``accumulator``, ``seen``, ``touched`` and ``values`` are
+    per-chunk scratch arrays; the first two are zero (False) on entry and left so.
     """
     heap_scores = np.empty(capacity, dtype=np.float64)
     heap_ties = np.empty(capacity, dtype=np.int64)
@@ -349,7 +357,7 @@ def search_batch(
             size = _exhaustive(
                 indptr, indices, data, columns, weights, allowed, use_allowed, chunk_scale,
                 use_chunk_scale, query_scale, signed, use_bounds and positive, ties, use_ties,
-                capacity, accumulator, seen, touched, heap_scores, heap_ties, heap_positions,
+                capacity, accumulator, seen, touched, values, heap_scores, heap_ties, heap_positions,
             )  # fmt: skip
         _drain(heap_scores, heap_ties, heap_positions, size, out_positions[query], out_scores[query])
         out_sizes[query] = size
