@@ -65,6 +65,7 @@ Usage (the committed tables):
         --unit paragraphs && .venv/bin/python benchmarks/bm25_vs_peers.py \\
         --beir work/beir/solar_system_paragraphs --name solar_system/paragraphs \\
         --output results/benchmarks/bm25_vs_peers_beir.csv --append
+    .venv/bin/python benchmarks/bm25_vs_peers.py --compile-output results/benchmarks/bm25_compile.csv
     .venv/bin/python benchmarks/plot_scaling.py
 """
 
