@@ -28,12 +28,16 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from rag.answering.llm_answers import EndpointEntry, endpoint_entry_fields
 from rag.models.client import Completion, Sampling
+
+if TYPE_CHECKING:
+    from rag.models.gate import Gate
 
 # The hand labels and the chunks their cited chunk ids name.
 LABELS_PATH = "resources/answer_labels/labels.csv"
@@ -200,11 +204,18 @@ def judge_from_entry(name: str, entry: Mapping) -> ModelJudge:
 
 
 def judge_conversations(
-    labels: pd.DataFrame, judge: ModelJudge, chunk_texts: Mapping[str, str]
+    labels: pd.DataFrame, judge: ModelJudge, chunk_texts: Mapping[str, str], gate: Gate | None = None
 ) -> tuple[list[list[dict]], list[tuple[str, str]]]:
-    """The conversations and their (item, task): correctness of every answer, support of citing ones."""
+    """The conversations and their (item, task): correctness of every answer, support of citing ones.
+
+    ``gate`` (rag.models.gate, opened for the caller of the judged answers)
+    admits the cited chunks of every answer before any conversation is built.
+    """
     from rag.answering.prompts import neutralize
 
+    if gate is not None:
+        for row in labels.itertuples(index=False):
+            gate.admit(str(row.cited_chunks).split())
     conversations, keys = [], []
     for row in labels.itertuples(index=False):
         asked = {
@@ -231,9 +242,10 @@ def model_verdicts(
     judge: ModelJudge,
     chunk_texts: Mapping[str, str],
     complete: Callable[[list[list[dict]]], list[Completion]],
+    gate: Gate | None = None,
 ) -> pd.DataFrame:
     """A model judge's verdicts on every labelled answer; an answer citing nothing is not supported."""
-    conversations, keys = judge_conversations(labels, judge, chunk_texts)
+    conversations, keys = judge_conversations(labels, judge, chunk_texts, gate)
     completions = complete(conversations)
     if len(completions) != len(keys):
         raise ValueError(f"{len(completions)} replies for {len(keys)} questions to the judge")

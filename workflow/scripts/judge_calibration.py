@@ -4,6 +4,7 @@ import json
 
 import pandas as pd
 
+from rag.answering.caller_sources import named_caller
 from rag.answering.judging import (
     DETERMINISTIC,
     calibration_table,
@@ -15,6 +16,7 @@ from rag.answering.judging import (
 from rag.answering.llm_answers import complete_with_cache
 from rag.formats.files import write_csv
 from rag.jobs import finish_job, start_log
+from rag.models.gate import chunk_access, model_entry, open_gate
 from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
 
@@ -25,10 +27,14 @@ chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", "text"])
 chunk_texts = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
 verdicts = {DETERMINISTIC: deterministic_verdicts(labels, chunk_texts)}
 cache = ResponseCache(snakemake.params.cache)
+# A judge answers as the caller of the answers it judges: every request passes its gate.
+caller, _ = named_caller(snakemake.params.caller)
+table = chunk_access(snakemake.input.chunks)
 for name, entry in sorted(json.loads(snakemake.params.judges).items()):
     judge = judge_from_entry(name, entry)
-    complete = complete_with_cache(judge, cache, snakemake.log.server, log.info)
-    verdicts[name] = model_verdicts(labels, judge, chunk_texts, complete)
+    gate = open_gate(caller=caller, entry=model_entry(name, entry, "judge"), table=table)
+    complete = complete_with_cache(judge, cache, snakemake.log.server, log.info, gate=gate)
+    verdicts[name] = model_verdicts(labels, judge, chunk_texts, complete, gate)
 table = calibration_table(labels, verdicts)
 every = pd.concat([frame.assign(judge=name) for name, frame in sorted(verdicts.items())], ignore_index=True)
 write_csv(table, snakemake.output.calibration)
