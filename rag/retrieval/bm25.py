@@ -114,7 +114,12 @@ class BM25Index:
 
     @cached_property
     def term_bounds(self) -> np.ndarray:
-        """Each term's largest weight: the most it can add to a score (the bound MaxScore prunes with)."""
+        """Each term's largest weight: the most it can add to a score (the bound MaxScore prunes with).
+
+        Computed once per loaded index (one pass over the weights) rather than
+        saved with it, so that the saved index, and the index sizes the
+        pipeline reports, stay as they were.
+        """
         return search.column_maxima(self.counts.indptr, self.weights)
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -126,7 +131,6 @@ class BM25Index:
             "k1": np.array(self.k1),
             "b": np.array(self.b),
             "idf_variant": np.array(self.idf_variant),
-            "term_bounds": self.term_bounds,
         }
 
     @classmethod
@@ -157,13 +161,7 @@ class BM25Index:
             raise ValueError(f"BM25 arrays: {len(weights)} weights for {counts.nnz} postings")
         k1, b, idf_variant = float(arrays["k1"]), float(arrays["b"]), str(arrays["idf_variant"])
         _check_parameters(k1, b, idf_variant)
-        index = cls(vocabulary, counts, weights, chunk_lengths, k1, b, idf_variant)
-        if "term_bounds" in arrays:  # indexes saved before the bounds were stored compute them
-            bounds = np.asarray(arrays["term_bounds"], dtype=np.float64)
-            if bounds.shape != vocabulary.shape:
-                raise ValueError(f"BM25 arrays: {bounds.size} term bounds for {len(vocabulary)} terms")
-            index.__dict__["term_bounds"] = bounds
-        return index
+        return cls(vocabulary, counts, weights, chunk_lengths, k1, b, idf_variant)
 
 
 def bm25_index_from_counts(

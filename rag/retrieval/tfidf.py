@@ -100,8 +100,6 @@ class TfidfIndex:
             "idf": self.idf,
             "chunk_norms": self.chunk_norms,
             "sublinear": np.array(self.sublinear),
-            "term_bounds": self.term_bounds,
-            "cosine_bounds": self.cosine_bounds,
         }
 
     @classmethod
@@ -117,14 +115,7 @@ class TfidfIndex:
             (np.asarray(arrays["weights"], dtype=np.float64), arrays["indices"], arrays["indptr"]),
             shape=(len(chunk_norms), len(vocabulary)),
         )
-        index = cls(vocabulary, weights, idf, chunk_norms, bool(arrays["sublinear"]))
-        for name in ("term_bounds", "cosine_bounds"):
-            if name in arrays:  # indexes saved before the bounds were stored compute them
-                bounds = np.asarray(arrays[name], dtype=np.float64)
-                if bounds.shape != vocabulary.shape:
-                    raise ValueError(f"tf-idf arrays: {bounds.size} {name} for {len(vocabulary)} terms")
-                index.__dict__[name] = bounds
-        return index
+        return cls(vocabulary, weights, idf, chunk_norms, bool(arrays["sublinear"]))
 
 
 def tfidf_weights(counts: sp.csc_matrix, idf: np.ndarray, sublinear: bool = True) -> sp.csc_matrix:
