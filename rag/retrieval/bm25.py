@@ -112,6 +112,16 @@ class BM25Index:
     def weight_matrix(self) -> sp.csc_matrix:
         return sp.csc_matrix((self.weights, self.counts.indices, self.counts.indptr), shape=self.counts.shape)
 
+    @cached_property
+    def term_bounds(self) -> np.ndarray:
+        """Each term's largest weight: the most it can add to a score (the bound MaxScore prunes with).
+
+        Computed once per loaded index (one pass over the weights) rather than
+        saved with it, so that the saved index, and the index sizes the
+        pipeline reports, stay as they were.
+        """
+        return search.column_maxima(self.counts.indptr, self.weights)
+
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Plain arrays for ``numpy.savez`` (no pickled objects)."""
         return {
@@ -191,18 +201,27 @@ def bm25_search(
     depth: int,
     tie_order: np.ndarray | None = None,
     allowed: np.ndarray | None = None,
+    engine: str = "auto",
 ) -> list[search.Ranking]:
     """The ``depth`` best chunks of each analyzed query.
 
     Every distinct query term counts once (the sum runs over distinct terms),
     and only chunks containing at least one query term are ranked; a query
     without known terms gets an empty ranking. ``allowed`` restricts the
-    search to a subset of the chunks (a prefilter; see ``search.sparse_search``).
+    search to a subset of the chunks (a prefilter; see ``search.sparse_search``,
+    which also says what ``engine`` picks).
     """
     indicators = search.query_term_counts(queries, index.column_of, distinct=True)
     signed = index.idf_variant != "lucene"
     return search.sparse_search(
-        indicators, index.weight_matrix, depth, tie_order, signed=signed, allowed=allowed
+        indicators,
+        index.weight_matrix,
+        depth,
+        tie_order,
+        signed=signed,
+        allowed=allowed,
+        term_bounds=None if signed else index.term_bounds,
+        engine=engine,
     )
 
 

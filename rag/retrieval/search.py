@@ -15,6 +15,7 @@ columns are exactly the postings lists of an inverted index.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -395,6 +396,8 @@ def sparse_search(
     chunk_scale: np.ndarray | None = None,
     query_scale: np.ndarray | None = None,
     allowed: np.ndarray | None = None,
+    term_bounds: np.ndarray | None = None,
+    engine: str = "auto",
 ) -> list[Ranking]:
     """Score each query by adding up its terms' postings, and keep the best.
 
@@ -412,6 +415,14 @@ def sparse_search(
     ``allowed`` (a boolean mask over the chunks) is a prefilter: postings of
     other chunks are dropped before they are added up, so a filtered-out
     chunk never gets a score and can never be ranked.
+
+    ``engine`` picks the loop: "numpy" (below), "compiled" (numba,
+    :mod:`rag.retrieval.sparse_kernels`), or "auto": compiled from
+    ``COMPILED_MIN_CHUNKS`` chunks on where numba is installed. Both give the
+    same rankings, scores included. ``term_bounds`` (one per column: an upper
+    bound of its weights, each divided by its chunk's ``chunk_scale`` where
+    there is one; None where weights can be negative) lets the compiled loop
+    skip postings that cannot reach the top ``depth`` (MaxScore).
     """
     _check_depth(depth)
     n_chunks = chunk_weights.shape[0]
@@ -420,6 +431,10 @@ def sparse_search(
     allowed = check_allowed(allowed, n_chunks)
     if chunk_weights.format != "csc":
         chunk_weights = chunk_weights.tocsc()
+    if _use_compiled(engine, n_chunks):
+        return _compiled_search(
+            queries, chunk_weights, depth, tie_order, signed, chunk_scale, query_scale, allowed, term_bounds
+        )
     indptr, indices, data = chunk_weights.indptr, chunk_weights.indices, chunk_weights.data
     rankings: list[Ranking] = []
     for row, (terms, weights) in enumerate(queries):
@@ -455,6 +470,163 @@ def sparse_search(
         chosen = _best(scores, depth, tie_order)
         rankings.append(Ranking(chosen, scores[chosen]))
     return rankings
+
+
+# From this many chunks on, "auto" uses the compiled loop: below it, a whole
+# batch of queries costs less than importing numba and loading its cached code.
+COMPILED_MIN_CHUNKS = 10_000
+ENGINES = ("auto", "compiled", "numpy")
+
+
+def _use_compiled(engine: str, n_chunks: int) -> bool:
+    if engine not in ENGINES:
+        raise ValueError(f"unknown search engine {engine!r}; choose one of {ENGINES}")
+    if engine == "numpy" or (engine == "auto" and n_chunks < COMPILED_MIN_CHUNKS):
+        return False
+    from rag.retrieval import sparse_kernels
+
+    if not sparse_kernels.AVAILABLE:
+        if engine == "compiled":
+            raise ValueError("the compiled search engine needs numba: pip install -c constraints.txt numba")
+        return False
+    return True
+
+
+_scratch = threading.local()
+# Kept on each matrix: its indptr as int64, its values as float64, whether its postings are in chunk order.
+_PREPARED = "_rag_compiled_arrays"
+
+
+def _prepared_arrays(matrix: sp.csc_matrix) -> tuple[np.ndarray, np.ndarray, bool]:
+    """The compiled loop's view of a matrix, converted once per matrix rather than once per call."""
+    prepared = getattr(matrix, _PREPARED, None)
+    if prepared is None or prepared[3] is not matrix.indices or prepared[4] is not matrix.data:
+        prepared = (
+            matrix.indptr.astype(np.int64, copy=False),
+            np.asarray(matrix.data, dtype=np.float64),
+            bool(matrix.has_canonical_format),
+            matrix.indices,
+            matrix.data,
+        )
+        setattr(matrix, _PREPARED, prepared)
+    return prepared[:3]
+
+
+def _scratch_arrays(n_chunks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-chunk accumulators for the compiled loop, kept between calls (one set per thread).
+
+    The loop leaves them zero, so a call pays for the chunks it touches, not
+    for zeroing arrays as long as the collection.
+    """
+    arrays = getattr(_scratch, "arrays", None)
+    if arrays is None or len(arrays[0]) != n_chunks:
+        arrays = (
+            np.zeros(n_chunks, dtype=np.float64),
+            np.zeros(n_chunks, dtype=np.bool_),
+            np.empty(n_chunks, dtype=np.int64),
+            np.empty(n_chunks, dtype=np.float64),
+        )
+        _scratch.arrays = arrays
+    return arrays
+
+
+def _compiled_search(
+    queries: Sequence[QueryVector],
+    chunk_weights: sp.csc_matrix,
+    depth: int,
+    tie_order: np.ndarray | None,
+    signed: bool,
+    chunk_scale: np.ndarray | None,
+    query_scale: np.ndarray | None,
+    allowed: np.ndarray | None,
+    term_bounds: np.ndarray | None,
+) -> list[Ranking]:
+    """:func:`sparse_search` by the compiled loop (same arguments, checked)."""
+    from rag.retrieval import sparse_kernels as kernels
+
+    n_chunks = chunk_weights.shape[0]
+    capacity = min(int(depth), n_chunks)
+    if capacity == 0 or len(queries) == 0:
+        return [Ranking.empty() for _ in queries]
+    lengths = np.fromiter((len(columns) for columns, _ in queries), dtype=np.int64, count=len(queries))
+    pointers = np.zeros(len(queries) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=pointers[1:])
+    columns = np.concatenate([np.asarray(columns, dtype=np.int64) for columns, _ in queries])
+    weights = np.concatenate([np.asarray(weights, dtype=np.float64) for _, weights in queries])
+    scales = np.ones(len(queries)) if query_scale is None else np.asarray(query_scale, dtype=np.float64)
+    # MaxScore walks each postings list in chunk order, which a canonical CSC matrix guarantees.
+    indptr, data, canonical = _prepared_arrays(chunk_weights)
+    use_bounds = term_bounds is not None and not signed and canonical
+    empty_floats = np.empty(0, dtype=np.float64)
+    accumulator, seen, touched, values = _scratch_arrays(n_chunks)
+    out_positions = np.empty((len(queries), capacity), dtype=np.int64)
+    out_scores = np.empty((len(queries), capacity), dtype=np.float64)
+    out_sizes = np.empty(len(queries), dtype=np.int64)
+    kernels.search_batch(
+        indptr,
+        chunk_weights.indices,
+        data,
+        pointers,
+        columns,
+        weights,
+        scales,
+        np.asarray(term_bounds, dtype=np.float64) if use_bounds else empty_floats,
+        use_bounds,
+        allowed if allowed is not None else np.empty(0, dtype=np.bool_),
+        allowed is not None,
+        np.asarray(chunk_scale, dtype=np.float64) if chunk_scale is not None else empty_floats,
+        chunk_scale is not None,
+        bool(signed),
+        np.asarray(tie_order, dtype=np.int64) if tie_order is not None else np.empty(0, dtype=np.int64),
+        tie_order is not None,
+        capacity,
+        kernels.PRUNE_MAX_DEPTH,
+        kernels.PRUNE_MIN_POSTINGS,
+        accumulator,
+        seen,
+        touched,
+        values,
+        out_positions,
+        out_scores,
+        out_sizes,
+    )
+    return [
+        Ranking(out_positions[row, :size], out_scores[row, :size])
+        for row, size in enumerate(out_sizes.tolist())
+    ]
+
+
+# Postings per block when column_maxima divides values (bounds the temporary array).
+COLUMN_BLOCK = 1 << 22
+
+
+def column_maxima(
+    indptr: np.ndarray, values: np.ndarray, divisors: np.ndarray | None = None, rows: np.ndarray | None = None
+) -> np.ndarray:
+    """Each CSC column's largest value (0 for an empty column), optionally each divided by its row's divisor.
+
+    The sparse retrievers' per-term score bounds. Divided values are formed a
+    block of postings at a time, so the peak memory stays small.
+    """
+    indptr = np.asarray(indptr, dtype=np.int64)
+    maxima = np.zeros(len(indptr) - 1, dtype=np.float64)
+    block = COLUMN_BLOCK
+    edges = np.unique(
+        np.concatenate(
+            (np.searchsorted(indptr, np.arange(0, indptr[-1], block), "right") - 1, [len(indptr) - 1])
+        )
+    )
+    for first, last in itertools.pairwise(edges.tolist()):
+        start, stop = indptr[first], indptr[last]
+        if stop == start:
+            continue
+        part = np.asarray(values[start:stop], dtype=np.float64)
+        if divisors is not None:
+            part = part / divisors[rows[start:stop]]
+        lengths = np.diff(indptr[first : last + 1])
+        filled = np.flatnonzero(lengths)
+        maxima[first + filled] = np.maximum.reduceat(part, (indptr[first:last] - start)[filled])
+    return maxima
 
 
 def dense_scores(

@@ -82,6 +82,17 @@ class TfidfIndex:
     def chunk_scale(self) -> np.ndarray:
         return _safe(self.chunk_norms)
 
+    @cached_property
+    def term_bounds(self) -> np.ndarray:
+        """Each term's largest weight: the most it adds to a raw dot product, per unit of query weight."""
+        return search.column_maxima(self.weights.indptr, self.weights.data)
+
+    @cached_property
+    def cosine_bounds(self) -> np.ndarray:
+        """Each term's largest weight divided by its chunk's length: the bound for cosine scores."""
+        weights = self.weights
+        return search.column_maxima(weights.indptr, weights.data, self.chunk_scale, weights.indices)
+
     def to_arrays(self) -> dict[str, np.ndarray]:
         """Plain arrays for ``numpy.savez`` (no pickled objects)."""
         return {
@@ -153,16 +164,26 @@ def tfidf_search(
     tie_order: np.ndarray | None = None,
     normalize: bool = True,
     allowed: np.ndarray | None = None,
+    engine: str = "auto",
 ) -> list[search.Ranking]:
     """The ``depth`` best chunks of each analyzed query by cosine (or raw dot product).
 
     Only chunks sharing a term with the query are ranked; a query without known
     terms gets an empty ranking. ``allowed`` restricts the search to a subset
-    of the chunks (a prefilter; see ``search.sparse_search``).
+    of the chunks (a prefilter; see ``search.sparse_search``, which also says
+    what ``engine`` picks).
     """
     weighted = query_weights(index, queries)
     if not normalize:
-        return search.sparse_search(weighted, index.weights, depth, tie_order, allowed=allowed)
+        return search.sparse_search(
+            weighted,
+            index.weights,
+            depth,
+            tie_order,
+            allowed=allowed,
+            term_bounds=index.term_bounds,
+            engine=engine,
+        )
     return search.sparse_search(
         weighted,
         index.weights,
@@ -171,6 +192,8 @@ def tfidf_search(
         chunk_scale=index.chunk_scale,
         query_scale=_safe(query_lengths(weighted)),
         allowed=allowed,
+        term_bounds=index.cosine_bounds,
+        engine=engine,
     )
 
 
