@@ -563,7 +563,8 @@ def _chat_logprobs(document: dict, limit: int) -> list | None:
                 return None
             if not math.isfinite(value) or value > 0:
                 return None
-            kept.append([token, float(value)])
+            # Below -1e4 a probability is 0 in every float; kept within the cache's number bounds.
+            kept.append([token, max(float(value), -1e4)])
         tokens.append([entry["token"], kept])
     return tokens
 

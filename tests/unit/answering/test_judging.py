@@ -455,3 +455,50 @@ def test_a_judge_prompt_with_a_wrong_placeholder_is_refused_naming_the_key():
         canonical_generators({"generators": {"j": {"kind": "judge", "correct_user": "{question} {answr}"}}})
     with pytest.raises(ConfigError, match=r"\['system'\]: not a template"):
         canonical_generators({"generators": {"j": {"kind": "judge", "system": "a { b"}}})
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers(-5, 5) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=12), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@FUZZ
+@given(
+    content=st.lists(
+        st.fixed_dictionaries(
+            {
+                "token": st.one_of(st.text(max_size=4), st.integers()),
+                "top_logprobs": st.one_of(
+                    st.lists(
+                        st.fixed_dictionaries(
+                            {
+                                "token": st.text(max_size=4),
+                                "logprob": st.one_of(st.floats(), st.integers(-9, 3)),
+                            }
+                        ),
+                        max_size=3,
+                    ),
+                    _JSON,
+                ),
+            }
+        ),
+        max_size=4,
+    )
+    | _JSON,
+    text=st.text(max_size=30),
+)
+def test_any_server_logprobs_are_kept_well_formed_or_dropped_and_never_break_the_verdict(content, text):
+    """The server's reply is an input surface: its log-probabilities are kept only in the cached
+    form (rag.models.response_cache checks it), and a verdict is read whatever they hold."""
+    from rag.models.client import _chat_logprobs
+    from rag.models.response_cache import reply_problem
+
+    document = {"choices": [{"message": {"content": text}, "logprobs": {"content": content}}]}
+    kept = _chat_logprobs(document, 10)
+    reply = {"text": text, "prompt_tokens": 1, "completion_tokens": 1, "seconds": 0.1, "top_logprobs": kept}
+    assert reply_problem("chat_logprobs", reply) is None
+    completion = Completion(text, 1, 1, 0.1, cached=False, top_logprobs=kept)
+    probability = verdict_probability(completion, CORRECT_TASK)
+    assert probability is None or 0.0 <= probability <= 1.0
