@@ -36,6 +36,7 @@ if llm_answer_files():
             answers=llm_answer_files(),
             chunks=llm_chunk_files(),
             heldout=[TABLE("answers_heldout.csv")] if ANSWERS["heldout"] else [],
+            labels=["resources/answer_labels/labels.csv"],
         output:
             judged=TABLE("llm_answers_judged.csv"),
             summary=TABLE("llm_answers_summary.csv"),
