@@ -73,6 +73,12 @@ if PLAN.judges:
         threads: 1
         params:
             judges=lambda wildcards: canonical_json(PLAN.judges),
+            # The judges the config marks optional (the canonical entries do not keep the key).
+            optional=sorted(
+                name
+                for name, entry in (config.get("generators") or {}).items()
+                if isinstance(entry, dict) and entry.get("optional")
+            ),
             cache=LLM_CACHE,
             code=script_digest("judge_calibration.py"),
         script:

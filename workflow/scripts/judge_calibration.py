@@ -41,7 +41,7 @@ for name, entry in sorted(json.loads(snakemake.params.judges).items()):
         cache,
         snakemake.log.server,
         log.info,
-        bool(entry.get("optional")),
+        name in snakemake.params.optional,
         log.warning,
     )
     if asked is not None:
