@@ -197,6 +197,28 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
             (U + "test_planning_refusals.py", "refused|checked", "error"),
         ],
     ),
+    17: (
+        "Gates to every model",
+        [
+            (U + "models/test_gate_paths.py", ".", "result"),
+            (U + "models/test_gate.py", "refused", "error"),
+            (
+                U + "models/test_gate.py",
+                "resolved_address|admits_only|loopback_exactly|declares|public_caller",
+                "result",
+            ),
+            (U + "models/test_bundled_ours.py", "refused|must_be_held", "error"),
+            (U + "models/test_bundled_ours.py", "never_cached", "result"),
+            (U + "test_escaping_blank.py", ".", "result"),
+        ],
+    ),
+    19: (
+        "Structured replies",
+        [
+            (U + "models/test_structured_replies.py", "markers|unknown_keys|refused", "error"),
+            (U + "models/test_structured_replies.py", "never_faithful|exactly|unchanged", "result"),
+        ],
+    ),
     20: (
         "Judges",
         [
@@ -211,6 +233,13 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
                 "share_of_the_verdicts|development_labels_only|partly_is_never|kappa_near_zero",
                 "result",
             ),
+        ],
+    ),
+    21: (
+        "Model assembly",
+        [
+            (U + "models/test_model_assembly.py", "refused|one_line|rehashed", "error"),
+            (U + "models/test_model_assembly.py", "handed", "result"),
         ],
     ),
 }

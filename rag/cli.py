@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from rag.ask.cli import AskError, add_ask_parser, ask, check_ask_arguments, shown_path
-from rag.escaping import visible
+from rag.escaping import visible, visible_lines
 
 PROGRAM = "rag"
 
@@ -92,7 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return compare(arguments) if arguments.command == "compare" else ask(arguments)
     except AskError as error:
-        message = visible(" ".join(str(error).split()))
+        # Several problems (every file of a folder that fails) print one per line, indented.
+        lines = [" ".join(line.split()) for line in str(error).split("\n") if line.strip()]
+        message = visible_lines("\n".join(lines))
         print(f"{PROGRAM} {arguments.command}: error: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -44,7 +44,8 @@ from rag.corpus.config_checks import (
     corpus_level,
     corpus_problems,
 )
-from rag.corpus.folders import FOLDER_SOURCES, folder_files, skipped_setting
+from rag.corpus.folders import folder_files, skipped_setting
+from rag.corpus.source_kinds import FOLDER_SOURCES
 from rag.evaluation.config_checks import (
     IVF_TRADEOFF_PARAMETERS,
     canonical_ivf_synthetic,
@@ -586,7 +587,7 @@ class Plan:
             results += [f"{out}/reader_rules.csv"] if self.answers["heldout"] is not None else []
             if self.answers["llm"]["generators"]:
                 names = ("llm_answers_judged", "llm_answers_summary", "llm_closed_book", "citation_check")
-                results += [f"{out}/{name}.csv" for name in (*names, "verdicts")]
+                results += [f"{out}/{name}.csv" for name in (*names, "verdicts", "citation_accuracy")]
             if self.judges:
                 results.append(f"{out}/judge_calibration.csv")
         # A table an ablation folder shares with the default folder is listed where it is.
@@ -1014,6 +1015,7 @@ TABLE_GROUPS: dict[str, tuple[str, ...]] = {
         "llm_answers_summary.csv",
         "llm_closed_book.csv",
         "citation_check.csv",
+        "citation_accuracy.csv",
         "verdicts.csv",
     ),
     "filter_ablation": ("filter_ablation.csv",),
@@ -1104,8 +1106,17 @@ def _callers(plan: Plan) -> None:
         caller = chosen(plan.config["grounding"].get("caller"), f"{where}['caller']")
         plan.answer_callers["grounding"] = caller
         generators_served += [(name, caller, where) for name in plan.grounding["generators"]]
-    for generator, caller, where in generators_served:
-        problem = endpoint_receives_too_much(generator, plan.generators[generator], caller, callers[caller])
+    # A judge answers as the caller of the answers it judges (the llm answers'), so it receives
+    # what that caller reads: checked like a generator (rag.models.gate), naming the caller.
+    judge_caller = plan.answer_callers.get("llm", PUBLIC_CALLER.name)
+    if plan.judges:
+        plan.answer_callers["judge"] = judge_caller
+    served = [(name, caller, where, "generator") for name, caller, where in generators_served]
+    served += [(name, judge_caller, f"config['generators'][{name!r}]", "judge") for name in plan.judges]
+    for generator, caller, where, role in served:
+        problem = endpoint_receives_too_much(
+            generator, plan.generators[generator], caller, callers[caller], role
+        )
         if problem:
             raise ConfigError(f"{where}: {problem}")
 

@@ -137,6 +137,10 @@ class Kind:
     threshold: str | None = None
     # The parameter a chunker's size is read from (rag.chunking.spec_from_config).
     size: str | None = None
+    # The paths on which an entry of the kind sends document text to a model ("answers",
+    # "grounding", "judging"): each goes through the one gate (rag.models.gate), and the
+    # test of the gate enumerates these (tests/unit/models/test_gate_paths.py).
+    sends_text: tuple[str, ...] = ()
 
     @property
     def plain(self) -> bool:
@@ -417,6 +421,7 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
         },
         rule="llm_answer",
         generate="rag.answering.llm_answers:generator_from_entry",
+        sends_text=("answers", "grounding"),
     ),
     # A lower bound: the top chunk's first sentence, whatever the question (rag.answering.first_sentence).
     Kind(
@@ -479,8 +484,12 @@ GENERATOR_KINDS |= _by_name(
             "api_key_env": Parameter("string", None, nullable=True),
             "concurrency": Parameter("integer", 1, minimum=1, maximum=64),
             "timeout": Parameter("number", 120, minimum=0, maximum=86_400, exclusive_minimum=True),
+            # As an llm entry's: what an endpoint off this machine may receive of the text of the
+            # answers' caller, whose cited sources it reads (rag.models.gate).
+            "may_receive": Parameter("names", ["public"]),
         },
         rule="judge_calibration",
+        sends_text=("judging",),
         generate="rag.answering.judging:judge_from_entry",
     ),
 )

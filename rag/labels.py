@@ -188,14 +188,20 @@ def locate_spans(
 
 
 def span_problems(
-    questions: Sequence[Question], documents: Sequence[Document], unreadable: Collection[str] = ()
+    questions: Sequence[Question],
+    documents: Sequence[Document],
+    unreadable: Collection[str] = (),
+    file_ids: Mapping[str, str] | None = None,
 ) -> tuple[list[SpanLocation], list[str]]:
     """The located spans, and one line per span that is not found or not unique in its document.
 
     A span not found comes with where it is when markup is ignored (and which
     markup differs), else the closest passage. ``unreadable`` are documents
-    that did not parse: a span naming one is not reported again.
+    that did not parse: a span naming one is not reported again. ``file_ids``
+    maps a file's name (with or without its ending) to the id its front matter
+    set: a span naming the file gets a hint naming the id.
     """
+    file_ids = file_ids or {}
     texts = {document.doc_id: document.full_text for document in documents}
     locations: list[SpanLocation] = []
     problems: list[str] = []
@@ -206,7 +212,13 @@ def span_problems(
                     continue
                 name = f"question {question.question_id!r}: evidence span {_short(span.text)!r}"
                 if span.document is not None and span.document not in texts:
-                    problems.append(f"{name} names unknown document {span.document!r}")
+                    hint = ""
+                    if span.document in file_ids:
+                        hint = (
+                            f" (the front matter of file {span.document!r} sets the id "
+                            f"{file_ids[span.document]!r}: name that instead)"
+                        )
+                    problems.append(f"{name} names unknown document {span.document!r}{hint}")
                     continue
                 doc_ids = [span.document] if span.document is not None else list(texts)
                 found = False

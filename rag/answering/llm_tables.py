@@ -60,6 +60,7 @@ ANSWER_FILE_COLUMNS: list[str] = [
     "evidence_in_prompt",
     "faithful",
     "responsive",
+    "reply_error",
     "prompt_tokens",
     "completion_tokens",
     "seconds",
@@ -196,6 +197,13 @@ def _flags(frame: pd.DataFrame, column: str) -> np.ndarray:
     return frame[column].fillna(False).astype(bool).to_numpy()
 
 
+def _reply_errors(setup: pd.DataFrame) -> int:
+    """How many replies broke their schema; answer files hold the column (check_answer_files)."""
+    if "reply_error" not in setup.columns:
+        return 0
+    return int(setup["reply_error"].map(lambda value: isinstance(value, str) and value != "").sum())
+
+
 def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
     """One row per setup (:data:`SETUP_KEYS`): counts, shares with intervals, tokens and seconds.
 
@@ -223,6 +231,8 @@ def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
             "answered_unanswerable": int((outcome == ANSWERED_UNANSWERABLE).sum()),
             "correct_from_memory": int(_flags(setup, "correct_from_memory").sum()),
             "evidence_in_prompt": int(_flags(setup, "evidence_in_prompt").sum()),
+            # Replies that break their schema (rag.answering.llm_answers.structured_reply): errors.
+            "reply_errors": _reply_errors(setup),
         }
         row |= aggregates(llm_verdicts(setup), metrics(LLM))
         row |= {

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 from rag.answering.tokens import TokenCounter, count_word_and_punctuation
 from rag.chunking import Chunk
+from rag.escaping import renders_blank, seen_text
 
 EVIDENCE_OPEN = "<sources>"
 EVIDENCE_CLOSE = "</sources>"
@@ -86,9 +87,6 @@ _LABEL_OPENERS = "[\u3010\u3014\u27e6\u3016\u3018\u301a"
 BRACKET_LOOKALIKES = _LABEL_OPENERS + (
     "\u2045\u2308\u230a\u23a1\u23a3\u2772\u27ec\u2983\u298b\u298d\u298f\u2997\u2e22\u2e24\u300c\u300e\u301d"
 )
-# Categories a reader does not see as a character of their own: format (zero-width,
-# bidi controls), controls, and combining marks (which sit on the character before them).
-_UNSEEN_CATEGORIES = frozenset({"Cf", "Cc", "Co", "Cs", "Cn", "Mn", "Me"})
 
 
 def _visible_only(text: str) -> str:
@@ -138,17 +136,14 @@ def neutralize(text: str) -> str:
 
 
 def header_key(line: str) -> str:
-    """A line as it reads at a glance: unseen characters removed, NFKC, bracket look-alikes as "[".
+    """A line as it reads at a glance: what renders blank removed, NFKC, bracket look-alikes as "[".
 
-    What :func:`reads_as_header` looks at: a combining mark or a zero-width
-    character before "[3]" hides nothing from a reader, nor does "⟦3⟧".
+    What :func:`reads_as_header` looks at: a combining mark, a zero-width
+    character, a Hangul filler or a Braille blank before "[3]" hides nothing
+    from a reader, nor does "⟦3⟧". Blank by Unicode property
+    (:func:`rag.escaping.renders_blank`), not by a list of examples.
     """
-    seen = "".join(
-        character
-        for character in unicodedata.normalize("NFKC", line)
-        if unicodedata.category(character) not in _UNSEEN_CATEGORIES
-    )
-    seen = unicodedata.normalize("NFKC", seen).lstrip()
+    seen = seen_text(line)
     return "[" + seen[1:] if seen[:1] and seen[0] in BRACKET_LOOKALIKES else seen
 
 
@@ -167,7 +162,7 @@ def escape_header(line: str) -> str:
     if not reads_as_header(line):
         return line
     for position, character in enumerate(line):
-        if unicodedata.category(character) not in _UNSEEN_CATEGORIES and not character.isspace():
+        if not renders_blank(character):
             return f"&#{ord(character)};" + line[position + 1 :]
     return line
 

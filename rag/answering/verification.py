@@ -7,13 +7,24 @@ of sources that do not exist, claims whose words are not in the cited
 sources, and numbers that appear in none of them (the typical symptom of an
 answer from parametric memory). It cannot see negation or paraphrase, and it
 says nothing about whether the claim answers the question.
+
+Given the question, the check also holds each claim to the place its words
+come from (:func:`anchored`): words scattered over a source about something
+else ("the launch mass of Juno was 318 Earth masses [3]", citing Jupiter's
+mass) are not support. The claim's own value (its numbers and the words the
+question does not already hold) must sit in one sentence of one cited source,
+or that sentence and the one before it, and the question's subject (its names)
+must be in that passage or in the source's title. Words the claim repeats from
+the question and citation phrases ("as stated in [1]") are not asked of the
+source. The rule was designed on the development questions' hand labels
+(resources/answer_labels/claims.csv, items 301-420) only.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rag.text import analyze, numbers_in, split_sentences
@@ -26,6 +37,17 @@ _ONLY_CITATIONS = re.compile(rf"(?:{_CITATION.pattern})+\s*[.!?]?")
 # A marker glued to the end of a sentence ("Deimos.[1] Phobos ...") would hide
 # the sentence boundary from the splitter.
 _GLUED_CITATION = re.compile(r"([.!?])(\[\s*\d)")
+# Phrases that point at a source instead of saying something about the world:
+# "as stated in [1]", "(source [1])", "This information is found in source [4]."
+_CITATION_PHRASE = re.compile(
+    r"\(?\b(?:(?:as\s+)?(?:stated|found|given|mentioned|shown|reported)\s+in|according\s+to|"
+    r"(?:this|the)\s+information\s+(?:is|can\s+be)\s+found\s+in)?\s*(?:source|sources)?\s*"
+    r"(?=\[\s*\d)",
+    re.IGNORECASE,
+)
+# A name in a question: a capitalized word that does not open it ("Ceres",
+# "Chang'e", "Juno"); the subject an answer's source must be about.
+_NAME = re.compile(r"(?<!^)(?<![.?!]\s)\b[A-Z][\w'’-]*")
 
 
 @dataclass(frozen=True)
@@ -45,6 +67,7 @@ class ClaimCheck:
     matched_terms: int
     unsupported_numbers: tuple[str, ...]
     supported: bool
+    anchored: bool = True
 
 
 @dataclass(frozen=True)
@@ -127,6 +150,26 @@ DEFAULT_SUPPORT_RULE = SupportRule()
 class _SourceTerms:
     terms: frozenset[str]
     numbers: frozenset[str]
+    # The terms (numbers included) of each passage: a sentence and the one before it.
+    passages: tuple[frozenset[str], ...] = ()
+
+
+@dataclass(frozen=True)
+class _Question:
+    """What the anchoring rule needs of a question: its terms and its names' terms."""
+
+    terms: frozenset[str]
+    subject: frozenset[str]
+    # Stemmed, so that "takes" restates "take": never compared with a source.
+    stems: frozenset[str] = frozenset()
+
+    def restates(self, term: str) -> bool:
+        """Whether a claim's term is one of the question's words (or the same word stemmed)."""
+        return term in self.terms or (_stem(term) in self.stems)
+
+
+def _stem(term: str) -> str:
+    return analyze(term, stem=True)[0] if term and not term[0].isdigit() else term
 
 
 def _source_terms(sources: Mapping[int, str], stem: bool) -> dict[int, _SourceTerms]:
@@ -135,24 +178,99 @@ def _source_terms(sources: Mapping[int, str], stem: bool) -> dict[int, _SourceTe
 
 @functools.lru_cache(maxsize=1 << 14)
 def _terms_of_source(text: str, stem: bool) -> _SourceTerms:
-    """A source's terms and numbers. Cached: the jobs that measure ``rag ask`` check
-    answers against the same retrieved chunks for every generator and setting."""
-    return _SourceTerms(frozenset(analyze(text, stem=stem)), frozenset(numbers_in(text)))
+    """A source's terms, numbers and passages. Cached: the jobs that measure ``rag ask``
+    check answers against the same retrieved chunks for every generator and setting."""
+    sentences = [frozenset(analyze(text[start:end], stem=stem)) for start, end in split_sentences(text)]
+    passages = tuple(
+        sentence | (sentences[index - 1] if index else frozenset())
+        for index, sentence in enumerate(sentences)
+    )
+    return _SourceTerms(frozenset(analyze(text, stem=stem)), frozenset(numbers_in(text)), passages)
 
 
-def _check(sentence: str, indexed: Mapping[int, _SourceTerms], rule: SupportRule) -> ClaimCheck:
+def question_terms(question: str, stem: bool = False) -> _Question:
+    """The question's terms and its subject: the terms of the names it holds (capitalized
+    words other than its first); no names, no subject to ask for."""
+    names = " ".join(match.group() for match in _NAME.finditer(question.strip()))
+    return _Question(
+        frozenset(analyze(question, stem=stem)),
+        frozenset(analyze(names, stem=stem)),
+        frozenset(analyze(question, stem=True)),
+    )
+
+
+def _plain_claim(sentence: str) -> str:
+    """The claim without its markers and without the phrases that point at them."""
+    return parse_citations(_CITATION_PHRASE.sub(" ", sentence))[1]
+
+
+def anchored(
+    claim: str,
+    sources: Sequence[_SourceTerms],
+    labels: Sequence[str],
+    question: _Question,
+    rule: SupportRule,
+) -> bool:
+    """Whether the claim's value sits in one passage of one cited source, beside the subject.
+
+    The value is the claim's numbers and the terms the question does not hold
+    (a claim that only restates the question's words, as the answer to "which
+    is farther, Ceres or Mars?" does, has none and passes). At least
+    ``rule.threshold`` of the value terms, and every number, must be in one
+    passage; the question's subject, if it names one, in that passage or in
+    the source's label (its title and section).
+    """
+    terms = analyze(claim, stem=rule.stem)
+    value = [term for term in terms if not question.restates(term)]
+    numbers = set(numbers_in(claim))
+    if not value:
+        return True
+    for source, label in zip(sources, labels, strict=True):
+        label_terms = frozenset(analyze(label, stem=rule.stem))
+        for passage in source.passages:
+            share = sum(term in passage for term in value) / len(value)
+            if share < rule.threshold or not numbers <= passage:
+                continue
+            if not question.subject or question.subject & (passage | label_terms):
+                return True
+    return False
+
+
+def _check(
+    sentence: str,
+    indexed: Mapping[int, _SourceTerms],
+    rule: SupportRule,
+    question: _Question | None = None,
+    labels: Mapping[int, str] | None = None,
+) -> ClaimCheck:
     cited, claim = parse_citations(sentence)
     existing = [number for number in cited if number in indexed]
     missing = tuple(number for number in cited if number not in indexed)
     source_terms = frozenset().union(*(indexed[number].terms for number in existing))
     source_numbers = frozenset().union(*(indexed[number].numbers for number in existing))
 
-    terms = analyze(claim, stem=rule.stem)
+    if question is not None:
+        # Words that restate the question or point at a source are not asked of it.
+        plain = _plain_claim(sentence)
+        terms = [term for term in analyze(plain, stem=rule.stem) if not question.restates(term)]
+        terms = terms or analyze(plain, stem=rule.stem)
+    else:
+        terms = analyze(claim, stem=rule.stem)
     matched = sum(term in source_terms for term in terms)
     support = matched / len(terms) if terms else 0.0
     unsupported_numbers = tuple(
         dict.fromkeys(number for number in numbers_in(claim) if number not in source_numbers)
     )
+    is_anchored = True
+    if question is not None and existing:
+        labels = labels or {}
+        is_anchored = anchored(
+            _plain_claim(sentence),
+            [indexed[number] for number in existing],
+            [labels.get(number, "") for number in existing],
+            question,
+            rule,
+        )
     return ClaimCheck(
         sentence=sentence,
         cited=cited,
@@ -161,32 +279,47 @@ def _check(sentence: str, indexed: Mapping[int, _SourceTerms], rule: SupportRule
         term_count=len(terms),
         matched_terms=matched,
         unsupported_numbers=unsupported_numbers,
-        supported=bool(existing) and support >= rule.threshold and not unsupported_numbers,
+        supported=bool(existing) and support >= rule.threshold and not unsupported_numbers and is_anchored,
+        anchored=is_anchored,
     )
 
 
 def check_claim(
-    sentence: str, sources: Mapping[int, str], rule: SupportRule = DEFAULT_SUPPORT_RULE
+    sentence: str,
+    sources: Mapping[int, str],
+    rule: SupportRule = DEFAULT_SUPPORT_RULE,
+    question: str | None = None,
+    labels: Mapping[int, str] | None = None,
 ) -> ClaimCheck:
     """Check one sentence against the sources, given as label number to text.
 
     It passes when it cites at least one existing source, at least
     ``rule.threshold`` of its terms occur in the cited sources, and each of
-    its numbers occurs in them.
+    its numbers occurs in them. Given the ``question`` (and the sources'
+    ``labels``, title and section), the claim must also be :func:`anchored`,
+    and the words it repeats from the question are not counted.
     """
     _validate_sources(sources)
-    return _check(sentence, _source_terms(sources, rule.stem), rule)
+    asked = None if question is None else question_terms(question, rule.stem)
+    return _check(sentence, _source_terms(sources, rule.stem), rule, asked, labels)
 
 
 def check_answer(
-    answer: str, sources: Mapping[int, str], rule: SupportRule = DEFAULT_SUPPORT_RULE
+    answer: str,
+    sources: Mapping[int, str],
+    rule: SupportRule = DEFAULT_SUPPORT_RULE,
+    question: str | None = None,
+    labels: Mapping[int, str] | None = None,
 ) -> AnswerCheck:
     """Check every sentence of ``answer``; see :func:`check_claim` for the rule."""
     if not isinstance(answer, str):
         raise ValueError(f"the answer must be a string, got {type(answer).__name__}")
     _validate_sources(sources)
+    if question is not None and not isinstance(question, str):
+        raise ValueError(f"the question must be a string, got {type(question).__name__}")
     indexed = _source_terms(sources, rule.stem)
-    claims = tuple(_check(sentence, indexed, rule) for sentence in split_claims(answer))
+    asked = None if question is None else question_terms(question, rule.stem)
+    claims = tuple(_check(sentence, indexed, rule, asked, labels) for sentence in split_claims(answer))
     supported_claims = sum(claim.supported for claim in claims)
     return AnswerCheck(
         claims=claims,

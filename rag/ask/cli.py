@@ -65,6 +65,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -413,29 +414,89 @@ def _progress(line: str) -> None:
     print(f"rag ask: {visible(line, keep_newlines=False)}", file=sys.stderr, flush=True)
 
 
+@dataclass(frozen=True)
+class AskFolder:
+    """A documents folder read once through the pipeline's parse: its files, documents and notes.
+
+    ``unstated`` are the ids of the documents that state no access level;
+    ``notes`` the parse's warnings (titles taken from a heading or file name,
+    front matter keys no reader uses).
+    """
+
+    files: list[tuple[str, str]]
+    documents: list
+    unstated: frozenset[str]
+    notes: tuple[str, ...] = ()
+
+
+def folder_skip(folder: Path, configs: Sequence[Path] | None = None) -> tuple[str, ...]:
+    """What the pipeline leaves out of ``folder``'s Markdown: the ``skip`` of the corpus entry of
+    ./config.yaml (or the project's) whose documents are this folder, else the Markdown source's default.
+
+    So ``rag ask`` on the bundled corpus reads it as the grid does (prose only), and
+    on a user's folder keeps the list items the pipeline would keep.
+    """
+    import yaml
+
+    from rag.corpus.documents import DocumentError, check_skipped
+    from rag.corpus.source_kinds import DEFAULT_SKIPPED
+
+    if configs is None:
+        configs = [Path("config.yaml"), Path(__file__).resolve().parents[2] / "config.yaml"]
+    for path in configs:
+        try:
+            config = yaml.safe_load(path.read_text(encoding="utf-8"))
+            corpora = config.get("corpora") or {}
+            entries = [entry for entry in corpora.values() if entry.get("source") == "markdown"]
+        except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
+            continue
+        for entry in entries:
+            documents = entry.get("documents")
+            if isinstance(documents, str) and (path.parent / documents).resolve() == folder.resolve():
+                try:
+                    return check_skipped(entry.get("skip", DEFAULT_SKIPPED["markdown"]), f"{path} skip")
+                except (DocumentError, TypeError) as error:
+                    raise AskError(str(error)) from None
+    return DEFAULT_SKIPPED["markdown"]
+
+
+def read_ask_folder(folder: Path, skip: Sequence[str]) -> AskFolder:
+    """Every ``*.md`` file of ``folder`` parsed as the pipeline parses it; every problem in one AskError."""
+    from rag.ask.index import documents_without_access, read_documents
+    from rag.corpus.documents import DocumentError
+    from rag.corpus.markdown_files import FolderError, read_markdown_folder
+
+    try:
+        files = [(file.name, file.text) for file in read_markdown_folder(folder)]
+    except FolderError as error:
+        raise AskError(str(error)) from None
+    location = f"{folder}{os.sep}"
+    try:
+        reading = read_documents(files, location, skip)
+        unstated = documents_without_access(files, location, skip)
+    except DocumentError as error:
+        raise AskError(str(error)) from None
+    documents = sorted(reading.documents, key=lambda document: document.doc_id)
+    notes = tuple(f"note: {line}" for line in reading.warnings(shown_path(folder)))
+    return AskFolder(files, documents, frozenset(unstated), notes)
+
+
 def load_or_build_index(
     folder: Path,
     cache: Path,
     options: IndexOptions,
     embed: Callable | None = None,
     report: Callable[[str], None] = _progress,
+    reading: AskFolder | None = None,
 ) -> tuple[QuestionIndex, list[str]]:
     """The index of ``folder`` from the cache, or built and cached; plus the lines to show about it.
 
     ``embed`` embeds the chunks when ``options.dense_model`` asks for MiniLM embeddings.
     Building can take minutes on a large folder: ``report`` hears when it
-    starts, and the embedder reports its own progress.
+    starts, and the embedder reports its own progress. ``reading`` is the
+    folder already read (:func:`read_ask_folder`, with ``options.skip``).
     """
-    from rag.ask.index import (
-        build_question_index,
-        cache_key,
-        documents_without_access,
-        index_from_bundle,
-        index_to_bundle,
-        parse_documents,
-    )
-    from rag.corpus.documents import DocumentError
-    from rag.corpus.markdown_files import FolderError, read_markdown_folder
+    from rag.ask.index import build_question_index, cache_key, index_from_bundle, index_to_bundle
     from rag.formats.bundles import (
         BundleError,
         prune_bundles,
@@ -445,10 +506,9 @@ def load_or_build_index(
         write_bundle,
     )
 
-    try:
-        files = [(file.name, file.text) for file in read_markdown_folder(folder)]
-    except FolderError as error:
-        raise AskError(str(error)) from None
+    if reading is None:
+        reading = read_ask_folder(folder, options.skip)
+    files = reading.files
     key = cache_key(files, options, source_digest(_index_modules(options.dense_model is not None)))
     entry = cache / key
     lines: list[str] = []
@@ -465,12 +525,7 @@ def load_or_build_index(
         lines.append(f"note: the cached index in {shown_path(entry)} is unreadable ({error}); rebuilding it")
 
     report(f"index: not cached, building it from {len(files)} documents of {shown_path(folder)}")
-    try:
-        documents = parse_documents(files, location=f"{folder}{os.sep}")
-        unstated = documents_without_access(files, location=f"{folder}{os.sep}")
-    except DocumentError as error:
-        raise AskError(str(error)) from None
-    index = build_question_index(documents, options, embed, unstated)
+    index = build_question_index(reading.documents, options, embed, reading.unstated)
     seconds = time.perf_counter() - started
     try:
         write_bundle(entry, *index_to_bundle(index))
@@ -531,18 +586,54 @@ def access_line(
 
 def unstated_access_line(index: QuestionIndex, caller: Caller, default_access: str | None) -> str | None:
     """A line when documents stating no access level are left out by the default alone: what to pass."""
+    return _unstated_note(
+        index.unstated_withheld(caller, default_access), index.document_count, caller, default_access
+    )
+
+
+def _unstated_note(count: int, documents: int, caller: Caller, default_access: str | None) -> str | None:
     from rag.corpus.documents import DEFAULT_ACCESS
 
-    count = index.unstated_withheld(caller, default_access)
     if not count:
         return None
     level = default_access or DEFAULT_ACCESS
     wider = ",".join([*caller.levels(), level])
     return (
-        f"note: {count} of {index.document_count} documents state no access level and count as {level}, "
+        f"note: {count} of {documents} documents state no access level and count as {level}, "
         f"which this caller does not read, so none of their chunks can be retrieved; to include them pass "
         f"--access {wider}, or --default-access public, or give each an 'access:' line in its front matter"
     )
+
+
+def nothing_readable(
+    folder: Path, reading: AskFolder, caller: Caller, default_access: str | None, question: str
+) -> list[str] | None:
+    """The report when ``caller`` may read none of the folder's documents, or None when it may read one.
+
+    Checked before the index is built, so nothing is encoded or fitted for
+    chunks the caller could never be shown.
+    """
+    from rag.retrieval.filters import readable
+
+    def level(document) -> str:
+        unstated = default_access is not None and document.doc_id in reading.unstated
+        return default_access if unstated else document.access
+
+    documents = reading.documents
+    if any(readable(caller, level(doc), doc.tenant, tuple(doc.acl)) for doc in documents):
+        return None
+    unstated = sum(level(doc) not in caller.access for doc in documents if doc.doc_id in reading.unstated)
+    note = _unstated_note(unstated, len(documents), caller, default_access)
+    return [
+        f"Question: {question}",
+        f"Documents: {shown_path(folder)}: {len(documents)} documents, none of which caller "
+        f"{caller.name!r} (access {', '.join(caller.levels())}, tenant {caller.tenant or 'none'}, groups "
+        f"{', '.join(sorted(caller.groups)) or 'none'}) may read: nothing was indexed or encoded",
+        *reading.notes,
+        *([note] if note else []),
+        "",
+        "No chunk was retrieved.",
+    ]
 
 
 def ask_caller(arguments: argparse.Namespace) -> Caller:
@@ -770,33 +861,78 @@ def is_bundled_folder(folder: Path) -> bool:
 # --------------------------------------------------------------------------
 
 
-def _hosted_generator() -> Callable:
+def _prompt_gate(caller: Caller, entry: object, tables: dict) -> Callable:
+    """Each prompt's gate (rag.models.gate): the caller, the entry, the index's access metadata.
+
+    ``tables["table"]`` is filled once the index is loaded; every source of the prompt is
+    admitted by the caller's view before anything is sent.
+    """
+    from rag.models.gate import open_gate
+
+    opened: list = []
+
+    def gate_of(prompt: object):
+        if not opened:
+            opened.append(open_gate(caller=caller, entry=entry, table=tables["table"]))
+        gate = opened[0]
+        gate.admit([chunk.chunk_id for chunk in prompt.sources.values()])
+        return gate
+
+    return gate_of
+
+
+def index_access(index: object, default_access: str | None) -> object:
+    """The access metadata of ``rag ask``'s index, per chunk, as the gate reads a chunk table."""
+    from rag.models.gate import ChunkAccess
+    from rag.retrieval.filters import ChunkMetadata
+
+    chunks = list(index.chunks)
+    updated = getattr(index, "updated", {}) or {}
+    metadata = ChunkMetadata.from_columns(
+        [chunk.doc_id for chunk in chunks],
+        [index.document_access(chunk.doc_id, default_access) for chunk in chunks],
+        [() for _ in chunks],
+        [updated.get(chunk.doc_id) for chunk in chunks],
+        [index.tenants.get(chunk.doc_id, "") for chunk in chunks],
+        [tuple(index.acls.get(chunk.doc_id, ())) for chunk in chunks],
+    )
+    return ChunkAccess({chunk.chunk_id: position for position, chunk in enumerate(chunks)}, metadata)
+
+
+def _hosted_generator(caller: Caller, tables: dict) -> Callable:
     """The hosted model as a generator whose failures become one-line errors.
 
     Imported only when asked for: the extractive path needs no HTTP client.
     Its deadline (``RAG_LLM_TIMEOUT``) defaults to the pipeline's bundled
     entry's ``timeout``, as ``--generator llm`` uses it.
     """
-    from rag.models.hosted import HostedModelError, config_from_environment, hosted_generator
+    from rag.models.client import LlmError
+    from rag.models.hosted import (
+        HostedModelError,
+        config_from_environment,
+        hosted_entry,
+        hosted_generator,
+    )
 
     overrides = {}
     if not os.environ.get("RAG_LLM_TIMEOUT", "").strip():
         overrides["timeout_seconds"] = float(_bundled_entry()["timeout"])
     try:
-        generate = hosted_generator(config_from_environment(**overrides))
+        config = config_from_environment(**overrides)
+        generate = hosted_generator(config, gate_of=_prompt_gate(caller, hosted_entry(config), tables))
     except ValueError as error:
         raise AskError(f"--generator hosted: {error}") from None
 
     def guarded(prompt: object) -> str:
         try:
             return generate(prompt)
-        except HostedModelError as error:
+        except (HostedModelError, LlmError) as error:
             raise AskError(f"--generator hosted: {error}") from None
 
     return guarded
 
 
-def _llm_generator(name: str, cache: Path) -> Callable:
+def _llm_generator(name: str, cache: Path, caller: Caller, tables: dict) -> Callable:
     """An llm generator (the bundled model or a ./config.yaml entry) through the chat client and cache.
 
     The same path as the pipeline's llm jobs: the conversation of
@@ -808,22 +944,36 @@ def _llm_generator(name: str, cache: Path) -> Callable:
     from rag.kinds import behaviour
     from rag.models import local_server
     from rag.models.client import LlmError
+    from rag.models.gate import model_entry
     from rag.models.response_cache import ResponseCache
 
     entry = llm_entry(name)
     generator = behaviour(entry["kind"], "generate")(name, entry)
-    # A bundled model that is not installed still answers a cached prompt; an uncached one is
-    # refused in one line by complete_with_cache (rag.answering.llm_answers), named below.
-    complete = llm_answers.complete_with_cache(generator, ResponseCache(cache / LLM_CACHE_FOLDER))
+    gate_of = _prompt_gate(caller, model_entry(name, entry, "generator"), tables)
 
     def generate(prompt: object) -> str:
+        try:
+            gate = gate_of(prompt)
+        except LlmError as error:
+            raise AskError(f"--generator {name}: {error}") from None
         messages = llm_answers.messages_for(
             prompt.question, list(prompt.sources.values()), generator.template
+        )
+        # A bundled model that is not installed still answers a cached prompt; an uncached one is
+        # refused in one line by complete_with_cache (rag.answering.llm_answers), named below.
+        complete = llm_answers.complete_with_cache(
+            generator, ResponseCache(cache / LLM_CACHE_FOLDER), gate=gate
         )
         # The first call may start the bundled server (tens of seconds on a busy machine): say so.
         _progress(f"asking {name} (served from {cache / LLM_CACHE_FOLDER} when this prompt was asked before)")
         try:
-            return complete([messages])[0].text.strip()
+            completion = complete([messages])[0]
+            if completion.structured:
+                read = llm_answers.structured_reply(completion.text, len(prompt.sources))
+                if read.problem:
+                    raise AskError(f"--generator {name}: {read.problem}")
+                return read.text
+            return completion.text.strip()
         except (LlmError, local_server.LocalServerError, ValueError) as error:
             raise AskError(f"--generator {name}: {error}") from None
 
@@ -1018,12 +1168,14 @@ def ask(arguments: argparse.Namespace) -> int:
     from rag.ask.index import IndexOptions, RetrievalSettings, answer_question
 
     generate = None
-    if arguments.generator == "hosted":
-        generate = _hosted_generator()
-    elif arguments.generator not in OFFLINE_GENERATORS:
-        generate = _llm_generator(arguments.generator, arguments.cache)
     folder = arguments.documents if arguments.documents is not None else bundled_documents()
     caller = ask_caller(arguments)
+    # Every prompt passes the one gate (rag.models.gate) over the index's access metadata.
+    tables: dict = {}
+    if arguments.generator == "hosted":
+        generate = _hosted_generator(caller, tables)
+    elif arguments.generator not in OFFLINE_GENERATORS:
+        generate = _llm_generator(arguments.generator, arguments.cache, caller, tables)
     check_generator_may_receive(arguments.generator, caller)
     retriever = _retriever(arguments.retriever)
     dense = retriever == "bm25_minilm"
@@ -1032,7 +1184,13 @@ def ask(arguments: argparse.Namespace) -> int:
         dimensions=arguments.dimensions,
         lists=arguments.lists,
         dense_model=DENSE_MODEL if dense else None,
+        skip=folder_skip(folder),
     )
+    reading = read_ask_folder(folder, options.skip)
+    refused = nothing_readable(folder, reading, caller, arguments.default_access, arguments.question)
+    if refused is not None:
+        print(visible("\n".join(refused)))
+        return 0
     embedder = None
     if dense:
         from rag.answering.reader import CachedSentenceEmbedder
@@ -1049,7 +1207,9 @@ def ask(arguments: argparse.Namespace) -> int:
             threshold = EXTRACTIVE_THRESHOLD
         else:
             threshold = reader_threshold(use_similarity)
-    index, index_lines = load_or_build_index(folder, arguments.cache, options, embed)
+    index, index_lines = load_or_build_index(folder, arguments.cache, options, embed, reading=reading)
+    index_lines += reading.notes
+    tables["table"] = index_access(index, arguments.default_access)
     answer_started = time.perf_counter()
     if (
         arguments.threshold is None

@@ -36,6 +36,7 @@ rag.corpus.markdown_files and rag.formats.bundles, and printing is rag.cli's.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -53,8 +54,8 @@ from rag.answering.reader import DEFAULT_WEIGHTS, ReaderWeights, Reading, Simila
 from rag.answering.verification import AnswerCheck, Verdicts, check_answer, verdicts
 from rag.ask.setups import ASK_SETUPS, SPEC_SETUP, AskSetup, ask_options
 from rag.chunking import Chunk, ChunkerSpec, chunk_corpus, spec_from_config
-from rag.corpus.documents import DEFAULT_ACCESS, SKIPPABLE, Document, DocumentError
-from rag.corpus.folders import read_document
+from rag.corpus.documents import DEFAULT_ACCESS, SKIPPABLE, Document, DocumentDefaults, DocumentError
+from rag.corpus.folders import FolderReading, parse_files
 from rag.kinds import (
     CHUNKER_KINDS,
     RETRIEVER_KINDS,
@@ -222,6 +223,34 @@ def chunker_spec(options: IndexOptions) -> ChunkerSpec:
 # --------------------------------------------------------------------------
 
 
+def read_documents(
+    files: Sequence[tuple[str, str]],
+    location: str = "",
+    skip: Collection[str] = SKIPPABLE,
+    source: str = "markdown",
+    default_access: str = DEFAULT_ACCESS,
+) -> FolderReading:
+    """Parse (file name, text) pairs with the pipeline's parse of a folder, every problem at once.
+
+    Each file goes through :func:`rag.corpus.folders.parse_files`, the parse
+    of the pipeline's parse rule and of its plan, with the same ``skip`` and
+    ``default_access`` settings, so ``rag ask`` and ``corpus_statistics.csv``
+    see the same text. ``location`` is put in front of the file name in error
+    messages (the folder, say), since the file name alone is also the default
+    document id. Every file that fails, and every id two files declare (chunk
+    ids derive from it), is one line of the one DocumentError raised.
+    """
+    named = [(f"{location}{name}", functools.partial(str, text)) for name, text in files]
+    reading = parse_files(named, source, tuple(skip), DocumentDefaults(access=default_access))
+    if len(reading.problems) == 1:
+        raise DocumentError(reading.problems[0])
+    if reading.problems:
+        raise DocumentError(
+            f"{len(reading.problems)} problems in the documents:\n  " + "\n  ".join(reading.problems)
+        )
+    return reading
+
+
 def parse_documents(
     files: Sequence[tuple[str, str]],
     location: str = "",
@@ -229,29 +258,9 @@ def parse_documents(
     source: str = "markdown",
     default_access: str = DEFAULT_ACCESS,
 ) -> list[Document]:
-    """Parse (file name, text) pairs into documents sorted by id, with the pipeline's reader.
-
-    Each file goes through :func:`rag.corpus.folders.read_document`, the
-    reader of the pipeline's parse rule, with the same ``skip`` and
-    ``default_access`` settings, so ``rag ask`` and ``corpus_statistics.csv``
-    see the same text. ``location`` is put in front of the file name in error
-    messages (the folder, say), since the file name alone is also the default
-    document id. Two files declaring the same id are an error: chunk ids
-    derive from it.
-    """
-    documents: dict[str, tuple[str, Document]] = {}
-    for name, text in files:
-        try:
-            document, _ = read_document(text, name, source, tuple(skip), default_access)
-        except DocumentError as error:
-            raise DocumentError(f"{location}{error}") from None
-        if document.doc_id in documents:
-            other = documents[document.doc_id][0]
-            raise DocumentError(
-                f"{location}{name}: document id {document.doc_id!r} is already used by {location}{other}"
-            )
-        documents[document.doc_id] = (name, document)
-    return [documents[doc_id][1] for doc_id in sorted(documents)]
+    """The documents of :func:`read_documents`, sorted by id."""
+    reading = read_documents(files, location, skip, source, default_access)
+    return sorted(reading.documents, key=lambda document: document.doc_id)
 
 
 def cache_key(files: Sequence[tuple[str, str]], options: IndexOptions, code_digest: str) -> str:
@@ -410,10 +419,12 @@ def build_question_index(
     )
 
 
-def documents_without_access(files: Sequence[tuple[str, str]], location: str = "") -> set[str]:
+def documents_without_access(
+    files: Sequence[tuple[str, str]], location: str = "", skip: Collection[str] = SKIPPABLE
+) -> set[str]:
     """The ids of the documents that state no access level: parsed with two defaults, they differ."""
-    closed = parse_documents(files, location, default_access="restricted")
-    opened = parse_documents(files, location, default_access="public")
+    closed = parse_documents(files, location, skip, default_access="restricted")
+    opened = parse_documents(files, location, skip, default_access="public")
     return {a.doc_id for a, b in zip(closed, opened, strict=True) if a.access != b.access}
 
 

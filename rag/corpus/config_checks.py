@@ -10,36 +10,19 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from rag.corpus.documents import DocumentError, document_defaults
-from rag.corpus.folders import (
-    FOLDER_SOURCES,
-    FolderReading,
-    folder_files,
-    read_corpus_folder,
-    skipped_setting,
-)
+from rag.corpus.folders import FolderReading, folder_files, read_corpus_folder, skipped_setting
 from rag.corpus.questions import load_question_file, question_problems
+from rag.corpus.source_kinds import FOLDER_SOURCES, SOURCES
 from rag.kinds import ConfigError
 from rag.labels import LabelError, parse_questions, span_problems
 
 # What each corpus source needs, the keys that belong to it alone, and the
-# levels its labels can be evaluated at: evidence spans judge chunks (and,
-# through the chunks' documents, documents); BEIR qrels judge only documents.
-# The first level is the default. (The schema's defaults, such as a
-# wikipedia entry's ``strict``, are filled into every entry, so only keys
-# without a schema default can be checked for belonging to another source.)
-CORPUS_SOURCES: dict[str, dict[str, tuple[str, ...]]] = {
-    # A corpus without questions is unlabelled: it is parsed, chunked and
-    # indexed, but nothing is evaluated on it.
-    "markdown": {"required": ("documents",), "own": ("documents",), "levels": ("chunk", "document")},
-    "text": {"required": ("documents",), "own": ("documents",), "levels": ("chunk", "document")},
-    "html": {"required": ("documents",), "own": ("documents",), "levels": ("chunk", "document")},
-    "wikipedia": {
-        "required": ("titles", "as_of"),
-        "own": ("titles", "as_of"),
-        "levels": ("chunk", "document"),
-    },
-    "beir": {"required": ("folder",), "own": ("folder", "split", "queries"), "levels": ("document",)},
-}
+# levels its labels can be evaluated at are its row of the table of sources
+# (rag.corpus.source_kinds.SOURCES). A corpus without questions is
+# unlabelled: it is parsed, chunked and indexed, but nothing is evaluated on
+# it. (The schema's defaults, such as a wikipedia entry's ``strict``, are
+# filled into every entry, so only keys without a schema default can be
+# checked for belonging to another source.)
 
 
 BEIR_DEFAULTS: dict[str, object] = {"split": "test", "queries": "judged"}
@@ -53,27 +36,27 @@ BEIR_COMPONENT_DEPTH = 1000
 def check_corpus(entry: Mapping, where: str) -> None:
     """Keys a corpus entry's source needs or does not take, and a level it supports."""
     source = entry["source"]
-    rules = CORPUS_SOURCES[source]
-    for key in rules["required"]:
+    rules = SOURCES[source]
+    for key in rules.required:
         if key not in entry:
             raise ConfigError(f"{where}[{key!r}]: required for source {source!r}")
-    for other, other_rules in CORPUS_SOURCES.items():
-        for key in other_rules["own"]:
-            if other != source and key in entry and key not in rules["own"]:
+    for other, other_rules in SOURCES.items():
+        for key in other_rules.own:
+            if other != source and key in entry and key not in rules.own:
                 raise ConfigError(f"{where}[{key!r}]: a key of source {other!r}, not of {source!r}")
     if source == "beir" and "questions" in entry:
         raise ConfigError(f"{where}['questions']: a beir corpus takes its questions from queries.jsonl")
-    level = entry.get("level", rules["levels"][0])
-    if level not in rules["levels"]:
+    level = entry.get("level", rules.levels[0])
+    if level not in rules.levels:
         raise ConfigError(
-            f"{where}['level']: source {source!r} has labels only at the level(s) {list(rules['levels'])}, "
+            f"{where}['level']: source {source!r} has labels only at the level(s) {list(rules.levels)}, "
             f"not {level!r}"
         )
 
 
 def corpus_level(entry: Mapping) -> str:
     """``chunk`` or ``document``: what the corpus's labels are evaluated on."""
-    return str(entry.get("level", CORPUS_SOURCES[entry["source"]]["levels"][0]))
+    return str(entry.get("level", SOURCES[entry["source"]].levels[0]))
 
 
 def _relative_to(root: Path, configured: str) -> str:
@@ -180,8 +163,7 @@ def corpus_problems(
             where = f"config['corpora'][{name!r}]"
             readings[name] = _reading(entry, root, where)
             problems += readings[name].problems
-            warning = readings[name].warning(where)
-            warnings += [warning] if warning else []
+            warnings += readings[name].warnings(where)
     checked: set[str] = set()
     for name, entry in corpora.items():
         path = entry.get("questions")
@@ -200,6 +182,6 @@ def corpus_problems(
             problems.append(str(error))
             continue
         reading = readings[name]
-        _, spans = span_problems(questions, reading.documents, reading.failed)
+        _, spans = span_problems(questions, reading.documents, reading.failed, reading.file_ids)
         problems += [f"{path}: {line}" for line in spans]
     return problems, warnings

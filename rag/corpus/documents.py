@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from rag.corpus.front_matter import OTHER_LINE_SEPARATORS, FrontMatterError, load_front_matter
 from rag.corpus.inline_markup import (
     ACTIVE_ELEMENTS,
+    normalise_label,
     remove_active_elements,
     remove_comments,
     remove_roles,
@@ -29,12 +30,19 @@ from rag.corpus.inline_markup import (
     unwrap_emphasis,
     unwrap_links,
     unwrap_reference_links,
+    unwrap_shortcut_references,
 )
+from rag.corpus.markdown_dialects import strip_dialects
 
 SECTION_SEPARATOR = " › "
 BLOCK_SEPARATOR = "\n\n"
 # Bumped whenever parsing can give different text for the same file: chunk ids
 # include it, so text from two parser versions never shares an id.
+# Not bumped when other dialects' markup came to be dropped: the bundled corpus gives
+# the same text as before, and a bump would change
+# every chunk id, hence the tie order of rankings and the prompts of the sealed replies.
+# A changed text still gets new ids through its content version, unless the front
+# matter pins a 'version'.
 PARSER_VERSION = "4"
 
 # Sections that describe the document instead of stating its facts.
@@ -59,16 +67,7 @@ PRINCIPAL_NAME = re.compile(r"\w[\w.:@+/-]{0,99}")
 # per-corpus setting (``skip``); every skipped line is counted per document, so
 # nothing is lost without a trace in results/corpus_statistics.csv.
 SKIPPABLE: tuple[str, ...] = ("tables", "lists", "references", "code")
-# The defaults per source: encyclopedia articles (and the bundled corpus, which
-# imitates them) leave out everything that is not running prose, as the spec
-# does; a user's own files keep their list items and plain text keeps all.
-DEFAULT_SKIPPED: dict[str, tuple[str, ...]] = {
-    "wikipedia": SKIPPABLE,
-    "html": SKIPPABLE,
-    "markdown": ("tables", "references", "code"),
-    "text": (),
-    "beir": (),
-}
+# The defaults per source are their rows' (rag.corpus.source_kinds.SOURCES).
 
 # Characters that carry no text: soft hyphen, zero-width space, word joiner, BOM.
 _INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff]")
@@ -199,22 +198,25 @@ def strip_markup(body: str) -> str:
     return remove_active_elements(remove_comments(body))
 
 
-def render_inline(text: str) -> str:
+def render_inline(text: str, labels: frozenset[str] = frozenset()) -> str:
     """Plain text of Markdown inline markup: what a reader of the rendered page sees.
 
     Links (``[text](url)``, ``[text][label]``, ``[text][]``), MyST roles
     (``{mod}`pip```), emphasis, code spans and raw HTML are removed, keeping
     their text. A comment or active element that is opened but never closed
     swallows the rest of its paragraph (a browser would take the rest of the
-    page). Character references (``&lt;``) are decoded last: they stand for
-    literal characters, so "&lt;/sources&gt;" becomes the text "</sources>",
-    never a tag to strip again. Evidence spans go through the same function
-    (:func:`render_span`), so a span copied from the source file matches.
+    page). A shortcut link (``[npm]``) whose label is one of ``labels`` (the
+    document's link definitions) becomes its text. Character references
+    (``&lt;``) are decoded last: they stand for literal characters, so
+    "&lt;/sources&gt;" becomes the text "</sources>", never a tag to strip
+    again. Evidence spans go through the same function (:func:`render_span`),
+    so a span copied from the source file matches.
     """
     text = _UNCLOSED.sub("", text)
     # Twice: a badge is an image inside a link, [![build](badge.svg)](ci), whose first
     # unwrapping leaves the image, ![build](ci).
     text = unwrap_reference_links(unwrap_links(unwrap_links(remove_tags(remove_roles(text)))))
+    text = unwrap_shortcut_references(text, labels)
     return normalize_passage(html.unescape(unwrap_emphasis(text)))
 
 
@@ -454,6 +456,9 @@ class ParsedFile:
     document: Document
     skipped: dict[str, int]
     other_metadata: dict[str, str] = field(default_factory=dict)
+    # Where the title came from when the file has neither a 'title' nor a level-1 heading
+    # ("its first heading (...)", "its file name"); None otherwise.
+    title_from: str | None = None
 
 
 def parse_markdown(
@@ -503,6 +508,15 @@ class _Structure:
 
     headings: dict[int, tuple[int, str, int]]  # first line: (level, text, line after the heading)
     unrendered: frozenset[int]  # thematic breaks and link reference definitions
+    labels: frozenset[str] = frozenset()  # the defined link labels (normalise_label)
+    html_titles: tuple[tuple[int, str], ...] = ()  # (first line, text) of each <h1> of an HTML block
+
+
+# The blocks that hold text (at any depth, inside lists and quotes too): a non-blank line
+# none of them holds is a link reference definition or a bare list or quote marker.
+_LEAF_BLOCKS = frozenset({"paragraph_open", "heading_open", "fence", "code_block", "html_block", "hr"})
+# An <h1> element of an HTML block, as a README writes its title (<h1 align="center">Got</h1>).
+_HTML_TITLE = re.compile(r"<h1\b[^>]*>(.*?)</h1\s*>", re.IGNORECASE | re.DOTALL)
 
 
 def _block_structure(lines: list[str]) -> _Structure:
@@ -512,23 +526,34 @@ def _block_structure(lines: list[str]) -> _Structure:
     closing ``#`` removed) and setext (a paragraph underlined with ``===`` for
     level 1 or ``---`` for level 2). Only top-level headings give the document
     its sections; one inside a list or quote stays text. Lines that no
-    top-level block holds are link reference definitions (``[npm]: https://...``).
+    block of text holds are link reference definitions (``[npm]: https://...``,
+    at any depth) or bare list and quote markers,
+    whose labels are kept to resolve shortcut links (``[npm]``); an ``<h1>`` in
+    an HTML block is kept as a candidate title.
     """
-    tokens = _commonmark_blocks().parse("\n".join(lines))
+    env: dict = {}
+    tokens = _commonmark_blocks().parse("\n".join(lines), env)
     headings: dict[int, tuple[int, str, int]] = {}
     covered = bytearray(len(lines))
     rules: set[int] = set()
+    html_titles: list[tuple[int, str]] = []
     for position, token in enumerate(tokens):
-        if token.level != 0 or token.map is None:
+        if token.map is None:
             continue
         first, after = token.map
-        covered[first:after] = b"\x01" * (after - first)
+        if token.type in _LEAF_BLOCKS:
+            covered[first:after] = b"\x01" * (after - first)
+        if token.level != 0:
+            continue
         if token.type == "heading_open":
             headings[first] = (int(token.tag[1:]), tokens[position + 1].content, after)
         elif token.type == "hr":
             rules.update(range(first, after))
+        elif token.type == "html_block":
+            html_titles += [(first, match.group(1)) for match in _HTML_TITLE.finditer(token.content)]
     definitions = {index for index, line in enumerate(lines) if not covered[index] and line.strip()}
-    return _Structure(headings, frozenset(rules | definitions))
+    labels = frozenset(normalise_label(label) for label in env.get("references", {}))
+    return _Structure(headings, frozenset(rules | definitions), labels, tuple(html_titles))
 
 
 def _other_metadata(meta: dict) -> dict[str, str]:
@@ -538,6 +563,184 @@ def _other_metadata(meta: dict) -> dict[str, str]:
         for key, value in sorted(meta.items(), key=lambda item: str(item[0]))
         if key not in USED_FRONT_MATTER
     }
+
+
+@dataclass
+class _BodyReader:
+    """The paragraphs of a Markdown body, read line by line (:func:`_read_body`).
+
+    Holds what a line's meaning depends on: the heading path, whether the
+    section is skipped, whether a fence is open, and the open paragraph with
+    whether it is a kept list item or a quote.
+    """
+
+    skip: tuple[str, ...]
+    labels: frozenset[str] = frozenset()
+    title_line: int | None = None  # a heading that titles the document as a level-1 heading would
+    path: list[str] = field(default_factory=list)
+    skipping: bool = False
+    fence_line: int | None = None  # the line index of the open code fence
+    in_item: bool = False  # whether the open paragraph is a kept list item
+    in_quote: bool = False  # whether the open paragraph is a quote
+    paragraph: list[str] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
+    skipped: Counter = field(default_factory=Counter)
+    headings: list[tuple[int, int, str]] = field(default_factory=list)  # (line, level, text), not empty
+
+    def flush(self) -> None:
+        if self.paragraph and not self.skipping:
+            joined = render_inline(" ".join(self.paragraph), self.labels)
+            if joined:
+                self.blocks.append(Block(tuple(self.path), joined))
+        self.paragraph.clear()
+        self.in_item = self.in_quote = False
+
+    def code(self, line: str) -> None:
+        """A line inside a code fence: skipped with its section, skipped as code, or kept."""
+        if self.skipping:
+            self.skipped["references"] += bool(line.strip())
+        elif "code" in self.skip:
+            self.skipped["code"] += bool(line.strip())
+        else:
+            self.paragraph.append(line.strip())
+
+    def heading(self, line: int, level: int, text: str) -> None:
+        """A heading: level 1 starts the document over, deeper levels set the section path."""
+        self.flush()
+        if text:
+            self.headings.append((line, level, text))
+        if level == 1 or line == self.title_line:
+            self.path, self.skipping = [], False
+            return
+        self.path = self.path[: level - 2] + [text]
+        self.skipping = "references" in self.skip and any(
+            part.lower() in SKIPPED_SECTIONS for part in self.path
+        )
+
+    def unquoted(self, line: str) -> str | None:
+        """A line without its quote markers; None when nothing of it is left to read."""
+        quoted = _QUOTE_MARKERS.match(line)
+        if not quoted:
+            return line
+        if self.paragraph and not self.in_quote:
+            self.flush()  # a quote starts a block of its own
+        line = line[quoted.end() :]
+        if not line.strip() or _ALERT.match(line.strip()):
+            self.flush()
+            return None
+        self.in_quote = True
+        return line
+
+    def table_row(self, line: str) -> None:
+        """A table row: skipped, or a paragraph of its cells (a delimiter row is nothing)."""
+        self.flush()
+        if "tables" in self.skip:
+            self.skipped["tables"] += 1
+        elif not re.fullmatch(r"[\s|:-]+", line):
+            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+            self.paragraph.append(" | ".join(cell for cell in cells if cell))
+            self.flush()
+
+    def list_item(self, line: str, item: re.Match[str]) -> None:
+        """A list item's first line, or wrapped prose that only looks like one ("4. " mid-paragraph)."""
+        bullet, number = item.group(1), item.group(2)
+        if self.paragraph and not self.in_item and number is not None and int(number) != 1:
+            self.paragraph.append(line.strip())  # wrapped prose, not a list
+            return
+        self.flush()
+        if "lists" in self.skip:
+            self.skipped["lists"] += 1
+            return
+        self.paragraph.append(line[item.end() :].strip() if bullet else line.strip())
+        self.in_item = True
+
+    def text(self, line: str) -> None:
+        """A line outside fences and headings: quote, blank, table row, list item or prose."""
+        line = self.unquoted(line)
+        if line is None:
+            return
+        if not line.strip():
+            self.flush()
+        elif self.skipping:
+            self.skipped["references"] += 1
+        elif _TABLE_ROW.match(line):
+            self.table_row(line)
+        elif item := _LIST_ITEM.match(line):
+            self.list_item(line, item)
+        else:
+            self.paragraph.append(line.strip())
+
+
+def _title_heading(structure: _Structure, stated: str | None) -> int | None:
+    """The line of the heading that stands for a missing level-1 heading, or None.
+
+    A chapter that starts at ``## Functions`` and has only deeper headings
+    below is titled by that heading, which then heads no section of its own
+    (its blocks are not "Functions › Functions › ..."). Only when the document
+    states no title, has no level-1 heading (an HTML ``<h1>`` counts), and
+    its first heading is the only one of the highest level it uses.
+    """
+    if stated or structure.html_titles:
+        return None
+    headings = sorted((line, level) for line, (level, text, _) in structure.headings.items() if text.strip())
+    if not headings:
+        return None
+    line, level = headings[0]
+    levels = [other for _, other in headings]
+    if min(levels) < level or levels.count(level) > 1:
+        return None
+    return line
+
+
+def _read_body(
+    lines: list[str], structure: _Structure, skip: tuple[str, ...], title_line: int | None = None
+) -> _BodyReader:
+    """Every line of the body read by a :class:`_BodyReader`, with ``structure``'s headings."""
+    reader = _BodyReader(skip, structure.labels, title_line)
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        index += 1
+        if _FENCE.match(line):
+            reader.flush()
+            reader.fence_line = index - 1 if reader.fence_line is None else None
+        elif reader.fence_line is not None:
+            reader.code(line)
+        elif heading := structure.headings.get(index - 1):
+            reader.heading(index - 1, heading[0], render_inline(heading[1], structure.labels))
+            index = heading[2]
+        elif index - 1 in structure.unrendered or _MYST_TARGET.match(line):
+            reader.flush()
+        else:
+            reader.text(line)
+    reader.flush()
+    return reader
+
+
+def _file_stem(name: str) -> str:
+    """The file's name without folder or ``.md`` ending: the default document id."""
+    return re.sub(r"\.md$", "", re.split(r"[\\/]", name)[-1])
+
+
+def _title(
+    stated: str | None, reader: _BodyReader, structure: _Structure, name: str
+) -> tuple[str, str | None]:
+    """The document's title, and where it came from when not from the front matter or a level-1 heading.
+
+    The front matter's ``title``, else the first level-1 heading (an ``<h1>``
+    of an HTML block counts as one), else the first heading of any level, else
+    the file name; the second value names the fallback (for one warning).
+    """
+    if stated:
+        return stated, None
+    html = [(line, 1, render_inline(text, structure.labels)) for line, text in structure.html_titles]
+    first = sorted([*reader.headings, *html], key=lambda heading: heading[0])
+    title = next((text for _, level, text in first if level == 1 and text), None)
+    if title:
+        return title, None
+    if first:
+        return first[0][2], f"its first heading ({first[0][2]!r}, level {first[0][1]})"
+    return _file_stem(name), "its file name"
 
 
 def parse_markdown_file(
@@ -551,9 +754,11 @@ def parse_markdown_file(
     """:func:`parse_markdown`, with the lines skipped of each kind and the front matter it did not use.
 
     The headings are CommonMark's (:func:`_block_structure`): ATX and setext,
-    level 1 the title (unless the front matter has one), deeper levels the
-    section path. Thematic breaks, link reference definitions and MyST targets
-    (``(label)=``) are not text.
+    level 1 the title (unless the front matter has one; without either, the
+    first heading or the file name, noted in ``ParsedFile.title_from``), deeper
+    levels the section path. Thematic breaks, link reference definitions and MyST targets
+    (``(label)=``) are not text; other dialects' markup is dropped first
+    (:func:`rag.corpus.markdown_dialects.strip_dialects`).
     Quote markers (``> ``) are removed, and a quote is a paragraph of its own.
     Kept list items become paragraphs of their own, without their bullet (an
     ordered item keeps its number, which is part of its text). As in
@@ -562,7 +767,7 @@ def parse_markdown_file(
     wrapped prose is never mistaken for a list.
     """
     skip = check_skipped(skip, name)
-    meta, body, _ = _front_matter(normalise_line_breaks(text), name)
+    meta, body, first_line = _front_matter(normalise_line_breaks(text), name)
     default_access = check_access_level(default_access, "default access level")
     title = _metadata_text(meta, "title", name)
     doc_id = _metadata_text(meta, "id", name)
@@ -573,108 +778,17 @@ def parse_markdown_file(
     access = _metadata_access(meta, name, default_access)
     tenant = _metadata_tenant(meta, name, default_tenant)
     acl = _metadata_acl(meta, name, tuple(default_acl))
-    lines = strip_markup(body).split("\n")
+    lines = strip_dialects(strip_markup(body).split("\n"))
     structure = _block_structure(lines)
-    path: list[str] = []
-    skipping = False
-    in_fence = False
-    blocks: list[Block] = []
-    paragraph: list[str] = []
-    skipped: Counter[str] = Counter()
-    in_item = False  # whether the open paragraph is a kept list item
-    in_quote = False  # whether the open paragraph is a quote
-
-    def flush() -> None:
-        nonlocal in_item, in_quote
-        if paragraph and not skipping:
-            joined = render_inline(" ".join(paragraph))
-            if joined:
-                blocks.append(Block(tuple(path), joined))
-        paragraph.clear()
-        in_item = in_quote = False
-
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        index += 1
-        if _FENCE.match(line):
-            flush()
-            in_fence = not in_fence
-            continue
-        if in_fence:
-            if skipping:
-                skipped["references"] += bool(line.strip())
-            elif "code" in skip:
-                skipped["code"] += bool(line.strip())
-            else:
-                paragraph.append(line.strip())
-            continue
-        heading = structure.headings.get(index - 1)
-        if heading:
-            flush()
-            level, heading_text, index = heading[0], render_inline(heading[1]), heading[2]
-            if level == 1:
-                if title is None and heading_text:
-                    title = heading_text
-                path, skipping = [], False
-                continue
-            depth = level - 2
-            path = path[:depth] + [heading_text]
-            skipping = "references" in skip and any(part.lower() in SKIPPED_SECTIONS for part in path)
-            continue
-        if index - 1 in structure.unrendered or _MYST_TARGET.match(line):
-            flush()
-            continue
-        quoted = _QUOTE_MARKERS.match(line)
-        if quoted:
-            if paragraph and not in_quote:
-                flush()  # a quote starts a block of its own
-            line = line[quoted.end() :]
-            if not line.strip() or _ALERT.match(line.strip()):
-                flush()
-                continue
-            in_quote = True
-        if not line.strip():
-            flush()
-            continue
-        if skipping:
-            skipped["references"] += 1
-            continue
-        if _TABLE_ROW.match(line):
-            flush()
-            if "tables" in skip:
-                skipped["tables"] += 1
-            elif not re.fullmatch(r"[\s|:-]+", line):
-                cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-                paragraph.append(" | ".join(cell for cell in cells if cell))
-                flush()
-            continue
-        item = _LIST_ITEM.match(line)
-        if item:
-            bullet, number = item.group(1), item.group(2)
-            if paragraph and not in_item and number is not None and int(number) != 1:
-                paragraph.append(line.strip())  # wrapped prose, not a list
-                continue
-            flush()
-            if "lists" in skip:
-                skipped["lists"] += 1
-                continue
-            paragraph.append(line[item.end() :].strip() if bullet else line.strip())
-            in_item = True
-            continue
-        paragraph.append(line.strip())
-    flush()
-
-    if in_fence:
-        raise DocumentError(f"{name}: a code fence is never closed")
-    if not title:
-        raise DocumentError(f"{name}: no title (a level-1 heading or a 'title' in the front matter)")
-    if not blocks:
+    reader = _read_body(lines, structure, skip, _title_heading(structure, title))
+    if reader.fence_line is not None:
+        raise DocumentError(f"{name}, line {first_line + reader.fence_line}: a code fence is never closed")
+    title, title_from = _title(title, reader, structure, name)
+    if not reader.blocks:
         raise DocumentError(f"{name}: no paragraphs to index")
-    # Without an id in the front matter, the file's name without folder or ending.
-    doc_id = check_document_id(doc_id or re.sub(r"\.md$", "", re.split(r"[\\/]", name)[-1]), name)
+    blocks = reader.blocks
     document = Document(
-        doc_id=doc_id,
+        doc_id=check_document_id(doc_id or _file_stem(name), name),
         title=title,
         version=version if version is not None else content_version(blocks),
         blocks=tuple(blocks),
@@ -685,7 +799,8 @@ def parse_markdown_file(
         tenant=tenant,
         acl=acl,
     )
-    return ParsedFile(document, {kind: skipped[kind] for kind in SKIPPABLE}, _other_metadata(meta))
+    skipped = {kind: reader.skipped[kind] for kind in SKIPPABLE}
+    return ParsedFile(document, skipped, _other_metadata(meta), title_from)
 
 
 def foreign_key_warning(

@@ -1,6 +1,7 @@
-"""A folder of files as a corpus: Markdown, plain text or HTML.
+"""A folder of files as a corpus: any folder source of the table of sources.
 
-The three folder sources differ only in how one file becomes a document;
+The folder sources (:data:`rag.corpus.source_kinds.FOLDER_SOURCES`) differ only
+in how one file becomes a document (their row's reader);
 finding the files, naming the documents and counting what each reader left
 out are shared, so a user's folder of ``.txt`` notes or saved web pages runs
 through the same grid as a folder of Markdown.
@@ -8,40 +9,28 @@ through the same grid as a folder of Markdown.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Collection, Mapping
+import functools
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag.corpus.articles import document_from_html_file
 from rag.corpus.documents import (
     DEFAULT_ACCESS,
-    DEFAULT_SKIPPED,
     SKIPPABLE,
-    Block,
     Document,
     DocumentDefaults,
     DocumentError,
     ParsedFile,
     check_access_level,
-    check_document_id,
     check_skipped,
-    content_version,
     document_defaults,
     foreign_key_warning,
-    normalize_passage,
-    parse_markdown_file,
 )
-from rag.corpus.markdown_files import FolderError, read_markdown_file
+from rag.corpus.markdown_files import MAX_DOCUMENT_BYTES, FolderError, read_markdown_file
+from rag.corpus.source_kinds import DEFAULT_SKIPPED, FOLDER_SOURCES, SOURCES, folder_source
+from rag.corpus.text_files import parse_text
 
-# The file name endings each folder source reads.
-FOLDER_SOURCES: dict[str, tuple[str, ...]] = {
-    "markdown": (".md",),
-    "text": (".txt",),
-    "html": (".html", ".htm"),
-}
-
-_BLANK_LINES = re.compile(r"\n[ \t\r\f\v]*\n")
+__all__ = ["FOLDER_SOURCES", "parse_text"]
 
 
 def check_inside(path: Path, folder: Path) -> None:
@@ -72,7 +61,7 @@ def skipped_setting(entry: dict, where: str) -> tuple[str, ...]:
     if "skip" not in entry:
         return DEFAULT_SKIPPED[entry["source"]]
     skip = check_skipped(entry["skip"], f"{where}['skip']")
-    if entry["source"] in ("html", "wikipedia") and skip != SKIPPABLE:
+    if SOURCES[entry["source"]].skips_all and skip != SKIPPABLE:
         raise DocumentError(
             f"{where}['skip']: the article reader of source {entry['source']!r} keeps only paragraphs, "
             f"so it always skips {list(SKIPPABLE)}"
@@ -80,27 +69,8 @@ def skipped_setting(entry: dict, where: str) -> tuple[str, ...]:
     return skip
 
 
-def parse_text(
-    text: str, doc_id: str, access: str = DEFAULT_ACCESS, tenant: str = "", acl: tuple[str, ...] = ()
-) -> Document:
-    """Plain text: paragraphs separated by blank lines, all in the lead; the file name is the title.
-
-    Plain text has nowhere to state who may read it, so ``access``, ``tenant``
-    and ``acl`` (the corpus's ``default_access``, ``default_tenant`` and
-    ``default_acl``) are every text document's.
-    """
-    paragraphs = (normalize_passage(part) for part in _BLANK_LINES.split(text.replace("\r\n", "\n")))
-    blocks = tuple(Block((), paragraph) for paragraph in paragraphs if paragraph)
-    if not blocks:
-        raise DocumentError(f"{doc_id}: no paragraphs to index")
-    version = content_version(blocks)
-    return Document(
-        doc_id=doc_id, title=doc_id, version=version, blocks=blocks, access=access, tenant=tenant, acl=acl
-    )
-
-
 def read_file(
-    text: str,
+    text: str | bytes,
     name: str,
     source: str,
     skip: Collection[str] | None = None,
@@ -116,22 +86,32 @@ def read_file(
     HTML file without ``<meta name="access|tenant|acl">``, and every plain text file.
     """
     defaults = defaults or DocumentDefaults()
+    row = folder_source(source, name)
     access = check_access_level(defaults.access, "default_access")
-    if source == "markdown":
-        skip = DEFAULT_SKIPPED["markdown"] if skip is None else skip
-        return parse_markdown_file(text, name, skip, access, defaults.tenant, defaults.acl)
-    doc_id = check_document_id(Path(name).stem, name)
-    if source == "text":
-        document = parse_text(text, doc_id, access, defaults.tenant, defaults.acl)
-        return ParsedFile(document, dict.fromkeys(SKIPPABLE, 0))
-    if source == "html":
-        document, skipped = document_from_html_file(text, doc_id, access, name, defaults.tenant, defaults.acl)
-        return ParsedFile(document, skipped)
-    raise DocumentError(f"{name}: unknown folder source {source!r}; expected one of {sorted(FOLDER_SOURCES)}")
+    checked = DocumentDefaults(access=access, tenant=defaults.tenant, acl=defaults.acl)
+    return row.read(text, name, row.default_skip if skip is None else skip, checked)
+
+
+def file_content(path: Path, source: str) -> str | bytes:
+    """What a file of ``source`` is read as: UTF-8 text, or the bytes of a binary source, at most
+    :data:`~rag.corpus.markdown_files.MAX_DOCUMENT_BYTES` either way."""
+    if not folder_source(source, str(path)).binary:
+        return read_markdown_file(path)
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_DOCUMENT_BYTES + 1)
+    except OSError as error:
+        raise FolderError(f"{path}: cannot be read ({error.strerror or error})") from None
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise FolderError(
+            f"{path}: larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MB, the most a document may hold; "
+            "split it or leave it out"
+        )
+    return data
 
 
 def read_document(
-    text: str,
+    text: str | bytes,
     name: str,
     source: str,
     skip: Collection[str] | None = None,
@@ -153,10 +133,31 @@ class FolderReading:
     skipped: dict[str, dict[str, int]] = field(default_factory=dict)  # by document id
     # The default ids (file names without endings) of the files that did not parse.
     failed: set[str] = field(default_factory=set)
+    # File name to where its title came from, for files without a 'title' or level-1 heading.
+    titles_from: dict[str, str] = field(default_factory=dict)
+    # A file's name, with and without its ending, to its document's id, where the front matter set another.
+    file_ids: dict[str, str] = field(default_factory=dict)
 
     def warning(self, where: str) -> str | None:
         """One line naming the front matter keys no reader uses, or None."""
         return foreign_key_warning(((file, keys) for file, keys in self.other_metadata.items()), where)
+
+    def warnings(self, where: str) -> list[str]:
+        """Every warning of the reading, one line each: unused front matter keys, fallback titles."""
+        lines = [self.warning(where), title_warning(self.titles_from, where)]
+        return [line for line in lines if line]
+
+
+def title_warning(titles_from: Mapping[str, str], where: str, shown: int = 5) -> str | None:
+    """One line naming the files without a 'title' or level-1 heading and where their titles came from."""
+    if not titles_from:
+        return None
+    listed = [f"{file} (from {source})" for file, source in list(titles_from.items())[:shown]]
+    more = f" and {len(titles_from) - shown} more" if len(titles_from) > shown else ""
+    return (
+        f"{where}: {len(titles_from)} file{'s' * (len(titles_from) != 1)} without a level-1 heading or a "
+        f"'title' in the front matter, titled by their first heading or file name: {', '.join(listed)}{more}"
+    )
 
 
 def read_files(
@@ -167,26 +168,49 @@ def read_files(
     A file that cannot be read or parsed, and a document id used by two files,
     are problems; the other files' documents are still read.
     """
+    return parse_files(
+        [(str(path), functools.partial(file_content, path, source)) for path in paths], source, skip, defaults
+    )
+
+
+def parse_files(
+    files: Iterable[tuple[str, Callable[[], str | bytes]]],
+    source: str,
+    skip: Collection[str] | None,
+    defaults: DocumentDefaults,
+) -> FolderReading:
+    """:func:`read_files` over (file name, function giving its text) pairs: the one parse of a folder.
+
+    The pipeline's parse and ``rag ask`` both read a folder through here, so
+    they see the same documents, blocks and problems. ``name`` is the file's
+    path as errors should name it; its last part, without the ending, is the
+    document's default id.
+    """
     reading = FolderReading()
-    origin: dict[str, Path] = {}
-    for path in paths:
+    origin: dict[str, str] = {}
+    for name, text in files:
+        stem = Path(name).stem
         try:
-            parsed = read_file(read_markdown_file(path), str(path), source, skip, defaults)
+            parsed = read_file(text(), name, source, skip, defaults)
         except (DocumentError, FolderError) as error:
             reading.problems.append(str(error))
-            reading.failed.add(path.stem)
+            reading.failed.add(stem)
             continue
         document = parsed.document
         if document.doc_id in origin:
             reading.problems.append(
-                f"{path}: document id {document.doc_id!r} is already used by {origin[document.doc_id]}"
+                f"{name}: document id {document.doc_id!r} is already used by {origin[document.doc_id]}"
             )
             continue
-        origin[document.doc_id] = path
+        origin[document.doc_id] = name
         reading.documents.append(document)
         reading.skipped[document.doc_id] = parsed.skipped
+        if stem != document.doc_id:
+            reading.file_ids[stem] = reading.file_ids[Path(name).name] = document.doc_id
         if parsed.other_metadata:
-            reading.other_metadata[str(path)] = parsed.other_metadata
+            reading.other_metadata[name] = parsed.other_metadata
+        if parsed.title_from:
+            reading.titles_from[name] = parsed.title_from
     return reading
 
 

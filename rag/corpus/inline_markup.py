@@ -254,3 +254,28 @@ def remove_roles(text: str) -> str:
     ends at the next backtick or line break, which no other role can reach past.
     """
     return _ROLE.sub(_role_text, text)
+
+
+# A shortcut reference link, [text] with no (url), [label] or ':' after it; "!" makes it an image.
+_SHORTCUT = re.compile(r"(!?)\[([^\[\]\n]+)\](?![\[(:])")
+
+
+def unwrap_shortcut_references(text: str, labels: frozenset[str]) -> str:
+    """``[text]`` replaced by its text when ``text`` is a defined link label (``[text]: url``).
+
+    ``labels`` are the document's definitions, normalised as CommonMark matches
+    them (:func:`normalise_label`); a bracket whose text is not defined stays,
+    since a reader sees it as written. Linear: a match stops at the next bracket.
+    """
+    if not labels:
+        return text
+
+    def shown(match: re.Match[str]) -> str:
+        return match.group(2) if normalise_label(match.group(2)) in labels else match.group(0)
+
+    return _SHORTCUT.sub(shown, text)
+
+
+def normalise_label(label: str) -> str:
+    """A link label as CommonMark compares them: trimmed, runs of whitespace as one space, case folded."""
+    return " ".join(label.split()).casefold()

@@ -7,7 +7,7 @@ out of the model's memory any more than out of its sources.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rag.grounding.cases import (
     CaseResult,
@@ -51,6 +51,7 @@ def run_grounding(
     chunks: Mapping[str, Sequence],
     ranking: Mapping[str, Sequence],
     served: Sequence[ServedModel] = (),
+    admit: Callable[[Sequence[str]], None] | None = None,
 ) -> tuple[list[CaseResult], list[SwapResult]]:
     """Run the canonical grounding section's cases and its swap on the ranked chunks.
 
@@ -59,7 +60,9 @@ def run_grounding(
     chunk_id and text, ``ranking`` a rankings table's columns; each question
     is conditioned on its top ``settings["k"]`` chunks. The cases run in the
     configured order, first with the trigram model, then with each served
-    model, so the trigram rows stay first and unchanged.
+    model, so the trigram rows stay first and unchanged. ``admit`` (each served
+    model's gate, rag.models.gate) sees every question's chunk ids before any
+    case runs, and refuses the run when one is outside the caller's view.
     """
     k, temperature = settings["k"], settings["temperature"]
     chunk_texts = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
@@ -70,6 +73,9 @@ def run_grounding(
 
     cases = configured_cases(settings, document_texts(parsed["doc_id"], parsed["text"]))
     swap = swap_from_config(settings["swap"])
+    if admit is not None and served:
+        for question_id in [*(case.question_id for case in cases), swap.question_id]:
+            admit(retrieved(question_id).chunk_ids)
     results = [
         run_case(memory, case, retrieved(case.question_id), temperature, settings["max_tokens"])
         for case in cases

@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,6 +68,8 @@ from rag.models.response_cache import ResponseCache
 
 if TYPE_CHECKING:
     from rag.answering.llm_answers import LlmGenerator
+    from rag.models.gate import Gate
+    from rag.retrieval.filters import Caller
 
 NO_LOG_PROBABILITIES = "the server gives no per-token log-probabilities of an echoed prompt"
 # llama-cpp-python 0.3.36 reports, for each echoed prompt token, the log-probability
@@ -142,29 +144,64 @@ def generator_model(
     max_tokens: int,
     server_log: str | Path,
     stack: contextlib.ExitStack,
+    gate: Gate | None = None,
 ) -> ServedModel:
     """An ``llm`` generator entry as a served model; the bundled server is started on the first cache miss.
 
     The bundled server is started with ``logits_all`` (the log-probability
     of every prompt token, which echoed scoring needs) and stopped when
-    ``stack`` closes; another endpoint is asked where it is.
+    ``stack`` closes; another endpoint is asked where it is. Every request
+    goes where ``gate`` (rag.models.gate, opened for the grounding caller) routes it.
     """
     from rag.answering.llm_answers import endpoint_identity
 
     identity = endpoint_identity(generator)
     if not generator.bundled:
-        endpoint = generator.endpoint(None, identity)
+        endpoint = generator.endpoint(None, identity, gate)
         return served_model(generator.name, endpoint, cache, max_tokens, sampling=generator.sampling)
 
     def start() -> Endpoint:
         from rag.models import local_server
 
         base_url = stack.enter_context(local_server.running(server_log, logprobs=True, alias=generator.model))
-        return generator.endpoint(base_url, identity)
+        return generator.endpoint(base_url, identity, gate)
 
-    named = generator.endpoint("http://127.0.0.1/v1", identity)
+    named = generator.endpoint("http://127.0.0.1/v1", identity, gate)
     model = served_model(generator.name, named, cache, max_tokens, start=start, sampling=generator.sampling)
     return dataclasses.replace(model, score=lambda prefix, continuation: None, unscored=MISALIGNED_ECHO)
+
+
+def gated_models(
+    entries: Mapping[str, Mapping],
+    caller: Caller,
+    chunks_path: str,
+    cache: ResponseCache | None,
+    max_tokens: int,
+    server_log: str | Path,
+    stack: contextlib.ExitStack,
+) -> tuple[list[ServedModel], Callable[[Sequence[str]], None]]:
+    """Each llm entry as a served model whose requests pass its gate (rag.models.gate), and ``admit``.
+
+    ``admit`` checks a question's chunk ids with every entry's gate (the
+    caller's view over the chunk table), before any case is run with them.
+    """
+    from rag.answering.llm_answers import generator_from_entry
+    from rag.models.gate import table_gate
+
+    gates = [
+        table_gate(caller=caller, name=name, entry=entry, role="generator", chunks=chunks_path)
+        for name, entry in entries.items()
+    ]
+    served = [
+        generator_model(generator_from_entry(name, entry), cache, max_tokens, server_log, stack, gate)
+        for (name, entry), gate in zip(entries.items(), gates, strict=True)
+    ]
+
+    def admit(chunk_ids: Sequence[str]) -> None:
+        for gate in gates:
+            gate.admit(chunk_ids)
+
+    return served, admit
 
 
 # --------------------------------------------------------------------------

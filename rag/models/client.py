@@ -53,7 +53,7 @@ import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from rag import bounded_http
@@ -187,6 +187,11 @@ class LlmError(RuntimeError):
         self.status = status
 
 
+class GateError(LlmError):
+    """A request the gate refuses (rag.models.gate); one line naming the caller, the entry and why
+    (never a chunk's text)."""
+
+
 class ResponseFormatRefused(LlmError):
     """The server refused a request's ``response_format``; the caller may ask again in plain text."""
 
@@ -212,6 +217,9 @@ class Endpoint:
     timeout_seconds: float = 120.0
     identity: str | None = None
     max_reply_bytes: int = MAX_REPLY_BYTES
+    # The gate (rag.models.gate) this endpoint's requests passed: it routes them. Without one,
+    # a request goes only to an address that is loopback by where it resolves.
+    gate: object | None = field(default=None, compare=False, repr=False, hash=False)
 
     def __post_init__(self) -> None:
         parsed = urllib.parse.urlsplit(self.base_url if isinstance(self.base_url, str) else "")
@@ -279,6 +287,9 @@ class Completion:
     seconds: float
     cached: bool
     top_logprobs: list | None = None
+    # Whether ``text`` is a structured reply still to be read against its prompt's sources
+    # (rag.answering.llm_answers.structured_reply). Not part of the cached reply.
+    structured: bool = False
 
 
 def read_key(endpoint: Endpoint, environment: Mapping[str, str]) -> str | None:
@@ -295,18 +306,40 @@ def read_key(endpoint: Endpoint, environment: Mapping[str, str]) -> str | None:
     return key
 
 
-def transport_check(endpoint: Endpoint, key: str | None) -> bool:
+def endpoint_route(endpoint: Endpoint):
+    """Where ``endpoint``'s requests go (rag.models.gate.Route), resolved once; refused off the machine
+    without a gate: only the gate knows whose text a request holds and what the endpoint may receive."""
+    from rag.models.routes import RouteError, route_of
+
+    gate = endpoint.gate
+    if gate is not None:
+        return gate.route(endpoint.base_url)
+    try:
+        route = route_of(endpoint.base_url)
+    except RouteError as error:
+        raise GateError(f"{shown_url(endpoint.base_url)}: {error}") from None
+    if not route.loopback:
+        raise GateError(
+            f"{shown_url(endpoint.base_url)}: {route.where()} is not this machine's loopback, and the "
+            "request did not pass the gate (rag.models.gate.open_gate) that checks what it may receive"
+        )
+    return route
+
+
+def transport_check(endpoint: Endpoint, key: str | None, route=None) -> bool:
     """Whether to use the environment's proxy; raises when the key would travel in clear text.
 
-    https: the proxy (if any) only tunnels encrypted bytes, so it is used.
-    Plain http to a loopback address: always direct, proxy ignored. Plain
+    https: the proxy (if any) only tunnels encrypted bytes, so it is used,
+    except to a loopback address. Plain http to a loopback address (by the
+    address it resolves to, ``route``): always direct, proxy ignored. Plain
     http elsewhere: allowed without a key, refused with one.
     """
     parsed = urllib.parse.urlsplit(endpoint.base_url)
+    loopback = endpoint.loopback if route is None else route.loopback
+    if loopback:
+        return False
     if parsed.scheme == "https":
         return True
-    if endpoint.loopback:
-        return False
     if key is not None:
         proxy = bounded_http.proxy_for(endpoint.base_url)
         through = (
@@ -343,7 +376,10 @@ def post_json(
     key = read_key(endpoint, environment)
     if key is None:
         key = _served_key(endpoint.base_url)
-    use_proxy = transport_check(endpoint, key)
+    if not endpoint.loopback:
+        transport_check(endpoint, key)  # the key's rule first: nothing is resolved or connected for it
+    route = endpoint_route(endpoint)
+    use_proxy = transport_check(endpoint, key, route)
     redactor = Redactor([key] if key else [])
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     if key:
@@ -359,7 +395,7 @@ def post_json(
         attempt += 1
         remaining = deadline - clock()
         outcome = _attempt(
-            endpoint.url(path), headers, payload, remaining, use_proxy, redactor, deadline, endpoint
+            endpoint.url(path), headers, payload, remaining, use_proxy, redactor, deadline, endpoint, route
         )
         if isinstance(outcome, dict):
             return _Reply(outcome, clock() - started)
@@ -394,6 +430,7 @@ def _attempt(
     redactor: Redactor,
     deadline: float,
     endpoint: Endpoint,
+    route=None,
 ) -> dict | tuple[str, bool, float | None, int | None]:
     """One request: the parsed JSON reply, or (redacted failure, retryable, retry-after, status)."""
     if seconds <= 0:
@@ -407,6 +444,7 @@ def _attempt(
             deadline_seconds=seconds,
             max_body_bytes=endpoint.max_reply_bytes,
             use_proxy=use_proxy,
+            connect_to=None if route is None else route.connect_to,
         )
     except bounded_http.DeadlineExceeded:
         return (
@@ -644,7 +682,7 @@ def chat(
         text, prompt_tokens, completion_tokens, round(reply.seconds, 3), cached=False, top_logprobs=logprobs
     )
     stored = asdict(completion)
-    del stored["cached"]
+    del stored["cached"], stored["structured"]
     if top_logprobs is None:
         del stored["top_logprobs"]
     _checked(request["kind"], stored, shown)

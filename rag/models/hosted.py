@@ -37,6 +37,7 @@ The default of ``RAG_LLM_TIMEOUT`` is the ``llm`` kind's ``timeout``
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -44,10 +45,14 @@ import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rag.kinds import GENERATOR_KINDS
 from rag.models.client import MAX_REPLY_BYTES, Endpoint, LlmError, RetryPolicy, Sampling, chat, is_loopback
 from rag.models.redaction import Redactor, shown_url, url_secrets
+
+if TYPE_CHECKING:
+    from rag.models.gate import Gate, ModelEntry
 
 BASE_URL_VARIABLE = "RAG_LLM_BASE_URL"
 API_KEY_VARIABLE = "RAG_LLM_API_KEY"
@@ -235,6 +240,7 @@ def complete(
     prompt_text: str,
     config: HostedConfig,
     sleep: Callable[[float], None] = time.sleep,
+    gate: Gate | None = None,
 ) -> str:
     """Send the prompt and return the model's reply text, through :func:`rag.models.client.chat`.
 
@@ -244,14 +250,15 @@ def complete(
     more than ``max_wait_seconds``. ``timeout_seconds`` bounds the whole call:
     each attempt gets what is left of it, and a retry whose wait would reach
     the deadline is not made (the error says so). Every failure raises
-    :class:`HostedModelError` in one line, without the key.
+    :class:`HostedModelError` in one line, without the key. The request goes
+    where ``gate`` (rag.models.gate) routes it; without one, only to loopback.
     """
     if not isinstance(prompt_text, str) or not prompt_text.strip():
         raise ValueError("the prompt text is empty")
     messages = [{"role": "user", "content": prompt_text}]
     try:
         reply = chat(
-            config.client_endpoint,
+            dataclasses.replace(config.client_endpoint, gate=gate),
             messages,
             SAMPLING,
             None,
@@ -267,12 +274,25 @@ def complete(
     raise HostedModelError(message)
 
 
+def hosted_entry(config: HostedConfig) -> ModelEntry:
+    """The hosted endpoint as the gate sees it: an entry named ``hosted`` that may receive public text."""
+    from rag.models.gate import ModelEntry
+
+    return ModelEntry("hosted", "generator", config.base_url, frozenset({"public"}))
+
+
 def hosted_generator(
-    config: HostedConfig, sleep: Callable[[float], None] = time.sleep
+    config: HostedConfig,
+    sleep: Callable[[float], None] = time.sleep,
+    gate_of: Callable[[object], Gate] | None = None,
 ) -> Callable[[object], str]:
-    """The hosted model as a prompt-to-text function, interchangeable with the extractive one."""
+    """The hosted model as a prompt-to-text function, interchangeable with the extractive one.
+
+    ``gate_of`` gives each prompt's gate (rag.models.gate), which admits its sources first.
+    """
 
     def generate(prompt) -> str:  # a rag.answering.prompts.Prompt
-        return complete(prompt.text, config, sleep=sleep)
+        gate = None if gate_of is None else gate_of(prompt)
+        return complete(prompt.text, config, sleep=sleep, gate=gate)
 
     return generate

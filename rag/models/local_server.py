@@ -34,9 +34,11 @@ Why each safeguard:
   ``api_key``, passed in its environment, never on its command line where
   ``ps`` shows it). The start is complete only when the port refuses a
   request without the key (401) and lists the bundled model to one with it,
-  while the started process still runs: whatever else listens on the port
-  (a server that took it first, say) is refused in one line and nothing is
-  asked or cached. The client sends the key with every request to the port
+  while the started process still runs, refuses a wrong key too (a server
+  that accepts any key is not ours), and the socket listening on the port is
+  held by the started process or its group (read from /proc on Linux):
+  whatever else listens on the port (a server that took it first, say) is
+  refused in one line and nothing is asked or cached. The client sends the key with every request to the port
   and refuses one once the process has exited
   (:func:`rag.models.client.served`). The process id, port and
   :func:`identity` are written to the server's log.
@@ -55,7 +57,6 @@ Why each safeguard:
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -65,13 +66,12 @@ import re
 import secrets
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,7 +193,20 @@ def missing_packages(alias: str = DEFAULT_MODEL) -> list[str]:
     return missing + absent
 
 
-def _part_paths(model: BundledModel) -> list[Path]:
+@dataclass(frozen=True)
+class Part:
+    """One installed file of a model: where it is, its size as published (RECORD), its package's root.
+
+    ``size`` None: the record gives none (the file's own size bounds the read).
+    A file whose real path leaves ``root`` (a symlink out of the package) is refused.
+    """
+
+    path: Path
+    size: int | None
+    root: Path
+
+
+def _part_paths(model: BundledModel) -> list[Part]:
     """The installed files that make the model, in order: one per distribution."""
     pattern = re.compile(model.part_pattern)
     paths = []
@@ -203,13 +216,75 @@ def _part_paths(model: BundledModel) -> list[Path]:
         except importlib.metadata.PackageNotFoundError:
             message = f"the bundled model {model.alias} needs {name}: {model.install_command}"
             raise LocalServerError(message) from None
-        found = sorted(str(f) for f in distribution.files or () if pattern.search(str(f).replace("\\", "/")))
+        found = sorted(
+            (f for f in distribution.files or () if pattern.search(str(f).replace("\\", "/"))), key=str
+        )
         if len(found) != 1:
             raise LocalServerError(
                 f"{name} is installed but holds {len(found)} files matching {model.part_pattern}, not 1"
             )
-        paths.append(Path(distribution.locate_file(found[0])))
+        root = Path(distribution.locate_file(""))
+        paths.append(Part(Path(distribution.locate_file(found[0])), found[0].size, root))
     return paths
+
+
+def _as_part(part: Part | Path | str) -> Part:
+    if isinstance(part, Part):
+        return part
+    path = Path(part)
+    return Part(path, None, path.parent)
+
+
+def _kind_of(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path: Path, root: Path | None = None, size: int | None = None) -> int:
+    """A read-only descriptor of ``path``, refused unless it is a regular file (inside ``root``, of ``size``).
+
+    Opened without blocking (a FIFO cannot hang it) and without following a
+    final symlink; checked on the open descriptor (fstat), so what is checked
+    is what is read. One line naming the file and why, otherwise.
+    """
+    real = Path(os.path.realpath(path))
+    if root is not None and not real.is_relative_to(Path(os.path.realpath(root))):
+        raise LocalServerError(f"{path}: leads outside its package (to {real}); reinstall the package")
+    try:
+        handle = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as error:
+        raise LocalServerError(f"{path}: cannot be opened ({error.strerror or error})") from None
+    status = os.fstat(handle)
+    if not stat.S_ISREG(status.st_mode):
+        os.close(handle)
+        raise LocalServerError(f"{path}: is {_kind_of(status.st_mode)}, not a regular file; nothing was read")
+    if size is not None and status.st_size != size:
+        os.close(handle)
+        raise LocalServerError(
+            f"{path}: has {status.st_size} bytes, not the {size} its package records; reinstall it"
+        )
+    os.set_blocking(handle, True)
+    return handle
+
+
+def _read_bounded(handle: int, size: int) -> Iterator[bytes]:
+    """Exactly ``size`` bytes of ``handle``, in blocks; a file that ends early is an error."""
+    left = size
+    while left > 0:
+        block = os.read(handle, min(left, 1 << 20))
+        if not block:
+            raise LocalServerError(f"a part ended {left} bytes early; reinstall it")
+        left -= len(block)
+        yield block
 
 
 def model_folder(environment: Mapping[str, str] | None = None) -> Path:
@@ -221,22 +296,27 @@ def model_folder(environment: Mapping[str, str] | None = None) -> Path:
     return Path(cache) / "rag-pipeline" / "models"
 
 
-def assemble(model: BundledModel, parts: Sequence[Path], target: Path) -> Path:
+def assemble(model: BundledModel, parts: Sequence[Part | Path], target: Path) -> Path:
     """Concatenate ``parts`` into ``target``, kept only when its sha256 is the model's.
 
-    Written to a temporary file beside the target and renamed into place, so
-    a stopped or failed assembly leaves no file that looks complete.
+    Each part must be a regular file inside its package, of its published
+    size, and is read up to that size only (:func:`open_regular`). Written to
+    a temporary file beside the target and renamed into place, so a stopped
+    or failed assembly leaves no file that looks complete.
     """
     target.parent.mkdir(parents=True, exist_ok=True)
     digest = hashlib.sha256()
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
     try:
         with os.fdopen(handle, "wb") as stream:
-            for part in parts:
-                with open(part, "rb") as source:
-                    for block in iter(lambda: source.read(1 << 20), b""):
+            for part in map(_as_part, parts):
+                source = open_regular(part.path, part.root, part.size)
+                try:
+                    for block in _read_bounded(source, os.fstat(source).st_size):
                         digest.update(block)
                         stream.write(block)
+                finally:
+                    os.close(source)
         if digest.hexdigest() != model.sha256:
             raise LocalServerError(
                 f"the parts of {model.alias} assemble to sha256 {digest.hexdigest()[:16]}..., not the "
@@ -253,31 +333,96 @@ def assemble(model: BundledModel, parts: Sequence[Path], target: Path) -> Path:
 def model_path(alias: str = DEFAULT_MODEL) -> Path:
     """The model's gguf file, its sha256 checked: installed as one file, or assembled from its parts."""
     model = bundled_model(alias)
-    parts = _part_paths(model)
-    path = parts[0] if not model.assembled else model_folder() / model.file_name
-    if model.assembled and not path.is_file():
-        assemble(model, parts, path)
-    if _sha256(path) != model.sha256:
+    parts = [_as_part(part) for part in _part_paths(model)]
+    if not model.assembled:
+        path, root, size = parts[0].path, parts[0].root, parts[0].size
+    else:
+        path, root, size = model_folder() / model.file_name, None, None
+        try:
+            status = os.lstat(path)
+        except FileNotFoundError:
+            assemble(model, parts, path)
+        else:
+            if not stat.S_ISREG(status.st_mode):
+                raise LocalServerError(
+                    f"{path}: is {_kind_of(status.st_mode)}, not the assembled model file; remove it to "
+                    "assemble the model again"
+                )
+    digest = _sha256(path, root, size)
+    if digest != model.sha256:
         where = "reinstall its package" if not model.assembled else f"delete {path} to assemble it again"
         raise LocalServerError(
-            f"{path.name} has sha256 {_sha256(path)[:16]}..., not {model.alias}'s {model.sha256[:16]}...: "
+            f"{path.name} has sha256 {digest[:16]}..., not {model.alias}'s {model.sha256[:16]}...: "
             f"{where} ({model.install_command})"
         )
     return path
 
 
-def _sha256(path: Path) -> str:
-    status = path.stat()
-    return _file_sha256(str(path), status.st_size, status.st_mtime_ns)
+# (device, inode, size, mtime, ctime) of a file -> its sha256. Any change of inode, size or
+# content changes the key (a write moves ctime, which no one can set back), not mtime alone.
+_DIGESTS: dict[tuple[int, int, int, int, int], str] = {}
+_DIGESTS_LOCK = threading.Lock()
 
 
-@functools.cache
-def _file_sha256(path: str, size: int, modified: int) -> str:
+def _file_key(status: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
+def _digest_of(handle: int) -> str:
+    """The sha256 of an open regular file, memoised by its identity and change time."""
+    status = os.fstat(handle)
+    key = _file_key(status)
+    with _DIGESTS_LOCK:
+        known = _DIGESTS.get(key)
+    if known is not None:
+        return known
     digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
+    os.lseek(handle, 0, os.SEEK_SET)
+    for block in _read_bounded(handle, status.st_size):
+        digest.update(block)
+    if _file_key(os.fstat(handle)) != key:
+        raise LocalServerError("the model file changed while it was checked; run again")
+    with _DIGESTS_LOCK:
+        _DIGESTS[key] = digest.hexdigest()
     return digest.hexdigest()
+
+
+def _sha256(path: Path, root: Path | None = None, size: int | None = None) -> str:
+    handle = open_regular(path, root, size)
+    try:
+        return _digest_of(handle)
+    finally:
+        os.close(handle)
+
+
+# The model files handed to servers this process starts: alias -> an open descriptor whose
+# content was checked (passed to the server as /proc/self/fd/N, so it cannot be swapped).
+_HELD_MODELS: dict[str, int] = {}
+
+
+def model_file(alias: str = DEFAULT_MODEL) -> str:
+    """The ``--model`` argument: the checked file, handed over open so it cannot be swapped.
+
+    On Linux the checked file is opened once, its descriptor's content
+    checked (sha256, memoised by inode, size and change time) and the server
+    given ``/proc/self/fd/N`` with that descriptor (``pass_fds``): it reads
+    the very file that was checked, whatever happens to the path. Elsewhere,
+    the path.
+    """
+    model = bundled_model(alias)
+    path = model_path(alias)
+    if not Path("/proc/self/fd").is_dir():
+        return str(path)
+    handle = open_regular(path)
+    if _digest_of(handle) != model.sha256:
+        os.close(handle)
+        raise LocalServerError(f"{path}: changed after it was checked; run again")
+    previous = _HELD_MODELS.pop(alias, None)
+    if previous is not None:
+        with contextlib.suppress(OSError):
+            os.close(previous)
+    _HELD_MODELS[alias] = handle
+    return f"/proc/self/fd/{handle}"
 
 
 def server_version() -> str:
@@ -341,44 +486,50 @@ def server_command(
     }
     if model.chat_format:
         flags["chat_format"] = model.chat_format
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path(alias))]
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", model_file(alias)]
     command += ["--model_alias", model.alias, "--host", HOST, "--port", str(port)]
     for name, value in flags.items():
         command += [f"--{name}", value]
     return command
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *arguments, **keywords) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
-
-
 def _status(base_url: str, key: str | None) -> tuple[int | None, object]:
-    """(HTTP status, JSON body) of GET /models, with or without the key; (None, None) when nothing answers."""
-    request = urllib.request.Request(f"{base_url}/models")
+    """(HTTP status, JSON body) of GET /models, with or without the key; (None, None) when nothing answers.
+
+    Through the one HTTP client's transport (rag.bounded_http): direct to 127.0.0.1, never a
+    proxy, no redirect followed, the reply bounded in size and time.
+    """
+    from rag import bounded_http
+
+    headers = {"Accept": "application/json"}
     if key is not None:
-        request.add_header("Authorization", f"Bearer {key}")
+        headers["Authorization"] = f"Bearer {key}"
     try:
-        with _OPENER.open(request, timeout=2) as reply:
-            body = reply.read(1 << 20)
-            status = reply.status
-    except urllib.error.HTTPError as error:
-        return error.code, None
-    except (OSError, ValueError):
+        reply = bounded_http.request(
+            "GET",
+            f"{base_url}/models",
+            headers,
+            deadline_seconds=2.0,
+            max_body_bytes=1 << 20,
+            use_proxy=False,
+            connect_to=(HOST,),
+        )
+    except bounded_http.HttpFault:
         return None, None
+    if reply.status != 200:
+        return reply.status, None
     try:
-        return status, json.loads(body)
+        return reply.status, json.loads(reply.body)
     except ValueError:
-        return status, None
+        return reply.status, None
 
 
 def verify(base_url: str, key: str, alias: str = DEFAULT_MODEL) -> str | None:
     """Why the server at ``base_url`` is not (yet) the one holding ``key``; None when it is.
 
-    "not answering" while it starts; any other reason means something else answers there.
+    "not answering" while it starts; any other reason means something else answers there:
+    it must list the model to the key, and refuse (401) both no key and a wrong one, so a
+    server that accepts any key (a squatter) is refused.
     """
     status, body = _status(base_url, key)
     if status is None:
@@ -392,7 +543,69 @@ def verify(base_url: str, key: str, alias: str = DEFAULT_MODEL) -> str | None:
         return (
             f"GET /models without the key gave HTTP {without}, not 401: the server does not require its key"
         )
+    wrong, _ = _status(base_url, secrets.token_urlsafe(32))
+    if wrong != 401:
+        return f"GET /models with a wrong key gave HTTP {wrong}, not 401: the server accepts any key"
     return None
+
+
+def _listening_inodes(port: int, proc: Path) -> set[str]:
+    """The socket inodes listening on ``port`` (from /proc/net/tcp and tcp6; state 0A is LISTEN)."""
+    inodes = set()
+    for table in ("tcp", "tcp6"):
+        try:
+            lines = (proc / "net" / table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(fields[9])
+    return inodes
+
+
+def _group_members(group: int, proc: Path) -> list[int]:
+    """The processes of process group ``group`` (field 5 of /proc/PID/stat)."""
+    members = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(group):
+            members.append(int(entry.name))
+    return members
+
+
+def listener_problem(process_id: int, port: int, proc: Path = Path("/proc")) -> str | None:
+    """Why the socket listening on ``port`` is not held by the process we started (or its group).
+
+    Read from /proc: the listening socket's inode, and the open files of the
+    processes of the child's group (it runs in its own session, so its group
+    is its process id). None when the child holds it, or where /proc does not
+    tell (another system): the key check (:func:`verify`) still applies.
+    """
+    if not (proc / "net" / "tcp").exists():
+        return None
+    inodes = _listening_inodes(port, proc)
+    if not inodes:
+        return f"nothing listens on port {port}"
+    held = {f"socket:[{inode}]" for inode in inodes}
+    for member in _group_members(process_id, proc):
+        try:
+            links = list((proc / str(member) / "fd").iterdir())
+        except OSError:
+            continue
+        for link in links:
+            try:
+                if os.readlink(link) in held:
+                    return None
+            except OSError:  # closed since it was listed (the listing's own descriptor, say)
+                continue
+    return f"the socket listening on port {port} is not held by process {process_id}, which this run started"
 
 
 def _log_tail(log_path: Path, lines: int = 3) -> str:
@@ -446,6 +659,7 @@ def running(
                 env=environment,
                 start_new_session=True,
                 preexec_fn=lambda: _stop_with_parent(parent),
+                pass_fds=tuple(_HELD_MODELS.values()),
             )
         stack.callback(stop, process)
         stack.enter_context(_signals_end_the_block(process))
@@ -470,6 +684,8 @@ def _wait_until_verified(
                 f"see {log_path}: {_log_tail(log_path)}"
             )
         problem = verify(base_url, key, alias)
+        if problem is None:
+            problem = listener_problem(process.pid, int(base_url.rsplit(":", 1)[1].split("/", 1)[0]))
         if problem is None and process.poll() is None:
             return
         if problem is not None and problem != "not answering":

@@ -15,7 +15,14 @@ import pytest
 from tests.pipeline.test_pipeline_llm import configure, stub
 from tests.workdir import copy_project, make_workdir, snakemake
 
-TABLES = ["llm_answers_judged", "llm_answers_summary", "llm_closed_book", "citation_check", "verdicts"]
+TABLES = [
+    "llm_answers_judged",
+    "llm_answers_summary",
+    "llm_closed_book",
+    "citation_check",
+    "citation_accuracy",
+    "verdicts",
+]
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +65,13 @@ def test_the_summary_comparison_citation_and_verdict_tables_agree(measured):
         and comparisons.loc["correct", "p_randomization"] == 1.0
     )
     assert comparisons.loc["correct_from_memory", "difference"] < 0
-    citation = measured["citation_check"].set_index("retriever")
-    assert citation.loc["bm25", "answered"] == len(judged[judged["retriever"] == "bm25"])
+    # No hand label is of this run's answers: the check is measured from the check alone.
+    assert measured["citation_check"].empty
+    accuracy = measured["citation_accuracy"].set_index("retriever")
+    assert set(accuracy["source"]) == {"check"}
+    assert accuracy.loc["bm25", "answers"] == len(judged[judged["retriever"] == "bm25"])
+    # Closed book, the stub still cites [1]: a marker no source stands behind.
+    assert accuracy.loc["none", "supporting_markers"] == 0 and accuracy.loc["none", "covered"] == 0
     verdicts = measured["verdicts"]
     assert set(verdicts["generator"]) == {"model"}
     assert (verdicts["faithful_and_responsive_correct"] <= verdicts["faithful_and_responsive"]).all()

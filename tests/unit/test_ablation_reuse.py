@@ -25,7 +25,7 @@ BUNDLED = yaml.safe_load((PROJECT / "config.yaml").read_text())
 
 def ablation(change=None, results: str = "results_ablation"):
     config = copy.deepcopy(BUNDLED)
-    config["chunkers"]["sentences60"] = {"kind": "sentences", "max_words": 60}
+    config["chunkers"]["sentences80"] = {"kind": "sentences", "max_words": 80}
     config["retrievers"]["bm25_k1_12"] = {"kind": "bm25", "k1": 1.2}
     config["results"] = results
     if change is not None:
@@ -78,7 +78,7 @@ def _delete(*keys):
     [
         (_set("ivf_synthetic", "queries", value=999), {"ivf_synthetic", "ivf_figure"}),
         (_set("grounding", "k", value=4), {"grounding"}),
-        # Answering every chunker: the answered pairs now hold sentences60.
+        # Answering every chunker: the answered pairs now hold sentences80.
         (_delete("answers", "chunkers"), {"answers"}),
         # bm25 is read by the answers, the fusions, the filter and diversity ablations and grounding.
         (

@@ -755,3 +755,18 @@ def test_each_results_folder_keeps_its_own_question_values():
     assert default.evaluation_name == "results"
     ablation = plan_of({**tiny(), "results": "ablations/k1"})
     assert ablation.evaluation_name == "ablations_k1"
+
+
+def test_no_rule_reads_the_evaluation_depth_directly():
+    """Every ranking rule asks the plan for a corpus's depth (its own, or evaluation.depth).
+
+    None reads the config's evaluation depth itself.
+    """
+    rules = sorted((Path(__file__).resolve().parents[2] / "workflow" / "rules").glob("*.smk"))
+    readers = [
+        f"{path.name}:{number}"
+        for path in rules
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"""config\[["']evaluation["']\]\[["'](component_)?depth["']\]""", line)
+    ]
+    assert rules and readers == []

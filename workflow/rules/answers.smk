@@ -181,6 +181,7 @@ rule answers_document:
             if llm_answer_files()
             else []
         ),
+        accuracy=[TABLE("citation_accuracy.csv")] if llm_answer_files() else [],
     output:
         TABLE("answers.md"),
     log:

@@ -176,3 +176,22 @@ def llm_answer_inputs(wildcards):
             "parsed": PARSED.format(corpus=wildcards.corpus),
         }
     return inputs
+
+
+# The claim labels and question files of the citation tables (citation_labels.smk).
+# The labels are the project's, read from every working directory: only the
+# labelled answers that are rows of this run's table count (the others are left
+# out). A copy of the workflow without them measures from the check alone.
+CLAIM_LABELS = PROJECT_ROOT / "resources" / "answer_labels"
+
+
+def claim_label_files():
+    """The claim labels (answers, then claims), or none when the project holds none."""
+    files = [CLAIM_LABELS / "claim_answers.csv", CLAIM_LABELS / "claims.csv"]
+    return [str(path) for path in files] if all(path.exists() for path in files) else []
+
+
+def llm_question_files():
+    """Every question set the llm answer files answer, by corpus and name: their question file."""
+    pairs = sorted({tuple(Path(path).parts[2:4]) for path in llm_answer_files()})
+    return {f"{corpus}/{questions}": llm_questions_path(corpus, questions) for corpus, questions in pairs}

@@ -26,7 +26,7 @@ from rag import code_digest, job_errors
 from rag.escaping import visible
 from rag.config import BEIR_DEFAULTS, ConfigError, build_plan
 from rag.models.response_cache import COMMITTED_CACHE, canonical_json  # the one byte-stable JSON
-from rag.corpus.folders import FOLDER_SOURCES
+from rag.corpus.source_kinds import FOLDER_SOURCES
 from rag.corpus.beir_files import beir_files
 from rag.formats.files import read_yaml
 

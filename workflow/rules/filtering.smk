@@ -106,7 +106,7 @@ rule rank_ivf_filtered:
         retriever=retriever_params,
         base=ivf_base_params,
         filter=filter_params,
-        depth=config["evaluation"]["depth"],
+        depth=ranking_depth_of,
         code=script_digest("rank_filtered.py"),
     script:
         "../scripts/rank_filtered.py"

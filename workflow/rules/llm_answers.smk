@@ -1,9 +1,9 @@
 # Language models' answers measured (docs/answers.md): judged against the
-# reference answers, compared with the closed book, the citation check's
-# precision and recall at flagging unsupported answers, and how often the
-# verdicts "faithful and responsive" are correct for every generator. The
-# answer files come from the llm generator's rule (llm_answer); held-out
-# question sets are ranked here with the grid's own retrievers and indexes.
+# reference answers, compared with the closed book, and how often the verdicts
+# "faithful and responsive" are correct for every generator (the citation
+# check is held to the hand labels in citation_labels.smk). The answer files
+# come from the llm generator's rule (llm_answer); held-out question sets are
+# ranked here with the grid's own retrievers and indexes.
 
 
 rule rank_question_set:
@@ -41,7 +41,6 @@ if llm_answer_files():
             judged=TABLE("llm_answers_judged.csv"),
             summary=TABLE("llm_answers_summary.csv"),
             closed_book=TABLE("llm_closed_book.csv"),
-            citation=TABLE("citation_check.csv"),
             verdicts=TABLE("verdicts.csv"),
         log:
             "logs/llm_answer_tables.log",
@@ -73,6 +72,8 @@ if PLAN.judges:
         threads: 1
         params:
             judges=lambda wildcards: canonical_json(PLAN.judges),
+            # A judge answers as the caller of the answers it judges (rag.models.gate).
+            caller=lambda wildcards: caller_params(PLAN.answer_callers["judge"]),
             # The judges the config marks optional (the canonical entries do not keep the key).
             optional=sorted(
                 name

@@ -3,16 +3,15 @@
 import contextlib
 import json
 
-from rag.answering.llm_answers import generator_from_entry
 from rag.formats.files import write_csv
 from rag.formats.tables import read_columns
 from rag.grounding.cases import describe_case, grounding_tables
 from rag.grounding.experiment import run_grounding, train_memory
-from rag.grounding.served_model import generator_model
+from rag.grounding.served_model import gated_models
 from rag.jobs import finish_job, start_log
 from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
-from rag.retrieval.filters import METADATA_COLUMNS
+from rag.retrieval.filters import METADATA_COLUMNS, caller_from_view, parse_filter
 from rag.retrieval.ranking_files import RANKING_COLUMNS
 
 log = start_log(snakemake.log.job)
@@ -31,14 +30,12 @@ log.info(
     *(caller, memory.sentence_count, memory.token_count, len(memory.vocabulary)),
 )
 cache = ResponseCache(snakemake.params.cache)
+# Every served model's requests pass the one gate (rag.models.gate), for the grounding caller.
+who = caller_from_view(caller, parse_filter(json.loads(snakemake.params.view), caller))
 with contextlib.ExitStack() as servers:
-    served = [
-        generator_model(
-            generator_from_entry(name, entry), cache, settings["max_tokens"], snakemake.log.server, servers
-        )
-        for name, entry in entries.items()
-    ]
-    results, swaps = run_grounding(memory, settings, parsed, chunks, ranking, served)
+    paths = (snakemake.input.chunks, cache, settings["max_tokens"], snakemake.log.server, servers)
+    served, admit = gated_models(entries, who, *paths)
+    results, swaps = run_grounding(memory, settings, parsed, chunks, ranking, served, admit)
 for result in results:
     log.info("%s", describe_case(result))
 for swap in swaps:

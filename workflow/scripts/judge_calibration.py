@@ -4,6 +4,7 @@ import json
 
 import pandas as pd
 
+from rag.answering.caller_sources import named_caller
 from rag.answering.judging import (
     ALWAYS_CORRECT,
     DETERMINISTIC,
@@ -17,6 +18,7 @@ from rag.answering.judging import (
 )
 from rag.formats.files import write_csv
 from rag.jobs import finish_job, start_log
+from rag.models.gate import chunk_access, model_entry, open_gate
 from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
 
@@ -30,19 +32,17 @@ verdicts = {
     ALWAYS_CORRECT: always_correct_verdicts(labels),
 }
 cache = ResponseCache(snakemake.params.cache)
+# A judge answers as the caller of the answers it judges: every request passes its gate.
+caller, _ = named_caller(snakemake.params.caller)
+access = chunk_access(snakemake.input.chunks)
 for name, entry in sorted(json.loads(snakemake.params.judges).items()):
     judge = judge_from_entry(name, entry)
+    gate = open_gate(caller=caller, entry=model_entry(name, entry, "judge"), table=access)
     # Each task asked with its verdict schema and log-probabilities; an optional judge that
     # cannot answer here is left out, with one warning.
+    optional = name in snakemake.params.optional
     asked = asked_verdicts(
-        labels,
-        judge,
-        chunk_texts,
-        cache,
-        snakemake.log.server,
-        log.info,
-        name in snakemake.params.optional,
-        log.warning,
+        labels, judge, chunk_texts, cache, snakemake.log.server, log.info, optional, log.warning, gate
     )
     if asked is not None:
         verdicts[name] = asked

@@ -13,6 +13,7 @@ from rag.formats.tables import provenance, write_parquet
 from rag.jobs import finish_job, start_log
 from rag.kinds import behaviour
 from rag.labels import parse_questions
+from rag.models.gate import table_gate
 from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
 
@@ -35,19 +36,19 @@ if setting.retriever != CLOSED_BOOK:
         return sources.top_chunks(question.question_id, setting.k)
 
 
-cache = ResponseCache(snakemake.params.cache)
-ask = complete_with_cache(generator, cache, snakemake.log.server, log.info, closed_book=setting.closed_book)
-frame = answers_frame(answer_records(questions, top_chunks, generator, ask, setting, evidence))
+# Every request passes the one gate (rag.models.gate): the caller's view over the chunk table.
+table = None if top_chunks is None else snakemake.input.chunks
+gate = table_gate(caller=caller, name=names["generator"], entry=entry, role="generator", chunks=table)
+cache, closed_book = ResponseCache(snakemake.params.cache), setting.closed_book
+ask = complete_with_cache(
+    generator, cache, snakemake.log.server, log.info, closed_book=closed_book, gate=gate
+)
+frame = answers_frame(answer_records(questions, top_chunks, generator, ask, setting, evidence, gate))
 cached = int(frame["cached"].sum())
 log.info(
     "%s: %d answers (%d from the cache, %d asked), %d abstained, %d faithful, %d responsive",
-    "/".join(names.values()),
-    len(frame),
-    cached,
-    len(frame) - cached,
-    int(frame["abstained"].sum()),
-    int(frame["faithful"].sum()),
-    int(frame["responsive"].sum()),
+    *("/".join(names.values()), len(frame), cached, len(frame) - cached),
+    *(int(frame[flag].sum()) for flag in ("abstained", "faithful", "responsive")),
 )
 write_parquet(frame, snakemake.output[0], provenance(stage="llm_answer", generator=entry, k=setting.k))
 generator_names = {"name": setting.generator, "model": entry["model"]}

@@ -1,10 +1,9 @@
-"""Judge the language models' answers and write the tables: summary, closed book, citation check, verdicts."""
+"""Judge the language models' answers and write the tables: summary, closed book, verdicts."""
 
 import pandas as pd
 
 from rag.answering.judging import LABELLED_CORPUS, read_labels
 from rag.answering.llm_tables import (
-    citation_check_table,
     closed_book_comparisons,
     describe_llm_answers,
     gather_answer_files,
@@ -33,6 +32,5 @@ heldout = pd.read_csv(snakemake.input.heldout[0]) if snakemake.input.heldout els
 write_csv(judged, snakemake.output.judged)
 write_csv(summary, snakemake.output.summary)
 write_csv(closed_book_comparisons(judged), snakemake.output.closed_book)
-write_csv(citation_check_table(judged), snakemake.output.citation)
 write_csv(verdicts_table(judged, heldout), snakemake.output.verdicts)
 finish_job()

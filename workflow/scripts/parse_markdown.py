@@ -32,8 +32,8 @@ for document in documents:
         len(document.blocks),
         f"; skipped lines: {left_out}" if left_out else "",
     )
-warning = reading.warning(f"corpus {snakemake.wildcards.corpus!r}")
-if warning:  # the plan has printed it once already; the log keeps it with the parse
+# The plan has printed them once already; the log keeps them with the parse.
+for warning in reading.warnings(f"corpus {snakemake.wildcards.corpus!r}"):
     log.warning("%s", warning)
 # Front matter keys no reader uses are kept with the parse, by document file.
 other = {"other_front_matter": reading.other_metadata} if reading.other_metadata else {}

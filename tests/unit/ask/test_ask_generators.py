@@ -20,6 +20,7 @@ import yaml
 
 from rag.ask import cli
 from rag.ask.cli import AskError, bundled_generators, llm_entry
+from rag.retrieval.filters import PUBLIC_CALLER
 
 PROJECT = Path(__file__).resolve().parents[3]
 
@@ -113,12 +114,12 @@ def test_the_hosted_generator_takes_the_same_timeout(monkeypatch):
     for variable, value in environment.items():
         monkeypatch.setenv(variable, value)
     seen = {}
-    monkeypatch.setattr(hosted, "hosted_generator", lambda config: seen.setdefault("config", config))
-    cli._hosted_generator()
+    monkeypatch.setattr(hosted, "hosted_generator", lambda config, **gated: seen.setdefault("config", config))
+    cli._hosted_generator(PUBLIC_CALLER, {})
     assert seen["config"].timeout_seconds == float(bundled_generators()["llm"]["timeout"])
     monkeypatch.setenv("RAG_LLM_TIMEOUT", "7")
     seen.clear()
-    cli._hosted_generator()
+    cli._hosted_generator(PUBLIC_CALLER, {})
     assert seen["config"].timeout_seconds == 7.0
 
 

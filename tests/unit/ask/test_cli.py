@@ -295,7 +295,7 @@ def write(folder: Path, name: str, text: str) -> Path:
 @pytest.mark.parametrize(
     ("files", "message"),
     [
-        ({"a.md": "Only a paragraph, no title.\n"}, "a.md: no title"),
+        ({"a.md": "# A\n\n```\nnever closed\n"}, "a.md, line 3: a code fence is never closed"),
         (
             {"a.md": "---\ntitle: A\naccess: Public\n---\nText.\n"},
             "a.md: front matter 'access' must be one of",
@@ -319,6 +319,37 @@ def test_documents_that_fail_to_parse_are_named(files, message, tmp_path, capsys
     assert error.startswith(f"rag ask: error: {folder}{os.sep}")
     assert message in error
     assert not (tmp_path / "cache").exists()
+
+
+def test_every_problem_of_a_folder_is_reported_at_once_with_its_line(tmp_path, capsys):
+    folder = tmp_path / "docs"
+    write(folder, "a.md", "---\ntitle: [unclosed\n---\nText.\n")
+    write(folder, "b.md", "# B\n\nText.\n\n```\nnever closed\n")
+    write(folder, "c.md", "Only a paragraph: titled by its file name, with a note.\n")
+    status = cli.main(["ask", "What?", "--documents", str(folder), "--cache", str(tmp_path / "cache")])
+    assert status == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0] == "rag ask: error: 2 problems in the documents:"
+    assert lines[1].startswith(f"  {folder}{os.sep}a.md, line 2: front matter is not valid YAML")
+    assert lines[2] == f"  {folder}{os.sep}b.md, line 5: a code fence is never closed"
+    assert len(lines) == 3 and not (tmp_path / "cache").exists()
+
+
+def test_a_caller_who_may_read_nothing_gets_no_index_and_is_told_why(tmp_path, capsys, monkeypatch):
+    import rag.ask.index as question_index
+
+    folder = tmp_path / "docs"
+    write(folder, "a.md", "# A\n\nThe alpha widget weighs 12 kilograms.\n")
+
+    def refuse(*arguments, **options):
+        raise AssertionError("the index was built for a caller who may read nothing")
+
+    monkeypatch.setattr(question_index, "build_question_index", refuse)
+    arguments = ["ask", "What does the alpha widget weigh?", "--documents", str(folder)]
+    assert cli.main([*arguments, "--cache", str(tmp_path / "cache")]) == 0
+    output = capsys.readouterr().out
+    assert "nothing was indexed or encoded" in output and "No chunk was retrieved." in output
+    assert "--default-access public" in output and "shares a term" not in output
 
 
 def test_missing_folder_and_undecodable_file(tmp_path, capsys):

@@ -78,7 +78,7 @@ def test_content_version_without_front_matter():
     ("source", "message"),
     [
         ("---\nid: x\ntenant: [acme]\n---\n# X\n\nText.\n", "'tenant' must be a tenant name"),
-        ("Just text.\n", "no title"),
+        ("<!-- only a comment -->\n", "no paragraphs"),
         ("# Only a title\n", "no paragraphs"),
         ("---\nid: [unclosed\n---\n# X\n\nText.\n", "not valid YAML"),
         ("# X\n\n```\nnever closed\n", "never closed"),

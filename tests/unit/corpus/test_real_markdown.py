@@ -162,7 +162,7 @@ def write_folder(root: Path, files: dict[str, str], questions: list | None = Non
 def test_one_pass_reports_every_document_and_span_problem(tmp_path):
     files = {
         "a.md": "---\naccess: Public\n---\n# A\n\nText.\n",
-        "b.md": "No title here.\n",
+        "b.md": "# B\n\nText.\n\n```\nnever closed\n",
         "c.md": "# C\n\nThe same words. The same words.\n",
         "d.md": "---\nid: c\n---\n# D\n\nDuplicate id.\n",
         "e.md": "# E\n\nSee the [user guide][guide] for the widget kinds.\n",
@@ -187,10 +187,7 @@ def test_one_pass_reports_every_document_and_span_problem(tmp_path):
     assert warnings == []
     assert len(problems) == 5, problems
     assert problems[0].startswith(f"{tmp_path / 'documents' / 'a.md'}: front matter 'access'")
-    assert (
-        problems[1]
-        == f"{tmp_path / 'documents' / 'b.md'}: no title (a level-1 heading or a 'title' in the front matter)"
-    )
+    assert problems[1] == f"{tmp_path / 'documents' / 'b.md'}, line 5: a code fence is never closed"
     assert "document id 'c' is already used by" in problems[2]
     assert "question 'q1'" in problems[3] and "occurs 2 times in document 'c'" in problems[3]
     assert "question 'q3'" in problems[4] and "differs in markup only (link brackets" in problems[4]

@@ -116,7 +116,7 @@ def test_a_model_the_project_does_not_serve_is_named_in_one_line():
 
 
 def test_qwen_is_served_with_the_chat_format_the_project_states(monkeypatch):
-    monkeypatch.setattr(local_server, "model_path", lambda alias: Path(f"{alias}.gguf"))
+    monkeypatch.setattr(local_server, "model_file", lambda alias: f"{alias}.gguf")
     qwen = local_server.server_command(1, alias="Qwen2.5-Coder-1.5B-Instruct")
     smollm2 = local_server.server_command(1)
     assert qwen[qwen.index("--chat_format") + 1] == "chatml"

@@ -227,7 +227,7 @@ def test_an_error_inside_the_block_stops_the_server(monkeypatch, tmp_path, no_pr
 def test_the_command_fixes_the_flags_that_make_replies_deterministic(monkeypatch, tmp_path):
     model = tmp_path / "model.gguf"
     model.write_bytes(b"gguf")
-    monkeypatch.setattr(local_server, "model_path", lambda alias=None: model)
+    monkeypatch.setattr(local_server, "model_file", lambda alias=None: str(model))
     monkeypatch.delenv(local_server.THREADS_VARIABLE, raising=False)
     command = local_server.server_command(41234)
     assert command[1:4] == ["-m", "llama_cpp.server", "--model"] and command[4] == str(model)
@@ -245,7 +245,7 @@ def test_the_command_fixes_the_flags_that_make_replies_deterministic(monkeypatch
 def test_the_threads_follow_the_job(monkeypatch, tmp_path):
     model = tmp_path / "model.gguf"
     model.write_bytes(b"gguf")
-    monkeypatch.setattr(local_server, "model_path", lambda alias=None: model)
+    monkeypatch.setattr(local_server, "model_file", lambda alias=None: str(model))
     monkeypatch.setenv(local_server.THREADS_VARIABLE, "3")
     flags = dict(zip(*(lambda c: (c[5::2], c[6::2]))(local_server.server_command(1)), strict=True))
     assert (flags["--n_threads"], flags["--n_threads_batch"]) == ("3", "3")

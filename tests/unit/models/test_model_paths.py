@@ -28,11 +28,19 @@ from rag.chunking import Chunk
 from rag.grounding.served_model import generator_model
 from rag.models import local_server
 from rag.models.client import Endpoint, Sampling, chat
+from rag.models.gate import ChunkAccess
 from rag.models.response_cache import ResponseCache
+from rag.retrieval.filters import PUBLIC_CALLER
 from tests.fault_server import FaultServer, Request, head
 
 KEY = "sk-test-loopback-0123456789abcdef"
 CHUNK = Chunk("d1", "d1", "Pluto", "", 0, 40, "A day on Pluto lasts 6.387 Earth days.")
+# The access metadata rag ask's gate reads (rag.models.gate): one public, shared, open chunk.
+TABLES = {
+    "table": ChunkAccess.from_columns(
+        {"chunk_id": ["d1"], "doc_id": ["d1"], "access": ["public"], "tags": [[]], "updated": ["2020-01-01"]}
+    )
+}
 
 
 class RecordingProxy:
@@ -102,14 +110,14 @@ def ask_hosted(url: str, tmp_path: Path, monkeypatch) -> str:
     monkeypatch.setenv("RAG_LLM_BASE_URL", url)
     monkeypatch.setenv("RAG_LLM_API_KEY", KEY)
     monkeypatch.setenv("RAG_LLM_MODEL", "m")
-    return cli._hosted_generator()(build_prompt("How long is a day on Pluto?", [CHUNK]))
+    return cli._hosted_generator(PUBLIC_CALLER, TABLES)(build_prompt("How long is a day on Pluto?", [CHUNK]))
 
 
 def ask_llm_entry(url: str, tmp_path: Path, monkeypatch) -> str:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("TEST_MODEL_KEY", KEY)
     (tmp_path / "config.yaml").write_text(yaml.safe_dump({"generators": {"mine": llm_entry(url)}}))
-    generate = cli._llm_generator("mine", tmp_path / "cache")
+    generate = cli._llm_generator("mine", tmp_path / "cache", PUBLIC_CALLER, TABLES)
     return generate(build_prompt("How long is a day on Pluto?", [CHUNK]))
 
 

@@ -1,0 +1,73 @@
+"""The table of corpus sources against the schema, the plan's checks and the folder reader."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rag.corpus.config_checks import check_corpus, corpus_level
+from rag.corpus.documents import SKIPPABLE, DocumentError
+from rag.corpus.folders import folder_files, read_file, skipped_setting
+from rag.corpus.source_kinds import DEFAULT_SKIPPED, FOLDER_SOURCES, SOURCES, source_of_file
+from rag.kinds import ConfigError
+from tests.workdir import PROJECT
+
+SCHEMA = yaml.safe_load((PROJECT / "workflow/schemas/config.schema.yaml").read_text())
+CORPUS = SCHEMA["properties"]["corpora"]["additionalProperties"]["properties"]
+
+
+def test_the_schema_names_the_sources_of_the_table():
+    assert sorted(CORPUS["source"]["enum"]) == sorted(SOURCES)
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_every_own_key_of_a_row_is_in_the_schema_and_says_whose_it_is(source):
+    for key in SOURCES[source].own:
+        assert key in CORPUS, f"{source}: key {key!r} is not in the schema"
+        assert source in CORPUS[key]["description"], f"the schema's {key!r} does not name {source!r}"
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_the_default_skips_are_skippable_and_a_setting_without_skip_takes_them(source):
+    row = SOURCES[source]
+    assert set(row.default_skip) <= set(SKIPPABLE)
+    assert skipped_setting({"source": source}, "here") == DEFAULT_SKIPPED[source] == row.default_skip
+    if row.skips_all:
+        with pytest.raises(DocumentError, match="always skips"):
+            skipped_setting({"source": source, "skip": []}, "here")
+
+
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_required_keys_and_levels_come_from_the_row(source):
+    row = SOURCES[source]
+    entry = {"source": source, **{key: "x" for key in row.required}}
+    check_corpus(entry, "c")
+    assert corpus_level(entry) == row.levels[0]
+    for key in row.required:
+        with pytest.raises(ConfigError, match=f"required for source '{source}'"):
+            check_corpus({k: v for k, v in entry.items() if k != key}, "c")
+
+
+def test_folder_files_takes_each_sources_endings_and_nothing_else(tmp_path):
+    for source, endings in FOLDER_SOURCES.items():
+        for ending in endings:
+            (tmp_path / f"{source}{ending.upper()}").write_text("x")
+    (tmp_path / "notes.rst").write_text("x")
+    for source, endings in FOLDER_SOURCES.items():
+        found = {path.name for path in folder_files(tmp_path, source)}
+        assert found == {f"{source}{ending.upper()}" for ending in endings}
+
+
+def test_a_source_that_is_not_a_folder_of_files_is_refused_by_the_reader():
+    with pytest.raises(DocumentError, match="unknown folder source 'beir'"):
+        read_file("text", "a.txt", "beir")
+
+
+@settings(max_examples=200, derandomize=True, deadline=None)
+@given(st.text(max_size=12), st.sampled_from(["", ".md", ".MD", ".txt", ".html", ".htm", ".pdf", ".x"]))
+def test_a_file_name_has_at_most_one_source_and_it_reads_that_ending(stem, ending):
+    source = source_of_file(stem.replace("/", "") + ending)
+    if source is not None:
+        assert (stem.replace("/", "") + ending).lower().endswith(FOLDER_SOURCES[source])
