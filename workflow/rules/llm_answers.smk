@@ -36,7 +36,8 @@ if llm_answer_files():
             answers=llm_answer_files(),
             chunks=llm_chunk_files(),
             heldout=[TABLE("answers_heldout.csv")] if ANSWERS["heldout"] else [],
-            labels=["resources/answer_labels/labels.csv"],
+            # The hand labels, when the project holds them (correct, partly and wrong apart).
+            labels=[path for path in ["resources/answer_labels/labels.csv"] if Path(path).is_file()],
         output:
             judged=TABLE("llm_answers_judged.csv"),
             summary=TABLE("llm_answers_summary.csv"),
