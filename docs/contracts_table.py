@@ -197,6 +197,20 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
             (U + "test_planning_refusals.py", "refused|checked", "error"),
         ],
     ),
+    16: (
+        "Authorization: one schema, one view",
+        [
+            (U + "corpus/test_access_schema.py", "is_an_error|as_a_problem", "error"),
+            (U + "corpus/test_access_schema.py", "no_lookalikes|wins", "result"),
+            (U + "retrieval/test_one_view.py", "programming_error", "error"),
+            (U + "retrieval/test_one_view.py", "readable|one_rule|spells|agree|reads_nothing", "result"),
+            (U + "ask/test_ask_caller_options.py", "error_naming|refused|checked", "error"),
+            (U + "ask/test_ask_caller_options.py", "accepted_iff|refuses_the_names", "result"),
+            (U + "ask/test_revocation.py", "mtime|cp_p", "result"),
+            (U + "corpus/test_manifest.py", ".", "result"),
+            ("tests/pipeline/test_pipeline_revocation.py", "older_mtime", "result"),
+        ],
+    ),
     17: (
         "Gates to every model",
         [
@@ -210,6 +224,13 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
             (U + "models/test_bundled_ours.py", "refused|must_be_held", "error"),
             (U + "models/test_bundled_ours.py", "never_cached", "result"),
             (U + "test_escaping_blank.py", ".", "result"),
+        ],
+    ),
+    18: (
+        "Traces",
+        [
+            (U + "ask/test_ask_trace_file.py", "refused|stops", "error"),
+            (U + "ask/test_ask_trace_file.py", "appended_whole|regular_file_outside", "result"),
         ],
     ),
     19: (

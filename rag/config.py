@@ -53,6 +53,7 @@ from rag.evaluation.config_checks import (
     check_ablations,
 )
 from rag.experiments import figures_corpus, grounding_corpus, ivf_tradeoff_warning, unlabelled_corpora
+from rag.formats.files import MERGE_TAG, UniqueKeyLoader, read_unique_yaml  # noqa: F401
 from rag.grounding.cases import swap_values
 from rag.grounding.config_checks import canonical_grounding
 from rag.kinds import (
@@ -118,45 +119,8 @@ CHUNKER_PARAMETERS: dict[str, dict[str, object]] = kind_defaults(CHUNKER_KINDS)
 MAX_NAME_LENGTH = 100
 
 
-MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """A YAML loader that refuses a mapping key given twice (PyYAML keeps the last silently)."""
-
-    path = "config.yaml"
-
-
-def _construct_unique_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: dict[object, int] = {}
-    for key_node, _ in node.value:
-        if key_node.tag == MERGE_TAG:
-            raise ConfigError(
-                f"{loader.path}, line {key_node.start_mark.line + 1}: a YAML merge key (<<); "
-                "write the keys out in full"
-            )
-        key = loader.construct_object(key_node, deep=deep)
-        if key in seen:
-            raise ConfigError(
-                f"{loader.path}, line {key_node.start_mark.line + 1}: duplicate key {key!r} "
-                f"(first given on line {seen[key] + 1}); YAML would silently keep only the last"
-            )
-        seen[key] = key_node.start_mark.line
-    return loader.construct_mapping(node, deep=deep)
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
-
-
-def read_unique_yaml(path: str | Path) -> object:
-    """A YAML file (a question file) read as configs are: a key given twice or a merge key is an error."""
-    path = Path(path)
-    loader = _UniqueKeyLoader(path.read_text(encoding="utf-8"))
-    loader.path = str(path)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
+# The loader that refuses a key given twice lives with the other file readers (rag ask reads with it too).
+_UniqueKeyLoader = UniqueKeyLoader
 
 
 def check_duplicate_keys(paths: Iterable[str | Path]) -> None:
@@ -1143,6 +1107,8 @@ def _revocation(plan: Plan) -> dict | None:
         )
     if entry["revoke"] == entry["delete"]:
         raise ConfigError(f"{where}: 'revoke' and 'delete' name the same document {entry['revoke']!r}")
+    if entry.get("copied") in (entry["revoke"], entry["delete"]):
+        raise ConfigError(f"{where}['copied']: {entry['copied']!r} is already 'revoke' or 'delete'")
     return {**entry, "groups": groups, "corpus": corpus}
 
 

@@ -71,3 +71,42 @@ def require_extra(extra: str) -> None:
 def require(module: str, extra: str) -> ModuleType:
     """Import ``module`` of ``extra``, or skip the calling test or module with the install command."""
     return pytest.importorskip(module, reason=skip_reason(extra, [module]))
+
+
+# System packages (not pip's): the programs a test runs, the Debian package that
+# provides them and the command that installs it. A test that needs one is
+# skipped without it, with that command, unless RAG_REQUIRE_SYSTEM_PACKAGES=1
+# (.ci/run sets it, after installing them): then the test fails instead.
+SYSTEM_PACKAGES: dict[str, tuple[tuple[str, ...], str]] = {
+    "chromium": (("chromium",), "sudo apt-get install -y chromium"),
+    "slurm": (("slurmctld", "slurmd", "munged"), "sudo apt-get install -y slurm-wlm munge"),
+}
+REQUIRE_SYSTEM_PACKAGES = "RAG_REQUIRE_SYSTEM_PACKAGES"
+
+
+def missing_programs(package: str) -> list[str]:
+    """The programs of the system package ``package`` that are not on PATH."""
+    import shutil
+
+    return [program for program in SYSTEM_PACKAGES[package][0] if shutil.which(program) is None]
+
+
+def system_skip_reason(package: str, programs: list[str]) -> str:
+    """One line: the package, its absent programs, its install command and how to require it."""
+    command = SYSTEM_PACKAGES[package][1]
+    return (
+        f"needs the system package {package} ({', '.join(programs)} not on PATH): {command} "
+        f"({REQUIRE_SYSTEM_PACKAGES}=1 makes this a failure)"
+    )
+
+
+def require_system_package(package: str) -> None:
+    """Skip the calling test without ``package``; fail it instead when the environment requires it."""
+    import os
+
+    absent = missing_programs(package)
+    if not absent:
+        return
+    if os.environ.get(REQUIRE_SYSTEM_PACKAGES) == "1":
+        pytest.fail(system_skip_reason(package, absent))
+    pytest.skip(system_skip_reason(package, absent))

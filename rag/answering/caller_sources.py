@@ -136,7 +136,9 @@ def sources_and_evidence(
 
 
 def readable_documents(documents: Sequence, caller: Caller) -> list:
-    """The documents ``caller`` may read (level, tenant, ACL): what a prompt of whole documents may hold."""
-    from rag.retrieval.filters import readable
+    """The documents ``caller`` may read (level, tenant, ACL and its ``as_of``): what a prompt of
+    whole documents (the lead summaries) may hold, by the one rule
+    (:func:`rag.retrieval.filters.readable_document`)."""
+    from rag.retrieval.filters import readable_document
 
-    return [doc for doc in documents if readable(caller, doc.access, doc.tenant, doc.acl)]
+    return [doc for doc in documents if readable_document(caller, doc)]

@@ -288,6 +288,7 @@ def add_caller_arguments(ask: argparse.ArgumentParser) -> None:
     ask.add_argument(
         "--tenant",
         metavar="NAME",
+        type=_tenant_name,
         default="",
         help="the caller's tenant: documents of other tenants never reach the prompt "
         "(default: none, shared documents only)",
@@ -295,6 +296,7 @@ def add_caller_arguments(ask: argparse.ArgumentParser) -> None:
     ask.add_argument(
         "--group",
         metavar="NAME",
+        type=_group_name,
         action="append",
         default=[],
         help="a group the caller belongs to (repeat for several): a document with an ACL reaches the "
@@ -319,6 +321,29 @@ def add_caller_arguments(ask: argparse.ArgumentParser) -> None:
         action="store_true",
         help="with --trace: also write the question, the prompt's sources and the answer",
     )
+
+
+def _principal(text: str, what: str) -> str:
+    """A --tenant or --group value: one plain name, as the pipeline's callers take it
+    (:func:`rag.retrieval.filters.principal_problem`); argparse names the flag in the error."""
+    from rag.retrieval.filters import principal_problem
+
+    if what == "group" and "," in text:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a list; give one group per --group (repeat the flag for several)"
+        )
+    problem = principal_problem(text, what)
+    if problem:
+        raise argparse.ArgumentTypeError(problem)
+    return text
+
+
+def _tenant_name(text: str) -> str:
+    return text if text == "" else _principal(text, "tenant")
+
+
+def _group_name(text: str) -> str:
+    return _principal(text, "group")
 
 
 def _access_level(text: str) -> str:
@@ -620,7 +645,9 @@ def nothing_readable(
         return default_access if unstated else document.access
 
     documents = reading.documents
-    if any(readable(caller, level(doc), doc.tenant, tuple(doc.acl)) for doc in documents):
+    if any(
+        readable(caller, level(doc), doc.tenant, tuple(doc.acl), updated=doc.updated) for doc in documents
+    ):
         return None
     unstated = sum(level(doc) not in caller.access for doc in documents if doc.doc_id in reading.unstated)
     note = _unstated_note(unstated, len(documents), caller, default_access)
@@ -638,25 +665,65 @@ def nothing_readable(
 
 def ask_caller(arguments: argparse.Namespace) -> Caller:
     """Who ``rag ask`` answers for: --caller from ./config.yaml, else --tenant, --group and --access."""
-    from rag.retrieval.filters import Caller, FilterError, parse_caller
+    from rag.retrieval.filters import FilterError, parse_caller
 
     name = getattr(arguments, "caller", None)
     if name:
-        callers = _configured_section("callers")
+        callers = configured_callers(Path("config.yaml"))
         if name not in callers:
             raise AskError(
                 f"--caller {name}: no such caller in the callers section of ./config.yaml; known: "
                 f"{sorted(callers) or 'none'}"
             )
-        try:
-            return parse_caller(name, callers[name], f"config.yaml callers[{name!r}]")
-        except FilterError as error:
-            raise AskError(f"--caller {name}: {error}") from None
+        return callers[name]
     access = arguments.access or ("public",)
-    groups = [group.strip() for group in getattr(arguments, "group", []) if group.strip()]
-    return Caller(
-        "command line", getattr(arguments, "tenant", "") or "", frozenset(groups), frozenset(access)
-    )
+    groups = list(getattr(arguments, "group", []))
+    entry = {"tenant": getattr(arguments, "tenant", "") or "", "groups": groups, "access": list(access)}
+    try:  # the flags were checked one by one; the caller is built by the pipeline's rule
+        return parse_caller("command line", entry, "--tenant/--group/--access")
+    except FilterError as error:
+        raise AskError(str(error)) from None
+
+
+def configured_callers(path: Path) -> dict[str, Caller]:
+    """Every caller of ``path``'s callers section, refused as the pipeline refuses them.
+
+    The file is read with the pipeline's loader (a key given twice, or a merge
+    key, is an error naming the line), and every caller is checked, not
+    only the one asked for: a config.yaml the pipeline would refuse is not
+    half-used here. No file is no callers.
+    """
+    import yaml
+
+    from rag.formats.files import read_unique_yaml
+    from rag.kinds import ConfigError
+    from rag.retrieval.filters import PUBLIC_CALLER, FilterError, parse_caller
+
+    if not path.is_file():
+        return {}
+    try:
+        config = read_unique_yaml(path)
+    except ConfigError as error:
+        raise AskError(str(error)) from None
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as error:
+        problem = getattr(error, "strerror", None) or type(error).__name__
+        raise AskError(f"{path}: cannot be read as YAML ({problem})") from None
+    section = config.get("callers") if isinstance(config, dict) else None
+    if section is None:
+        return {}
+    if not isinstance(section, dict):
+        raise AskError(f"{path}: its callers section is not a mapping")
+    filters = config.get("filters") if isinstance(config.get("filters"), dict) else {}
+    callers = {}
+    for name, entry in sorted(section.items(), key=lambda item: str(item[0])):
+        where = f"config['callers'][{name!r}]"
+        if name in filters or name == PUBLIC_CALLER.name:
+            raise AskError(f"{path}: {where}: the name is taken (a filter's, or the public caller's)")
+        try:
+            callers[name] = parse_caller(str(name), entry, where)
+        except FilterError as error:
+            raise AskError(f"{path}: {error}") from None
+    return callers
 
 
 def _threshold_provenance(threshold: float) -> str:
@@ -1000,6 +1067,25 @@ def check_generator_may_receive(name: str, caller: Caller) -> None:
         raise AskError(f"--generator {name}: {problem}")
 
 
+def open_ask_trace(arguments: argparse.Namespace, folder: Path) -> int | None:
+    """--trace FILE opened and checked (rag.ask.traces.open_trace_file) before any model is asked;
+    never inside the documents, the cache or ./config.yaml."""
+    from rag.ask.traces import TraceFileError, open_trace_file
+
+    if arguments.trace is None:
+        return None
+    inputs = [
+        Path(folder),
+        Path(arguments.cache),
+        Path("config.yaml"),
+        Path(__file__).resolve().parents[2] / PROJECT_CONFIG,
+    ]
+    try:
+        return open_trace_file(arguments.trace, inputs)
+    except TraceFileError as error:
+        raise AskError(str(error)) from None
+
+
 def write_ask_trace(
     arguments: argparse.Namespace,
     report: AnswerReport,
@@ -1007,6 +1093,7 @@ def write_ask_trace(
     caller: Caller,
     index_lines: Sequence[str],
     answer_seconds: float,
+    descriptor: int | None = None,
 ) -> None:
     """Append the request's trace to --trace FILE: hashes and ids, text only with --trace-text."""
     from rag.answering.trace import trace_lines
@@ -1022,11 +1109,14 @@ def write_ask_trace(
         cache="hit" if any("cache hit" in line for line in index_lines) else "miss",
         include_text=arguments.trace_text,
     )
+    from rag.ask.traces import TraceFileError, append_trace
+
+    if descriptor is None:
+        descriptor = open_ask_trace(arguments, Path(arguments.documents or bundled_documents()))
     try:
-        with arguments.trace.open("a", encoding="utf-8") as handle:
-            handle.write(trace_lines([trace]))
-    except OSError as error:
-        raise AskError(f"--trace {arguments.trace}: {error.strerror or error}") from None
+        append_trace(descriptor, trace_lines([trace]), str(arguments.trace))
+    except TraceFileError as error:
+        raise AskError(str(error)) from None
 
 
 def llm_entry(name: str) -> dict:
@@ -1109,18 +1199,6 @@ def _generator_name(value: str) -> str:
     return value
 
 
-def _configured_section(name: str) -> dict:
-    """One section of ./config.yaml (the callers), or nothing when there is none."""
-    import yaml
-
-    try:
-        config = yaml.safe_load(Path("config.yaml").read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError):
-        return {}
-    section = config.get(name) if isinstance(config, dict) else None
-    return section if isinstance(section, dict) else {}
-
-
 def _configured_generators(strict: bool = False) -> dict:
     """The generators section of ./config.yaml, or nothing when there is none.
 
@@ -1177,6 +1255,7 @@ def ask(arguments: argparse.Namespace) -> int:
     elif arguments.generator not in OFFLINE_GENERATORS:
         generate = _llm_generator(arguments.generator, arguments.cache, caller, tables)
     check_generator_may_receive(arguments.generator, caller)
+    trace_file = open_ask_trace(arguments, folder)  # before any model is asked
     retriever = _retriever(arguments.retriever)
     dense = retriever == "bm25_minilm"
     options = IndexOptions(
@@ -1240,8 +1319,8 @@ def ask(arguments: argparse.Namespace) -> int:
             index_lines.append(f"note: could not store new embeddings ({error.strerror or error})")
 
     answer_seconds = time.perf_counter() - answer_started
-    if arguments.trace is not None:
-        write_ask_trace(arguments, report, index, caller, index_lines, answer_seconds)
+    if trace_file is not None:
+        write_ask_trace(arguments, report, index, caller, index_lines, answer_seconds, trace_file)
     documents = len({chunk.doc_id for chunk in index.chunks})
     unstated = unstated_access_line(index, caller, arguments.default_access)
     lines = [

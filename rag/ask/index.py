@@ -72,7 +72,7 @@ from rag.retrieval.search import Ranking, chunk_id_order, count_terms, top_k
 from rag.text import analyze_entry
 
 # Bumped whenever the bundle layout changes, so old cache entries are never misread.
-INDEX_FORMAT = 3
+INDEX_FORMAT = 4
 # The retrievers of ``rag ask``, each a named setup of the table of kinds
 # (rag.ask.setups.ASK_SETUPS): the spec's BM25 + LSA through IVF, and BM25 + exact
 # MiniLM search (the dense extra). The index holds what its retriever needs.
@@ -316,6 +316,8 @@ class QuestionIndex:
     tenants: Mapping[str, str] = dataclasses.field(default_factory=dict)
     acls: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     unstated: frozenset[str] = frozenset()
+    # Each document's date updated, by id (absent: none), for a caller's as_of.
+    updated: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def ranking_bm25(self) -> BM25Index:
@@ -373,6 +375,7 @@ class QuestionIndex:
                     self.document_access(chunk.doc_id, default_access),
                     self.tenants.get(chunk.doc_id, ""),
                     self.acls.get(chunk.doc_id, ()),
+                    updated=self.updated.get(chunk.doc_id),
                 )
                 for chunk in self.chunks
             ],
@@ -413,9 +416,16 @@ def build_question_index(
     access = {document.doc_id: document.access for document in documents}
     tenants = {document.doc_id: document.tenant for document in documents if document.tenant}
     acls = {document.doc_id: tuple(document.acl) for document in documents if document.acl}
+    updated = {document.doc_id: document.updated for document in documents if document.updated}
     words = sum(len(block.text.split()) for document in documents for block in document.blocks)
     return dataclasses.replace(
-        index, access=access, words=words, tenants=tenants, acls=acls, unstated=frozenset(unstated)
+        index,
+        access=access,
+        words=words,
+        tenants=tenants,
+        acls=acls,
+        unstated=frozenset(unstated),
+        updated=updated,
     )
 
 
@@ -519,6 +529,7 @@ def index_to_bundle(index: QuestionIndex) -> tuple[dict[str, dict], dict[str, ob
         "tenants": dict(index.tenants),
         "acls": {doc_id: list(acl) for doc_id, acl in index.acls.items()},
         "unstated": sorted(index.unstated),
+        "updated": dict(index.updated),
     }
     manifest = {
         "format": INDEX_FORMAT,
@@ -544,6 +555,7 @@ def index_from_bundle(
         tenants = {str(doc_id): str(tenant) for doc_id, tenant in values.get("tenants", {}).items()}
         acls = {str(doc_id): tuple(map(str, acl)) for doc_id, acl in values.get("acls", {}).items()}
         unstated = frozenset(map(str, values.get("unstated", [])))
+        updated = {str(doc_id): str(date) for doc_id, date in values["updated"].items()}
     except (KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"incomplete index: {error}") from None
     lsa = LSAModel.from_arrays(arrays["lsa"]) if "lsa" in arrays else None
@@ -563,7 +575,20 @@ def index_from_bundle(
     if len(sizes) != 1:
         raise ValueError(f"the stored pieces disagree on the number of chunks: {sorted(map(str, sizes))}")
     return QuestionIndex(
-        chunks, bm25, lsa, ivf, options, notes, dense, access, words, lexical, tenants, acls, unstated
+        chunks,
+        bm25,
+        lsa,
+        ivf,
+        options,
+        notes,
+        dense,
+        access,
+        words,
+        lexical,
+        tenants,
+        acls,
+        unstated,
+        updated,
     )
 
 

@@ -25,14 +25,16 @@ callers who lost it; the callers who still may read it must still find it
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rag.ask.index import IndexOptions, answer_question, build_question_index
 from rag.ask.traces import report_trace
 from rag.corpus.documents import ACCESS_LEVELS, Document
+from rag.corpus.manifest import changed_files, digest_bytes
 from rag.kinds import behaviour
-from rag.retrieval.filters import Caller, ChunkMetadata, allowed_chunks, readable
+from rag.retrieval.filters import Caller, ChunkMetadata, allowed_chunks, readable_document
 
 COLUMNS = (
     "run",
@@ -56,20 +58,26 @@ class RevocationError(ValueError):
 
 @dataclass(frozen=True)
 class Revocation:
-    """What changes between the two runs: ``revoke`` loses ``group``; ``delete`` is deleted."""
+    """What changes between the two runs: ``revoke`` loses ``group``; ``delete`` is deleted;
+    ``copied`` (optional) loses ``group`` by a copy that keeps its older modification time
+    (``cp -p``), so only its content says it changed."""
 
     groups: tuple[str, ...]
     revoke: str
     group: str
     delete: str
+    copied: str | None = None
 
     def check(self, documents: Sequence[Document], where: str = "config['revocation']") -> None:
         ids = {document.doc_id for document in documents}
-        for key in ("revoke", "delete"):
+        for key in ("revoke", "delete", "copied"):
+            if key == "copied" and self.copied is None:
+                continue
             if getattr(self, key) not in ids:
                 raise RevocationError(f"{where}[{key!r}]: no document {getattr(self, key)!r} in the corpus")
-        if self.revoke == self.delete:
-            raise RevocationError(f"{where}: 'revoke' and 'delete' name the same document {self.revoke!r}")
+        named = [name for name in (self.revoke, self.delete, self.copied) if name is not None]
+        if len(set(named)) != len(named):
+            raise RevocationError(f"{where}: 'revoke', 'delete' and 'copied' must name different documents")
         if self.group not in self.groups:
             raise RevocationError(
                 f"{where}['group']: {self.group!r} is not one of the groups {list(self.groups)}"
@@ -83,7 +91,7 @@ class Revocation:
 def document_runs(documents: Sequence[Document], revocation: Revocation) -> dict[str, list[Document]]:
     """The documents of the two runs: ``before`` with the ACLs set, ``after`` with the change made."""
     acl = tuple(sorted(revocation.groups))
-    watched = {revocation.revoke, revocation.delete}
+    watched = {revocation.revoke, revocation.delete, revocation.copied} - {None}
     before = [
         dataclasses.replace(document, acl=acl) if document.doc_id in watched else document
         for document in documents
@@ -92,12 +100,32 @@ def document_runs(documents: Sequence[Document], revocation: Revocation) -> dict
     for document in before:
         if document.doc_id == revocation.delete:
             continue
-        if document.doc_id == revocation.revoke:
+        if document.doc_id in (revocation.revoke, revocation.copied):
             document = dataclasses.replace(
                 document, acl=tuple(g for g in document.acl if g != revocation.group)
             )
         after.append(document)
     return {"before": before, "after": after}
+
+
+# A document's file as the runs see it: its bytes stand for its content, and a
+# modification time that the edit of ``copied`` keeps (cp -p).
+def document_bytes(document: Document) -> bytes:
+    """The bytes of a document's file: every field a reader takes from it, so any edit changes them."""
+    fields = dataclasses.asdict(document)
+    return json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str).encode()
+
+
+def reread_by_content(before: Sequence[Document], after: Sequence[Document]) -> list[Document]:
+    """The second run's documents as the pipeline reads them: a document is read again when its
+    file's content digest changed (rag.corpus.manifest), whatever its modification time; an
+    unchanged one keeps its first parse. (By modification time alone, the ``cp -p`` copy would
+    keep its first parse, ACL and all.)"""
+    first = {document.doc_id: document for document in before}
+    old = {doc_id: digest_bytes(document_bytes(document)) for doc_id, document in first.items()}
+    new = {document.doc_id: digest_bytes(document_bytes(document)) for document in after}
+    changed = set(changed_files(old, new))
+    return [document if document.doc_id in changed else first[document.doc_id] for document in after]
 
 
 def revocation_callers(revocation: Revocation) -> list[Caller]:
@@ -173,9 +201,7 @@ def measure_run(
                 )
         for doc_id, (change, _) in watched.items():
             document = present.get(doc_id)
-            may_read = document is not None and readable(
-                caller, document.access, document.tenant, document.acl
-            )
+            may_read = document is not None and readable_document(caller, document)
             rows.append(
                 {
                     "run": run,
@@ -200,11 +226,15 @@ def measure_revocation(
     revocation.check(documents)
     options = options or IndexOptions(dense_model=None)
     runs = document_runs(documents, revocation)
+    runs["after"] = reread_by_content(runs["before"], runs["after"])
     originals = {document.doc_id: document for document in runs["before"]}
     watched = {
         revocation.revoke: (f"group {revocation.group} removed from its ACL", originals[revocation.revoke]),
         revocation.delete: ("deleted", originals[revocation.delete]),
     }
+    if revocation.copied is not None:
+        change = f"group {revocation.group} removed from its ACL by a copy keeping the older mtime (cp -p)"
+        watched[revocation.copied] = (change, originals[revocation.copied])
     callers = revocation_callers(revocation)
     rows = []
     for run, run_documents in runs.items():

@@ -26,16 +26,15 @@ from collections import Counter
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
+from rag.corpus.access_metadata import AccessMetadataError, field_of, lookalike_message, read_access_metadata
 from rag.corpus.documents import (
-    ACCESS_LEVELS,
     DEFAULT_ACCESS,
     SKIPPABLE,
     SKIPPED_SECTIONS,
     Block,
     Document,
+    DocumentDefaults,
     DocumentError,
-    check_acl,
-    check_tenant,
     content_version,
     normalize_passage,
 )
@@ -424,23 +423,36 @@ def _page_title(html: str) -> str | None:
 POLICY_META = ("access", "tenant", "acl")
 
 
+# The attributes by which a <meta> element names what it states: only ``name``
+# states an access field; the others (RDFa, microdata, pragma) naming one are errors.
+META_NAMING = ("name", "property", "http-equiv", "itemprop")
+
+
 class _PolicyMeta(HTMLParser):
-    """Every ``<meta>`` naming ``access``, ``tenant`` or ``acl``, with its line, and every
-    such element whose ``name`` or ``content`` attribute is given twice."""
+    """Every ``<meta>`` naming ``access``, ``tenant`` or ``acl``, with its line, every such
+    element whose ``name`` or ``content`` attribute is given twice, and the first element
+    that names one in another spelling or by another attribute (a lookalike)."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.found: dict[str, list[tuple[int, str | None]]] = {key: [] for key in POLICY_META}
         self.doubled: list[tuple[int, str, str]] = []  # (line, attribute, the name it names)
+        self.lookalikes: list[tuple[int, str, str, str]] = []  # (line, attribute, value, field)
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag != "meta":
             return
-        names = [(value or "").strip().lower() for attribute, value in attrs if attribute == "name"]
+        line = self.getpos()[0]
+        for attribute, value in attrs:
+            if attribute not in META_NAMING or value is None:
+                continue
+            field = field_of(value)
+            if field is not None and not (attribute == "name" and value in POLICY_META):
+                self.lookalikes.append((line, attribute, value, field))
+        names = [value or "" for attribute, value in attrs if attribute == "name"]
         named = [name for name in names if name in POLICY_META]
         if not named:
             return
-        line = self.getpos()[0]
         contents = [value for attribute, value in attrs if attribute == "content"]
         if len(names) > 1:
             self.doubled.append((line, "name", named[0]))
@@ -480,6 +492,14 @@ def declared_html_policy(
     reader = _PolicyMeta()
     reader.feed(closable_markup(html))
     reader.close()
+    if reader.lookalikes:
+        line, attribute, value, field = reader.lookalikes[0]
+        if attribute == "name":
+            raise AccessMetadataError(lookalike_message(value, field, f"{name}, line {line}: <meta name>"))
+        raise AccessMetadataError(
+            f'{name}, line {line}: <meta {attribute}="{value[:40]}"> names the access field {field!r}, '
+            f'which only <meta name="{field}" content="..."> states; write it so'
+        )
     if reader.doubled:
         line, attribute, key = reader.doubled[0]
         raise DocumentError(
@@ -492,24 +512,22 @@ def declared_html_policy(
                 f'{name}, line {found[1][0]}: a second <meta name="{key}"> (the first is on line '
                 f"{found[0][0]}); declare it once"
             )
-    values = {key: (found[0][0], (found[0][1] or "").strip()) for key, found in reader.found.items() if found}
-    access = default_access
-    if "access" in values:
-        line, access = values["access"]
-        if access not in ACCESS_LEVELS:
-            raise DocumentError(
-                f'{name}, line {line}: <meta name="access"> must be one of {", ".join(ACCESS_LEVELS)}, '
-                f"got {access[:40]!r}"
-            )
-    tenant = default_tenant
-    if "tenant" in values:
-        line, value = values["tenant"]
-        tenant = check_tenant(value, f'{name}, line {line}: <meta name="tenant">')
-    acl = tuple(default_acl)
-    if "acl" in values:
-        line, value = values["acl"]
-        groups = [group.strip() for group in value.split(",")] if value else []
-        acl = check_acl(groups, f'{name}, line {line}: <meta name="acl"> (groups separated by commas)')
+    stated = {key: (found[0][0], (found[0][1] or "").strip()) for key, found in reader.found.items() if found}
+    lines = {(key,): line for key, (line, _) in stated.items()}
+
+    def label(key: str) -> str:
+        groups = " (groups separated by commas)" if key == "acl" else ""
+        return f'{name}, line {lines[(key,)]}: <meta name="{key}">{groups}'
+
+    fields = read_access_metadata(
+        {key: value for key, (_, value) in stated.items()},
+        name,
+        DocumentDefaults(default_access, default_tenant, tuple(default_acl)),
+        lines=lines,
+        label=label,
+        acl_separator=",",
+    )
+    access, tenant, acl = fields.access, fields.tenant, fields.acl
     return PagePolicy(access, tenant, acl)
 
 

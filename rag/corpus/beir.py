@@ -23,16 +23,14 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from rag.corpus.documents import (
-    ACCESS_LEVELS,
     BLOCK_SEPARATOR,
     DEFAULT_ACCESS,
     Block,
     Document,
+    DocumentDefaults,
     DocumentError,
     check_access_level,
-    check_acl,
     check_document_id,
-    check_tenant,
     content_version,
     section_name,
 )
@@ -173,47 +171,25 @@ def _identified_records(lines: Iterable[str], source: str, kind: str) -> Iterato
 POLICY_FIELDS = ("access", "tenant", "acl")
 
 
-def _record_policy(record: dict, where: str) -> dict[str, object]:
-    """The record's ``access``, ``tenant`` and ``acl``, each stated at most once.
+def _policy_document(record: dict, where: str, defaults: DocumentDefaults) -> dict:
+    """Access, tenant and groups of a record as :class:`Document` fields; a bad value names the line.
 
-    A field may sit at the top level or in ``metadata``; in both (agreeing or
-    not) it is an error, like a front matter key given twice.
+    Read by the schema every source shares
+    (:func:`rag.corpus.access_metadata.read_access_metadata`): a field may sit at
+    the top level or in ``metadata``, not in both; a key that looks like one
+    (``ACL``, ``Tenant``, ``acls``, ``groups``) or a field nested anywhere else
+    is an error naming the line, never a record read as its corpus's default.
     """
+    from rag.corpus.access_metadata import read_access_metadata
+
     metadata = record.get("metadata")
-    if metadata is None:
-        metadata = {}
-    if not isinstance(metadata, dict):
+    if metadata is not None and not isinstance(metadata, dict):
         raise BeirFormatError(f"{where}: 'metadata' must be a JSON object, got {type(metadata).__name__}")
-    stated: dict[str, object] = {}
-    for key in POLICY_FIELDS:
-        if key in record and key in metadata:
-            raise BeirFormatError(
-                f"{where}: {key!r} is given both at the top level and in 'metadata'; give it once"
-            )
-        if key in record:
-            stated[key] = record[key]
-        elif key in metadata:
-            stated[key] = metadata[key]
-    return stated
-
-
-def _policy_document(stated: dict, where: str, defaults: tuple[str, str, tuple[str, ...]]) -> dict:
-    """Access, tenant and groups of a record as :class:`Document` fields; a bad value names the line."""
-    access, tenant, acl = defaults
-    if "access" in stated:
-        value = stated["access"]
-        if not isinstance(value, str) or value not in ACCESS_LEVELS:
-            levels = ", ".join(ACCESS_LEVELS)
-            raise BeirFormatError(f"{where}: 'access' must be one of {levels}, got {repr(value)[:60]}")
-        access = value
     try:
-        if "tenant" in stated:
-            tenant = check_tenant(stated["tenant"], f"{where}: 'tenant'")
-        if "acl" in stated:
-            acl = check_acl(stated["acl"], f"{where}: 'acl'")
+        fields = read_access_metadata(record, where, defaults, containers=("metadata",))
     except DocumentError as error:
         raise BeirFormatError(str(error)) from None
-    return {"access": access, "tenant": tenant, "acl": tuple(acl)}
+    return {"access": fields.access, "tenant": fields.tenant, "acl": fields.acl}
 
 
 def parse_corpus(
@@ -235,10 +211,10 @@ def parse_corpus(
     both places, is an error naming the line.
     """
     default_access = check_access_level(default_access, "default_access")
-    defaults = (default_access, default_tenant, tuple(default_acl))
+    defaults = DocumentDefaults(default_access, default_tenant, tuple(default_acl))
     documents: list[Document] = []
     for where, record, doc_id in _identified_records(lines, source, "document"):
-        policy = _policy_document(_record_policy(record, where), where, defaults)
+        policy = _policy_document(record, where, defaults)
         title = _SPACES.sub(" ", _text_field(record, "title", where)).strip()
         blocks = paragraph_blocks(_text_field(record, "text", where)) or paragraph_blocks(title)
         if not blocks:

@@ -19,7 +19,20 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from rag.corpus.front_matter import OTHER_LINE_SEPARATORS, FrontMatterError, load_front_matter
+from rag.corpus.access_metadata import (  # noqa: F401 (the schema of access fields; names kept here)
+    ACCESS_LEVELS,
+    DEFAULT_ACCESS,
+    PRINCIPAL_NAME,
+    DocumentDefaults,
+    DocumentError,
+    check_access_level,
+    check_acl,
+    check_default_keys,
+    check_lookalikes,
+    check_tenant,
+    read_access_metadata,
+)
+from rag.corpus.front_matter import OTHER_LINE_SEPARATORS, FrontMatterError, key_lines, load_front_matter
 from rag.corpus.inline_markup import (
     ACTIVE_ELEMENTS,
     normalise_label,
@@ -51,18 +64,6 @@ SKIPPED_SECTIONS: frozenset[str] = frozenset(
 )
 
 
-# The access levels a document may declare. Filters select among them; a value
-# outside this set is a typo that would make a restricted document match nothing
-# (or everything), so it is an error at parsing.
-ACCESS_LEVELS: tuple[str, ...] = ("public", "internal", "restricted")
-# Access of a document that declares none, unless its corpus says otherwise
-# (``default_access``). Restricted, so a forgotten key never publishes a document.
-DEFAULT_ACCESS = "restricted"
-# Tenant and group names (a document's ``tenant`` and ``acl``): a letter, digit
-# or underscore first, then those or . : @ + / -, at most 100 characters. No
-# spaces or commas: an HTML page lists its groups in one comma-separated
-# <meta name="acl">, and a name must read the same in every source.
-PRINCIPAL_NAME = re.compile(r"\w[\w.:@+/-]{0,99}")
 # What a reader may leave out of the indexed text. Which of them it does is a
 # per-corpus setting (``skip``); every skipped line is counted per document, so
 # nothing is lost without a trace in results/corpus_statistics.csv.
@@ -83,10 +84,6 @@ def normalize_passage(text: str) -> str:
     """
     folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
     return " ".join(folded.split())  # the same as collapsing runs of \s, in one pass
-
-
-class DocumentError(ValueError):
-    """A document that cannot be parsed; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -276,14 +273,16 @@ def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
         raise DocumentError(
             f"{name}, line {opening + 1}: front matter opened by '---' is never closed by a '---' line"
         )
+    block = "\n".join(lines[opening + 1 : closing])
     try:
-        meta = load_front_matter("\n".join(lines[opening + 1 : closing]), opening + 2)
+        meta = load_front_matter(block, opening + 2)
     except FrontMatterError as error:
         raise DocumentError(f"{name}, {error}") from None
     if meta is None:
         meta = {}
     if not isinstance(meta, dict):
         raise DocumentError(f"{name}, line {opening + 2}: front matter must be a mapping of keys to values")
+    check_lookalikes(meta, name, key_lines(block, opening + 2))
     return meta, "\n".join(lines[closing + 1 :]), closing + 2
 
 
@@ -329,67 +328,11 @@ def _metadata_tags(meta: dict, name: str) -> tuple[str, ...]:
     return tuple(tag.strip() for tag in value)
 
 
-def _metadata_access(meta: dict, name: str, default_access: str) -> str:
-    value = meta.get("access", None)
-    if "access" not in meta:
-        return default_access
-    if not isinstance(value, str) or value not in ACCESS_LEVELS:
-        raise DocumentError(
-            f"{name}: front matter 'access' must be one of {', '.join(ACCESS_LEVELS)}, got {_shown(value)}"
-        )
-    return value
-
-
-def _metadata_tenant(meta: dict, name: str, default_tenant: str) -> str:
-    if "tenant" not in meta:
-        return default_tenant
-    return check_tenant(meta["tenant"], f"{name}: front matter 'tenant'")
-
-
-def _metadata_acl(meta: dict, name: str, default_acl: tuple[str, ...]) -> tuple[str, ...]:
-    if "acl" not in meta:
-        return default_acl
-    return check_acl(meta["acl"], f"{name}: front matter 'acl'")
-
-
-def check_tenant(value: object, what: str) -> str:
-    """A tenant name (:data:`PRINCIPAL_NAME`); ``what`` names the file or key in the error."""
-    if not isinstance(value, str) or not PRINCIPAL_NAME.fullmatch(value):
-        raise DocumentError(
-            f"{what} must be a tenant name (letters, digits, _ . : @ + / -, no spaces or commas), "
-            f"got {_shown(value)}"
-        )
-    return value
-
-
-def check_acl(value: object, what: str) -> tuple[str, ...]:
-    """Group names as a sorted tuple without repeats; an empty list is refused.
-
-    Refused, not read as "every group": a document that means every group of its
-    tenant leaves ``acl`` out, so ``acl: []`` is more likely a list emptied by
-    mistake than a decision to open the document.
-    """
-    if not isinstance(value, list | tuple) or not value:
-        raise DocumentError(
-            f"{what} must be a non-empty list of group names (leave it out to let every group of the "
-            f"tenant read the document), got {_shown(value)}"
-        )
-    for group in value:
-        if not isinstance(group, str) or not PRINCIPAL_NAME.fullmatch(group):
-            raise DocumentError(
-                f"{what}: {_shown(group)} is not a group name (letters, digits, _ . : @ + / -, "
-                "no spaces or commas)"
-            )
-    return tuple(sorted(set(value)))
-
-
-@dataclass(frozen=True)
-class DocumentDefaults:
-    """What a corpus gives a document that states no access level, tenant or groups."""
-
-    access: str = DEFAULT_ACCESS
-    tenant: str = ""
-    acl: tuple[str, ...] = ()
+def _metadata_policy(meta: dict, name: str, defaults: DocumentDefaults) -> tuple[str, str, tuple[str, ...]]:
+    """Access level, tenant and groups the front matter states, else the corpus's defaults
+    (:func:`rag.corpus.access_metadata.read_access_metadata`, the schema every source shares)."""
+    fields = read_access_metadata(meta, name, defaults, label=lambda key: f"{name}: front matter {key!r}")
+    return fields.access, fields.tenant, fields.acl
 
 
 def document_defaults(entry: Mapping, where: str) -> DocumentDefaults:
@@ -398,6 +341,7 @@ def document_defaults(entry: Mapping, where: str) -> DocumentDefaults:
     Only ``default_access`` has a default (restricted); a tenant and groups are
     given to documents that state none only when the entry says so explicitly.
     """
+    check_default_keys(entry, where)  # 'Default_Access', 'default_groups': never silently ignored
     access = check_access_level(entry.get("default_access", DEFAULT_ACCESS), f"{where}['default_access']")
     tenant = (
         check_tenant(entry["default_tenant"], f"{where}['default_tenant']")
@@ -418,13 +362,6 @@ def check_document_id(doc_id: str, name: str) -> str:
     if any(unicodedata.category(character) in ("Cc", "Cf", "Zl", "Zp") for character in doc_id):
         raise DocumentError(f"{name}: document id {doc_id!r} holds control or invisible characters")
     return doc_id
-
-
-def check_access_level(value: object, what: str) -> str:
-    """A default access level from a corpus setting, checked against :data:`ACCESS_LEVELS`."""
-    if not isinstance(value, str) or value not in ACCESS_LEVELS:
-        raise DocumentError(f"{what} must be one of {', '.join(ACCESS_LEVELS)}, got {_shown(value)}")
-    return value
 
 
 def normalise_line_breaks(text: str) -> str:
@@ -775,9 +712,9 @@ def parse_markdown_file(
     url = _metadata_text(meta, "url", name)
     updated = _metadata_date(meta, name)
     tags = _metadata_tags(meta, name)
-    access = _metadata_access(meta, name, default_access)
-    tenant = _metadata_tenant(meta, name, default_tenant)
-    acl = _metadata_acl(meta, name, tuple(default_acl))
+    access, tenant, acl = _metadata_policy(
+        meta, name, DocumentDefaults(default_access, default_tenant, default_acl)
+    )
     lines = strip_dialects(strip_markup(body).split("\n"))
     structure = _block_structure(lines)
     reader = _read_body(lines, structure, skip, _title_heading(structure, title))

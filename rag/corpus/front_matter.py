@@ -46,7 +46,7 @@ def _event_line(event: yaml.Event, first_line: int) -> int:
     return first_line + event.start_mark.line
 
 
-def check_events(text: str, first_line: int) -> None:
+def check_events(text: str, first_line: int) -> dict[tuple[str, ...], int]:
     """Refuse, before constructing anything, what plain scalars, lists and maps do not need.
 
     ``first_line`` is the file's line number of the YAML's first line. Refused:
@@ -54,10 +54,14 @@ def check_events(text: str, first_line: int) -> None:
     ``!!str``), flow-style mappings (``{a: 1}``), the merge key ``<<``, and a
     key used twice in one mapping. Flow-style lists (``tags: [a, b]``) are
     plain lists and stay allowed. Keys must be plain scalars.
+
+    Returns every key's line by its path (the top-level key first; a list
+    adds nothing to the path), so an error about a key can name its line.
     """
-    # One frame per open collection: for a mapping, the keys seen and whether
-    # the next scalar is a key; for a list, None.
-    frames: list[dict | None] = []
+    # One frame per open collection: its path, and for a mapping the keys
+    # seen, the last key and whether the next scalar is a key.
+    frames: list[dict] = []
+    lines: dict[tuple[str, ...], int] = {}
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             line = _event_line(event, first_line)
@@ -70,7 +74,8 @@ def check_events(text: str, first_line: int) -> None:
             if tag is not None:  # only an explicit tag in the text sets one
                 raise FrontMatterError(line, f"a tag ({tag}); front matter takes plain values only")
             frame = frames[-1] if frames else None
-            expecting_key = frame is not None and frame["expect_key"]
+            mapping = frame is not None and frame["keys"] is not None
+            expecting_key = mapping and frame["expect_key"]
             if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
                 if expecting_key:
                     raise FrontMatterError(line, "a key that is a list or mapping; keys are plain words")
@@ -78,14 +83,18 @@ def check_events(text: str, first_line: int) -> None:
                     raise FrontMatterError(
                         line, "a flow-style mapping ({...}); write one 'key: value' per line"
                     )
+                path: tuple[str, ...] = ()
                 if frame is not None:
+                    path = (*frame["path"], frame["last"]) if mapping else frame["path"]
+                if mapping:
                     frame["expect_key"] = True
+                is_mapping = isinstance(event, yaml.MappingStartEvent)
                 frames.append(
-                    {"keys": {}, "expect_key": True} if isinstance(event, yaml.MappingStartEvent) else None
+                    {"keys": {} if is_mapping else None, "expect_key": True, "path": path, "last": ""}
                 )
             elif isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
                 frames.pop()
-            elif isinstance(event, yaml.ScalarEvent) and frame is not None:
+            elif isinstance(event, yaml.ScalarEvent) and mapping:
                 if expecting_key:
                     key = event.value
                     if key == MERGE_KEY and event.style is None:
@@ -95,12 +104,20 @@ def check_events(text: str, first_line: int) -> None:
                             line, f"key {key!r} appears twice (first on line {frame['keys'][key]})"
                         )
                     frame["keys"][key] = line
+                    frame["last"] = key
+                    lines.setdefault((*frame["path"], key), line)
                 frame["expect_key"] = not expecting_key
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         line = first_line + mark.line if mark is not None else first_line
         problem = " ".join(str(getattr(error, "problem", None) or error or "not valid YAML").split())
         raise FrontMatterError(line, f"front matter is not valid YAML ({problem})") from None
+    return lines
+
+
+def key_lines(text: str, first_line: int) -> dict[tuple[str, ...], int]:
+    """Every key's line by its path, for front matter that :func:`load_front_matter` accepted."""
+    return check_events(text, first_line)
 
 
 def load_front_matter(text: str, first_line: int) -> object:

@@ -151,16 +151,25 @@ def recommendations(
     return found
 
 
-def recommendation_lines(found: list[Recommendation]) -> list[str]:
-    """The Markdown section of results/README.md that states the recommendations."""
+def recommendation_lines(found: list[Recommendation], answers_link: str | None = "answers.md") -> list[str]:
+    """The Markdown section of results/README.md that states the recommendations.
+
+    ``answers_link`` is where answers.md lies relative to the README (in the
+    default folder when an ablation's folder shares the answer tables), or
+    None when the grid has no answer experiments, so no link points nowhere.
+    """
+    answers = (
+        f" [answers.md]({answers_link}) ranks only the pairs the answer experiments run, by quoted "
+        "evidence, so its best answer setup can differ from these retrieval choices."
+        if answers_link
+        else ""
+    )
     lines = [
         "### Recommendation per metric",
         "",
         "The best configuration, tested (paired randomization test, Holm-corrected within the "
         "comparisons of one metric) against the runner-up and against the best of every other "
-        "chunker; the cost-aware choice is the fewest words@5 inside the best's 95 % interval. "
-        "[answers.md](answers.md) ranks only the pairs the answer experiments run, by quoted "
-        "evidence, so its best answer setup can differ from these retrieval choices.",
+        "chunker; the cost-aware choice is the fewest words@5 inside the best's 95 % interval." + answers,
         "",
     ]
     for item in found:

@@ -192,3 +192,51 @@ def write_sweep(table, settings: Mapping, columns: Sequence[str], path: str | os
         table.insert(0, column, settings[column])
     log.info("%s\n%s", settings, table.to_string(index=False))
     write_csv(table, path)
+
+
+# A YAML loader that refuses a key given twice, shared by the plan (rag.config) and rag ask.
+def _config_error() -> type:
+    from rag.kinds import ConfigError
+
+    return ConfigError
+
+
+MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """A YAML loader that refuses a mapping key given twice (PyYAML keeps the last silently)."""
+
+    path = "config.yaml"
+
+
+def _construct_unique_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[object, int] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == MERGE_TAG:
+            raise _config_error()(
+                f"{loader.path}, line {key_node.start_mark.line + 1}: a YAML merge key (<<); "
+                "write the keys out in full"
+            )
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise _config_error()(
+                f"{loader.path}, line {key_node.start_mark.line + 1}: duplicate key {key!r} "
+                f"(first given on line {seen[key] + 1}); YAML would silently keep only the last"
+            )
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
+
+
+def read_unique_yaml(path: str | Path) -> object:
+    """A YAML file (a question file) read as configs are: a key given twice or a merge key is an error."""
+    path = Path(path)
+    loader = UniqueKeyLoader(path.read_text(encoding="utf-8"))
+    loader.path = str(path)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.corpus.documents import ACCESS_LEVELS
+from rag.corpus.documents import ACCESS_LEVELS, PRINCIPAL_NAME
 from rag.retrieval.search import Ranking, check_allowed
 
 FILTER_KEYS: tuple[str, ...] = ("access", "tags_any", "tags_all", "doc_ids", "as_of", "tenant", "groups")
@@ -174,17 +174,41 @@ def _names(value: object, where: str) -> frozenset[str]:
     return frozenset(value)
 
 
+PRINCIPAL_RULE = "letters, digits, _ . : @ + / -; no spaces, commas or control characters"
+
+
+def principal_problem(value: object, what: str) -> str | None:
+    """Why ``value`` is not a tenant or group name as documents write them (PRINCIPAL_NAME), or None.
+
+    One rule for the pipeline's callers and filters and ``rag ask``'s flags:
+    a name a document could never carry ("acme corp", "a,b") would match
+    nothing, so it is refused rather than read as a view of nothing.
+    """
+    if not isinstance(value, str) or not PRINCIPAL_NAME.fullmatch(value):
+        shown = value if not isinstance(value, str) else value.encode("unicode_escape").decode("ascii")
+        return f"{shown!r} is not a {what} name ({PRINCIPAL_RULE})"
+    return None
+
+
 def _groups(value: object, where: str) -> frozenset[str]:
     """Group names; unlike other lists an empty one means something: a member of no group."""
     if isinstance(value, list | tuple) and not value:
         return frozenset()
-    return _names(value, where)
+    groups = _names(value, where)
+    for group in sorted(groups):
+        problem = principal_problem(group, "group")
+        if problem:
+            raise FilterError(f"{where}: {problem}")
+    return groups
 
 
 def _tenant(value: object, where: str) -> str:
     """A tenant name; "" is the shared tenant (a caller of no tenant reads shared documents only)."""
-    if not isinstance(value, str) or value != value.strip() or any(ord(c) < 32 for c in value):
-        raise FilterError(f'{where}: expected a tenant name (a string, "" for shared only), got {value!r}')
+    if value == "":
+        return value
+    problem = principal_problem(value, "tenant")
+    if problem:
+        raise FilterError(f'{where}: expected a tenant name ("" for shared only): {problem}')
     return value
 
 
@@ -231,8 +255,6 @@ def parse_filter(entry: Mapping, where: str = "filter") -> ChunkFilter:
 def allowed_chunks(chunk_filter: ChunkFilter, metadata: ChunkMetadata) -> np.ndarray:
     """The prefilter mask: True for every chunk position the filter allows."""
     allowed = np.ones(len(metadata), dtype=bool)
-    if chunk_filter.access is not None:
-        allowed &= np.array([level in chunk_filter.access for level in metadata.access], dtype=bool)
     if chunk_filter.doc_ids is not None:
         allowed &= np.array([doc_id in chunk_filter.doc_ids for doc_id in metadata.doc_ids], dtype=bool)
     if chunk_filter.tags_any is not None:
@@ -241,21 +263,17 @@ def allowed_chunks(chunk_filter: ChunkFilter, metadata: ChunkMetadata) -> np.nda
     if chunk_filter.tags_all is not None:
         wanted = chunk_filter.tags_all
         allowed &= np.array([wanted.issubset(tags) for tags in metadata.tags], dtype=bool)
-    if chunk_filter.as_of is not None:
-        cutoff = chunk_filter.as_of
-        allowed &= np.array(
-            [
-                date is not None and _parse_date(date, f"chunk {position}: updated") <= cutoff
-                for position, date in enumerate(metadata.updated)
-            ],
-            dtype=bool,
-        )
-    if chunk_filter.tenant is not None:
-        tenants = ("", chunk_filter.tenant)
-        allowed &= np.array([tenant in tenants for tenant in metadata.tenant], dtype=bool)
-    if chunk_filter.groups is not None:
-        groups = chunk_filter.groups
-        allowed &= np.array([not acl or not groups.isdisjoint(acl) for acl in metadata.acl], dtype=bool)
+    if any(getattr(chunk_filter, key) is not None for key in ("access", "as_of", "tenant", "groups")):
+        # The caller conditions, by the one rule (view_allows), once per distinct document metadata.
+        decided: dict[tuple, bool] = {}
+        mask = np.empty(len(metadata), dtype=bool)
+        columns = zip(metadata.access, metadata.tenant, metadata.acl, metadata.updated, strict=True)
+        for position, key in enumerate(columns):
+            if key not in decided:
+                access, tenant, acl, updated = key
+                decided[key] = view_allows(chunk_filter, access, tenant, acl, updated)
+            mask[position] = decided[key]
+        allowed &= mask
     return allowed
 
 
@@ -307,13 +325,64 @@ def caller_from_view(name: str, chunk_filter: ChunkFilter) -> Caller | None:
     return Caller(name, chunk_filter.tenant, chunk_filter.groups, chunk_filter.access, chunk_filter.as_of)
 
 
-def readable(caller: Caller, access: str, tenant: str = "", acl: Iterable[str] = ()) -> bool:
-    """Whether one document (access level, tenant, ACL) is readable by ``caller``: the rule in one line."""
+class _Undated:
+    """The date of a document a consumer did not pass (refused for a dated caller)."""
+
+    def __repr__(self) -> str:
+        return "UNDATED"
+
+
+UNDATED = _Undated()
+
+
+def view_allows(
+    view: ChunkFilter, access: str, tenant: str, acl: Iterable[str], updated: object = UNDATED
+) -> bool:
+    """Whether a view's caller conditions (access, tenant, groups, as_of) allow one document.
+
+    The one rule every consumer of "may this caller read this" goes through:
+    rankings' masks (:func:`allowed_chunks`), lead summaries, prompts of whole
+    documents, ``rag ask``, the revocation measurement, judges and traces
+    (:func:`readable` is its one-caller form). A condition that is None is no
+    condition. With ``as_of`` set, a document updated after it, or without a
+    date, is not readable, and ``updated`` must be given: leaving it out is a
+    programming error (TypeError), never "readable".
+    """
     acl = tuple(acl)
-    return (
-        access in caller.access
-        and tenant in ("", caller.tenant)
-        and (not acl or not caller.groups.isdisjoint(acl))
+    if view.access is not None and access not in view.access:
+        return False
+    if view.tenant is not None and tenant not in ("", view.tenant):
+        return False
+    if view.groups is not None and acl and view.groups.isdisjoint(acl):
+        return False
+    if view.as_of is not None:
+        if updated is UNDATED:
+            raise TypeError("a view with as_of needs the document's updated date (None when it has none)")
+        if _missing(updated) or _parse_date(updated, "updated") > view.as_of:
+            return False
+    return True
+
+
+def readable(
+    caller: Caller, access: str, tenant: str = "", acl: Iterable[str] = (), updated: object = UNDATED
+) -> bool:
+    """Whether one document (access level, tenant, ACL, date updated) is readable by ``caller``.
+
+    :func:`view_allows` of the caller's view: its tenant, groups, levels and
+    ``as_of``. ``updated`` is the document's ISO date (None when it has none);
+    a dated caller needs it (TypeError without it).
+    """
+    return view_allows(caller.view(), access, tenant, acl, updated)
+
+
+def readable_document(caller: Caller, document: object) -> bool:
+    """:func:`readable` of an object with ``access``, ``tenant``, ``acl`` and ``updated`` (a Document)."""
+    return readable(
+        caller,
+        document.access,
+        getattr(document, "tenant", ""),
+        getattr(document, "acl", ()),
+        updated=getattr(document, "updated", None),
     )
 
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import html
 import json
 import re
-import shutil
 import subprocess
 
 import pandas as pd
 import pytest
 import yaml
 
+from tests.extras import require_system_package
 from tests.trec_check import assert_runs_reproduce_metrics
 from tests.workdir import FIXTURES, make_workdir, read_config, snakemake, write_config
 
@@ -108,7 +108,7 @@ def test_trec_runs_are_byte_stable(grown):
 
 
 def test_report_renders_in_headless_chromium(grown, tmp_path):
-    assert shutil.which("chromium"), "this test needs Debian's chromium package (.ci/run installs it)"
+    require_system_package("chromium")
     workdir, _ = grown
     report = workdir / "results/report.html"
     snakemake(workdir, "--report", str(report), "--report-metadata", "results/report_metadata.yaml")

@@ -9,6 +9,9 @@ is deleted, as a user would do it; nothing is forced. After run 2, for the
 outreach caller: 0 chunks of either document in its rankings, prompts,
 answers and traces, and `rag ask` as outreach over the same folder finds
 neither. The astronomers still rank and ask Pluto, so the check could fail.
+Run 3 changes only Eris's file, outreach leaving its ACL, by a copy that keeps
+the older modification time (cp -p): its content digest, a parameter of the
+parse job, reruns the parse, so outreach no longer ranks Eris.
 (The in-memory measurement of the same contract is results/revocation.csv,
 rag.ask.revocation.)
 """
@@ -16,6 +19,7 @@ rag.ask.revocation.)
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -31,7 +35,12 @@ CALLERS = {
     "astronomer": {"groups": ["astronomers"], "access": ["public"]},
 }
 # doc id -> ACL in run 1 (None: no ACL, every caller of its level reads it).
-BEFORE = {"pluto": ["astronomers", "outreach"], "ceres": ["outreach"], "shared": None}
+BEFORE = {
+    "pluto": ["astronomers", "outreach"],
+    "ceres": ["outreach"],
+    "shared": None,
+    "eris": ["astronomers", "outreach"],
+}
 RETRIEVERS = ["bm25", "rrf_bm25_tfidf"]
 LLM_ANSWERS = "work/llm_answers/tiny/development/model/sentences20/{retriever}.parquet"
 
@@ -145,13 +154,43 @@ def runs(tmp_path_factory):
         before = len(server.received)
         snakemake(workdir, "--cores", "1", *targets(), snakefile=project / "Snakefile")
         second = read_run(workdir, server, before)
+        # Run 3: outreach leaves Eris's ACL by a copy that keeps the older modification time (cp -p).
+        eris = documents / "eris.md"
+        kept = os.stat(eris)
+        eris.write_text(document_text("eris", ["astronomers"]))
+        os.utime(eris, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+        rankings = [path for path in targets() if path.startswith("work/filtered/")]
+        snakemake(workdir, "--cores", "1", *rankings, snakefile=project / "Snakefile")
+        third = read_rankings(workdir)
     finally:
         server.close()
-    return workdir, first, second
+    return workdir, first, second, third
+
+
+def read_rankings(workdir: Path) -> dict[str, set[str]]:
+    """Each caller's ranked documents."""
+    chunks = pq.read_table(workdir / "work/chunks/tiny/sentences20.parquet", columns=["chunk_id", "doc_id"])
+    by_chunk = dict(
+        zip(chunks.column("chunk_id").to_pylist(), chunks.column("doc_id").to_pylist(), strict=True)
+    )
+    ranked = {}
+    for caller in CALLERS:
+        ranked[caller] = set()
+        for retriever in RETRIEVERS:
+            table = pq.read_table(workdir / f"work/filtered/tiny/sentences20/{caller}/{retriever}.parquet")
+            ranked[caller] |= {by_chunk[chunk] for chunk in table.column("chunk_id").to_pylist()}
+    return ranked
+
+
+def test_an_edit_that_keeps_the_older_mtime_still_revokes(runs):
+    _, first, second, third = runs
+    assert "eris" in first["ranked"]["outreach"] and "eris" in second["ranked"]["outreach"]
+    assert "eris" not in third["outreach"], "a cp -p edit was not read again: outreach still ranks Eris"
+    assert "eris" in third["astronomer"]
 
 
 def test_before_revocation_outreach_reads_both_documents(runs):
-    _, first, _ = runs
+    _, first, _, _ = runs
     assert {"pluto", "ceres", "shared"} <= first["ranked"]["outreach"]
     assert sentence("pluto") in first["prompts"] and sentence("ceres") in first["prompts"]
     assert {"pluto", "ceres"} <= first["traced"]
@@ -159,7 +198,7 @@ def test_before_revocation_outreach_reads_both_documents(runs):
 
 
 def test_after_revocation_nothing_of_either_document_reaches_outreach(runs):
-    _, _, second = runs
+    _, _, second, _ = runs
     assert second["prompts"], "run 2 sent no prompt: the changed documents did not reach the answers"
     assert "pluto" not in second["ranked"]["outreach"] and "ceres" not in second["ranked"]["outreach"]
     assert "shared" in second["ranked"]["outreach"]
@@ -172,12 +211,12 @@ def test_after_revocation_nothing_of_either_document_reaches_outreach(runs):
 
 
 def test_after_revocation_the_astronomers_still_read_pluto(runs):
-    _, _, second = runs
+    _, _, second, _ = runs
     assert "pluto" in second["ranked"]["astronomer"]
 
 
 def test_rag_ask_after_revocation_follows_the_changed_folder(runs, tmp_path, capsys):
-    workdir, _, _ = runs
+    workdir, _, _, _ = runs
     folder = workdir / "documents"
     cache = tmp_path / "ask-cache"
     outreach = ask(folder, cache, "outreach", capsys)

@@ -34,3 +34,39 @@ def test_every_skip_for_an_extra_goes_through_tests_extras():
         if OWN_SKIP.search(line)
     ]
     assert own == []
+
+
+def test_a_missing_system_package_skips_naming_it_and_its_command(monkeypatch):
+    import pytest
+
+    from tests import extras
+
+    monkeypatch.setitem(
+        extras.SYSTEM_PACKAGES, "nothing", (("no-such-program-x1",), "apt-get install nothing")
+    )
+    monkeypatch.delenv(extras.REQUIRE_SYSTEM_PACKAGES, raising=False)
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        extras.require_system_package("nothing")
+    assert "nothing" in str(skipped.value) and "apt-get install nothing" in str(skipped.value)
+    assert "\n" not in str(skipped.value)
+    monkeypatch.setenv(extras.REQUIRE_SYSTEM_PACKAGES, "1")
+    with pytest.raises(pytest.fail.Exception, match="apt-get install nothing"):
+        extras.require_system_package("nothing")
+
+
+def test_a_present_system_package_neither_skips_nor_fails(monkeypatch):
+    from tests import extras
+
+    monkeypatch.setitem(extras.SYSTEM_PACKAGES, "shell", (("sh",), "apt-get install dash"))
+    monkeypatch.setenv(extras.REQUIRE_SYSTEM_PACKAGES, "1")
+    extras.require_system_package("shell")
+
+
+def test_every_system_package_test_goes_through_tests_extras():
+    """No test asserts a program is installed on its own (it would fail, not skip, on a fresh machine)."""
+    own = [
+        f"{path.relative_to(PROJECT)}"
+        for path in (PROJECT / "tests").rglob("*.py")
+        if re.search(r"assert shutil\.which\(", path.read_text(encoding="utf-8"))
+    ]
+    assert own == []

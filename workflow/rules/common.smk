@@ -28,6 +28,7 @@ from rag.config import BEIR_DEFAULTS, ConfigError, build_plan
 from rag.models.response_cache import COMMITTED_CACHE, canonical_json  # the one byte-stable JSON
 from rag.corpus.source_kinds import FOLDER_SOURCES
 from rag.corpus.beir_files import beir_files
+from rag.corpus.manifest import content_digest
 from rag.formats.files import read_yaml
 
 # The whole configuration, checked before any job runs: every mistake is one line
@@ -193,6 +194,15 @@ def corpus_documents(wildcards):
     if CORPORA[wildcards.corpus]["source"] in FOLDER_SOURCES:
         return PLAN.corpus_files(wildcards.corpus)
     return [wikipedia_lock(wildcards.corpus)]
+
+
+def corpus_content(wildcards):
+    """SHA-256 over a corpus's input files (rag.corpus.manifest): as a parameter, it reruns the
+    parse job when a document's bytes change, even when its modification time went back (cp -p).
+    A function of the wildcards only: Snakemake does not compare parameters derived from input."""
+    if CORPORA[wildcards.corpus]["source"] == "beir":
+        return content_digest(beir_inputs(wildcards).values())
+    return content_digest(corpus_documents(wildcards))
 
 
 def wikipedia_lock(corpus):

@@ -76,7 +76,8 @@ rule results_readme:
         thresholds=[TABLE("reader_thresholds.csv")] if ANSWERS else [],
         learned=[f"{RESULTS}/learned_fusion.csv"] if PLAN.retrievers_of("learned") else [],
         # The best answer setup per language model (rag.answering.best_setup).
-        llm_judged=([f"{RESULTS}/llm_answers_judged.csv"] if ANSWERS and ANSWERS["llm"]["generators"] else []),
+        # In RESULTS, or in the default folder when an ablation's folder shares the answer tables.
+        llm_judged=([TABLE("llm_answers_judged.csv")] if ANSWERS and ANSWERS["llm"]["generators"] else []),
     output:
         f"{RESULTS}/README.md",
     log:
@@ -87,6 +88,8 @@ rule results_readme:
         baseline=BASELINE,
         holdouts=PLAN.holdouts,
         prompt_budget=PLAN.prompt_budget,
+        # The link to answers.md, relative to this README (absent without answers).
+        answers_link=(os.path.relpath(TABLE("answers.md"), RESULTS) if ANSWERS else None),
         code=script_digest("results_readme.py"),
     script:
         "../scripts/results_readme.py"

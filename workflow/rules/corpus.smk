@@ -20,6 +20,7 @@ rule parse_markdown:
     params:
         corpus=corpus_params,
         code=script_digest("parse_markdown.py"),
+        content=corpus_content,
     script:
         "../scripts/parse_markdown.py"
 
@@ -60,6 +61,7 @@ rule parse_wikipedia:
     params:
         corpus=corpus_params,
         code=script_digest("parse_wikipedia.py"),
+        content=corpus_content,
     script:
         "../scripts/parse_wikipedia.py"
 
@@ -84,6 +86,7 @@ rule parse_beir:
     params:
         corpus=corpus_params,
         code=script_digest("parse_beir.py"),
+        content=corpus_content,
     script:
         "../scripts/parse_beir.py"
 

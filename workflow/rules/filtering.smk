@@ -204,5 +204,6 @@ if PLAN.revocation is not None:
             revocation=canonical_json(PLAN.revocation),
             folder=lambda wildcards, input: str(Path(input.documents[0]).parent),
             code=script_digest("revocation.py"),
+            content=content_digest(PLAN.corpus_files(PLAN.revocation["corpus"])),
         script:
             "../scripts/revocation.py"

@@ -4,6 +4,7 @@ import pandas as pd
 
 from rag.answering.best_setup import best_answer_setup_lines
 from rag.evaluation.holdout import with_holdout_rows
+from rag.evaluation.opening import opening_lines, with_opening
 from rag.evaluation.recommendation import k_choice_lines, k_choices, recommendation_lines, recommendations
 from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
 from rag.evaluation.summary import grid_edge_lines, results_readme
@@ -20,10 +21,13 @@ values = pd.concat([pd.read_parquet(path) for path in snakemake.input.question_v
 # A holdout share's questions again, as corpus '<name>:holdout' (rag.evaluation.holdout).
 values = with_holdout_rows(values, snakemake.params.holdouts)
 corpora = sorted(summary["corpus"].unique())
-recommended = {corpus: recommendation_lines(recommendations(summary, values, corpus)) for corpus in corpora}
+answers_link = snakemake.params.answers_link
+found = {corpus: recommendations(summary, values, corpus) for corpus in corpora}
+recommended = {corpus: recommendation_lines(found[corpus], answers_link) for corpus in corpora}
 # Which k at the prompt budget (evaluation.prompt_budget): recall per prompt word, from every k's interval.
 budget = snakemake.params.prompt_budget
-which_k = {corpus: k_choice_lines(k_choices(intervals, corpus, budget), budget) for corpus in corpora}
+choices = {corpus: k_choices(intervals, corpus, budget) for corpus in corpora}
+which_k = {corpus: k_choice_lines(choices[corpus], budget) for corpus in corpora}
 # Choices at the edge of their grid, from the tables that hold them (present when configured).
 thresholds = pd.read_csv(snakemake.input.thresholds[0]) if snakemake.input.thresholds else None
 learned = pd.read_csv(snakemake.input.learned[0]) if snakemake.input.learned else None
@@ -42,5 +46,12 @@ readme = results_readme(
 if snakemake.input.llm_judged:
     judged = pd.read_csv(snakemake.input.llm_judged[0], keep_default_na=False, na_values=[""])
     readme = readme.rstrip("\n") + "\n\n" + "\n".join(best_answer_setup_lines(judged)) + "\n"
+# The opening recommendation (rag.evaluation.opening), from the same tables.
+judged_table = (
+    pd.read_csv(snakemake.input.llm_judged[0], keep_default_na=False, na_values=[""])
+    if snakemake.input.llm_judged
+    else None
+)
+readme = with_opening(readme, opening_lines(found, choices, budget, judged_table))
 write_text(snakemake.output[0], readme)
 finish_job()

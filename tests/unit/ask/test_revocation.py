@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from rag.ask.index import documents_and_question_sets
-from rag.ask.revocation import PLACES, Revocation, RevocationError, document_runs, leaks, measure_revocation
+from rag.ask.revocation import (
+    PLACES,
+    Revocation,
+    RevocationError,
+    document_runs,
+    leaks,
+    measure_revocation,
+    reread_by_content,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 REVOCATION = Revocation(("astronomers", "outreach"), "pluto", "outreach", "ceres")
@@ -132,3 +140,27 @@ def test_rag_ask_misses_its_index_cache_after_a_revocation_and_serves_nothing_re
     # The astronomers still read Pluto, from the same (now cached) index.
     output = ask(questions["pluto"], "astronomers", "kept.jsonl")
     assert "index: cache hit" in output and "Pluto ›" in output.split("\nPrompt")[1]
+
+
+COPIED = Revocation(("astronomers", "outreach"), "pluto", "outreach", "ceres", copied="neptune")
+
+
+def test_an_edit_that_keeps_the_older_mtime_is_read_again_by_its_content(bundled):
+    documents, _ = bundled
+    runs = document_runs(documents, COPIED)
+    reread = {document.doc_id: document for document in reread_by_content(runs["before"], runs["after"])}
+    first = {document.doc_id: document for document in runs["before"]}
+    assert reread["neptune"].acl == ("astronomers",) and first["neptune"].acl == ("astronomers", "outreach")
+    assert all(reread[doc_id] is first[doc_id] for doc_id in reread if doc_id not in ("pluto", "neptune"))
+
+
+def test_the_cp_p_row_shows_nothing_of_the_copied_document_reaches_outreach(bundled):
+    documents, questions = bundled
+    rows = measure_revocation(documents, questions[:20], COPIED)
+    after = {(row["caller"], row["document"]): row for row in rows if row["run"] == "after"}
+    copied = after[("outreach", "neptune")]
+    assert "cp -p" in copied["change"] and not copied["may_read"]
+    assert all(copied[place] == 0 for place in PLACES) and leaks(rows) == []
+    before = {(row["caller"], row["document"]): row for row in rows if row["run"] == "before"}
+    assert before[("outreach", "neptune")]["rankings"] > 0  # it was read before, so the check can fail
+    assert after[("astronomers", "neptune")]["may_read"] and after[("astronomers", "neptune")]["rankings"] > 0

@@ -26,7 +26,7 @@ def test_plain_text_takes_the_corpus_default(default_access):
         (BODY, "restricted", "restricted"),
         (BODY, "public", "public"),
         ('<meta name="access" content="public">' + BODY, "restricted", "public"),
-        ('<head><META NAME="Access" content="restricted"/></head>' + BODY, "public", "restricted"),
+        ('<head><META NAME="access" content="restricted"/></head>' + BODY, "public", "restricted"),
     ],
 )
 def test_html_declares_access_in_a_meta_tag_or_takes_the_default(html, default_access, access):
@@ -46,6 +46,11 @@ def test_html_declares_access_in_a_meta_tag_or_takes_the_default(html, default_a
             'pages/vault.html, line 1: <meta name="access"> must be',
         ),
         ('<meta name="access">' + BODY, "must be one of public, internal, restricted, got ''"),
+        # One schema for every source: another case is a lookalike, an error, not a match.
+        (
+            '<head><META NAME="Access" content="restricted"/></head>' + BODY,
+            "pages/vault.html, line 1: <meta name>: key 'Access' looks like the access field 'access'",
+        ),
     ],
 )
 def test_an_html_access_not_read_with_certainty_is_an_error(html, message):

@@ -89,10 +89,16 @@ def test_front_matter_tenant_and_acl_are_strict(front, message):
 
 
 def test_html_meta_elements_state_tenant_and_groups():
-    head = '<meta name="access" content="internal">\n<meta name="TENANT" content="acme">\n'
+    head = '<meta name="access" content="internal">\n<meta name="tenant" content="acme">\n'
     head += '<meta name="acl" content="ops, eng">'
     document, _ = document_from_html_file(page(head), "vault", "restricted", "vault.html")
     assert (document.access, document.tenant, document.acl) == ("internal", "acme", ("eng", "ops"))
+
+
+def test_an_html_meta_name_in_another_case_is_a_lookalike_error():
+    head = '<meta name="access" content="internal">\n<meta name="TENANT" content="acme">\n'
+    with pytest.raises(DocumentError, match=r"^vault\.html, line 3: <meta name>: key 'TENANT' looks like"):
+        document_from_html_file(page(head), "vault", "restricted", "vault.html")
 
 
 @pytest.mark.parametrize(

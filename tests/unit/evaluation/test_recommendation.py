@@ -80,3 +80,11 @@ def test_the_small_sample_warning_fires_on_five_questions():
     found, text = _readme(_values(5, RUNS))
     assert found and all(item.warning and item.warning.startswith("only 5 questions") for item in found)
     assert "⚠ warning: only 5 questions" in text
+
+
+def test_the_answers_link_points_where_answers_md_lies_or_is_left_out():
+    found, _ = _readme(_values(60, RUNS))
+    assert "[answers.md](answers.md)" in "\n".join(recommendation_lines(found))
+    shared = "\n".join(recommendation_lines(found, "../results/answers.md"))
+    assert "[answers.md](../results/answers.md)" in shared
+    assert "answers.md" not in "\n".join(recommendation_lines(found, None))

@@ -274,3 +274,62 @@ def test_missing_package_names_the_extra(monkeypatch) -> None:
     monkeypatch.setitem(embedder.MODEL_PACKAGES, "ghost-model", "ghost_model_package_that_is_not_installed")
     with pytest.raises(ImportError, match=r'pip install "\.\[dense\]"'):
         load_encoder("ghost-model")
+
+
+def _hidden_units_permuted(encoder: embedder.Encoder, order: np.ndarray) -> embedder.Encoder:
+    """The same model with its hidden units in another order: the same function, other summation orders.
+
+    Every product over the hidden dimension (the projections, LayerNorm's sums)
+    then adds its terms in another order, as another BLAS kernel would.
+    """
+    import dataclasses
+
+    layers = tuple(
+        dataclasses.replace(
+            layer,
+            qkv_weight=np.ascontiguousarray(layer.qkv_weight[order]),
+            attention_output_weight=np.ascontiguousarray(layer.attention_output_weight[:, order]),
+            attention_output_bias=layer.attention_output_bias[order],
+            attention_norm_weight=layer.attention_norm_weight[order],
+            attention_norm_bias=layer.attention_norm_bias[order],
+            intermediate_weight=np.ascontiguousarray(layer.intermediate_weight[order]),
+            output_weight=np.ascontiguousarray(layer.output_weight[:, order]),
+            output_bias=layer.output_bias[order],
+            output_norm_weight=layer.output_norm_weight[order],
+            output_norm_bias=layer.output_norm_bias[order],
+        )
+        for layer in encoder.layers
+    )
+    return dataclasses.replace(
+        encoder,
+        word_embeddings=np.ascontiguousarray(encoder.word_embeddings[:, order]),
+        position_embeddings=np.ascontiguousarray(encoder.position_embeddings[:, order]),
+        token_type_embedding=encoder.token_type_embedding[order],
+        embedding_norm_weight=encoder.embedding_norm_weight[order],
+        embedding_norm_bias=encoder.embedding_norm_bias[order],
+        layers=layers,
+    )
+
+
+def test_another_summation_order_gives_the_same_stored_vector(encoder) -> None:
+    """docs/formats.md, "Precision": float64 products, float32 vectors, the same on every kernel."""
+    assert encoder.layers[0].qkv_weight.dtype == np.float64
+    order = np.random.default_rng(3).permutation(encoder.dimension)
+    texts = TEXTS[-60:]
+    permuted = encode(_hidden_units_permuted(encoder, order), texts)
+    restored = np.empty_like(permuted)
+    restored[:, order] = permuted
+    np.testing.assert_array_equal(restored, encode(encoder, texts))
+
+
+def test_in_float32_another_summation_order_moves_the_vector() -> None:
+    """Why the forward pass is float64: in float32 the same permutation changes the stored bits."""
+    narrow = load_encoder(dtype=np.float32)
+    order = np.random.default_rng(3).permutation(narrow.dimension)
+    texts = TEXTS[-60:]
+    permuted = encode(_hidden_units_permuted(narrow, order), texts)
+    restored = np.empty_like(permuted)
+    restored[:, order] = permuted
+    straight = encode(narrow, texts)
+    assert not np.array_equal(restored, straight)
+    np.testing.assert_allclose(restored, straight, atol=1e-5)
