@@ -240,6 +240,22 @@ FAMILIES: dict[int, tuple[str, list[tuple[str, str, str]]]] = {
             (U + "models/test_structured_replies.py", "never_faithful|exactly|unchanged", "result"),
         ],
     ),
+    20: (
+        "Judges",
+        [
+            (
+                U + "answering/test_judging.py",
+                "not_exactly_one_verdict|read_strictly|several_words|no_verdict_is_counted",
+                "error",
+            ),
+            (
+                U + "answering/test_judging.py",
+                "stays_data|inside_its_data_block|unambiguous_verdict|json_schema_enum|"
+                "share_of_the_verdicts|development_labels_only|partly_is_never|kappa_near_zero",
+                "result",
+            ),
+        ],
+    ),
     21: (
         "Model assembly",
         [

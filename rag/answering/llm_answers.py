@@ -548,13 +548,15 @@ def endpoint_identity(generator: LlmGenerator) -> str:
 
 
 @contextlib.contextmanager
-def _served(generator: LlmGenerator, server_log: Path | str | None) -> Iterator[str]:
+def _served(generator: LlmGenerator, server_log: Path | str | None, logprobs: bool = False) -> Iterator[str]:
     if not generator.bundled:
         yield generator.base_url
         return
     from rag.models import local_server
 
-    with local_server.running(server_log or "logs/llm_server.log", alias=generator.model) as base_url:
+    with local_server.running(
+        server_log or "logs/llm_server.log", logprobs=logprobs, alias=generator.model
+    ) as base_url:
         yield base_url
 
 
@@ -580,8 +582,17 @@ def complete_with_cache(
     environment: Mapping[str, str] = os.environ,
     closed_book: bool = False,
     gate: Gate | None = None,
+    *,
+    reply_format: dict | None = None,
+    top_logprobs: int | None = None,
 ) -> Complete:
     """Conversations to completions: cached replies as they are, the rest asked, and cached.
+
+    ``reply_format`` (a judge's verdict schema, :mod:`rag.answering.judging`)
+    is sent as the ``response_format`` instead of the generator's own, and
+    its replies are returned as they are; ``top_logprobs`` asks for the
+    log-probabilities of the reply's tokens (the bundled server is then
+    started with them on).
 
     The bundled server is started (log in ``server_log``) only when some
     reply is missing from the cache, and stopped before this returns. A
@@ -596,7 +607,7 @@ def complete_with_cache(
     def ask(conversations: list[list[dict]], response_format: dict | None) -> list[Completion]:
         identity = endpoint_identity(generator)
         requests = [
-            chat_request_key(identity, generator.model, m, generator.sampling, response_format)
+            chat_request_key(identity, generator.model, m, generator.sampling, response_format, top_logprobs)
             for m in conversations
         ]
         absent = len(requests) if cache is None else sum(cache.get(request) is None for request in requests)
@@ -608,15 +619,39 @@ def complete_with_cache(
             named = "http://127.0.0.1/v1" if generator.bundled else None
             endpoint = generator.endpoint(named, identity, gate)
             return chat_many(
-                endpoint, conversations, generator.sampling, cache, progress, environment, response_format
+                endpoint,
+                conversations,
+                generator.sampling,
+                cache,
+                progress,
+                environment,
+                response_format,
+                top_logprobs,
             )
-        with _served(generator, server_log) as base_url:
+        with _served(generator, server_log, logprobs=top_logprobs is not None) as base_url:
             endpoint = generator.endpoint(base_url, identity, gate)
             return chat_many(
-                endpoint, conversations, generator.sampling, cache, progress, environment, response_format
+                endpoint,
+                conversations,
+                generator.sampling,
+                cache,
+                progress,
+                environment,
+                response_format,
+                top_logprobs,
             )
 
     def complete(conversations: list[list[dict]]) -> list[Completion]:
+        if reply_format is not None:
+            try:
+                return ask(conversations, reply_format)
+            except ResponseFormatRefused as error:
+                logger.warning(
+                    "%s: the endpoint refused the structured reply (%s); asking in plain text",
+                    generator.name,
+                    error,
+                )
+                return ask(conversations, None)
         response_format = response_format_for(generator, closed_book)
         if response_format is None:
             return ask(conversations, None)

@@ -245,6 +245,58 @@ def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# The hand labels' outcomes of the labelled answers of each setup, beside the judge's
+# (resources/answer_labels/labels.csv): correct, partly and wrong counted apart, and how many
+# answers the deterministic judge calls correct the labels call partly or wrong.
+LABEL_OUTCOME_COLUMNS = (
+    "labelled",
+    "labelled_correct",
+    "labelled_partly",
+    "labelled_wrong",
+    "correct_labelled_partly",
+    "correct_labelled_wrong",
+)
+_LABEL_KEYS = ["generator", "questions", "chunker", "retriever", "question_id"]
+
+
+def with_label_outcomes(
+    summary: pd.DataFrame, judged: pd.DataFrame, labels: pd.DataFrame | None, corpus: str
+) -> pd.DataFrame:
+    """``summary`` with :data:`LABEL_OUTCOME_COLUMNS` from the hand labels of ``corpus``'s answers.
+
+    A label counts for an answer of the table when it names the same
+    generator, question file, chunker, retriever and question and holds the
+    same answer text (a regenerated answer is not the labelled one). "Partly"
+    is never "correct": the summary's ``correct`` is the deterministic
+    judge's, and ``correct_labelled_partly`` says how many of those the
+    labels call partly correct. Setups without labels count 0.
+    """
+    counts = pd.DataFrame(0, index=summary.index, columns=list(LABEL_OUTCOME_COLUMNS))
+    if labels is not None and len(labels):
+        mine = judged[judged["corpus"] == corpus]
+        merged = mine.merge(
+            labels[[*_LABEL_KEYS, "answer", "correctness"]].rename(columns={"answer": "labelled_answer"}),
+            on=_LABEL_KEYS,
+            how="inner",
+        )
+        same = merged["answer"].astype(str).str.strip() == merged["labelled_answer"].astype(str).str.strip()
+        merged = merged[same]
+        keys = summary[SETUP_KEYS].astype(str).agg("/".join, axis=1)
+        for setup, rows in merged.groupby(SETUP_KEYS, sort=True):
+            where = keys == "/".join(map(str, setup))
+            label = rows["correctness"]
+            judged_correct = rows["outcome"] == CORRECT
+            counts.loc[where, list(LABEL_OUTCOME_COLUMNS)] = [
+                len(rows),
+                int((label == "correct").sum()),
+                int((label == "partly").sum()),
+                int((label == "wrong").sum()),
+                int((judged_correct & (label == "partly")).sum()),
+                int((judged_correct & (label == "wrong")).sum()),
+            ]
+    return pd.concat([summary, counts.astype("int64")], axis=1)
+
+
 def llm_verdicts(judged: pd.DataFrame) -> pd.DataFrame:
     """The judged answers in the registry's verdict columns (rag.answering.answer_metrics).
 

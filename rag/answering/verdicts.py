@@ -117,23 +117,44 @@ def rag_ask_setup(retriever: str) -> str:
     return f"rag ask {retriever}"
 
 
-def measured_rate_lines(table: pd.DataFrame | None, generator: str, setup: str) -> list[str]:
-    """How often answers of ``generator`` and ``setup`` that passed both checks were right, per question file.
+# What rag ask prints on documents other than the bundled corpus, instead of a rate.
+NO_RATE_FOR_OWN_DOCUMENTS = (
+    "no rate is measured for these documents: the rates in results/verdicts.csv are measured on the "
+    "bundled corpus's held-out questions, and do not carry to other documents. To measure one, write "
+    "a labelled question file for these documents (docs/formats.md, questions) and run it through the "
+    "pipeline as a corpus with its questions (docs/answers.md); results/verdicts.csv then holds its rate."
+)
 
-    ``table`` is results/verdicts.csv (None when it is not there). One line
-    per question file (development first), "right 53 of 66 (80 %, 95 %
-    interval 70-89 %)", read as it is; a file without such answers says so.
+
+def measured_rate_lines(
+    table: pd.DataFrame | None, generator: str, setup: str, bundled: bool = True
+) -> list[str]:
+    """How often answers of ``generator`` and ``setup`` that passed both checks were right, per held-out file.
+
+    ``table`` is results/verdicts.csv (None when it is not there). Only the
+    held-out question files count: the development questions are where the
+    thresholds and prompts were chosen, so a rate on them is in-sample. One
+    line per held-out file, "right 5 of 6 (83 %, 95 % interval 60-100 %)",
+    read as it is; a file without such answers says so. On documents other
+    than the bundled corpus (``bundled`` False) no rate is measured, and the
+    one line says so and how to measure one (:data:`NO_RATE_FOR_OWN_DOCUMENTS`).
     """
+    if not bundled:
+        return [NO_RATE_FOR_OWN_DOCUMENTS]
     if table is None:
         return ["not measured: results/verdicts.csv is not there (the pipeline writes it)"]
     rows = table[(table["generator"] == generator) & (table["setup"] == setup)]
+    shown = setup.removeprefix("rag ask ")
     if rows.empty:
-        return [f"not measured for {generator} with {setup.removeprefix('rag ask ')} (results/verdicts.csv)"]
-    order = sorted(
-        rows.itertuples(index=False), key=lambda row: (row.questions != "development", row.questions)
-    )
+        return [f"not measured for {generator} with {shown} (results/verdicts.csv)"]
+    heldout = rows[rows["questions"].astype(str) != "development"]
+    if heldout.empty:
+        return [
+            f"not measured for {generator} with {shown} on held-out questions (results/verdicts.csv "
+            "holds only the development questions, on which the thresholds were chosen)"
+        ]
     lines = []
-    for row in order:
+    for row in sorted(heldout.itertuples(index=False), key=lambda row: str(row.questions)):
         judged = int(row.faithful_and_responsive) - int(row.faithful_and_responsive_not_judged)
         correct = int(row.faithful_and_responsive_correct)
         if judged <= 0 or pd.isna(row.verdicts_correct_share):

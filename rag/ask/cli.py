@@ -884,11 +884,16 @@ def format_verdicts(report: AnswerReport, measured: Sequence[str] = ()) -> list[
     from rag.answering.verification import describe_verdicts
 
     header = "Checks (what each measured; neither says the answer is right)"
+    from rag.answering.verdicts import NO_RATE_FOR_OWN_DOCUMENTS
+
     rates = []
-    if measured:
+    if list(measured) == [NO_RATE_FOR_OWN_DOCUMENTS]:
+        rates = [f"  How often answers that passed both checks were right: {NO_RATE_FOR_OWN_DOCUMENTS}"]
+    elif measured:
         rates = [
             "  How often answers that passed both checks were right, on the bundled corpus's "
-            "labelled questions (results/verdicts.csv):",
+            "held-out questions only (results/verdicts.csv; the development questions, on which "
+            "thresholds were chosen, are left out):",
             *(f"    {line}" for line in measured),
         ]
     if report.verdicts is not None:
@@ -903,13 +908,26 @@ def format_verdicts(report: AnswerReport, measured: Sequence[str] = ()) -> list[
     return [header, "  none: the generator abstained, so there is no answer to check"]
 
 
-def measured_verdicts(generator: str, retriever: str, similarity: bool) -> list[str]:
-    """The measured-rate lines of ``rag ask``'s generator and retriever, from the checkout's results/."""
+def measured_verdicts(generator: str, retriever: str, similarity: bool, bundled: bool = True) -> list[str]:
+    """The measured-rate lines of ``rag ask``'s generator and retriever, from the checkout's results/.
+
+    ``bundled``: the documents are the bundled corpus, the only ones the rates are measured on.
+    """
     from rag.answering.verdicts import measured_rate_lines, rag_ask_setup, read_verdicts
     from rag.ask.measure import measured_name
 
-    table = read_verdicts(Path(__file__).resolve().parents[2] / "results" / "verdicts.csv")
-    return measured_rate_lines(table, measured_name(generator, similarity), rag_ask_setup(retriever))
+    table = (
+        read_verdicts(Path(__file__).resolve().parents[2] / "results" / "verdicts.csv") if bundled else None
+    )
+    return measured_rate_lines(table, measured_name(generator, similarity), rag_ask_setup(retriever), bundled)
+
+
+def is_bundled_folder(folder: Path) -> bool:
+    """Whether ``folder`` is the bundled corpus (however it was named on the command line)."""
+    try:
+        return Path(folder).resolve() == bundled_documents().resolve()
+    except OSError:
+        return False
 
 
 # --------------------------------------------------------------------------
@@ -1329,7 +1347,12 @@ def ask(arguments: argparse.Namespace) -> int:
         "",
         *format_check(report),
         "",
-        *format_verdicts(report, measured_verdicts(arguments.generator, retriever, bool(use_similarity))),
+        *format_verdicts(
+            report,
+            measured_verdicts(
+                arguments.generator, retriever, bool(use_similarity), bundled=is_bundled_folder(folder)
+            ),
+        ),
         "",
         f"Done in {time.perf_counter() - _STARTED:.2f} s (imports included, interpreter start-up not).",
     ]

@@ -278,11 +278,15 @@ class Sampling:
 
 @dataclass(frozen=True)
 class Completion:
+    """A chat reply. ``top_logprobs``, when asked for and given by the server: per generated
+    token, ``[token, [[candidate, log-probability], ...]]`` (:func:`chat`'s ``top_logprobs``)."""
+
     text: str
     prompt_tokens: int
     completion_tokens: int
     seconds: float
     cached: bool
+    top_logprobs: list | None = None
     # Whether ``text`` is a structured reply still to be read against its prompt's sources
     # (rag.answering.llm_answers.structured_reply). Not part of the cached reply.
     structured: bool = False
@@ -523,10 +527,16 @@ def _checked(kind: str, reply: dict, shown: str) -> dict:
 
 
 def chat_request(
-    endpoint: Endpoint, messages: list[dict], sampling: Sampling, response_format: dict | None = None
+    endpoint: Endpoint,
+    messages: list[dict],
+    sampling: Sampling,
+    response_format: dict | None = None,
+    top_logprobs: int | None = None,
 ) -> dict:
     """What the cache is keyed by: endpoint, model, every sampling parameter, the exact messages."""
-    return chat_request_key(endpoint.cache_name, endpoint.model, messages, sampling, response_format)
+    return chat_request_key(
+        endpoint.cache_name, endpoint.model, messages, sampling, response_format, top_logprobs
+    )
 
 
 def chat_request_key(
@@ -535,14 +545,18 @@ def chat_request_key(
     messages: list[dict],
     sampling: Sampling,
     response_format: dict | None = None,
+    top_logprobs: int | None = None,
 ) -> dict:
     """The cache key of a chat request, from the endpoint's stable name (no port of a local server).
 
     ``response_format`` is in the key only when the request asks for one, so
-    the keys of plain requests are the same as before the field existed.
+    the keys of plain requests are the same as before the field existed. A
+    request asking for the log-probabilities of its reply's tokens
+    (``top_logprobs`` candidates per token) is of kind ``chat_logprobs``,
+    whose reply keeps them.
     """
     key = {
-        "kind": "chat",
+        "kind": "chat" if top_logprobs is None else "chat_logprobs",
         "endpoint": endpoint_name,
         "model": model,
         "sampling": asdict(sampling),
@@ -550,7 +564,47 @@ def chat_request_key(
     }
     if response_format is not None:
         key["response_format"] = response_format
+    if top_logprobs is not None:
+        key["top_logprobs"] = top_logprobs
     return key
+
+
+# The most candidates per token a request may ask log-probabilities for (the protocol's limit).
+MAX_TOP_LOGPROBS = 20
+
+
+def _chat_logprobs(document: dict, limit: int) -> list | None:
+    """``choices[0].logprobs.content`` as ``[[token, [[candidate, logprob], ...]], ...]``, or None.
+
+    None when the server gives none or gives them in another form (they are
+    then not used: a verdict is read from the reply's text alone).
+    """
+    try:
+        content = document["choices"][0]["logprobs"]["content"]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if not isinstance(content, list):
+        return None
+    tokens = []
+    for entry in content:
+        if not isinstance(entry, dict) or not isinstance(entry.get("token"), str):
+            return None
+        candidates = entry.get("top_logprobs")
+        if not isinstance(candidates, list):
+            return None
+        kept = []
+        for candidate in candidates[:limit]:
+            if not isinstance(candidate, dict):
+                return None
+            token, value = candidate.get("token"), candidate.get("logprob")
+            if not isinstance(token, str) or isinstance(value, bool) or not isinstance(value, int | float):
+                return None
+            if not math.isfinite(value) or value > 0:
+                return None
+            # Below -1e4 a probability is 0 in every float; kept within the cache's number bounds.
+            kept.append([token, max(float(value), -1e4)])
+        tokens.append([entry["token"], kept])
+    return tokens
 
 
 def _check_messages(messages: object) -> list[dict]:
@@ -575,14 +629,24 @@ def chat(
     sleep: Callable[[float], None] | None = None,
     response_format: dict | None = None,
     retries: RetryPolicy | None = None,
+    top_logprobs: int | None = None,
 ) -> Completion:
     """The model's reply to ``messages``, from the cache when it holds exactly this request.
 
     ``response_format`` (the protocol's standard field, e.g. a ``json_schema``)
     asks for a structured reply; a server that refuses the field raises
     :class:`ResponseFormatRefused`, so the caller can ask again in plain text.
+    ``top_logprobs`` asks for the log-probabilities of that many candidates
+    at every generated token (the protocol's ``logprobs``/``top_logprobs``);
+    the reply keeps them, or None when the server gives none.
     """
-    request = chat_request(endpoint, _check_messages(messages), sampling, response_format)
+    if top_logprobs is not None and (
+        isinstance(top_logprobs, bool)
+        or not isinstance(top_logprobs, int)
+        or not 1 <= top_logprobs <= MAX_TOP_LOGPROBS
+    ):
+        raise ValueError(f"top_logprobs must be a whole number from 1 to {MAX_TOP_LOGPROBS}")
+    request = chat_request(endpoint, _check_messages(messages), sampling, response_format, top_logprobs)
     stored = cache.get(request) if cache is not None else None
     if stored is not None:
         return Completion(**{**stored, "cached": True})
@@ -595,6 +659,9 @@ def chat(
     }
     if response_format is not None:
         body["response_format"] = response_format
+    if top_logprobs is not None:
+        body["logprobs"] = True
+        body["top_logprobs"] = top_logprobs
     try:
         reply = post_json(endpoint, "/chat/completions", body, environment, sleep, retries=retries)
     except LlmError as error:
@@ -610,10 +677,15 @@ def chat(
     if not isinstance(text, str):
         raise LlmError(f"{shown}: choices[0].message.content is {type(text).__name__}, not text")
     prompt_tokens, completion_tokens = _usage(reply.document, shown)
-    completion = Completion(text, prompt_tokens, completion_tokens, round(reply.seconds, 3), cached=False)
+    logprobs = None if top_logprobs is None else _chat_logprobs(reply.document, top_logprobs)
+    completion = Completion(
+        text, prompt_tokens, completion_tokens, round(reply.seconds, 3), cached=False, top_logprobs=logprobs
+    )
     stored = asdict(completion)
     del stored["cached"], stored["structured"]
-    _checked("chat", stored, shown)
+    if top_logprobs is None:
+        del stored["top_logprobs"]
+    _checked(request["kind"], stored, shown)
     if cache is not None:
         cache.put(request, stored)
     return completion
@@ -627,6 +699,7 @@ def chat_many(
     progress: Callable[[str], object] | None = None,
     environment: Mapping[str, str] = os.environ,
     response_format: dict | None = None,
+    top_logprobs: int | None = None,
 ) -> list[Completion]:
     """Replies in input order, at most ``endpoint.concurrency`` requests in flight.
 
@@ -640,7 +713,15 @@ def chat_many(
     started = state["last"]
 
     def one(messages: list[dict]) -> Completion:
-        completion = chat(endpoint, messages, sampling, cache, environment, response_format=response_format)
+        completion = chat(
+            endpoint,
+            messages,
+            sampling,
+            cache,
+            environment,
+            response_format=response_format,
+            top_logprobs=top_logprobs,
+        )
         with lock:
             state["done"] += 1
             state["tokens"] += completion.prompt_tokens + completion.completion_tokens

@@ -77,6 +77,14 @@ COMMITTED_CACHE = "resources/llm_cache"
 # The reply fields of each request kind the client makes, and what each holds.
 REPLY_FIELDS: dict[str, dict[str, str]] = {
     "chat": {"text": "text", "prompt_tokens": "count", "completion_tokens": "count", "seconds": "seconds"},
+    # A chat reply with the log-probabilities of its tokens' top candidates (rag.models.client.chat).
+    "chat_logprobs": {
+        "text": "text",
+        "prompt_tokens": "count",
+        "completion_tokens": "count",
+        "seconds": "seconds",
+        "top_logprobs": "candidates?",
+    },
     "completion": {"text": "text", "tokens": "texts", "logprobs": "numbers?", "finished": "flag"},
     "continuation_logprobs": {"logprobs": "numbers?"},
 }
@@ -178,6 +186,7 @@ _EXPECTED_WORDS = {
     "seconds": f"a number of seconds from 0 to {MAX_SECONDS:,}",
     "numbers?": "null or a list of numbers",
     "flag": "true or false",
+    "candidates?": "null or a list of [token, [[candidate, log-probability], ...]]",
 }
 
 
@@ -198,7 +207,26 @@ def _holds(value: object, expected: str) -> bool:
         return value is None or (isinstance(value, list) and all(_is_number(item) for item in value))
     if expected == "flag":
         return isinstance(value, bool)
+    if expected == "candidates?":
+        return value is None or (
+            isinstance(value, list) and all(_is_token_candidates(item) for item in value)
+        )
     raise AssertionError(expected)
+
+
+def _is_token_candidates(item: object) -> bool:
+    """``[token, [[candidate, logprob], ...]]``: a generated token and its top candidates."""
+    if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+        return False
+    candidates = item[1]
+    return isinstance(candidates, list) and all(
+        isinstance(pair, list)
+        and len(pair) == 2
+        and isinstance(pair[0], str)
+        and _is_number(pair[1])
+        and pair[1] <= 0
+        for pair in candidates
+    )
 
 
 def _check_request(request: dict) -> None:

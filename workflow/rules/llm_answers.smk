@@ -36,6 +36,8 @@ if llm_answer_files():
             answers=llm_answer_files(),
             chunks=llm_chunk_files(),
             heldout=[TABLE("answers_heldout.csv")] if ANSWERS["heldout"] else [],
+            # The hand labels, when the project holds them (correct, partly and wrong apart).
+            labels=[path for path in ["resources/answer_labels/labels.csv"] if Path(path).is_file()],
         output:
             judged=TABLE("llm_answers_judged.csv"),
             summary=TABLE("llm_answers_summary.csv"),
@@ -73,6 +75,12 @@ if PLAN.judges:
             judges=lambda wildcards: canonical_json(PLAN.judges),
             # A judge answers as the caller of the answers it judges (rag.models.gate).
             caller=lambda wildcards: caller_params(PLAN.answer_callers["judge"]),
+            # The judges the config marks optional (the canonical entries do not keep the key).
+            optional=sorted(
+                name
+                for name, entry in (config.get("generators") or {}).items()
+                if isinstance(entry, dict) and entry.get("optional")
+            ),
             cache=LLM_CACHE,
             code=script_digest("judge_calibration.py"),
         script:

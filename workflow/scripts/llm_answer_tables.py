@@ -2,12 +2,14 @@
 
 import pandas as pd
 
+from rag.answering.judging import LABELLED_CORPUS, read_labels
 from rag.answering.llm_tables import (
     closed_book_comparisons,
     describe_llm_answers,
     gather_answer_files,
     judge_llm_answers,
     summarize_llm_answers,
+    with_label_outcomes,
 )
 from rag.answering.verdicts import verdicts_table
 from rag.formats.files import write_csv
@@ -21,7 +23,9 @@ for path in snakemake.input.chunks:
     chunks = read_columns(path, ["chunk_id", "text"])
     chunk_texts |= dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
 judged = judge_llm_answers(answers, chunk_texts)
-summary = summarize_llm_answers(judged)
+# Correct, partly and wrong by the hand labels, beside the deterministic judge's correct.
+labels = read_labels(snakemake.input.labels[0]) if snakemake.input.labels else None
+summary = with_label_outcomes(summarize_llm_answers(judged), judged, labels, LABELLED_CORPUS)
 for line in describe_llm_answers(summary):
     log.info("%s", line)
 heldout = pd.read_csv(snakemake.input.heldout[0]) if snakemake.input.heldout else None

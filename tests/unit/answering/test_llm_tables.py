@@ -205,3 +205,42 @@ def test_bad_answer_files_are_one_clear_error():
         gather_answer_files([("bm25.parquet", broken)])
     with pytest.raises(ValueError, match="question 'q1': source chunk 'c1' is not in the chunks"):
         judge_llm_answers(answer_file("sentences100", "bm25", BM25), {})
+
+
+def test_the_summary_counts_correct_partly_and_wrong_by_the_labels_and_partly_is_never_correct():
+    from rag.answering.llm_tables import LABEL_OUTCOME_COLUMNS, with_label_outcomes
+
+    setup = {
+        "corpus": "c",
+        "questions": "development",
+        "generator": "g",
+        "chunker": "s",
+        "retriever": "bm25",
+        "k": 5,
+    }
+    judged = pd.DataFrame(
+        [
+            {**setup, "question_id": "q1", "answer": "4 km high.", "outcome": "correct"},
+            {**setup, "question_id": "q2", "answer": "4 km, and Olympus Mons.", "outcome": "correct"},
+            {**setup, "question_id": "q3", "answer": "9 km.", "outcome": "wrong"},
+            {**setup, "question_id": "q4", "answer": "A new answer.", "outcome": "correct"},
+        ]
+    )
+    labels = pd.DataFrame(
+        [
+            {**setup, "question_id": "q1", "answer": "4 km high.", "correctness": "correct"},
+            {**setup, "question_id": "q2", "answer": "4 km, and Olympus Mons.", "correctness": "partly"},
+            {**setup, "question_id": "q3", "answer": "9 km.", "correctness": "wrong"},
+            # Labelled when the answer was another: not this answer's label.
+            {**setup, "question_id": "q4", "answer": "The old answer.", "correctness": "partly"},
+        ]
+    )
+    summary = pd.DataFrame([{**setup, "correct": 3}])
+    row = with_label_outcomes(summary, judged, labels, "c").iloc[0]
+    assert [row[name] for name in LABEL_OUTCOME_COLUMNS] == [3, 1, 1, 1, 1, 0]
+    # Another corpus's table, or no labels: zero counts, the summary otherwise unchanged.
+    assert with_label_outcomes(summary, judged, labels, "other").iloc[0]["labelled"] == 0
+    assert list(with_label_outcomes(summary, judged, None, "c").columns) == [
+        *summary.columns,
+        *LABEL_OUTCOME_COLUMNS,
+    ]

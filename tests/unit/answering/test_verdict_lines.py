@@ -6,7 +6,13 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.answering.verdicts import VERDICT_COLUMNS, measured_rate_lines, rag_ask_setup, read_verdicts
+from rag.answering.verdicts import (
+    NO_RATE_FOR_OWN_DOCUMENTS,
+    VERDICT_COLUMNS,
+    measured_rate_lines,
+    rag_ask_setup,
+    read_verdicts,
+)
 from rag.answering.verification import Verdicts, describe_verdicts
 
 FUZZ = settings(
@@ -50,27 +56,44 @@ def test_no_check_reads_as_a_bare_yes_and_each_says_what_it_measured():
                 assert "not checked" in lines[0] and "right" in lines[0]
 
 
-def test_rates_are_read_for_the_generator_and_setup_development_first():
+def test_rates_come_from_the_held_out_files_only():
     table = pd.DataFrame(
         [
             row("heldout_questions_round3", 6, 0, 5),
             row("development", 78, 12, 53),
+            row("heldout_questions", 17, 0, 15),
             row("development", 70, 10, 40, generator="extractive"),
-            row("development", 10, 0, 1, retriever="bm25_lsa_ivf"),
+            row("heldout_questions", 10, 0, 1, retriever="bm25_lsa_ivf"),
         ]
     )
     lines = measured_rate_lines(table, "reader", rag_ask_setup("bm25_minilm"))
-    # 78 passed, 12 without a reference: 53 right of 66 judged.
-    assert lines[0].startswith("development: right 53 of 66 (80 %")
+    assert lines == [
+        lines[0],
+        lines[1],
+    ] and lines[0].startswith("heldout_questions: right 15 of 17 (88 %")
     assert lines[1].startswith("heldout_questions_round3: right 5 of 6 (83 %")
-    assert len(lines) == 2
+    # The development questions, on which the thresholds were chosen, are never a rate.
+    assert not any("development" in line or "53 of 66" in line for line in lines)
+    only_development = measured_rate_lines(table, "extractive", rag_ask_setup("bm25_minilm"))
+    assert len(only_development) == 1 and "not measured" in only_development[0]
+    assert "right" not in only_development[0]
+
+
+def test_on_a_users_own_documents_no_rate_is_printed_and_the_line_says_how_to_get_one():
+    table = pd.DataFrame([row("heldout_questions", 17, 0, 15)])
+    lines = measured_rate_lines(table, "reader", rag_ask_setup("bm25_minilm"), bundled=False)
+    assert lines == [NO_RATE_FOR_OWN_DOCUMENTS]
+    assert "no rate is measured for these documents" in lines[0]
+    assert "labelled question file" in lines[0] and "pipeline" in lines[0]
+    assert "right" not in lines[0].split(":")[0] and "15 of 17" not in lines[0]
+    assert measured_rate_lines(None, "reader", "rag ask bm25", bundled=False) == [NO_RATE_FOR_OWN_DOCUMENTS]
 
 
 def test_missing_table_setup_and_empty_files_say_so():
     assert "not there" in measured_rate_lines(None, "reader", "rag ask bm25")[0]
-    table = pd.DataFrame([row("development", 0, 0, 0)])
+    table = pd.DataFrame([row("heldout_a", 0, 0, 0)])
     assert measured_rate_lines(table, "reader", rag_ask_setup("bm25_minilm")) == [
-        "development: no answer passed both checks"
+        "heldout_a: no answer passed both checks"
     ]
     assert "not measured for hosted" in measured_rate_lines(table, "hosted", rag_ask_setup("bm25_minilm"))[0]
 
@@ -79,10 +102,10 @@ def test_read_verdicts_refuses_a_file_that_is_not_the_table(tmp_path):
     assert read_verdicts(tmp_path / "missing.csv") is None
     (tmp_path / "other.csv").write_text("a,b\n1,2\n")
     assert read_verdicts(tmp_path / "other.csv") is None
-    pd.DataFrame([row("development", 5, 1, 3)])[VERDICT_COLUMNS].to_csv(tmp_path / "v.csv", index=False)
+    pd.DataFrame([row("heldout_a", 5, 1, 3)])[VERDICT_COLUMNS].to_csv(tmp_path / "v.csv", index=False)
     assert measured_rate_lines(read_verdicts(tmp_path / "v.csv"), "reader", "rag ask bm25_minilm")[
         0
-    ].startswith("development: right 3 of 4")
+    ].startswith("heldout_a: right 3 of 4")
 
 
 @FUZZ

@@ -166,6 +166,12 @@ def test_own_folder_quotes_the_right_sentence_and_second_call_hits_the_cache(not
     assert sentence == LIGHTHOUSE_SENTENCE
     assert prompt_sources(first.stdout)[number][0] == "Harbour lighthouse"
     assert "Source check passed" in first.stdout and "Type check passed" in first.stdout
+    # No rate measured on the bundled corpus is printed for these documents: one line says so
+    # and how to measure one.
+    checks = section(first.stdout, "Checks")
+    assert "no rate is measured for these documents" in checks
+    assert "labelled question file" in checks and " right " not in checks.split("were right")[-1]
+    assert "heldout_questions" not in checks and "development" not in checks
     assert "index: cache miss" in first.stdout
     assert "2 documents" in first.stdout and "4 chunks" in first.stdout
     # Four chunks cannot hold eight lists or 32 dimensions: both are reduced, with a note.
@@ -657,7 +663,8 @@ def test_the_reader_answers_who_discovered_uranus_from_the_uranus_document(retri
     assert "not checked: that it is the one asked for" in verdicts
     # Beside the checks, how often answers that passed both were right (results/verdicts.csv).
     assert "How often answers that passed both checks were right" in verdicts
-    assert "development: right " in verdicts
+    # Held-out questions only: the development questions chose the thresholds.
+    assert "heldout_questions: right " in verdicts and "development: right" not in verdicts
 
 
 def test_the_titan_question_is_faithful_and_not_responsive_with_the_spec_generator(shared_cache, capsys):
