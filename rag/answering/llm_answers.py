@@ -614,21 +614,8 @@ def complete_with_cache(
         missing = absent > 0
         if missing and generator.bundled:
             _refuse_when_not_installed(generator, absent, len(requests))
-        if not missing:
-            # Every reply is cached: chat_many reads them all and contacts nobody.
-            named = "http://127.0.0.1/v1" if generator.bundled else None
-            endpoint = generator.endpoint(named, identity, gate)
-            return chat_many(
-                endpoint,
-                conversations,
-                generator.sampling,
-                cache,
-                progress,
-                environment,
-                response_format,
-                top_logprobs,
-            )
-        with _served(generator, server_log, logprobs=top_logprobs is not None) as base_url:
+
+        def ask(base_url: str | None) -> list:
             endpoint = generator.endpoint(base_url, identity, gate)
             return chat_many(
                 endpoint,
@@ -640,6 +627,12 @@ def complete_with_cache(
                 response_format,
                 top_logprobs,
             )
+
+        if not missing:
+            # Every reply is cached: chat_many reads them all and contacts nobody.
+            return ask("http://127.0.0.1/v1" if generator.bundled else None)
+        with _served(generator, server_log, logprobs=top_logprobs is not None) as base_url:
+            return ask(base_url)
 
     def complete(conversations: list[list[dict]]) -> list[Completion]:
         if reply_format is not None:
