@@ -667,6 +667,17 @@ def held_out_answers(frame: pd.DataFrame, fractions: Mapping[str, float]) -> pd.
     return held
 
 
+# The columns of the table of threshold choices after its key columns (:func:`_threshold_row`).
+THRESHOLD_COLUMNS = ("fold", "questions", "threshold", "at_grid_edge", "correct", "wrong")
+
+
+def threshold_table(choices: Sequence[pd.DataFrame], keys: Sequence[str]) -> pd.DataFrame:
+    """The tables of threshold choices as one; with no cross-validated generator, the empty table."""
+    if not choices:
+        return pd.DataFrame(columns=[*keys, *THRESHOLD_COLUMNS])
+    return pd.concat(choices, ignore_index=True)
+
+
 def _threshold_row(key: dict, fold: str, scores, quotes, chosen: float, grid: Sequence[float]) -> dict:
     """One row of the table of choices: the threshold and what it gets on ``scores``."""
     correct, wrong = net_correct(scores, quotes, chosen)

@@ -249,6 +249,18 @@ def check_funnels(retrievers: Mapping[str, Mapping], depth: int) -> None:
             raise ConfigError(
                 f"{where}['rerank']: {rerank!r} adds raw scores; rerank with a retriever or an rrf fusion"
             )
+        kind = RETRIEVER_KINDS[retrievers[rerank]["kind"]]
+        if role == "approximate":
+            raise ConfigError(
+                f"{where}['rerank']: {rerank!r} is an approximate index that scores only the chunks of "
+                f"the lists it probes; rerank with its base {retrievers[rerank]['base']!r}, which scores "
+                "every candidate"
+            )
+        if not (kind.plain or kind.rerank is not None or role in ("fused", "learned")):
+            raise ConfigError(
+                f"{where}['rerank']: {rerank!r} (kind {kind.name!r}) cannot rescore candidates; rerank "
+                "with a plain retriever, a reranker or an rrf fusion"
+            )
         for part in retrievers[rerank].get("components", []):
             if not RETRIEVER_KINDS[retrievers[part]["kind"]].plain:
                 raise ConfigError(

@@ -9,6 +9,7 @@ from rag.answering.answers import (
     cross_validated_thresholds,
     held_out_answers,
     summarize_answers,
+    threshold_table,
 )
 from rag.formats.files import write_csv
 from rag.jobs import finish_job, start_log
@@ -40,7 +41,7 @@ for position, part in enumerate(parts):
         choices.append(table)
 answers = pd.concat(parts, ignore_index=True)
 summary = pd.concat([summarize_answers(part, keys) for part in parts], ignore_index=True)
-thresholds = pd.concat(choices, ignore_index=True)
+thresholds = threshold_table(choices, keys)
 for row in thresholds[thresholds["fold"] == "all"].itertuples():
     log.info("%s/%s/%s %s: threshold %.2f", row.corpus, row.chunker, row.retriever, row.reader, row.threshold)
 write_csv(answers, snakemake.output.answers)

@@ -29,7 +29,7 @@ rerank_entries = json.loads(snakemake.params.rerank)
 
 
 def chunk_texts(column):
-    return read_columns(snakemake.input.chunks, [column])[column].tolist()
+    return read_columns(snakemake.input.chunks, [column])[column]
 
 
 reranker, rerank_record = configured_reranker(
