@@ -41,6 +41,8 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 HEADER = re.compile(r"^\[\s*\d+\s*\]")
+# What a judge's support question asks after its data blocks (rag.kinds.JUDGE_SUPPORTED_USER).
+JUDGE_SOURCES = "Do these sources state what the answer says?"
 
 
 def chunk(text: str, label_section: str = "Orbit") -> Chunk:
@@ -181,6 +183,13 @@ def test_no_source_line_of_a_committed_cache_entry_would_change():
                 continue
             block = content.split("<sources>\n", 1)[1].split("\n</sources>", 1)[0]
             lines = block.split("\n")
+            if message["role"] == "user" and JUDGE_SOURCES in content:
+                # A judge's sources are data: one line each, "[n] text", the cited numbers in rising
+                # order, so no text of a source can start a line of its own.
+                numbers = [int(HEADER.match(line).group(0).strip("[] ")) for line in lines]
+                assert numbers == sorted(set(numbers)), path.name
+                lines_checked += len(lines)
+                continue
             for position in range(0, len(lines), 2):
                 assert HEADER.match(lines[position]), (path.name, lines[position])
                 assert escape_header(lines[position + 1]) == lines[position + 1], path.name
