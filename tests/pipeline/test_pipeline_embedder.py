@@ -41,8 +41,10 @@ def embedder_config(workdir) -> dict:
 @pytest.fixture(scope="module")
 def built(build_pipeline):
     require_extra("dense")
+    # One job at a time: two embedder jobs running at once may both encode a question before
+    # either has stored it, and the cache's sharing is what the counts below check.
     build = build_pipeline(
-        "embedder", prepare=lambda workdir: write_config(workdir, embedder_config(workdir))
+        "embedder", prepare=lambda workdir: write_config(workdir, embedder_config(workdir)), cores=1
     )
     return build.project, build.workdir
 
