@@ -22,6 +22,7 @@ import pytest
 from rag import cli
 from rag.answering.tokens import count_word_and_punctuation
 from rag.ask import cli as ask_cli
+from tests.extras import needs
 
 PROJECT = Path(__file__).resolve().parents[3]
 
@@ -733,9 +734,9 @@ def test_without_the_cross_validated_thresholds_the_reader_asks_for_one(monkeypa
         ask_cli.reader_threshold(similarity=False)
 
 
+@needs("pdf")
 def test_a_folder_of_pdfs_is_read_by_the_pdf_row_and_the_sources_name_their_page(tmp_path, capsys):
     """rag ask on a folder of a real PDF: its table is kept and the source line names the page."""
-    pytest.importorskip("pdfplumber")
     folder = tmp_path / "pdfs"
     folder.mkdir()
     real = PROJECT / "resources" / "pdf_documents" / "documents" / "us-039.pdf"
