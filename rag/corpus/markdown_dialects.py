@@ -107,15 +107,15 @@ def remove_shortcodes(line: str) -> str:
         start = line.find("{{", start)
         if start < 0:
             break
-        kind = line[start + 2 : start + 3]
-        if kind in _CLOSERS and kind not in unclosed:
-            end = line.find(_CLOSERS[kind], start + 3)
+        opener = line[start + 2 : start + 3]
+        if opener in _CLOSERS and opener not in unclosed:
+            end = line.find(_CLOSERS[opener], start + 3)
             if end >= 0:
                 pieces.append(line[position:start])
-                position = start = end + len(_CLOSERS[kind])
+                position = start = end + len(_CLOSERS[opener])
                 continue
-            unclosed.add(kind)
-        elif kind == "#" and start + 3 < length and line[start + 3] in _NAME_START:
+            unclosed.add(opener)
+        elif opener == "#" and start + 3 < length and line[start + 3] in _NAME_START:
             end = brace.at_or_after(start + 4)
             if line.startswith("}}", end):
                 pieces.append(line[position:start])

@@ -254,10 +254,10 @@ def document_from_layout(
         ]
         items += [((table["top"], "table", 0.0, ""), number, table) for number, table in enumerate(tables)]
         page = str(layout_page["number"])
-        for (_, kind, _, _), index, item in sorted(items, key=lambda entry: (entry[0], entry[1])):
+        for (_, item_type, _, _), index, item in sorted(items, key=lambda entry: (entry[0], entry[1])):
             place = (PAGE_PREFIX + page,)
             in_skipped = any(title.lower() in SKIPPED_SECTIONS for _, title in headings)
-            if kind == "table":
+            if item_type == "table":
                 if "tables" in skip:
                     skipped["tables"] += len(item["rows"])
                     continue
