@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rag.answering.verification import check_answer, check_claim, parse_citations, split_claims
+from rag.formats.files import read_text_csv
 
 ANSWERS_PATH = "resources/answer_labels/claim_answers.csv"
 CLAIMS_PATH = "resources/answer_labels/claims.csv"
@@ -106,14 +107,7 @@ def _share(name: str, successes: int, trials: int) -> dict[str, float]:
 
 
 def _read(path, columns: Sequence[str]) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, ValueError, UnicodeDecodeError) as error:
-        raise ClaimLabelError(f"{path}: not a readable CSV file ({error})") from None
-    missing = [column for column in columns if column not in frame.columns]
-    if missing:
-        raise ClaimLabelError(f"{path}: missing column {missing[0]!r}")
-    return frame
+    return read_text_csv(path, columns, ClaimLabelError)
 
 
 def parse_marks(value: str) -> list[tuple[int, str]]:

@@ -52,6 +52,7 @@ import numpy as np
 import pandas as pd
 
 from rag.answering.llm_answers import EndpointEntry, endpoint_entry_fields
+from rag.formats.files import read_text_csv
 from rag.models.client import Completion, Sampling
 
 if TYPE_CHECKING:
@@ -122,13 +123,7 @@ class LabelError(ValueError):
 
 def read_labels(path) -> pd.DataFrame:
     """The hand labels, checked: every column there, values from the label sets, items unique."""
-    try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    except (OSError, ValueError, UnicodeDecodeError) as error:
-        raise LabelError(f"{path}: not a readable CSV file ({error})") from None
-    missing = [column for column in LABEL_COLUMNS if column not in frame.columns]
-    if missing:
-        raise LabelError(f"{path}: missing column {missing[0]!r}")
+    frame = read_text_csv(path, LABEL_COLUMNS, LabelError)
     for column, allowed in (("correctness", CORRECTNESS_LABELS), ("supported", SUPPORT_LABELS)):
         bad = frame.index[~frame[column].isin(allowed)]
         if len(bad):

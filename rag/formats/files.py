@@ -173,6 +173,23 @@ def write_csv(frame: pd.DataFrame, path: str | os.PathLike) -> None:
         frame.to_csv(temporary, index=False, float_format="%.6f", lineterminator="\n")
 
 
+def read_text_csv(path: str | os.PathLike, columns: Sequence[str], error: type[Exception]) -> pd.DataFrame:
+    """A hand-written CSV read as text (no value guessed as a number or a missing value), its columns checked.
+
+    An unreadable file or a missing column raises ``error`` with one line naming the file.
+    """
+    import pandas as pd
+
+    try:
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, ValueError, UnicodeDecodeError) as problem:
+        raise error(f"{path}: not a readable CSV file ({problem})") from None
+    missing = [column for column in columns if column not in frame.columns]
+    if missing:
+        raise error(f"{path}: missing column {missing[0]!r}")
+    return frame
+
+
 # No "Software" chunk: matplotlib's version would otherwise enter every PNG.
 PNG_METADATA = {"Software": None}
 

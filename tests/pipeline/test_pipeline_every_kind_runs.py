@@ -19,6 +19,7 @@ import yaml
 from rag.config import build_plan
 from rag.kinds import GENERATOR_KINDS, REQUIRED, RETRIEVER_KINDS
 from tests.extras import needs
+from tests.pipeline.test_pipeline_answers import ANSWERS as ANSWERS_OF_THE_TINY_CORPUS
 from tests.workdir import PROJECT, make_workdir, read_config, snakemake, write_config
 
 pytestmark = needs("dense")
@@ -36,15 +37,8 @@ SMALL = {
 }
 # Offline generators answer from the prompt alone; llm and judge kinds are driven through a
 # stub server by tests/unit/models/test_gate_paths.py (their requests, not a model, are the contract).
-ANSWERS = {
-    "chunkers": ["sentences20"],
-    "retrievers": ["bm25"],
-    "k": 3,
-    "threshold": 0.5,
-    "abstention": {"thresholds": [0.0, 0.5, 1.0]},
-    "summaries": {"window": 1000},
-    "caller": "everyone",
-}
+# The answer section of test_pipeline_answers.py, its reader settings moved to the reader's entry.
+ANSWERS = {key: value for key, value in ANSWERS_OF_THE_TINY_CORPUS.items() if key != "reader"}
 READER = {"reader": {"similarity": "none"}}
 ANSWER_TABLES = ["results/answers.csv", "results/answers_summary.csv", "results/reader_thresholds.csv"]
 
