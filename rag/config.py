@@ -383,6 +383,7 @@ class Plan:
         if self.answers is not None:
             answers = self.answers
             pairs = [*answers["pairs"], *answers["llm"]["settings"]]
+            pairs += [[setup["chunker"], setup["retriever"]] for setup in answers["llm"].get("setups", [])]
             pairs += [
                 [answers[key]["chunker"], answers[key]["retriever"]] for key in ("abstention", "summaries")
             ]
@@ -485,12 +486,25 @@ class Plan:
         if self.answers is None:
             return []
         llm = self.answers["llm"]
+        product = [(generator, c, r) for generator in llm["generators"] for c, r in llm["settings"]]
+        extra = [
+            (generator, setup["chunker"], setup["retriever"])
+            for setup in llm.get("setups", [])
+            if questions == "development" or setup["heldout"]
+            for generator in setup["generators"]
+        ]
         return [
             {"corpus": corpus, "questions": questions, "generator": generator, "chunker": c, "retriever": r}
             for corpus in self.span_corpora
-            for generator in llm["generators"]
-            for c, r in llm["settings"]
+            for generator, c, r in [*product, *extra]
         ]
+
+    def llm_k(self, chunker: str, retriever: str) -> int:
+        """The k an llm answers from for one (chunker, retriever): its setup's, else answers.k."""
+        for setup in (self.answers or {}).get("llm", {}).get("setups", []):
+            if (setup["chunker"], setup["retriever"]) == (chunker, retriever):
+                return setup["k"]
+        return self.answers["generation"]["k"]
 
     def filter_ablation_grid(self) -> list[tuple[str, str, str]]:
         """(corpus, retriever, filter) of the filter ablation, on its one chunker."""

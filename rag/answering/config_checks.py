@@ -260,7 +260,7 @@ def canonical_llm_settings(
     that runs on none of the listed chunkers is an error.
     """
     grid = sorted(set(grid))
-    if not entry:
+    if not entry or not (entry.get("chunkers") or entry.get("retrievers")):
         return [[CLOSED_BOOK, CLOSED_BOOK], *([chunker, retriever] for chunker, retriever in chosen)]
     chunkers = sorted(set(entry.get("chunkers") or []))
     retrievers = sorted(set(entry.get("retrievers") or []))
@@ -274,6 +274,102 @@ def canonical_llm_settings(
             raise ConfigError(f"{where}['retrievers']: retriever {retriever!r} runs on none of {chunkers}")
         settings += ran
     return settings
+
+
+# Retriever roles that rank a question set outside the corpus (rag.retrieval.question_sets):
+# a learned, IVF or funnel entry ranks only the corpus's own questions.
+QUESTION_SET_ROLES = ("fitted", "pretrained", "fused")
+
+
+def retriever_roles(retriever_kinds: Mapping[str, str]) -> dict[str, str]:
+    """Each retriever's role in the table of kinds (rag.kinds.RETRIEVER_KINDS); an unknown kind has none."""
+    from rag.kinds import RETRIEVER_KINDS
+
+    known = {name: kind for name, kind in retriever_kinds.items() if kind in RETRIEVER_KINDS}
+    return {name: RETRIEVER_KINDS[kind].role for name, kind in known.items()}
+
+
+def canonical_llm_setups(
+    entry: Mapping | None,
+    settings: Iterable[Iterable[str]],
+    grid: Iterable[tuple[str, str]],
+    llm_generators: Iterable[str],
+    retriever_roles: Mapping[str, str],
+    k: int,
+    depth: int,
+    where: str,
+) -> list[dict]:
+    """The extra (chunker, retriever[, k][, generators]) setups beside the cross product of answers.llm.
+
+    Each setup answers at its own k (default ``answers.k``) with its listed
+    llm generators (default every llm generator of answers.generators), one
+    answer file per generator. Its pair must be ranked by the grid and appear
+    once among the settings and setups, since the answer file names only the
+    pair. ``heldout: false`` answers only the development questions; a
+    retriever that cannot rank a question set outside the corpus (learned,
+    IVF, funnel) must say so.
+    """
+    setups = (entry or {}).get("setups") or []
+    if not isinstance(setups, list):
+        raise ConfigError(f"{where}['setups']: must be a list of setups, got {type(setups).__name__}")
+    grid, generators = set(grid), list(llm_generators)
+    chunkers, retrievers = sorted({c for c, _ in grid}), sorted({r for _, r in grid})
+    taken = {tuple(setting) for setting in settings}
+    result = []
+    for position, setup in enumerate(setups):
+        at = f"{where}['setups'][{position}]"
+        if not isinstance(setup, Mapping):
+            raise ConfigError(
+                f"{at}: must be a mapping with chunker and retriever, got {type(setup).__name__}"
+            )
+        unknown = sorted(set(map(str, setup)) - {"chunker", "retriever", "k", "generators", "heldout"})
+        if unknown:
+            raise ConfigError(
+                f"{at}: unknown key {unknown[0]!r}; known: chunker, retriever, k, generators, heldout"
+            )
+        for key in ("chunker", "retriever"):
+            if not isinstance(setup.get(key), str):
+                raise ConfigError(f"{at}['{key}']: must name a {key}, got {setup.get(key)!r}")
+        chunker, retriever = setup["chunker"], setup["retriever"]
+        check_names([chunker], chunkers, f"{at}['chunker']", "chunker")
+        check_names([retriever], retrievers, f"{at}['retriever']", "retriever")
+        if (chunker, retriever) not in grid:
+            raise ConfigError(f"{at}: retriever {retriever!r} does not run on chunker {chunker!r}")
+        if (chunker, retriever) in taken:
+            raise ConfigError(
+                f"{at}: {chunker} + {retriever} is already answered by answers.llm; a pair answers at one k"
+            )
+        taken.add((chunker, retriever))
+        setup_k = setup.get("k", k)
+        if isinstance(setup_k, bool) or not isinstance(setup_k, int) or not 1 <= setup_k <= depth:
+            raise ConfigError(
+                f"{at}['k']: must be an integer from 1 to the evaluation depth {depth}, got {setup_k!r}"
+            )
+        listed = setup.get("generators", generators)
+        if not isinstance(listed, list) or not listed or not all(isinstance(name, str) for name in listed):
+            raise ConfigError(
+                f"{at}['generators']: must be a non-empty list of llm generator names, got {listed!r}"
+            )
+        check_names(listed, generators, f"{at}['generators']", "llm generator of answers.generators")
+        heldout = setup.get("heldout", True)
+        if not isinstance(heldout, bool):
+            raise ConfigError(f"{at}['heldout']: must be true or false, got {heldout!r}")
+        role = retriever_roles.get(retriever)
+        if heldout and role not in QUESTION_SET_ROLES:
+            raise ConfigError(
+                f"{at}['heldout']: retriever {retriever!r} ({role}) cannot rank the held-out question files; "
+                "set heldout: false to answer the development questions only"
+            )
+        result.append(
+            {
+                "chunker": chunker,
+                "retriever": retriever,
+                "k": setup_k,
+                "generators": list(dict.fromkeys(listed)),
+                "heldout": heldout,
+            }
+        )
+    return result
 
 
 def canonical_answers(
@@ -365,6 +461,16 @@ def canonical_answers(
     offline = [kind for kind in OFFLINE_GENERATOR_KINDS if kind in kinds]
     # Checked even when no llm generator runs here, so a typo never waits for the extra.
     llm_settings = canonical_llm_settings(entry.get("llm"), chosen, grid, f"{where}['llm']")
+    llm_setups = canonical_llm_setups(
+        entry.get("llm"),
+        llm_settings,
+        grid,
+        llm,
+        retriever_roles(retriever_kinds),
+        generation["k"],
+        depth,
+        f"{where}['llm']",
+    )
     return {
         "pairs": [list(item) for item in chosen],
         "generation": generation,
@@ -374,6 +480,7 @@ def canonical_answers(
         "llm": {
             "generators": llm,
             "settings": llm_settings if llm else [],
+            "setups": llm_setups if llm else [],
         },
         "reader": reader,
         "heldout": canonical_heldout(entry.get("heldout")),

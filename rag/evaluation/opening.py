@@ -12,8 +12,10 @@ with what ties and what it costs:
   (:func:`rag.evaluation.recommendation.k_choices`), and the thrifty k
   the questions cannot tell apart from it;
 - generator: the language model and setup with the most correct answers on
-  the development questions (``llm_answers_judged.csv``), and whether the
-  language-model grid measured the recommended retrieval pair at all.
+  the development questions with a reference answer (``llm_answers_judged.csv``),
+  whether the language-model grid measured the recommended retrieval pair,
+  and, when it did, every model's answers of that pair beside the offline
+  readers' answers of the same questions judged by the same judge.
 
 Nothing here is written by hand: a new measurement changes the opening.
 """
@@ -29,6 +31,10 @@ from rag.evaluation.significance import ALPHA
 
 # The metric the opening chooses by: it weighs the whole top of the ranking.
 CHOSEN_BY = "nDCG@10"
+
+# The denominator every answer count of the opening shares (the answer tables' one):
+# the caller passes only questions with a reference answer (results_readme.py).
+WITH_REFERENCE = " with a reference answer"
 
 
 def _retrieval_lines(best: Recommendation) -> list[str]:
@@ -72,19 +78,70 @@ def _k_lines(choice: KChoice | None, budget: float) -> list[str]:
     ]
 
 
-def _generator_lines(judged: pd.DataFrame | None, best: Recommendation | None) -> list[str]:
+def _correct_shares(frame: pd.DataFrame) -> pd.DataFrame:
+    """Correct answers per (generator, chunker, retriever, k): sum, count and mean, best first."""
+    keys = [key for key in ("generator", "chunker", "retriever", "k") if key in frame.columns]
+    return (
+        frame.assign(correct=frame["correct"].astype(bool))
+        .groupby(keys, sort=True)["correct"]
+        .agg(["sum", "count", "mean"])
+        .reset_index()
+        .sort_values(["mean", "generator", "retriever"], ascending=[False, True, True], kind="stable")
+    )
+
+
+def _counts(shares: pd.DataFrame) -> str:
+    return ", ".join(
+        f"`{row['generator']}` {int(row['sum'])} of {int(row['count'])} ({row['mean']:.2f})"
+        for _, row in shares.iterrows()
+    )
+
+
+def _measured_pair_lines(
+    development: pd.DataFrame, best: Recommendation, offline: pd.DataFrame | None
+) -> list[str]:
+    """Whether the models answered the recommended pair, and how; the offline readers beside."""
+    on_pair = (development["chunker"] == best.chunker) & (development["retriever"] == best.retriever)
+    pair = development[on_pair]
+    named = f"`{best.chunker}` + `{best.retriever}`"
+    if pair.empty:
+        return [
+            f"  - The language-model grid does not include the recommended {named}; its answers with a "
+            "model are not measured (config.yaml, `answers.llm`)."
+        ]
+    ks = sorted({int(k) for k in pair["k"]}) if "k" in pair.columns else []
+    at = f" at k = {', '.join(map(str, ks))}" if ks else ""
+    lines = [
+        f"  - The language-model grid includes the recommended {named}{at}: "
+        f"{_counts(_correct_shares(pair))} answerable development questions with a reference answer correct."
+    ]
+    if offline is None:
+        return lines
+    questions = set(pair["question_id"])
+    same = offline[
+        (offline["chunker"] == best.chunker)
+        & (offline["retriever"] == best.retriever)
+        & offline["question_id"].isin(questions)
+    ]
+    if same.empty:
+        lines.append("  - Its offline answers are not measured (config.yaml, `answers.retrievers`).")
+    else:
+        lines.append(
+            f"  - Offline on the same {len(questions)} questions, judged by the same judge: "
+            f"{_counts(_correct_shares(same))}."
+        )
+    return lines
+
+
+def _generator_lines(
+    judged: pd.DataFrame | None, best: Recommendation | None, offline: pd.DataFrame | None = None
+) -> list[str]:
     if judged is None or judged.empty or "correct" not in judged.columns:
         return []
     development = judged[(judged["questions"] == "development") & judged["answerable"].astype(bool)]
     if development.empty:
         return []
-    shares = (
-        development.assign(correct=development["correct"].astype(bool))
-        .groupby(["generator", "chunker", "retriever", "k"], sort=True)["correct"]
-        .agg(["sum", "count", "mean"])
-        .reset_index()
-        .sort_values(["mean", "generator", "retriever"], ascending=[False, True, True], kind="stable")
-    )
+    shares = _correct_shares(development)
     top = shares.iloc[0]
     runner = shares[shares["generator"] != top["generator"]]
     setup = (
@@ -94,8 +151,8 @@ def _generator_lines(judged: pd.DataFrame | None, best: Recommendation | None) -
     )
     lines = [
         f"- **Generator**: `{top['generator']}` with {setup}: {int(top['sum'])} of {int(top['count'])} "
-        f'answerable development questions correct ({top["mean"]:.2f}; "Best answer setup per '
-        'language model" below tests it).'
+        f"answerable development questions{WITH_REFERENCE} correct ({top['mean']:.2f}; "
+        '"Best answer setup per language model" below tests it).'
     ]
     if len(runner):
         other = runner.iloc[0]
@@ -104,16 +161,7 @@ def _generator_lines(judged: pd.DataFrame | None, best: Recommendation | None) -
             f"({other['mean']:.2f}) at its best setup."
         )
     if best is not None:
-        measured = ((shares["chunker"] == best.chunker) & (shares["retriever"] == best.retriever)).any()
-        lines.append(
-            f"  - The language-model grid {'includes' if measured else 'does not include'} the recommended "
-            f"`{best.chunker}` + `{best.retriever}`"
-            + (
-                "."
-                if measured
-                else "; its answers with a model are not measured (config.yaml, `answers.llm`)."
-            )
-        )
+        lines += _measured_pair_lines(development, best, offline)
     return lines
 
 
@@ -122,8 +170,15 @@ def opening_lines(
     which_k: Mapping[str, Sequence[KChoice]],
     budget: float,
     judged: pd.DataFrame | None = None,
+    offline: pd.DataFrame | None = None,
 ) -> list[str]:
-    """The "Recommendation" section that opens results/README.md, per corpus (empty without results)."""
+    """The "Recommendation" section that opens results/README.md, per corpus (empty without results).
+
+    ``judged`` holds the language models' judged answers of the questions
+    with a reference answer; ``offline`` the offline readers' answers of the
+    same questions judged by the same judge (rag.answering.same_measure),
+    so the recommended pair's answers are told on one measure.
+    """
     lines: list[str] = []
     for corpus in sorted(found):
         best = next((item for item in found[corpus] if item.metric.label == CHOSEN_BY), None)
@@ -140,8 +195,10 @@ def opening_lines(
             None,
         )
         of_corpus = None if judged is None or "corpus" not in judged else judged[judged["corpus"] == corpus]
+        offline_of_corpus = None if offline is None else offline[offline["corpus"] == corpus]
         lines += [f"### Recommended for {corpus}", ""]
-        lines += _retrieval_lines(best) + _k_lines(choice, budget) + _generator_lines(of_corpus, best)
+        lines += _retrieval_lines(best) + _k_lines(choice, budget)
+        lines += _generator_lines(of_corpus, best, offline_of_corpus)
         lines.append("")
     if not lines:
         return []

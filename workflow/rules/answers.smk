@@ -367,7 +367,7 @@ rule llm_answer:
     threads: 1
     params:
         generator=lambda wildcards: canonical_json(ANSWERS["generators"][wildcards.generator]),
-        k=lambda wildcards: ANSWERS["generation"]["k"],
+        k=lambda wildcards: PLAN.llm_k(wildcards.chunker, wildcards.retriever),
         caller=lambda wildcards: caller_params(PLAN.answer_callers["llm"]),
         cache=LLM_CACHE,
         code=script_digest("llm_answer.py"),

@@ -78,6 +78,8 @@ rule results_readme:
         # The best answer setup per language model (rag.answering.best_setup).
         # In RESULTS, or in the default folder when an ablation's folder shares the answer tables.
         llm_judged=([TABLE("llm_answers_judged.csv")] if ANSWERS and ANSWERS["llm"]["generators"] else []),
+        # The offline answers, judged as the models' are for the opening (rag.answering.same_measure).
+        offline_answers=([TABLE("answers.csv")] if ANSWERS and ANSWERS["llm"]["generators"] else []),
     output:
         f"{RESULTS}/README.md",
     log:

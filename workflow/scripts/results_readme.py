@@ -3,6 +3,8 @@
 import pandas as pd
 
 from rag.answering.best_setup import best_answer_setup_lines
+from rag.answering.llm_tables import with_reference
+from rag.answering.same_measure import offline_judged
 from rag.evaluation.holdout import with_holdout_rows
 from rag.evaluation.opening import opening_lines, with_opening
 from rag.evaluation.recommendation import k_choice_lines, k_choices, recommendation_lines, recommendations
@@ -46,12 +48,17 @@ readme = results_readme(
 if snakemake.input.llm_judged:
     judged = pd.read_csv(snakemake.input.llm_judged[0], keep_default_na=False, na_values=[""])
     readme = readme.rstrip("\n") + "\n\n" + "\n".join(best_answer_setup_lines(judged)) + "\n"
-# The opening recommendation (rag.evaluation.opening), from the same tables.
-judged_table = (
-    pd.read_csv(snakemake.input.llm_judged[0], keep_default_na=False, na_values=[""])
-    if snakemake.input.llm_judged
-    else None
-)
-readme = with_opening(readme, opening_lines(found, choices, budget, judged_table))
+# The opening recommendation (rag.evaluation.opening), from the same tables: the
+# models' answers and the offline ones of the same questions, on one measure
+# (answerable questions with a reference answer, the models' judge).
+judged_table, offline_table = None, None
+if snakemake.input.llm_judged:
+    judged_table = pd.read_csv(snakemake.input.llm_judged[0], keep_default_na=False, na_values=[""])
+    judged_table = judged_table[with_reference(judged_table)]
+    if snakemake.input.offline_answers:
+        offline_path = snakemake.input.offline_answers[0]
+        offline_answers = pd.read_csv(offline_path, keep_default_na=False, na_values=[""])
+        offline_table = offline_judged(offline_answers, judged_table)
+readme = with_opening(readme, opening_lines(found, choices, budget, judged_table, offline_table))
 write_text(snakemake.output[0], readme)
 finish_job()

@@ -14,6 +14,8 @@ import json
 import pandas as pd
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 
 from rag.answering import llm_answers
 from rag.answering.llm_answers import (
@@ -75,7 +77,7 @@ def test_without_a_generators_section_the_offline_generators_run_as_before():
     answers = plan_of(tiny(reader={"similarity": "none", "folds": 3})).answers
     assert answers["offline"] == ["extractive", "reader"]
     assert answers["reader"] == {"similarity": "none", "folds": 3, "seed": 0, "names": ["reader"]}
-    assert answers["llm"] == {"generators": [], "settings": []}
+    assert answers["llm"] == {"generators": [], "settings": [], "setups": []}
 
 
 def test_an_llm_generator_answers_closed_book_and_from_each_listed_ranking():
@@ -89,6 +91,7 @@ def test_an_llm_generator_answers_closed_book_and_from_each_listed_ranking():
     assert plan.answers["llm"] == {
         "generators": ["stub"],
         "settings": [["none", "none"], ["sentences20", "bm25"]],
+        "setups": [],
     }
     assert plan.answers["generators"]["stub"] == {
         "kind": "llm",
@@ -190,11 +193,154 @@ def test_the_bundled_model_without_the_extra_is_left_out_when_optional_and_an_er
 
 def test_the_bundled_config_lists_closed_book_bm25_and_the_fusion():
     bundled = yaml.safe_load((PROJECT / "config.yaml").read_text())
-    assert bundled["answers"]["llm"] == {
-        "chunkers": ["sentences100"],
-        "retrievers": ["none", "bm25", "rrf_bm25_minilm"],
-    }
+    assert bundled["answers"]["llm"]["chunkers"] == ["sentences100"]
+    assert bundled["answers"]["llm"]["retrievers"] == ["none", "bm25", "rrf_bm25_minilm"]
     assert bundled["generators"]["smollm2"]["base_url"] == "bundled"
+
+
+# --------------------------------------------------------------------------
+# Extra setups beside the cross product (answers.llm.setups)
+# --------------------------------------------------------------------------
+
+
+def two_models(**llm) -> dict:
+    config = tiny(generators=["extractive", "stub", "other"], llm=llm)
+    config["generators"] = {
+        "extractive": {"kind": "extractive"},
+        "stub": stub_generator(),
+        "other": stub_generator(model="other"),
+    }
+    return config
+
+
+def test_a_setup_answers_beside_the_cross_product_at_its_own_k_with_its_generators():
+    setup = {"chunker": "fixed10", "retriever": "bm25", "k": 2, "generators": ["other"], "heldout": False}
+    config = two_models(chunkers=["sentences20"], retrievers=["none", "bm25"], setups=[setup])
+    config["answers"]["chunkers"] = ["sentences20", "fixed10"]
+    plan = plan_of(config)
+    assert plan.answers["llm"]["setups"] == [setup]
+    names = {"corpus": "tiny", "questions": "development"}
+    settings = plan.llm_answer_settings()
+    # The cross product: both models, closed book and sentences20 + bm25; then the setup's one model.
+    expected = [
+        {**names, "generator": generator, "chunker": chunker, "retriever": retriever}
+        for generator in ("stub", "other")
+        for chunker, retriever in (("none", "none"), ("sentences20", "bm25"))
+    ]
+    assert settings == [*expected, {**names, "generator": "other", "chunker": "fixed10", "retriever": "bm25"}]
+    assert plan.llm_k("fixed10", "bm25") == 2
+    assert plan.llm_k("sentences20", "bm25") == 3  # answers.k
+    # heldout: false keeps the setup out of every held-out question file.
+    assert all(item["chunker"] != "fixed10" for item in plan.llm_answer_settings("heldout_questions"))
+
+
+def test_a_setup_defaults_to_answers_k_every_llm_generator_and_the_heldout_files():
+    config = two_models(setups=[{"chunker": "fixed10", "retriever": "bm25"}])
+    config["answers"]["chunkers"] = ["sentences20"]
+    (setup,) = plan_of(config).answers["llm"]["setups"]
+    assert setup == {
+        "chunker": "fixed10",
+        "retriever": "bm25",
+        "k": 3,
+        "generators": ["stub", "other"],
+        "heldout": True,
+    }
+
+
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        (
+            {"chunker": "sections", "retriever": "bm25"},
+            "['setups'][0]['chunker']: unknown chunker 'sections'",
+        ),
+        (
+            {"chunker": "fixed10", "retriever": "dense"},
+            "['setups'][0]['retriever']: unknown retriever 'dense'",
+        ),
+        ({"chunker": "fixed10"}, "['setups'][0]: 'retriever' is a required property"),
+        (
+            {"chunker": "fixed10", "retriever": "bm25", "generators": ["extractive"]},
+            "['setups'][0]['generators']: unknown llm generator of answers.generators 'extractive'",
+        ),
+        ({"chunker": "fixed10", "retriever": "bm25", "k": 11}, "['setups'][0]['k']: must be an integer"),
+        (
+            {"chunker": "fixed10", "retriever": "bm25", "colour": 1},
+            "['setups'][0]['colour']: unknown key 'colour'",
+        ),
+        (
+            {"chunker": "sentences20", "retriever": "bm25"},
+            "['setups'][0]: sentences20 + bm25 is already answered by answers.llm",
+        ),
+    ],
+)
+def test_setup_mistakes_are_one_line_naming_the_setup_and_key(setup, expected):
+    config = two_models(setups=[setup])
+    message = error_of(config)
+    assert f"config['answers']['llm']{expected}" in message, message
+    assert "\n" not in message
+
+
+def test_a_setup_whose_retriever_cannot_rank_a_question_set_must_leave_the_heldout_files_out():
+    from rag.answering.config_checks import canonical_llm_setups
+
+    grid = [("sections", "learned")]
+    setup = {"chunker": "sections", "retriever": "learned"}
+    with pytest.raises(ConfigError, match=r"\['heldout'\]: retriever 'learned' \(learned\) cannot rank"):
+        canonical_llm_setups({"setups": [setup]}, [], grid, ["m"], {"learned": "learned"}, 5, 10, "w")
+    (planned,) = canonical_llm_setups(
+        {"setups": [{**setup, "heldout": False}]}, [], grid, ["m"], {"learned": "learned"}, 5, 10, "w"
+    )
+    assert planned["heldout"] is False
+
+
+def test_the_bundled_config_answers_the_recommended_pair_at_its_k():
+    bundled = yaml.safe_load((PROJECT / "config.yaml").read_text())
+    (setup,) = bundled["answers"]["llm"]["setups"]
+    assert (setup["chunker"], setup["retriever"], setup["k"]) == ("sections", "learned_bm25_minilm", 2)
+    assert "qwen_cited" in setup["generators"]
+
+
+SETUP_VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 20),
+    st.sampled_from(["fixed10", "sentences20", "bm25", "none", "stub", "other", "extractive", ""]),
+    st.lists(st.sampled_from(["stub", "other", "extractive", "x"]), max_size=3),
+)
+SETUP_KEYS = st.sampled_from(["chunker", "retriever", "k", "generators", "heldout", "colour"])
+
+
+@seed(51)
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    setups=st.one_of(
+        st.lists(st.dictionaries(SETUP_KEYS, SETUP_VALUES, max_size=6), max_size=3), SETUP_VALUES
+    )
+)
+def test_fuzzed_setups_plan_or_fail_with_one_line_naming_the_llm_section(setups):
+    from rag.answering.config_checks import canonical_llm_setups
+
+    grid = [("fixed10", "bm25"), ("sentences20", "bm25")]
+    try:
+        planned = canonical_llm_setups(
+            {"setups": setups},
+            [["sentences20", "bm25"]],
+            grid,
+            ["stub", "other"],
+            {"bm25": "bm25"},
+            3,
+            10,
+            "w",
+        )
+    except ConfigError as error:
+        assert str(error).startswith("w['setups']") and "\n" not in str(error)
+        return
+    pairs = [(item["chunker"], item["retriever"]) for item in planned]
+    assert len(pairs) == len(set(pairs)) and ("sentences20", "bm25") not in pairs
+    for item in planned:
+        assert (item["chunker"], item["retriever"]) in grid
+        assert 1 <= item["k"] <= 10 and set(item["generators"]) <= {"stub", "other"}
 
 
 # --------------------------------------------------------------------------
