@@ -54,3 +54,16 @@ def offline_judged(answers: pd.DataFrame, judged: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=list(SAME_MEASURE_COLUMNS))
+
+
+def same_measure_tables(
+    judged: pd.DataFrame, answers: pd.DataFrame | None
+) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """The models' judged rows of the questions with a reference answer, and the offline ones judged alike.
+
+    The two inputs of the opening of results/README.md
+    (:func:`rag.evaluation.opening.opening_lines`); without offline answers
+    the second is None.
+    """
+    counted = judged[with_reference(judged)]
+    return counted, (None if answers is None else offline_judged(answers, counted))

@@ -3,8 +3,7 @@
 import pandas as pd
 
 from rag.answering.best_setup import best_answer_setup_lines
-from rag.answering.llm_tables import with_reference
-from rag.answering.same_measure import offline_judged
+from rag.answering.same_measure import same_measure_tables
 from rag.evaluation.holdout import with_holdout_rows
 from rag.evaluation.opening import opening_lines, with_opening
 from rag.evaluation.recommendation import k_choice_lines, k_choices, recommendation_lines, recommendations
@@ -45,20 +44,16 @@ readme = results_readme(
     which_k=which_k,
     learned=learned,
 )
+# The opening (rag.evaluation.opening): the models' and the offline answers of the
+# same questions on one measure (rag.answering.same_measure).
+judged, offline = None, None
 if snakemake.input.llm_judged:
     judged = pd.read_csv(snakemake.input.llm_judged[0], keep_default_na=False, na_values=[""])
     readme = readme.rstrip("\n") + "\n\n" + "\n".join(best_answer_setup_lines(judged)) + "\n"
-# The opening recommendation (rag.evaluation.opening), from the same tables: the
-# models' answers and the offline ones of the same questions, on one measure
-# (answerable questions with a reference answer, the models' judge).
-judged_table, offline_table = None, None
-if snakemake.input.llm_judged:
-    judged_table = pd.read_csv(snakemake.input.llm_judged[0], keep_default_na=False, na_values=[""])
-    judged_table = judged_table[with_reference(judged_table)]
-    if snakemake.input.offline_answers:
-        offline_path = snakemake.input.offline_answers[0]
-        offline_answers = pd.read_csv(offline_path, keep_default_na=False, na_values=[""])
-        offline_table = offline_judged(offline_answers, judged_table)
-readme = with_opening(readme, opening_lines(found, choices, budget, judged_table, offline_table))
+    answers = [
+        pd.read_csv(path, keep_default_na=False, na_values=[""]) for path in snakemake.input.offline_answers
+    ]
+    judged, offline = same_measure_tables(judged, answers[0] if answers else None)
+readme = with_opening(readme, opening_lines(found, choices, budget, judged, offline))
 write_text(snakemake.output[0], readme)
 finish_job()

@@ -70,3 +70,37 @@ def test_the_opening_goes_after_the_title_and_first_paragraph_and_is_absent_with
     expected = "# Results\n\nWritten by ...; do not edit.\n\n## Recommendation\n\n- x\n\nEach cell"
     assert placed.startswith(expected)
     assert opening_lines({}, {}, 500) == []
+
+
+def test_the_opening_reports_the_recommended_pairs_answers_beside_the_offline_ones_on_the_same_questions():
+    values, intervals, summary = _tables()
+    found = {"c": recommendations(summary, values, "c")}
+    best = next(item for item in found["c"] if item.metric.label == "nDCG@10")
+    judged = _judged()
+    on_pair = judged["retriever"] == "dense"
+    judged.loc[on_pair, "chunker"], judged.loc[on_pair, "retriever"] = best.chunker, best.retriever
+    judged.loc[on_pair, "k"] = 2
+    # Offline rows: the reader right on q0..q3 of the pair, plus a question the models never saw.
+    offline = pd.DataFrame(
+        [
+            {
+                "corpus": "c",
+                "generator": "reader",
+                "chunker": best.chunker,
+                "retriever": best.retriever,
+                "question_id": f"q{number}",
+                "answerable": True,
+                "correct": number < 4,
+            }
+            for number in range(11)
+        ]
+    )
+    text = "\n".join(opening_lines(found, {}, 500, judged, offline))
+    assert f"includes the recommended `{best.chunker}` + `{best.retriever}` at k = 2" in text
+    # Independently: the large model answers 7 of the 10 questions, the small 3.
+    assert "`large` 7 of 10 (0.70), `small` 3 of 10 (0.30)" in text
+    # The offline reader on the models' 10 questions only (q10 left out).
+    assert "Offline on the same 10 questions, judged by the same judge: `reader` 4 of 10 (0.40)" in text
+    assert "does not include" not in text
+    without = "\n".join(opening_lines(found, {}, 500, judged, offline.iloc[0:0]))
+    assert "Its offline answers are not measured" in without
