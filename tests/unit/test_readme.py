@@ -96,3 +96,23 @@ def test_ci_runs_the_readme_s_test_block_and_build_switches_exactly_as_written()
     assert test_block.strip() in ci
     (switches,) = [line for line in BLOCKS[0].splitlines() if line.startswith("export CMAKE_ARGS=")]
     assert switches in ci
+
+
+PYTEST_OPTIONS = tomllib.loads((PROJECT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+MARKERS = {line.split(":")[0].strip() for line in PYTEST_OPTIONS["markers"]}
+
+
+def test_every_marker_expression_of_a_test_command_names_registered_markers():
+    """A misspelt ``-m "not pipline"`` selects every test, slow ones included: each name must be a marker."""
+    expressions = [
+        command[position + 1]
+        for block in BLOCKS
+        for command in commands(block)
+        if "pytest" in command
+        for position, word in enumerate(command[:-1])
+        if word == "-m" and position > command.index("pytest")
+    ]
+    assert "not pipeline" in expressions  # the fast tests: how to run only them
+    for expression in expressions:
+        names = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", expression)) - {"and", "or", "not"}
+        assert names and names <= MARKERS, (expression, sorted(MARKERS))
