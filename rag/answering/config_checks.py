@@ -247,6 +247,19 @@ def prune_unavailable_generators(config: dict, cache: Path | str = COMMITTED_CAC
         listed = (config.get(section_name) or {}).get("generators")
         if isinstance(listed, list):
             config[section_name]["generators"] = [name for name in listed if name not in unavailable]
+    # An extra llm setup's generators likewise; a setup left with none is left out.
+    llm = (config.get("answers") or {}).get("llm")
+    setups = llm.get("setups") if isinstance(llm, dict) else None
+    if isinstance(setups, list) and unavailable:
+        kept = []
+        for setup in setups:
+            listed = setup.get("generators") if isinstance(setup, dict) else None
+            if isinstance(listed, list) and listed:
+                setup["generators"] = [name for name in listed if name not in unavailable]
+                if not setup["generators"]:
+                    continue
+            kept.append(setup)
+        llm["setups"] = kept
     return warnings
 
 
@@ -298,12 +311,17 @@ def canonical_llm_setups(
     k: int,
     depth: int,
     where: str,
+    known_llm: Iterable[str] | None = None,
 ) -> list[dict]:
     """The extra (chunker, retriever[, k][, generators]) setups beside the cross product of answers.llm.
 
     Each setup answers at its own k (default ``answers.k``) with its listed
     llm generators (default every llm generator of answers.generators), one
-    answer file per generator. Its pair must be ranked by the grid and appear
+    answer file per generator. A listed name must be an llm entry of
+    config['generators'] (``known_llm``, default ``llm_generators``); only
+    those that answer (``llm_generators``) do, and a setup none of whose
+    generators answers is left out, so deleting a model from
+    answers.generators stays a one-line change. Its pair must be ranked by the grid and appear
     once among the settings and setups, since the answer file names only the
     pair. ``heldout: false`` answers only the development questions; a
     retriever that cannot rank a question set outside the corpus (learned,
@@ -313,6 +331,7 @@ def canonical_llm_setups(
     if not isinstance(setups, list):
         raise ConfigError(f"{where}['setups']: must be a list of setups, got {type(setups).__name__}")
     grid, generators = set(grid), list(llm_generators)
+    known = list(known_llm) if known_llm is not None else generators
     chunkers, retrievers = sorted({c for c, _ in grid}), sorted({r for _, r in grid})
     taken = {tuple(setting) for setting in settings}
     result = []
@@ -350,7 +369,7 @@ def canonical_llm_setups(
             raise ConfigError(
                 f"{at}['generators']: must be a non-empty list of llm generator names, got {listed!r}"
             )
-        check_names(listed, generators, f"{at}['generators']", "llm generator of answers.generators")
+        check_names(listed, known, f"{at}['generators']", "llm generator")
         heldout = setup.get("heldout", True)
         if not isinstance(heldout, bool):
             raise ConfigError(f"{at}['heldout']: must be true or false, got {heldout!r}")
@@ -360,12 +379,15 @@ def canonical_llm_setups(
                 f"{at}['heldout']: retriever {retriever!r} ({role}) cannot rank the held-out question files; "
                 "set heldout: false to answer the development questions only"
             )
+        answering = [name for name in dict.fromkeys(listed) if name in generators]
+        if not answering:
+            continue
         result.append(
             {
                 "chunker": chunker,
                 "retriever": retriever,
                 "k": setup_k,
-                "generators": list(dict.fromkeys(listed)),
+                "generators": answering,
                 "heldout": heldout,
             }
         )
@@ -470,6 +492,7 @@ def canonical_answers(
         generation["k"],
         depth,
         f"{where}['llm']",
+        known_llm=[name for name, generator in generators.items() if role_of(generator) == LLM_ROLE],
     )
     return {
         "pairs": [list(item) for item in chosen],

