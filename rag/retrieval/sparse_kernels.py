@@ -48,10 +48,18 @@ ROUNDING = 1e9
 # the float noise between a bound summed in one order and a score summed in another.
 SLACK_ABSOLUTE = 2e-9
 SLACK_RELATIVE = 1e-9
+# The unit roundoff of float64 (half the machine epsilon), for the bucket arithmetic's error bound.
+EPSILON = 2.0**-53
 # MaxScore for depths up to this (the benchmark's choice, docs/performance.md); exhaustive above.
 PRUNE_MAX_DEPTH = 100
 # Queries touching fewer postings than this are scored exhaustively: nothing to prune.
 PRUNE_MIN_POSTINGS = 512
+# The exhaustive loop counts its scores into buckets to find a floor under the depth-th best
+# (so only the scores above it meet the heap) from this depth on, where more than
+# SELECT_FACTOR x depth chunks were touched; HISTOGRAM_BUCKETS buckets.
+SELECT_MIN_DEPTH = 32
+SELECT_FACTOR = 4
+HISTOGRAM_BUCKETS = 4096
 
 
 def _jit(function=None, *, inline: bool = False):
@@ -130,10 +138,46 @@ def _drain(scores, ties, positions, size, out_positions, out_scores):
 
 
 @_jit
+def _histogram_floor(values, count, capacity, histogram):
+    """A score at or below the ``capacity``-th largest of ``values[:count]``, less the slack.
+
+    One pass finds the smallest and largest value, another counts the values
+    into ``len(histogram)`` equal buckets between them; the bucket where the running count from the
+    top reaches ``capacity`` gives the floor: its lower edge, lowered by the
+    float error of the bucket arithmetic (a few units in the last place of the
+    range) and the rounding slack. -inf where no bucket below the top one is
+    reached, and so nothing is cut.
+    """
+    buckets = len(histogram)
+    lowest, highest = np.inf, -np.inf
+    for at in range(count):
+        lowest = min(lowest, values[at])
+        highest = max(highest, values[at])
+    if not highest > lowest:
+        return -np.inf
+    histogram[:] = 0
+    scale = buckets / (highest - lowest)
+    for at in range(count):
+        bucket = int((values[at] - lowest) * scale)
+        histogram[min(bucket, buckets - 1)] += 1
+    running = 0
+    bucket = buckets - 1
+    while bucket > 0:
+        running += histogram[bucket]
+        if running >= capacity:
+            break
+        bucket -= 1
+    if bucket == 0:
+        return -np.inf
+    edge = lowest + bucket / scale - 64 * EPSILON * (abs(lowest) + abs(highest))
+    return edge - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(edge)
+
+
+@_jit
 def _exhaustive(
     indptr, indices, data, columns, weights, allowed, use_allowed, chunk_scale, use_chunk_scale,
     query_scale, signed, marked_by_sum, ties, use_ties, capacity, accumulator, seen, touched, values,
-    heap_scores, heap_ties, heap_positions,
+    heap_scores, heap_ties, heap_positions, select_min_depth, select_factor, histogram,
 ):  # fmt: skip
     """Term at a time over the query's postings; the heap size.
 
@@ -149,37 +193,46 @@ def _exhaustive(
         postings += indptr[columns[term] + 1] - indptr[columns[term]]
     scan = marked_by_sum and postings * 8 >= n_chunks
     n_touched = 0
-    for term in range(len(columns)):
-        column = columns[term]
-        weight = weights[term]
-        for posting in range(indptr[column], indptr[column + 1]):
-            chunk = indices[posting]
-            if use_allowed and not allowed[chunk]:
-                continue
-            if scan:
-                pass
-            elif marked_by_sum:
-                if accumulator[chunk] == 0.0:
+    if scan:
+        # Every posting, the prefilter's too: whether a chunk may be ranked is settled once per
+        # chunk in the pass below, not by a branch per posting.
+        for term in range(len(columns)):
+            column = columns[term]
+            weight = weights[term]
+            for posting in range(indptr[column], indptr[column + 1]):
+                accumulator[indices[posting]] += data[posting] * weight
+    else:
+        for term in range(len(columns)):
+            column = columns[term]
+            weight = weights[term]
+            for posting in range(indptr[column], indptr[column + 1]):
+                chunk = indices[posting]
+                if use_allowed and not allowed[chunk]:
+                    continue
+                if marked_by_sum:
+                    if accumulator[chunk] == 0.0:
+                        touched[n_touched] = chunk
+                        n_touched += 1
+                elif not seen[chunk]:
+                    seen[chunk] = True
                     touched[n_touched] = chunk
                     n_touched += 1
-            elif not seen[chunk]:
-                seen[chunk] = True
-                touched[n_touched] = chunk
-                n_touched += 1
-            accumulator[chunk] += data[posting] * weight
+                accumulator[chunk] += data[posting] * weight
     # The touched chunks that can be ranked, with their final scores, packed into touched/values.
     count = 0
     if scan:
+        # Without branches: each chunk is written at the next free place, which moves on
+        # only where the chunk is kept.
         for chunk in range(n_chunks):
             total = accumulator[chunk]
-            if total == 0.0:
-                continue
             accumulator[chunk] = 0.0
             score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
-            if score > 0.0:
-                touched[count] = chunk
-                values[count] = score
-                count += 1
+            keep = score > 0.0
+            if use_allowed:
+                keep = keep & allowed[chunk]
+            touched[count] = chunk
+            values[count] = score
+            count += keep
     else:
         for at in range(n_touched):
             chunk = touched[at]
@@ -191,12 +244,12 @@ def _exhaustive(
                 touched[count] = chunk
                 values[count] = score
                 count += 1
-    # For a deep ranking, the depth-th largest score first (one selection pass): whatever lies
-    # clearly below it rounds below at least depth others, and only the rest meet the heap.
+    # For a deep ranking, a floor under the depth-th largest score first (one counting pass):
+    # whatever lies clearly below it rounds below at least depth others, and only the rest
+    # meet the heap.
     floor = -np.inf
-    if capacity >= 32 and count > 4 * capacity:
-        kth = np.partition(values[:count], count - capacity)[count - capacity]
-        floor = kth - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(kth)
+    if capacity >= select_min_depth and count > select_factor * capacity:
+        floor = _histogram_floor(values, count, capacity, histogram)
     size = 0
     for at in range(count):
         score = values[at]
@@ -314,8 +367,8 @@ def _maxscore(
 def search_batch(
     indptr, indices, data, query_pointers, query_columns, query_weights, query_scales,
     term_bounds, use_bounds, allowed, use_allowed, chunk_scale, use_chunk_scale, signed, ties,
-    use_ties, capacity, prune_max_depth, prune_min_postings, accumulator, seen, touched, values,
-    out_positions, out_scores, out_sizes,
+    use_ties, capacity, prune_max_depth, prune_min_postings, select_min_depth, select_factor,
+    accumulator, seen, touched, values, histogram, out_positions, out_scores, out_sizes,
 ):  # fmt: skip
     """Rank each query of a batch into row i of ``out_positions``/``out_scores`` (length: ``out_sizes``).
 
@@ -358,6 +411,7 @@ def search_batch(
                 indptr, indices, data, columns, weights, allowed, use_allowed, chunk_scale,
                 use_chunk_scale, query_scale, signed, use_bounds and positive, ties, use_ties,
                 capacity, accumulator, seen, touched, values, heap_scores, heap_ties, heap_positions,
+                select_min_depth, select_factor, histogram,
             )  # fmt: skip
         _drain(heap_scores, heap_ties, heap_positions, size, out_positions[query], out_scores[query])
         out_sizes[query] = size
