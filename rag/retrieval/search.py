@@ -512,22 +512,19 @@ def _prepared_arrays(matrix: sp.csc_matrix) -> tuple[np.ndarray, np.ndarray, boo
     return prepared[:3]
 
 
-def _scratch_arrays(n_chunks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _scratch_arrays(n_chunks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per-chunk accumulators for the compiled loop, kept between calls (one set per thread).
 
     The loop leaves them zero, so a call pays for the chunks it touches, not
     for zeroing arrays as long as the collection.
     """
-    from rag.retrieval import sparse_kernels as kernels
-
     arrays = getattr(_scratch, "arrays", None)
-    if arrays is None or len(arrays[0]) != n_chunks or len(arrays[4]) != kernels.HISTOGRAM_BUCKETS:
+    if arrays is None or len(arrays[0]) != n_chunks:
         arrays = (
             np.zeros(n_chunks, dtype=np.float64),
             np.zeros(n_chunks, dtype=np.bool_),
             np.empty(n_chunks, dtype=np.int64),
             np.empty(n_chunks, dtype=np.float64),
-            np.zeros(kernels.HISTOGRAM_BUCKETS, dtype=np.int64),
         )
         _scratch.arrays = arrays
     return arrays
@@ -561,7 +558,7 @@ def _compiled_search(
     indptr, data, canonical = _prepared_arrays(chunk_weights)
     use_bounds = term_bounds is not None and not signed and canonical
     empty_floats = np.empty(0, dtype=np.float64)
-    accumulator, seen, touched, values, histogram = _scratch_arrays(n_chunks)
+    accumulator, seen, touched, values = _scratch_arrays(n_chunks)
     out_positions = np.empty((len(queries), capacity), dtype=np.int64)
     out_scores = np.empty((len(queries), capacity), dtype=np.float64)
     out_sizes = np.empty(len(queries), dtype=np.int64)
@@ -587,11 +584,11 @@ def _compiled_search(
         kernels.PRUNE_MIN_POSTINGS,
         kernels.SELECT_MIN_DEPTH,
         kernels.SELECT_FACTOR,
+        kernels.SELECT_SAMPLE,
         accumulator,
         seen,
         touched,
         values,
-        histogram,
         out_positions,
         out_scores,
         out_sizes,

@@ -48,18 +48,16 @@ ROUNDING = 1e9
 # the float noise between a bound summed in one order and a score summed in another.
 SLACK_ABSOLUTE = 2e-9
 SLACK_RELATIVE = 1e-9
-# The unit roundoff of float64 (half the machine epsilon), for the bucket arithmetic's error bound.
-EPSILON = 2.0**-53
 # MaxScore for depths up to this (the benchmark's choice, docs/performance.md); exhaustive above.
 PRUNE_MAX_DEPTH = 100
 # Queries touching fewer postings than this are scored exhaustively: nothing to prune.
 PRUNE_MIN_POSTINGS = 512
-# The exhaustive loop counts its scores into buckets to find a floor under the depth-th best
-# (so only the scores above it meet the heap) from this depth on, where more than
-# SELECT_FACTOR x depth chunks were touched; HISTOGRAM_BUCKETS buckets.
+# The exhaustive loop guesses a floor under the depth-th best score from a strided sample of
+# SELECT_SAMPLE scores (so only the scores above it meet the heap) from this depth on, where
+# more than SELECT_FACTOR x depth chunks were touched.
 SELECT_MIN_DEPTH = 32
 SELECT_FACTOR = 4
-HISTOGRAM_BUCKETS = 4096
+SELECT_SAMPLE = 2048
 
 
 def _jit(function=None, *, inline: bool = False):
@@ -138,46 +136,80 @@ def _drain(scores, ties, positions, size, out_positions, out_scores):
 
 
 @_jit
-def _histogram_floor(values, count, capacity, histogram):
-    """A score at or below the ``capacity``-th largest of ``values[:count]``, less the slack.
+def _sampled_guess(values, count, capacity, sample_size):
+    """A score that about twice ``capacity`` of ``values[:count]`` reach, from a strided sample; -inf if none.
 
-    One pass finds the smallest and largest value, another counts the values
-    into ``len(histogram)`` equal buckets between them; the bucket where the running count from the
-    top reaches ``capacity`` gives the floor: its lower edge, lowered by the
-    float error of the bucket arithmetic (a few units in the last place of the
-    range) and the rounding slack. -inf where no bucket below the top one is
-    reached, and so nothing is cut.
+    Only a guess: the caller checks that at least ``capacity`` values reach
+    it before relying on it (and does without it otherwise).
     """
-    buckets = len(histogram)
-    lowest, highest = np.inf, -np.inf
-    for at in range(count):
-        lowest = min(lowest, values[at])
-        highest = max(highest, values[at])
-    if not highest > lowest:
+    stride = max(1, count // sample_size)
+    sample = values[:count:stride]
+    size = len(sample)
+    rank = (2 * capacity * size + count - 1) // count  # from the top, rounded up
+    if rank >= size:
         return -np.inf
-    histogram[:] = 0
-    scale = buckets / (highest - lowest)
-    for at in range(count):
-        bucket = int((values[at] - lowest) * scale)
-        histogram[min(bucket, buckets - 1)] += 1
-    running = 0
-    bucket = buckets - 1
-    while bucket > 0:
-        running += histogram[bucket]
-        if running >= capacity:
-            break
-        bucket -= 1
-    if bucket == 0:
+    return np.partition(sample, size - rank)[size - rank]
+
+
+@_jit
+def _scan_guess(
+    accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale, capacity, sample_size
+):  # fmt: skip
+    """:func:`_sampled_guess` over every chunk's sum (those that cannot be ranked count as 0)."""
+    n_chunks = len(accumulator)
+    stride = max(1, n_chunks // sample_size)
+    size = (n_chunks + stride - 1) // stride
+    rank = (2 * capacity * size + n_chunks - 1) // n_chunks
+    if rank >= size:
         return -np.inf
-    edge = lowest + bucket / scale - 64 * EPSILON * (abs(lowest) + abs(highest))
-    return edge - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(edge)
+    sample = np.zeros(size, dtype=np.float64)
+    for at in range(size):
+        chunk = at * stride
+        total = accumulator[chunk]
+        score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
+        if score > 0.0 and (not use_allowed or allowed[chunk]):
+            sample[at] = score
+    guess = np.partition(sample, size - rank)[size - rank]
+    return guess if guess > 0.0 else -np.inf
+
+
+@_jit
+def _scan_select(
+    accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale, guess, ties,
+    use_ties, capacity, heap_scores, heap_ties, heap_positions,
+):  # fmt: skip
+    """:func:`_select` over every chunk's sum (positive sums of allowed chunks only)."""
+    floor = guess - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(guess)
+    reaching = 0
+    size = 0
+    for chunk in range(len(accumulator)):
+        total = accumulator[chunk]
+        score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
+        if score < floor or not score > 0.0:
+            continue
+        kept = allowed[chunk] if use_allowed else True
+        reaching += (score >= guess) & kept
+        if size == capacity and score < heap_scores[0] - SLACK_ABSOLUTE:
+            continue  # rounds below the worst kept: no need to round it (nor to look it up)
+        if not kept:
+            continue
+        tie = ties[chunk] if use_ties else chunk
+        rounded = np.rint(score * ROUNDING) / ROUNDING + 0.0
+        if size == capacity and (
+            rounded < heap_scores[0] or (rounded == heap_scores[0] and tie > heap_ties[0])
+        ):
+            continue  # not better than the worst kept
+        size = _offer(heap_scores, heap_ties, heap_positions, size, capacity, rounded, tie, chunk)
+    if guess > -np.inf and reaching < capacity:
+        return -1
+    return size
 
 
 @_jit
 def _exhaustive(
     indptr, indices, data, columns, weights, allowed, use_allowed, chunk_scale, use_chunk_scale,
     query_scale, signed, marked_by_sum, ties, use_ties, capacity, accumulator, seen, touched, values,
-    heap_scores, heap_ties, heap_positions, select_min_depth, select_factor, histogram,
+    heap_scores, heap_ties, heap_positions, select_min_depth, select_factor, sample_size,
 ):  # fmt: skip
     """Term at a time over the query's postings; the heap size.
 
@@ -218,43 +250,69 @@ def _exhaustive(
                     touched[n_touched] = chunk
                     n_touched += 1
                 accumulator[chunk] += data[posting] * weight
+    if scan:
+        # Ranked straight from the sums, in one pass over them (then cleared in one more).
+        guess = -np.inf
+        if capacity >= select_min_depth and n_chunks > select_factor * capacity:
+            guess = _scan_guess(
+                accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale,
+                capacity, sample_size,
+            )  # fmt: skip
+        while True:
+            size = _scan_select(
+                accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale, guess,
+                ties, use_ties, capacity, heap_scores, heap_ties, heap_positions,
+            )  # fmt: skip
+            if size >= 0:
+                break
+            guess = -np.inf
+        accumulator[:] = 0.0
+        return size
     # The touched chunks that can be ranked, with their final scores, packed into touched/values.
     count = 0
-    if scan:
-        # Without branches: each chunk is written at the next free place, which moves on
-        # only where the chunk is kept.
-        for chunk in range(n_chunks):
-            total = accumulator[chunk]
-            accumulator[chunk] = 0.0
-            score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
-            keep = score > 0.0
-            if use_allowed:
-                keep = keep & allowed[chunk]
+    for at in range(n_touched):
+        chunk = touched[at]
+        total = accumulator[chunk]
+        accumulator[chunk] = 0.0
+        seen[chunk] = False
+        score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
+        if signed or score > 0.0:
             touched[count] = chunk
             values[count] = score
-            count += keep
-    else:
-        for at in range(n_touched):
-            chunk = touched[at]
-            total = accumulator[chunk]
-            accumulator[chunk] = 0.0
-            seen[chunk] = False
-            score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
-            if signed or score > 0.0:
-                touched[count] = chunk
-                values[count] = score
-                count += 1
-    # For a deep ranking, a floor under the depth-th largest score first (one counting pass):
-    # whatever lies clearly below it rounds below at least depth others, and only the rest
-    # meet the heap.
-    floor = -np.inf
+            count += 1
+    # For a deep ranking, a guess at a score at most the depth-th best (from a sample): whatever
+    # lies clearly below it rounds below at least depth others, so only the rest meet the heap.
+    # The guess holds if at least depth scores reach it; if not, the pass is done again without.
+    guess = -np.inf
     if capacity >= select_min_depth and count > select_factor * capacity:
-        floor = _histogram_floor(values, count, capacity, histogram)
+        guess = _sampled_guess(values, count, capacity, sample_size)
+    while True:
+        size = _select(
+            touched, values, count, guess, ties, use_ties, capacity, heap_scores, heap_ties,
+            heap_positions,
+        )  # fmt: skip
+        if size >= 0:
+            return size
+        guess = -np.inf
+
+
+@_jit
+def _select(
+    touched, values, count, guess, ties, use_ties, capacity, heap_scores, heap_ties, heap_positions
+):  # fmt: skip
+    """Offer the packed scores at or above ``guess`` (less the slack) to the heap; its size.
+
+    -1 where fewer than ``capacity`` scores reach ``guess``: then some score
+    below it might belong in the ranking.
+    """
+    floor = guess - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(guess)
+    reaching = 0
     size = 0
     for at in range(count):
         score = values[at]
         if score < floor:
             continue
+        reaching += score >= guess
         if size == capacity and score < heap_scores[0] - SLACK_ABSOLUTE:
             continue  # rounds below the worst kept: no need to round it
         chunk = touched[at]
@@ -265,6 +323,8 @@ def _exhaustive(
         ):
             continue  # not better than the worst kept
         size = _offer(heap_scores, heap_ties, heap_positions, size, capacity, rounded, tie, chunk)
+    if guess > -np.inf and reaching < capacity:
+        return -1
     return size
 
 
@@ -368,7 +428,7 @@ def search_batch(
     indptr, indices, data, query_pointers, query_columns, query_weights, query_scales,
     term_bounds, use_bounds, allowed, use_allowed, chunk_scale, use_chunk_scale, signed, ties,
     use_ties, capacity, prune_max_depth, prune_min_postings, select_min_depth, select_factor,
-    accumulator, seen, touched, values, histogram, out_positions, out_scores, out_sizes,
+    sample_size, accumulator, seen, touched, values, out_positions, out_scores, out_sizes,
 ):  # fmt: skip
     """Rank each query of a batch into row i of ``out_positions``/``out_scores`` (length: ``out_sizes``).
 
@@ -411,7 +471,7 @@ def search_batch(
                 indptr, indices, data, columns, weights, allowed, use_allowed, chunk_scale,
                 use_chunk_scale, query_scale, signed, use_bounds and positive, ties, use_ties,
                 capacity, accumulator, seen, touched, values, heap_scores, heap_ties, heap_positions,
-                select_min_depth, select_factor, histogram,
+                select_min_depth, select_factor, sample_size,
             )  # fmt: skip
         _drain(heap_scores, heap_ties, heap_positions, size, out_positions[query], out_scores[query])
         out_sizes[query] = size
