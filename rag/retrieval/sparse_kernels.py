@@ -10,9 +10,16 @@ Per query, one of two loops (docs/performance.md explains both):
 
 - **exhaustive, term at a time**: every posting of every query term is added
   into one accumulator per chunk, in query-term order (the order numpy's
-  ``bincount`` adds them). Only the chunks touched are then scaled, rounded
-  and offered to a bounded heap of the ``depth`` best, and only their
-  accumulators are reset: the cost follows the postings, not the collection.
+  ``bincount`` adds them). A query touching few chunks lists them as it goes
+  and only those are scaled, rounded and offered to a bounded heap of the
+  ``depth`` best, and only their accumulators are reset: the cost follows the
+  postings, not the collection. A query touching many is ranked by one
+  branch-free pass over the sums (the prefilter read per chunk, not per
+  posting). A deep ranking first guesses, from a strided sample, a score
+  that about twice ``depth`` chunks reach, offers only the chunks near or
+  above it, and checks in the same pass that at least ``depth`` reached it
+  (else it passes again without the guess): the result never depends on the
+  sample.
 - **MaxScore, document at a time** (depth up to ``PRUNE_MAX_DEPTH``, scores
   that cannot be negative): the query terms sorted by their score upper bound
   (``term_bounds``: the largest weight in the term's postings). Once the heap
