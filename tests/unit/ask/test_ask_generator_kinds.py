@@ -17,10 +17,16 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from rag.answering.extractive import extract_answer
+from rag.answering.prompts import build_prompt
 from rag.ask.generators import OFFLINE_GENERATORS, fixed_threshold, measured_generators, measured_name
+from rag.ask.index import quoted_or_abstained
+from rag.chunking import Chunk
 from rag.cli import main
-from rag.kinds import GENERATOR_KINDS
+from rag.kinds import GENERATOR_KINDS, behaviour
 
 ASK_PACKAGE = Path(__file__).resolve().parents[3] / "rag" / "ask"
 QUESTION = "Who discovered Uranus?"
@@ -82,6 +88,33 @@ def test_offline_kinds_and_their_thresholds_come_from_the_table():
     ]
     for name, runs, _, similarity in measured:
         assert measured_name(runs, similarity) == name
+
+
+WORDS = ["titan", "saturn", "haze", "moon", "probe", "orbit", "the", "of", "largest", "cold"]
+SENTENCE = st.lists(st.sampled_from(WORDS), min_size=1, max_size=8).map(lambda words: " ".join(words) + ".")
+CHUNK_TEXT = st.lists(SENTENCE, min_size=0, max_size=3).map(" ".join)
+
+
+@settings(max_examples=150, derandomize=True, deadline=None)
+@given(
+    question=st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map(
+        lambda words: " ".join(words) + "?"
+    ),
+    texts=st.lists(CHUNK_TEXT, min_size=0, max_size=4),
+    idf=st.dictionaries(st.sampled_from(WORDS), st.floats(0.0, 5.0), max_size=len(WORDS)),
+    threshold=st.sampled_from([0.0, 0.25, 0.5, 0.75, 1.0, float("-inf")]),
+)
+def test_the_extractive_kind_through_its_read_answers_as_extract_answer(question, texts, idf, threshold):
+    """rag ask answers an offline kind from its read (quoted_or_abstained); for the extractive
+    generator that is, field for field, the spec's extract_answer at the same threshold."""
+    chunks = [
+        Chunk(f"c{number}", f"d{number}", "Saturn", "Moons", 0, len(text), text)
+        for number, text in enumerate(texts)
+        if text
+    ]
+    prompt = build_prompt(question, chunks)
+    best = behaviour("extractive", "read")(prompt, idf, None)
+    assert quoted_or_abstained(best, threshold) == extract_answer(prompt, idf, threshold=threshold)
 
 
 def _kind_names_in(node: ast.AST) -> list[str]:
