@@ -47,6 +47,8 @@ from rag.corpus.inline_markup import (
     unwrap_shortcut_references,
 )
 from rag.corpus.markdown_dialects import strip_dialects
+from rag.corpus.passages import normalize_passage
+from rag.corpus.table_text import TableText, is_delimiter_row, markdown_cells, render_table
 
 SECTION_SEPARATOR = " › "
 BLOCK_SEPARATOR = "\n\n"
@@ -71,33 +73,27 @@ SKIPPED_SECTIONS: frozenset[str] = frozenset(
 SKIPPABLE: tuple[str, ...] = ("tables", "lists", "references", "code")
 # The defaults per source are their rows' (rag.corpus.source_kinds.SOURCES).
 
-# Characters that carry no text: soft hyphen, zero-width space, word joiner, BOM.
-_INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff]")
-
-
-def normalize_passage(text: str) -> str:
-    """Text as every reader stores it: NFKC, invisible characters removed, one space per run.
-
-    NFKC folds compatibility forms (the no-break, thin and narrow spaces of
-    unit conversions become plain spaces, "ﬁ" becomes "fi"); every run of
-    whitespace then becomes one space. Evidence spans go through the same
-    function, so a span copied from the source file matches the parsed text.
-    """
-    folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
-    return " ".join(folded.split())  # the same as collapsing runs of \s, in one pass
-
 
 @dataclass(frozen=True)
 class Block:
     """One paragraph and the heading path it sits under (empty for the lead).
 
     ``page`` is the page the paragraph sits on, for a source that has pages
-    (a PDF's "14"); "" for the others.
+    (a PDF's "14"); "" for the others. ``table_rows`` are the (start, end) of
+    each row in ``text`` when the block renders a table
+    (:mod:`rag.corpus.table_text`), else (): a table block is a block a
+    chunker keeps whole where it can, and cuts only between rows.
     """
 
     section: tuple[str, ...]
     text: str
     page: str = ""
+    table_rows: tuple[tuple[int, int], ...] = ()
+
+
+def table_block(section: tuple[str, ...], rendering: TableText, page: str = "") -> Block:
+    """A block holding one of a table's renderings, with where its rows are."""
+    return Block(section, rendering.text, page, rendering.rows)
 
 
 @dataclass(frozen=True)
@@ -547,11 +543,17 @@ class _BodyReader:
     in_item: bool = False  # whether the open paragraph is a kept list item
     in_quote: bool = False  # whether the open paragraph is a quote
     paragraph: list[str] = field(default_factory=list)
+    table: list[list[str]] = field(default_factory=list)  # the rows of the open table
     blocks: list[Block] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
     headings: list[tuple[int, int, str]] = field(default_factory=list)  # (line, level, text), not empty
 
     def flush(self) -> None:
+        """The open table, then the open paragraph, as blocks."""
+        self.flush_table()
+        self.flush_paragraph()
+
+    def flush_paragraph(self) -> None:
         if self.paragraph and not self.skipping:
             joined = render_inline(" ".join(self.paragraph), self.labels)
             if joined:
@@ -596,14 +598,24 @@ class _BodyReader:
         return line
 
     def table_row(self, line: str) -> None:
-        """A table row: skipped, or a paragraph of its cells (a delimiter row is nothing)."""
-        self.flush()
+        """A table row: skipped, or one more row of the open table (a delimiter row is nothing).
+
+        The table is rendered when it ends (:meth:`flush`), as every source's tables are
+        (:func:`rag.corpus.table_text.render_table`): its first row is the header.
+        """
+        self.flush_paragraph()
         if "tables" in self.skip:
             self.skipped["tables"] += 1
-        elif not re.fullmatch(r"[\s|:-]+", line):
-            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-            self.paragraph.append(" | ".join(cell for cell in cells if cell))
-            self.flush()
+        elif not is_delimiter_row(line):
+            self.table.append([render_inline(cell, self.labels) for cell in markdown_cells(line)])
+
+    def flush_table(self) -> None:
+        """The open table as two blocks, its text rendering and its "header: value" rows."""
+        rows, self.table = self.table, []
+        if rows and not self.skipping:
+            for rendering in render_table(rows):
+                if rendering.text:
+                    self.blocks.append(table_block(tuple(self.path), rendering))
 
     def list_item(self, line: str, item: re.Match[str]) -> None:
         """A list item's first line, or wrapped prose that only looks like one ("4. " mid-paragraph)."""
@@ -623,6 +635,8 @@ class _BodyReader:
         line = self.unquoted(line)
         if line is None:
             return
+        if self.table and not _TABLE_ROW.match(line):
+            self.flush_table()  # a table ends at the first line that is not one of its rows
         if not line.strip():
             self.flush()
         elif self.skipping:
