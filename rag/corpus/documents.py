@@ -746,39 +746,74 @@ def parse_markdown_file(
     """
     skip = check_skipped(skip, name)
     meta, body, first_line = _front_matter(normalise_line_breaks(text), name)
-    default_access = check_access_level(default_access, "default access level")
+    defaults = DocumentDefaults(
+        check_access_level(default_access, "default access level"), default_tenant, default_acl
+    )
+    stated = _stated_fields(meta, name, defaults)
+    reader, structure = _read_markdown_body(body, name, first_line, skip, stated.title)
+    title, title_from = _title(stated.title, reader, structure, name)
+    if not reader.blocks:
+        raise DocumentError(f"{name}: no paragraphs to index")
+    document = _markdown_document(stated, title, reader.blocks, name)
+    skipped = {kind: reader.skipped[kind] for kind in SKIPPABLE}
+    return ParsedFile(document, skipped, _other_metadata(meta), title_from)
+
+
+@dataclass(frozen=True)
+class _StatedFields:
+    """What a Markdown file's front matter states about its document (None: not stated), with
+    the access level, tenant and groups it states or the corpus's defaults."""
+
+    title: str | None
+    doc_id: str | None
+    version: str | None
+    url: str | None
+    updated: str | None
+    tags: tuple[str, ...]
+    access: str
+    tenant: str
+    acl: tuple[str, ...]
+
+
+def _stated_fields(meta: dict, name: str, defaults: DocumentDefaults) -> _StatedFields:
+    """The front matter keys the pipeline reads, each checked (an error names the file and key)."""
     title = _metadata_text(meta, "title", name)
     doc_id = _metadata_text(meta, "id", name)
     version = _metadata_text(meta, "version", name)
     url = _metadata_text(meta, "url", name)
     updated = _metadata_date(meta, name)
     tags = _metadata_tags(meta, name)
-    access, tenant, acl = _metadata_policy(
-        meta, name, DocumentDefaults(default_access, default_tenant, default_acl)
-    )
+    access, tenant, acl = _metadata_policy(meta, name, defaults)
+    return _StatedFields(title, doc_id, version, url, updated, tags, access, tenant, acl)
+
+
+def _read_markdown_body(
+    body: str, name: str, first_line: int, skip: tuple[str, ...], stated_title: str | None
+) -> tuple[_BodyReader, _Structure]:
+    """The body's paragraphs and tables read under its CommonMark headings; a code fence left
+    open is an error naming the file and the fence's line."""
     lines = strip_dialects(strip_markup(body).split("\n"))
     structure = _block_structure(lines)
-    reader = _read_body(lines, structure, skip, _title_heading(structure, title))
+    reader = _read_body(lines, structure, skip, _title_heading(structure, stated_title))
     if reader.fence_line is not None:
         raise DocumentError(f"{name}, line {first_line + reader.fence_line}: a code fence is never closed")
-    title, title_from = _title(title, reader, structure, name)
-    if not reader.blocks:
-        raise DocumentError(f"{name}: no paragraphs to index")
-    blocks = reader.blocks
-    document = Document(
-        doc_id=check_document_id(doc_id or _file_stem(name), name),
+    return reader, structure
+
+
+def _markdown_document(stated: _StatedFields, title: str, blocks: list[Block], name: str) -> Document:
+    """The document of a Markdown file: its id, else the file's name; its version, else a digest."""
+    return Document(
+        doc_id=check_document_id(stated.doc_id or _file_stem(name), name),
         title=title,
-        version=version if version is not None else content_version(blocks),
+        version=stated.version if stated.version is not None else content_version(blocks),
         blocks=tuple(blocks),
-        url=url,
-        updated=updated,
-        tags=tags,
-        access=access,
-        tenant=tenant,
-        acl=acl,
+        url=stated.url,
+        updated=stated.updated,
+        tags=stated.tags,
+        access=stated.access,
+        tenant=stated.tenant,
+        acl=stated.acl,
     )
-    skipped = {kind: reader.skipped[kind] for kind in SKIPPABLE}
-    return ParsedFile(document, skipped, _other_metadata(meta), title_from)
 
 
 def foreign_key_warning(
