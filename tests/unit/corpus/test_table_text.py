@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
@@ -12,7 +13,9 @@ from rag.corpus.document_tables import documents_from_frame, documents_to_table
 from rag.corpus.documents import Block, Document, DocumentError, parse_markdown_counted, table_block
 from rag.corpus.passages import normalize_passage
 from rag.corpus.table_text import colspan_of, markdown_cells, render_table, table_blocks
+from rag.labels import LabelError, locate_spans, parse_questions
 from rag.text import count_words
+from tests.workdir import PROJECT
 
 KEEP_TABLES = ("lists", "references", "code")
 
@@ -252,3 +255,30 @@ def test_table_rows_survive_the_parse_table():
     assert documents_from_frame(frame)[1].blocks == (Block((), "Prose."),)
     old = frame.drop(columns=["table_rows"])  # a table written before table blocks
     assert documents_from_frame(old)[0].blocks[1].table_rows == ()
+
+
+def bundled_documents(skip) -> list[Document]:
+    folder = PROJECT / "resources" / "solar_system" / "documents"
+    return [
+        parse_markdown_counted(path.read_text(encoding="utf-8"), path.name, skip)[0]
+        for path in sorted(folder.glob("*.md"))
+    ]
+
+
+def test_question_spans_may_point_into_a_table_and_are_not_found_when_tables_are_skipped():
+    """The table-cell questions of config/tables_indexed.yaml sit in table blocks of the bundled documents."""
+    path = PROJECT / "resources" / "tables_indexed" / "questions.yaml"
+    questions = parse_questions(yaml.safe_load(path.read_text(encoding="utf-8")), str(path))
+    documents = {document.doc_id: document for document in bundled_documents(KEEP_TABLES)}
+    locations = locate_spans(questions, list(documents.values()))
+    assert len(locations) == len(questions) == 5
+    for location in locations:
+        document = documents[location.doc_id]
+        inside = [
+            block
+            for block, (start, end) in zip(document.blocks, document.block_offsets(), strict=True)
+            if start <= location.start and location.end <= end
+        ]
+        assert len(inside) == 1 and inside[0].table_rows
+    with pytest.raises(LabelError, match="5 evidence span problem"):
+        locate_spans(questions, bundled_documents(("tables", *KEEP_TABLES)))
