@@ -53,7 +53,7 @@ if llm_answer_files():
             "../scripts/llm_answer_tables.py"
 
 
-# The judges of answers against the hand labels (rag/answering/judging.py):
+# The judges of answers against the hand labels (rag/measuring/judging.py):
 # the deterministic one and every judge entry of config['generators'], each
 # model asked through the response cache like every request.
 if PLAN.judges:

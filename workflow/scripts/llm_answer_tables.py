@@ -2,8 +2,11 @@
 
 import pandas as pd
 
-from rag.answering.judging import LABELLED_CORPUS, read_labels
-from rag.answering.llm_tables import (
+from rag.formats.files import write_csv
+from rag.formats.tables import read_columns
+from rag.jobs import finish_job, start_log
+from rag.measuring.judging import LABELLED_CORPUS, read_labels
+from rag.measuring.llm_tables import (
     closed_book_comparisons,
     describe_llm_answers,
     gather_answer_files,
@@ -11,10 +14,7 @@ from rag.answering.llm_tables import (
     summarize_llm_answers,
     with_label_outcomes,
 )
-from rag.answering.verdicts import verdicts_table
-from rag.formats.files import write_csv
-from rag.formats.tables import read_columns
-from rag.jobs import finish_job, start_log
+from rag.measuring.verdicts import verdicts_table
 
 log = start_log(snakemake.log[0])
 answers = gather_answer_files([(path, pd.read_parquet(path)) for path in snakemake.input.answers])

@@ -2,7 +2,6 @@
 
 import pandas as pd
 
-from rag.answering.best_setup import best_answer_setup_lines
 from rag.evaluation.holdout import with_holdout_rows
 from rag.evaluation.opening import opening_lines, with_opening
 from rag.evaluation.recommendation import k_choice_lines, k_choices, recommendation_lines, recommendations
@@ -10,6 +9,7 @@ from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
 from rag.evaluation.summary import grid_edge_lines, results_readme
 from rag.formats.files import write_text
 from rag.jobs import finish_job, start_log
+from rag.measuring.best_setup import best_answer_setup_lines
 
 log = start_log(snakemake.log[0])
 summary = pd.read_csv(snakemake.input.summary, keep_default_na=False, na_values=[""])

@@ -3,7 +3,7 @@
 From results/llm_answers_judged.csv: per generator and question file, the
 share of correct answers of every setup (closed book, each retriever) over the
 answerable questions with a reference answer (the answer tables' one
-denominator, :data:`rag.answering.llm_tables.WITH_REFERENCE`), with its
+denominator, :data:`rag.measuring.llm_tables.WITH_REFERENCE`), with its
 bootstrap interval; the best setup is tested against the runner-up and
 against the closed book with the paired randomization test on the same
 questions (:func:`rag.evaluation.significance.compare_paired`, the test of
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rag.answering.correctness import CORRECT
 from rag.answering.llm_answers import CLOSED_BOOK
-from rag.answering.llm_tables import with_reference
 from rag.evaluation.statistics import bootstrap_interval
+from rag.measuring.correctness import CORRECT
+from rag.measuring.llm_tables import with_reference
 
 ALPHA = 0.05
 BETTER = "better"

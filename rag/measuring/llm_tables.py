@@ -4,7 +4,7 @@ The answer files of the ``llm`` generator (one per corpus, question set,
 generator, chunker and retriever; the closed book is chunker and retriever
 ``none``) hold each question's answer, the sources its prompt held and the
 citation check's verdicts. This module judges those answers against the
-labels' reference answers (:mod:`rag.answering.correctness`) and reduces them
+labels' reference answers (:mod:`rag.measuring.correctness`) and reduces them
 to the questions a user of a RAG pipeline asks first:
 
 - how many answerable questions were answered correctly, wrongly, or not at
@@ -30,8 +30,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from rag.answering.answer_metrics import LLM, aggregates, metrics, tested_metrics, tested_values
-from rag.answering.correctness import (
+from rag.evaluation.statistics import bootstrap_interval
+from rag.kinds import CLOSED_BOOK
+from rag.measuring.answer_metrics import LLM, aggregates, metrics, tested_metrics, tested_values
+from rag.measuring.correctness import (
     ABSTAINED,
     ANSWERED_UNANSWERABLE,
     CORRECT,
@@ -41,8 +43,6 @@ from rag.answering.correctness import (
     content_in_text,
     judge_answer,
 )
-from rag.evaluation.statistics import bootstrap_interval
-from rag.kinds import CLOSED_BOOK
 
 # One answer file's setup; the columns every row of every table starts with.
 SETUP_KEYS: list[str] = ["corpus", "questions", "generator", "chunker", "retriever", "k"]
@@ -95,7 +95,7 @@ def judge_llm_answers(frame: pd.DataFrame, chunk_texts: Mapping[str, str]) -> pd
 
     ``chunk_texts`` maps chunk ids to their text (the chunks of every
     chunker answered from). Added columns: ``outcome`` (one of
-    :data:`rag.answering.correctness.OUTCOMES`), ``correct``,
+    :data:`rag.measuring.correctness.OUTCOMES`), ``correct``,
     ``reference_in_sources`` (the reference answer's content is in some
     source chunk of the prompt), ``reference_in_cited`` (in a source the
     answer cites), ``correct_from_memory`` (correct, yet not in any source)
@@ -298,7 +298,7 @@ def with_label_outcomes(
 
 
 def llm_verdicts(judged: pd.DataFrame) -> pd.DataFrame:
-    """The judged answers in the registry's verdict columns (rag.answering.answer_metrics).
+    """The judged answers in the registry's verdict columns (rag.measuring.answer_metrics).
 
     Judged are the answerable questions with a reference answer (correct,
     wrong or abstained); the unanswerable ones are refused or answered.
@@ -329,7 +329,7 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
     """Every retrieval setting against the closed book of the same generator on the same questions.
 
     One row per setup with sources and per tested answer metric
-    (:func:`rag.answering.answer_metrics.tested_metrics`): the
+    (:func:`rag.measuring.answer_metrics.tested_metrics`): the
     difference of its share (setup minus closed book, over every question of
     the set, so each question counts once in both), its bootstrap interval,
     the paired randomization and t-test p-values, and the randomization p

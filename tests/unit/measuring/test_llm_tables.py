@@ -7,8 +7,8 @@ import math
 import pandas as pd
 import pytest
 
-from rag.answering.correctness import ANSWERED_UNANSWERABLE, NOT_JUDGED, REFUSED
-from rag.answering.llm_tables import (
+from rag.measuring.correctness import ANSWERED_UNANSWERABLE, NOT_JUDGED, REFUSED
+from rag.measuring.llm_tables import (
     ANSWER_FILE_COLUMNS,
     citation_check_table,
     closed_book_comparisons,
@@ -16,7 +16,7 @@ from rag.answering.llm_tables import (
     judge_llm_answers,
     summarize_llm_answers,
 )
-from rag.answering.verdicts import NOT_CHECKED, verdicts_table
+from rag.measuring.verdicts import NOT_CHECKED, verdicts_table
 
 CHUNKS = {
     "c1": "The Caloris Basin measures about 1,550 km across.",
@@ -208,7 +208,7 @@ def test_bad_answer_files_are_one_clear_error():
 
 
 def test_the_summary_counts_correct_partly_and_wrong_by_the_labels_and_partly_is_never_correct():
-    from rag.answering.llm_tables import LABEL_OUTCOME_COLUMNS, with_label_outcomes
+    from rag.measuring.llm_tables import LABEL_OUTCOME_COLUMNS, with_label_outcomes
 
     setup = {
         "corpus": "c",
