@@ -246,8 +246,8 @@ def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
 
 
 # The hand labels' outcomes of the labelled answers of each setup, beside the judge's
-# (resources/answer_labels/labels.csv): correct, partly and wrong counted apart, and how many
-# answers the deterministic judge calls correct the labels call partly or wrong.
+# (resources/answer_labels/labels.csv and claim_answers.csv): correct, partly and wrong counted
+# apart, and how many answers the deterministic judge calls correct the labels call partly or wrong.
 LABEL_OUTCOME_COLUMNS = (
     "labelled",
     "labelled_correct",
@@ -257,6 +257,23 @@ LABEL_OUTCOME_COLUMNS = (
     "correct_labelled_wrong",
 )
 _LABEL_KEYS = ["generator", "questions", "chunker", "retriever", "question_id"]
+
+
+def answer_labels(*label_frames: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The answer-level correctness labels of every label file, one per labelled answer.
+
+    Each frame holds the label keys, ``answer`` and ``correctness`` (the
+    judges' labels.csv, the claim labels' claim_answers.csv). An answer
+    labelled in more than one file keeps the label of the last file given
+    (the claim-level reading, which read it claim by claim); None without any.
+    """
+    frames = [frame[[*_LABEL_KEYS, "answer", "correctness"]] for frame in label_frames if frame is not None]
+    if not frames:
+        return None
+    labels = pd.concat(frames, ignore_index=True)
+    text = labels["answer"].astype(str).str.strip()
+    keep = ~labels.assign(_text=text).duplicated([*_LABEL_KEYS, "_text"], keep="last")
+    return labels[keep].reset_index(drop=True)
 
 
 def with_label_outcomes(
