@@ -169,7 +169,9 @@ def best_answer_setup_lines(judged: pd.DataFrame) -> list[str]:
         "questions (difference of the correct share, its interval, p), as in the retrieval section.",
         f"The {tested} comparisons below are one family: each p is Holm-corrected over all {tested},",
         f"and a verdict says {BETTER} only when the corrected p is below {ALPHA}. Judged by the",
-        "deterministic judge, whose agreement with hand labels is in `judge_calibration.csv`.",
+        "deterministic judge, whose agreement with hand labels is in `judge_calibration.csv`; its",
+        '"correct" can hold answers the hand labels call partly correct, which',
+        "`llm_answers_summary.csv` counts apart (`labelled_partly`, `correct_labelled_partly`).",
         "",
     ]
     for setup in setups:

@@ -233,3 +233,11 @@ def test_the_scan_sees_a_figure_typed_by_hand():
     assert ANSWER_WORDS.search(paragraph)
     assert set(COUNT.findall(paragraph)) | set(SHARE.findall(paragraph)) == {"12 of 40", "0.300"}
     assert not ({"12 of 40", "0.300"} & _checked_figures())
+
+
+def test_the_committed_best_setup_section_is_the_one_the_judged_table_gives():
+    from rag.measuring.best_setup import best_answer_setup_lines
+
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("## Best answer setup per language model") :].rstrip("\n")
+    assert section == "\n".join(best_answer_setup_lines(_csv("llm_answers_judged.csv")))
