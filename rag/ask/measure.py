@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from rag.answering.answers import UNANSWERABLE, evidence_documents, question_group, quoted_piece
-from rag.answering.extractive import DEFAULT_COVERAGE_THRESHOLD
 from rag.answering.reader import Similarity
+from rag.ask.generators import measured_generators
 from rag.ask.index import Embed, QuestionIndex
 from rag.corpus.documents import Document
 from rag.labels import Question, locate_spans
@@ -43,22 +43,12 @@ def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
     return rows
 
 
-# The generators measured on rag ask's path: (name in the tables, the generator rag ask runs,
-# the threshold it answers at (None: the reader's chosen one of that name), whether it adds
-# the MiniLM similarity). rag ask finds its measured rates here by generator and similarity.
-MEASURED_GENERATORS = (
-    ("extractive", "extractive", DEFAULT_COVERAGE_THRESHOLD, False),
-    ("reader", "reader", None, False),
-    ("reader_minilm", "reader", None, True),
-)
-
-
-def measured_name(generator: str, similarity: bool) -> str:
-    """The name under which ``rag ask``'s ``generator`` (with MiniLM ``similarity`` or not) is measured."""
-    for name, runs, _, adds_similarity in MEASURED_GENERATORS:
-        if runs == generator and adds_similarity == similarity:
-            return name
-    return generator
+# The generators measured on rag ask's path, from the table of kinds
+# (rag.ask.generators.measured_generators): (name in the tables, the generator
+# rag ask runs, the threshold it answers at (None: the reader's chosen one of
+# that name), whether it adds the MiniLM similarity). rag ask finds its measured
+# rates here by generator and similarity (rag.ask.generators.measured_name).
+MEASURED_GENERATORS = measured_generators()
 
 
 def measure_ask(
