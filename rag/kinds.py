@@ -446,7 +446,7 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
     ),
 )
 
-# The judge role (rag.answering.judging): an llm endpoint asked, for each
+# The judge role (rag.measuring.judging): an llm endpoint asked, for each
 # hand-labelled answer, whether it is correct given the question and the
 # reference, and whether its cited sources support it. Its replies are cached
 # like every request; results/judge_calibration.csv measures it against the
@@ -489,7 +489,7 @@ GENERATOR_KINDS |= _by_name(
             "correct_user": Parameter("string", JUDGE_CORRECT_USER),
             "supported_user": Parameter("string", JUDGE_SUPPORTED_USER),
             # structured: the verdict is a JSON-schema enum asked through response_format;
-            # plain: one word in free text. Either is read strictly (rag.answering.judging).
+            # plain: one word in free text. Either is read strictly (rag.measuring.judging).
             "verdict": Parameter("string", "structured", choices=("structured", "plain")),
             # Log-probability candidates asked per reply token (0: none); the verdict's
             # probability, thresholded by cross-validation on the development labels.
@@ -503,7 +503,7 @@ GENERATOR_KINDS |= _by_name(
         },
         rule="judge_calibration",
         sends_text=("judging",),
-        generate="rag.answering.judging:judge_from_entry",
+        generate="rag.measuring.judging:judge_from_entry",
     ),
 )
 

@@ -891,14 +891,14 @@ def format_check(report: AnswerReport) -> list[str]:
 def format_verdicts(report: AnswerReport, measured: Sequence[str] = ()) -> list[str]:
     """The two checks, each saying what it measured, and how often answers passing both were right.
 
-    ``measured`` are the lines of :func:`rag.answering.verdicts.measured_rate_lines`
+    ``measured`` are the lines of :func:`rag.measuring.verdicts.measured_rate_lines`
     for this generator and retriever (results/verdicts.csv): the checks' worth
     printed beside them, so that two passes never read as "right".
     """
     from rag.answering.verification import describe_verdicts
 
     header = "Checks (what each measured; neither says the answer is right)"
-    from rag.answering.verdicts import NO_RATE_FOR_OWN_DOCUMENTS
+    from rag.measuring.verdicts import NO_RATE_FOR_OWN_DOCUMENTS
 
     rates = []
     if list(measured) == [NO_RATE_FOR_OWN_DOCUMENTS]:
@@ -927,8 +927,8 @@ def measured_verdicts(generator: str, retriever: str, similarity: bool, bundled:
 
     ``bundled``: the documents are the bundled corpus, the only ones the rates are measured on.
     """
-    from rag.answering.verdicts import measured_rate_lines, rag_ask_setup, read_verdicts
     from rag.ask.generators import measured_name
+    from rag.measuring.verdicts import measured_rate_lines, rag_ask_setup, read_verdicts
 
     table = (
         read_verdicts(Path(__file__).resolve().parents[2] / "results" / "verdicts.csv") if bundled else None

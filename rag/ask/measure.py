@@ -14,19 +14,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rag.answering.answers import (
-    UNANSWERABLE,
-    evidence_documents,
-    group_outcomes,
-    members_of,
-    question_group,
-    quoted_piece,
-)
+from rag.answering.answers import UNANSWERABLE, evidence_documents, question_group, quoted_piece
 from rag.answering.reader import Similarity
 from rag.ask.generators import measured_generators
 from rag.ask.index import Embed, QuestionIndex
 from rag.corpus.documents import Document
 from rag.labels import Question, locate_spans
+from rag.measuring.offline_tables import group_outcomes, members_of
 from rag.retrieval.filters import Caller
 
 
@@ -36,7 +30,7 @@ def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
     ``judgements`` are :class:`AskJudgement` records;
     shares come with the same bootstrap intervals as the answer summary.
     """
-    from rag.answering.verdicts import verdict_counts
+    from rag.measuring.verdicts import verdict_counts
 
     frame = pd.DataFrame([dataclasses.asdict(judgement) for judgement in judgements])
     frame["answerable"] = frame["group"] != UNANSWERABLE
@@ -155,7 +149,7 @@ class AskJudgement:
     faithful: bool | None
     responsive: bool | None
     answer: str
-    outcome: str  # by the reference answer (rag.answering.correctness), for the verdicts' worth
+    outcome: str  # by the reference answer (rag.measuring.correctness), for the verdicts' worth
 
 
 def judge_ask_answers(
@@ -186,8 +180,8 @@ def judge_ask_answers(
     ``traces``, when given, gets one trace per question (docs/trace.md),
     naming the generator ``trace_name`` (default ``reader``).
     """
-    from rag.answering.correctness import judge_answer
     from rag.ask.traces import report_trace
+    from rag.measuring.correctness import judge_answer
 
     if traces is not None and caller is None:
         raise ValueError("a trace names the caller the answers were for: give caller with traces")
