@@ -16,7 +16,6 @@ from pathlib import Path
 
 from rag.corpus.documents import (
     DEFAULT_ACCESS,
-    SKIPPABLE,
     Document,
     DocumentDefaults,
     DocumentError,
@@ -66,10 +65,11 @@ def skipped_setting(entry: dict, where: str) -> tuple[str, ...]:
     if "skip" not in entry:
         return DEFAULT_SKIPPED[entry["source"]]
     skip = check_skipped(entry["skip"], f"{where}['skip']")
-    if SOURCES[entry["source"]].skips_all and skip != SKIPPABLE:
+    always = SOURCES[entry["source"]].always_skips
+    if not set(always) <= set(skip):
         raise DocumentError(
-            f"{where}['skip']: the article reader of source {entry['source']!r} keeps only paragraphs, "
-            f"so it always skips {list(SKIPPABLE)}"
+            f"{where}['skip']: the reader of source {entry['source']!r} always skips {list(always)}, "
+            f"so 'skip' must list them; got {list(skip)}"
         )
     return skip
 

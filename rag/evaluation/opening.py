@@ -11,11 +11,15 @@ with what ties and what it costs:
 - k: the largest k of that pair whose prompt fits the prompt budget
   (:func:`rag.evaluation.recommendation.k_choices`), and the thrifty k
   the questions cannot tell apart from it;
-- generator: the language model and setup with the most correct answers on
-  the development questions with a reference answer (``llm_answers_judged.csv``),
-  whether the language-model grid measured the recommended retrieval pair,
-  and, when it did, every model's answers of that pair beside the offline
-  readers' answers of the same questions judged by the same judge.
+- generator: the language model and setup with the largest share of correct
+  answers on the development questions (``llm_answers_judged.csv``), whether
+  the language-model grid measured the recommended retrieval pair, and, when
+  it did, every model's answers of that pair beside the offline readers'
+  answers of the same questions judged by the same judge
+  (``rag.measuring.same_measure``). The caller gives the rows of the answer
+  tables' one denominator (answerable questions with a reference answer,
+  ``rag.measuring.llm_tables.with_reference``), so the count and share are the
+  ones ``llm_answers_summary.csv`` and the best-answer-setup section print.
 
 Nothing here is written by hand: a new measurement changes the opening.
 """
@@ -176,7 +180,7 @@ def opening_lines(
 
     ``judged`` holds the language models' judged answers of the questions
     with a reference answer; ``offline`` the offline readers' answers of the
-    same questions judged by the same judge (rag.answering.same_measure),
+    same questions judged by the same judge (rag.measuring.same_measure),
     so the recommended pair's answers are told on one measure.
     """
     lines: list[str] = []

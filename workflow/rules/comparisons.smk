@@ -75,10 +75,10 @@ rule results_readme:
         # Read for the choices at the edge of their grid (rag.evaluation.summary.grid_edge_lines).
         thresholds=[TABLE("reader_thresholds.csv")] if ANSWERS else [],
         learned=[f"{RESULTS}/learned_fusion.csv"] if PLAN.retrievers_of("learned") else [],
-        # The best answer setup per language model (rag.answering.best_setup).
+        # The best answer setup per language model (rag.measuring.best_setup).
         # In RESULTS, or in the default folder when an ablation's folder shares the answer tables.
         llm_judged=([TABLE("llm_answers_judged.csv")] if ANSWERS and ANSWERS["llm"]["generators"] else []),
-        # The offline answers, judged as the models' are for the opening (rag.answering.same_measure).
+        # The offline answers, judged as the models' are for the opening (rag.measuring.same_measure).
         offline_answers=([TABLE("answers.csv")] if ANSWERS and ANSWERS["llm"]["generators"] else []),
     output:
         f"{RESULTS}/README.md",

@@ -2,8 +2,6 @@
 
 import pandas as pd
 
-from rag.answering.best_setup import best_answer_setup_lines
-from rag.answering.same_measure import same_measure_tables
 from rag.evaluation.holdout import with_holdout_rows
 from rag.evaluation.opening import opening_lines, with_opening
 from rag.evaluation.recommendation import k_choice_lines, k_choices, recommendation_lines, recommendations
@@ -11,6 +9,8 @@ from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
 from rag.evaluation.summary import grid_edge_lines, results_readme
 from rag.formats.files import write_text
 from rag.jobs import finish_job, start_log
+from rag.measuring.best_setup import best_answer_setup_lines
+from rag.measuring.same_measure import same_measure_tables
 
 log = start_log(snakemake.log[0])
 summary = pd.read_csv(snakemake.input.summary, keep_default_na=False, na_values=[""])
@@ -45,7 +45,7 @@ readme = results_readme(
     learned=learned,
 )
 # The opening (rag.evaluation.opening): the models' and the offline answers of the
-# same questions on one measure (rag.answering.same_measure).
+# same questions on one measure (rag.measuring.same_measure).
 judged, offline = None, None
 if snakemake.input.llm_judged:
     judged = pd.read_csv(snakemake.input.llm_judged[0], keep_default_na=False, na_values=[""])

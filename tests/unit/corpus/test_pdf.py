@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from rag.corpus.documents import DocumentError, normalize_passage
 from rag.corpus.folders import read_file
-from rag.corpus.pdf import PAGE_PREFIX, chrome, document_from_layout, extract_layout, table_blocks
+from rag.corpus.pdf import PAGE_PREFIX, chrome, document_from_layout, extract_layout
 from rag.corpus.source_kinds import SOURCES
+from rag.corpus.table_text import table_blocks
 from tests.extras import needs
 from tests.workdir import PROJECT
 

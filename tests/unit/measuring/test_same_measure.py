@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rag.answering.correctness import content_in_text
-from rag.answering.same_measure import offline_judged
+from rag.measuring.correctness import content_in_text
+from rag.measuring.same_measure import offline_judged
 
 
 def _judged() -> pd.DataFrame:

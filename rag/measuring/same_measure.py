@@ -1,7 +1,7 @@
 """Offline answers judged as the language models' are: the same questions, the same judge, one denominator.
 
 The offline tables count an answer right when it quotes the evidence; the
-language models' when the deterministic judge (:func:`rag.answering.correctness.judge_answer`)
+language models' when the deterministic judge (:func:`rag.measuring.correctness.judge_answer`)
 finds the reference answer's content in it. To put both side by side (the
 opening of results/README.md), the offline answers of the development
 questions are judged here by that same judge, against the reference answers
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rag.answering.correctness import judge_answer
-from rag.answering.llm_tables import with_reference
+from rag.measuring.correctness import judge_answer
+from rag.measuring.llm_tables import with_reference
 
 # The columns of the judged offline rows: the llm judged table's names, the reader as the generator.
 SAME_MEASURE_COLUMNS = ("corpus", "generator", "chunker", "retriever", "question_id", "answerable", "correct")
