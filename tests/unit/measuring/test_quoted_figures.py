@@ -92,6 +92,65 @@ def opening_phrases() -> list[str]:
     return phrases
 
 
+RECOMMENDED = re.compile(r"### Recommended for (\S+) - \*\*Chunker and retriever\*\*: `([^`]+)` \+ `([^`]+)`")
+
+
+def measured_pair_phrases() -> list[str]:
+    """The opening's lines on the recommended pair's answers, when the models answered it.
+
+    The models' counts from llm_answers_summary.csv; the offline readers'
+    from answers.csv, each answer judged here against the reference answers
+    of llm_answers_judged.csv, on the questions the models were counted on.
+    """
+    from rag.measuring.correctness import judge_answer
+
+    summary = _csv("llm_answers_summary.csv")
+    phrases = []
+    for corpus, chunker, retriever in RECOMMENDED.findall(_flat(README.read_text(encoding="utf-8"))):
+        rows = _development_rows(summary, corpus)
+        rows = rows[(rows["chunker"] == chunker) & (rows["retriever"] == retriever)]
+        if rows.empty:
+            continue
+        rows = rows.assign(share=rows["correct"] / rows["denominator"])
+        rows = rows.sort_values(["share", "generator"], ascending=[False, True], kind="stable")
+        phrases += [
+            f"`{row['generator']}` {int(row['correct'])} of {int(row['denominator'])} ({row['share']:.2f})"
+            for _, row in rows.iterrows()
+        ]
+        judged = _csv("llm_answers_judged.csv")
+        judged = judged[
+            (judged["corpus"] == corpus)
+            & (judged["questions"] == "development")
+            & (judged["chunker"] == chunker)
+            & (judged["retriever"] == retriever)
+            & judged["answerable"].astype(bool)
+            & judged["reference_answer"].fillna("").astype(str).str.strip().ne("")
+        ]
+        references = dict(zip(judged["question_id"], judged["reference_answer"], strict=False))
+        offline = _csv("answers.csv")
+        offline = offline[
+            (offline["corpus"] == corpus)
+            & (offline["chunker"] == chunker)
+            & (offline["retriever"] == retriever)
+            & offline["question_id"].isin(references)
+        ]
+        for reader, answers in offline.groupby("reader"):
+            right = sum(
+                judge_answer(
+                    str(row.answer or ""), references[row.question_id], True, bool(row.abstained)
+                ).correct
+                for row in answers.itertuples()
+            )
+            phrases.append(f"`{reader}` {right} of {len(answers)} ({right / len(answers):.2f})")
+    return phrases
+
+
+def test_the_opening_quotes_the_recommended_pairs_answers():
+    readme = _flat(README.read_text(encoding="utf-8"))
+    for phrase in measured_pair_phrases():
+        assert phrase in readme, phrase
+
+
 BEST_LINE = re.compile(
     r"^- `(?P<generator>[^`]+)`, (?P<questions>[\w]+): (?:`(?P<chunker>[^`]+)` \+ `(?P<retriever>[^`]+)`, "
     r"k=(?P<k>\d+)|closed book), (?P<correct>\d+) of (?P<of>\d+) correct \((?P<share>\d\.\d\d),"
@@ -193,7 +252,7 @@ def test_the_answers_document_quotes_its_tables():
 @functools.cache
 def _checked_figures() -> frozenset[str]:
     figures = set()
-    for phrase in opening_phrases() + former_readme_phrases() + embedder_phrases():
+    for phrase in opening_phrases() + measured_pair_phrases() + former_readme_phrases() + embedder_phrases():
         figures |= set(COUNT.findall(phrase)) | set(SHARE.findall(phrase))
     return frozenset(figures)
 
