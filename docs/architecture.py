@@ -79,7 +79,7 @@ LAYERS = (
 # The modules that read and write files: what a script names under "reads and writes with".
 FORMAT_MODULES = (
     "rag.formats",
-    "rag.jobs",
+    "rag.pipeline.jobs",
     "rag.chunk_tables",
     "rag.question_tables",
     "rag.corpus.document_tables",
@@ -108,8 +108,8 @@ and each stage's own `*_tables` or `*_files` module), calls small pure
 functions of the **`rag` package**, and writes the outputs through them
 (atomically: a failed job leaves nothing that looks complete). What takes the
 `snakemake` object itself (logs, the job's filter, the job's ranking) is in
-`rag.jobs`, which only scripts import. The config plan
-(`rag.config.build_plan`, used by `workflow/rules/common.smk`) decides which
+`rag.pipeline.jobs`, which only scripts import. The config plan
+(`rag.pipeline.config.build_plan`, used by `workflow/rules/common.smk`) decides which
 outputs exist; the table of kinds (`rag.kinds`) decides which parameters each
 chunker, retriever and generator takes and how it is dispatched, and the
 metric registries (`rag.evaluation.metric_registry`,
@@ -118,7 +118,7 @@ metric registries (`rag.evaluation.metric_registry`,
 To follow a number back to code: find its file below, open the script, and
 read the `rag` functions named beside it. To see why a job re-ran: every rule
 carries `code=script_digest(...)`, a digest of its script and every `rag`
-module the script imports (`rag.code_digest`).
+module the script imports (`rag.pipeline.code_digest`).
 
 ## Layers
 

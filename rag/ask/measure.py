@@ -25,7 +25,7 @@ from rag.answering.answers import (
 from rag.answering.extractive import DEFAULT_COVERAGE_THRESHOLD
 from rag.answering.reader import Similarity
 from rag.ask.index import Embed, QuestionIndex
-from rag.corpus.documents import Document
+from rag.documents.blocks import Document
 from rag.labels import Question, locate_spans
 from rag.retrieval.filters import Caller
 

@@ -38,19 +38,10 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from rag.corpus.access_metadata import read_access_metadata
-from rag.corpus.documents import (
-    SKIPPABLE,
-    SKIPPED_SECTIONS,
-    Block,
-    Document,
-    DocumentDefaults,
-    DocumentError,
-    ParsedFile,
-    check_document_id,
-    content_version,
-    normalize_passage,
-)
+from rag.corpus.documents import SKIPPABLE, SKIPPED_SECTIONS, ParsedFile, check_document_id
+from rag.documents.access_metadata import DocumentDefaults, DocumentError, read_access_metadata
+from rag.documents.blocks import Block, Document, content_version
+from rag.documents.rendering import normalize_passage
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +181,7 @@ def table_blocks(rows: list[list[str]]) -> tuple[str, str]:
 def _metadata(layout: Mapping, name: str, defaults: DocumentDefaults) -> tuple[str, str, tuple[str, ...]]:
     """Access level, tenant and groups from the document information or XMP, else the defaults.
 
-    Read by the schema every source shares (:func:`rag.corpus.access_metadata.read_access_metadata`):
+    Read by the schema every source shares (:func:`rag.documents.access_metadata.read_access_metadata`):
     only the exact keys ``access``, ``tenant`` and ``acl`` count, and a key of the document
     information or a simple XMP element that looks like one (``/Access``, ``acls``) is an error
     naming the file, never "open". The document information wins over XMP where both state a key.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.code_digest import imported_modules
+from rag.pipeline.code_digest import imported_modules
 from tests.extras import needs
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -135,7 +135,7 @@ def test_every_module_is_in_a_layer():
 
 
 def test_only_workflow_scripts_import_the_snakemake_helpers():
-    """rag.jobs is the workflow side (starting and ending jobs); nothing in rag imports it."""
+    """rag.pipeline.jobs is the workflow side (starting and ending jobs); nothing in rag imports it."""
     assert [module for module, imported in stage_imports() if imported == "jobs"] == []
     users = [
         path.name

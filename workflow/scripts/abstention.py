@@ -6,7 +6,7 @@ import pandas as pd
 
 from rag.answering.answers import abstention_tradeoff_table
 from rag.formats.files import atomic_path, write_csv, write_figure
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.plotting import abstention_tradeoff_figure
 
 log = start_log(snakemake.log[0])

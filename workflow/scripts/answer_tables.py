@@ -12,7 +12,7 @@ from rag.answering.answers import (
     threshold_table,
 )
 from rag.formats.files import write_csv
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 reader = json.loads(snakemake.params.reader)

@@ -16,7 +16,7 @@ from rag.answering.citation_accuracy import (
 from rag.answering.llm_tables import identifiers
 from rag.formats.files import write_csv
 from rag.formats.tables import read_columns
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.question_tables import read_questions
 
 log = start_log(snakemake.log[0])

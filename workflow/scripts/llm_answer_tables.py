@@ -14,7 +14,7 @@ from rag.answering.llm_tables import (
 from rag.answering.verdicts import verdicts_table
 from rag.formats.files import write_csv
 from rag.formats.tables import read_columns
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 answers = gather_answer_files([(path, pd.read_parquet(path)) for path in snakemake.input.answers])

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from rag.formats.tables import read_provenance, write_parquet
-from rag.jobs import job_filter, write_job_ranking
+from rag.pipeline.jobs import job_filter, write_job_ranking
 from rag.provenance import (
     RECORDED_LIBRARIES,
     composite_record,

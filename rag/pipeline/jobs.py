@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from rag import job_errors
 from rag.formats.files import one_writer_per_output
 from rag.formats.tables import read_provenance
+from rag.pipeline import job_errors
 from rag.retrieval.ranking_files import write_ranking
 
 
