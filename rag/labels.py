@@ -1,10 +1,10 @@
-"""Questions, evidence spans and the relevance of chunks.
+"""Questions, their evidence spans located in documents, and document judgements.
 
 Relevance is defined once, on the documents, independently of any chunker: a
 question's evidence is a list of pieces, each stated by one or more alternative
-spans of text. A chunk is relevant to a piece when its character range wholly
-contains one of the piece's spans. The same labels therefore judge every
-chunking strategy, and a chunker that cuts a span is visibly penalised.
+spans of text. Which chunks hold a piece is judged from these locations
+(:mod:`rag.evaluation.chunk_judging`), so the same labels judge every chunking
+strategy.
 """
 
 from __future__ import annotations

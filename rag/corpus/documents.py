@@ -1,9 +1,8 @@
-"""Documents as ordered text blocks, and the Markdown reader of the bundled corpus.
+"""The Markdown reader of the bundled corpus: front matter, headings and paragraphs to a Document.
 
-A document is kept as blocks (paragraphs) with the heading path above each one.
-Its full text is the blocks joined by blank lines; every offset in the pipeline
-(chunks, evidence spans) is a character position in that full text, so chunks
-never have to be found again by searching.
+Documents themselves (blocks with their heading paths, the full text every
+offset points into) are :mod:`rag.documents.blocks`; inline markup is rendered
+by :mod:`rag.documents.rendering`, which evidence spans go through too.
 """
 
 from __future__ import annotations
