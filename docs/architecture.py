@@ -25,7 +25,7 @@ TARGET = PROJECT / "docs" / "architecture.md"
 
 # Stage packages in the order data flows through them; imports only point
 # from a later stage to an earlier one (tests/unit/test_architecture.py).
-STAGES = ("corpus", "retrieval", "evaluation", "models", "answering", "grounding", "ask")
+STAGES = ("corpus", "retrieval", "evaluation", "models", "answering", "measuring", "grounding", "ask")
 
 # Every module of rag in a layer, lowest first: a module imports only from its
 # own layer or a lower one, at module level or inside a function
@@ -60,6 +60,8 @@ LAYERS = (
     # Talking to language models: the one HTTP client, the response cache, the bundled server, redaction.
     ("models", ("models",)),
     ("answering", ("answering",)),
+    # Answers measured: answer tables, thresholds, verdicts, judges, citation accuracy.
+    ("measuring", ("measuring",)),
     ("grounding", ("grounding",)),
     # rag ask: its index, setups, command line and measurement.
     ("ask", ("ask",)),
@@ -104,7 +106,7 @@ functions of the **`rag` package**, and writes the outputs through them
 outputs exist; the table of kinds (`rag.kinds`) decides which parameters each
 chunker, retriever and generator takes and how it is dispatched, and the
 metric registries (`rag.evaluation.metric_registry`,
-`rag.answering.answer_metrics`) which metrics every table shows.
+`rag.measuring.answer_metrics`) which metrics every table shows.
 
 To follow a number back to code: find its file below, open the script, and
 read the `rag` functions named beside it. To see why a job re-ran: every rule
@@ -114,10 +116,10 @@ module the script imports (`rag.pipeline.code_digest`).
 ## Layers
 
 `rag` is grouped by stage. Data flows corpus → chunking → retrieval →
-evaluation → answering → grounding, over a floor of documents (the model every
-reader builds) and question labels (evidence spans located in documents); a
-module imports only from its own layer or a lower one, at module level and
-inside functions (a test checks it). Lowest first:
+evaluation → answering → measuring → grounding, over a floor of documents (the
+model every reader builds) and question labels (evidence spans located in
+documents); a module imports only from its own layer or a lower one, at module
+level and inside functions (a test checks it). Lowest first:
 """
 
 

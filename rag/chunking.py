@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from rag.corpus.documents import PARSER_VERSION
@@ -141,18 +142,36 @@ def fixed_windows(text: str, size: int, overlap: int) -> list[tuple[int, int]]:
     return ranges
 
 
-def sentence_packs(text: str, section_ranges: list[tuple[int, int]], max_words: int) -> list[tuple[int, int]]:
+# A table block's rows by the block's start in the full text: (start, end) of each row there.
+TableRows = Mapping[int, tuple[tuple[int, int], ...]]
+
+
+def _units(text: str, start: int, end: int, rows: tuple[tuple[int, int], ...] | None, max_words: int):
+    """The (start, end) pieces a paragraph is packed in: its sentences, or for a table block
+    (``rows`` given) the whole table when it fits in ``max_words``, else its rows."""
+    if rows is None:
+        return [(first + start, last + start) for first, last in split_sentences(text[start:end])]
+    if count_words(text[start:end]) <= max_words or not rows:
+        return [(start, end)]
+    return list(rows)
+
+
+def sentence_packs(
+    text: str, section_ranges: list[tuple[int, int]], max_words: int, tables: TableRows | None = None
+) -> list[tuple[int, int]]:
     """Whole sentences packed up to ``max_words`` within each section.
 
     A sentence longer than the limit becomes a chunk of its own rather than
     being cut, because a cut sentence is exactly what this chunker avoids.
+    A table block (``tables``, by its start) is packed as one piece when it
+    fits, else row by row: a table is never cut inside a row.
     """
+    tables = tables or {}
     ranges: list[tuple[int, int]] = []
     for section_start, section_end in section_ranges:
         pack_start, pack_end, pack_words = -1, -1, 0
         for block_start, block_end in _paragraph_ranges(text, section_start, section_end):
-            for start, end in split_sentences(text[block_start:block_end]):
-                start, end = start + block_start, end + block_start
+            for start, end in _units(text, block_start, block_end, tables.get(block_start), max_words):
                 words = count_words(text[start:end])
                 if pack_start >= 0 and pack_words + words > max_words:
                     ranges.append((pack_start, pack_end))
@@ -178,26 +197,43 @@ def _paragraph_ranges(text: str, start: int, end: int) -> list[tuple[int, int]]:
 
 
 # The chunker kinds' behaviour, as the table of kinds (rag/kinds.py) names it:
-# the (start, end) character ranges of a document's chunks, given its text and
-# its (section name, start, end) runs.
+# the (start, end) character ranges of a document's chunks, given its text, its
+# (section name, start, end) runs and its table blocks' rows (:func:`table_rows`).
+# Fixed windows cut by words alone, tables too (the spec's W-word windows);
+# sections hold their tables whole.
 
 
-def fixed_ranges(text: str, runs: list[tuple[str, int, int]], spec: ChunkerSpec) -> list[tuple[int, int]]:
+def fixed_ranges(
+    text: str, runs: list[tuple[str, int, int]], spec: ChunkerSpec, tables: TableRows | None = None
+) -> list[tuple[int, int]]:
     return fixed_windows(text, spec.size, spec.overlap)
 
 
-def sentence_ranges(text: str, runs: list[tuple[str, int, int]], spec: ChunkerSpec) -> list[tuple[int, int]]:
-    return sentence_packs(text, [(start, end) for _, start, end in runs], spec.size)
+def sentence_ranges(
+    text: str, runs: list[tuple[str, int, int]], spec: ChunkerSpec, tables: TableRows | None = None
+) -> list[tuple[int, int]]:
+    return sentence_packs(text, [(start, end) for _, start, end in runs], spec.size, tables)
 
 
-def section_ranges(text: str, runs: list[tuple[str, int, int]], spec: ChunkerSpec) -> list[tuple[int, int]]:
+def section_ranges(
+    text: str, runs: list[tuple[str, int, int]], spec: ChunkerSpec, tables: TableRows | None = None
+) -> list[tuple[int, int]]:
     return [(start, end) for _, start, end in runs]
+
+
+def table_rows(document: Document) -> dict[int, tuple[tuple[int, int], ...]]:
+    """Every table block's rows in the full text, by the block's start (:class:`Block`)."""
+    return {
+        start: tuple((start + first, start + last) for first, last in block.table_rows)
+        for block, (start, _) in zip(document.blocks, document.block_offsets(), strict=True)
+        if block.table_rows
+    }
 
 
 def chunk_document(document: Document, spec: ChunkerSpec) -> list[Chunk]:
     text = document.full_text
     runs = _section_runs(document)
-    ranges = behaviour(spec.kind, "chunk")(text, runs, spec)
+    ranges = behaviour(spec.kind, "chunk")(text, runs, spec, table_rows(document))
     digest = spec.digest()
     chunks = []
     for start, end in ranges:

@@ -112,7 +112,16 @@ class Kind:
       generator's best sentence of a prompt (rag.answering.extractive.BestSentence),
       which it answers with when the sentence's score reaches its threshold;
     - ``generate``: an ``llm`` generator's settings from its canonical entry
-      (``(name, entry) -> settings``), which the answer jobs of its ``rule`` read.
+      (``(name, entry) -> settings``), which the answer jobs of its ``rule`` read;
+    - ``reading(prompt, idf, threshold, similarity, weights) -> Reading``: an
+      offline generator's full reading of a prompt (rag.answering.reader.Reading:
+      the best candidate with the parts of its score, the expected answer type),
+      which ``rag ask`` prints; an offline kind without one is printed from its ``read``;
+    - ``candidates(prompt, idf, similarity, weights) -> [candidate]``: every
+      scored sentence of a prompt (each with ``source_number`` and ``score``).
+      ``rag ask`` lets a kind that has it read a deeper pool of fused chunks and
+      keeps the sources whose best sentence scores highest (rag.ask.index);
+      a kind without it reads the sources fusion chose.
 
     ``threshold`` says where an offline generator's abstention threshold comes
     from: ``configured`` (the answers section's ``threshold``),
@@ -134,6 +143,8 @@ class Kind:
     chunk: str | None = None
     read: str | None = None
     generate: str | None = None
+    reading: str | None = None
+    candidates: str | None = None
     threshold: str | None = None
     # The parameter a chunker's size is read from (rag.chunking.spec_from_config).
     size: str | None = None
@@ -155,7 +166,7 @@ def resolve(path: str) -> Callable:
 
 
 def behaviour(kind: str, field: str) -> Callable:
-    """What a kind does for ``field`` (build, search, embed, fuse, rerank, chunk, index).
+    """What a kind does for ``field`` (build, search, embed, fuse, rerank, chunk, index, read, ...).
 
     Raises ValueError naming the kinds that have it when this one has not, so
     a caller that reaches the wrong kind gets one clear line.
@@ -395,6 +406,8 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
         },
         rule="read_answers",
         read="rag.answering.reader:best_sentence",
+        reading="rag.answering.reader:read",
+        candidates="rag.answering.reader:read_candidates",
         threshold="cross_validated",
     ),
     Kind(
@@ -433,7 +446,7 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
     ),
 )
 
-# The judge role (rag.answering.judging): an llm endpoint asked, for each
+# The judge role (rag.measuring.judging): an llm endpoint asked, for each
 # hand-labelled answer, whether it is correct given the question and the
 # reference, and whether its cited sources support it. Its replies are cached
 # like every request; results/judge_calibration.csv measures it against the
@@ -476,7 +489,7 @@ GENERATOR_KINDS |= _by_name(
             "correct_user": Parameter("string", JUDGE_CORRECT_USER),
             "supported_user": Parameter("string", JUDGE_SUPPORTED_USER),
             # structured: the verdict is a JSON-schema enum asked through response_format;
-            # plain: one word in free text. Either is read strictly (rag.answering.judging).
+            # plain: one word in free text. Either is read strictly (rag.measuring.judging).
             "verdict": Parameter("string", "structured", choices=("structured", "plain")),
             # Log-probability candidates asked per reply token (0: none); the verdict's
             # probability, thresholded by cross-validation on the development labels.
@@ -490,7 +503,7 @@ GENERATOR_KINDS |= _by_name(
         },
         rule="judge_calibration",
         sends_text=("judging",),
-        generate="rag.answering.judging:judge_from_entry",
+        generate="rag.measuring.judging:judge_from_entry",
     ),
 )
 

@@ -108,8 +108,6 @@ def canonical_generators(config: Mapping) -> dict[str, dict]:
         if role_of(generators[name]) == LLM_ROLE:
             _check_llm_entry(generators[name], where)
         if generators[name]["kind"] == "judge":
-            from rag.answering.judging import judge_entry_problem
-
             problem = judge_entry_problem(generators[name])
             if problem:
                 raise ConfigError(f"{where}[{problem[0]!r}]: {problem[1]}")
@@ -453,3 +451,23 @@ def canonical_heldout(entry: Mapping | None) -> dict | None:
         return None
     files = entry["questions"]
     return {**entry, "questions": [files] if isinstance(files, str) else list(files)}
+
+
+# The placeholders each judge prompt must hold (and may hold: no others).
+JUDGE_PLACEHOLDERS = {
+    "system": frozenset(),
+    "correct_user": frozenset({"question", "reference", "answer"}),
+    "supported_user": frozenset({"sources", "answer"}),
+}
+
+
+def judge_entry_problem(entry: Mapping) -> tuple[str, str] | None:
+    """(key, why) for the first judge prompt that is not a usable template, or None."""
+    for key, wanted in JUDGE_PLACEHOLDERS.items():
+        try:
+            names = {field for _, field, _, _ in string.Formatter().parse(entry[key]) if field is not None}
+        except ValueError as error:
+            return key, f"not a template ({error}); write a literal brace as {{{{ or }}}}"
+        if names != wanted:
+            return key, f"must hold exactly the placeholders {sorted(wanted)}, holds {sorted(names)}"
+    return None

@@ -588,7 +588,7 @@ def complete_with_cache(
 ) -> Complete:
     """Conversations to completions: cached replies as they are, the rest asked, and cached.
 
-    ``reply_format`` (a judge's verdict schema, :mod:`rag.answering.judging`)
+    ``reply_format`` (a judge's verdict schema, :mod:`rag.measuring.judging`)
     is sent as the ``response_format`` instead of the generator's own, and
     its replies are returned as they are; ``top_logprobs`` asks for the
     log-probabilities of the reply's tokens (the bundled server is then

@@ -23,7 +23,7 @@ number) but scores each candidate by four signals:
   through the embedding cache.
 
 The reader answers when the best score reaches a threshold and abstains
-otherwise. The threshold is not a guess: :func:`rag.answering.answers.cross_validated_thresholds`
+otherwise. The threshold is not a guess: :func:`rag.measuring.thresholds.cross_validated_thresholds`
 picks it on labelled questions, maximising correct minus wrong answers.
 Scores are rounded to :data:`SCORE_DECIMALS` decimals before they are
 compared, and ties go to the earlier source, then the earlier sentence, so a

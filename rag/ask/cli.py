@@ -69,9 +69,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rag.ask.generators import (
+    CROSS_VALIDATED,
+    NO_THRESHOLD,
+    OFFLINE_GENERATORS,
+    fixed_threshold,
+    threshold_policy,
+)
 from rag.ask.setups import ASK_OPTIONS, ASK_SETUPS
 from rag.escaping import visible
-from rag.kinds import EXTRACTIVE_THRESHOLD, GENERATOR_KINDS
+from rag.kinds import EXTRACTIVE_THRESHOLD
 
 if TYPE_CHECKING:
     from rag.answering.verification import ClaimCheck
@@ -87,9 +94,11 @@ BUNDLED_DOCUMENTS = Path("resources") / "solar_system" / "documents"
 # (rag.answering.reader.chosen_thresholds), found next to the package like the corpus.
 CROSS_VALIDATED_THRESHOLDS = Path("results") / "reader_thresholds.csv"
 DEFAULT_CACHE = Path(".rag-cache")
-# The offline generator kinds rag ask reads with (rag.ask.index.GENERATORS), then the models.
-OFFLINE_GENERATORS = ("reader", "extractive")
-GENERATORS = (*OFFLINE_GENERATORS, "hosted", "llm")
+# The model named by RAG_LLM_BASE_URL, RAG_LLM_API_KEY and RAG_LLM_MODEL (rag.models.hosted).
+HOSTED_GENERATOR = "hosted"
+# The offline generator kinds of the table of kinds (rag.ask.generators), then the hosted model;
+# the bundled models and ./config.yaml's llm entries are added by name (bundled_generators).
+GENERATORS = (*OFFLINE_GENERATORS, HOSTED_GENERATOR)
 # --generator llm (or smollm2, or any bundled entry of the project's config.yaml)
 # asks the bundled model with the pipeline's settings; any other name is an llm
 # entry of the generators section of ./config.yaml (docs/llm.md). The bundled
@@ -107,17 +116,15 @@ DENSE_MODEL = ASK_SETUPS["bm25_minilm"].retrievers[ASK_SETUPS["bm25_minilm"].den
 # for numpy and scipy).
 DEFAULTS = ASK_OPTIONS
 # The abstention threshold of each offline generator by its kind's threshold policy
-# (rag.kinds): the configured one, or None for one chosen by cross-validation (the
-# reader's depends on whether its MiniLM similarity is in the score; rag.answering.reader).
-DEFAULT_THRESHOLDS = {
-    name: EXTRACTIVE_THRESHOLD if GENERATOR_KINDS[name].threshold == "configured" else None
-    for name in OFFLINE_GENERATORS
-}
+# (rag.kinds): the configured one, none (NO_THRESHOLD: it answers whenever its prompt has
+# a sentence), or None for one chosen by cross-validation (the reader's depends on whether
+# its MiniLM similarity is in the score; rag.answering.reader).
+DEFAULT_THRESHOLDS = {name: fixed_threshold(name) for name in OFFLINE_GENERATORS}
 
 
-def _configured_threshold(generator: str) -> bool:
-    """Whether an offline generator answers at the configured threshold (not a cross-validated one)."""
-    return DEFAULT_THRESHOLDS.get(generator) is not None
+def _cross_validated_threshold(generator: str) -> bool:
+    """Whether an offline generator answers at a threshold the pipeline's cross-validation chose."""
+    return generator in OFFLINE_GENERATORS and threshold_policy(generator) == CROSS_VALIDATED
 
 
 # The whole-number options of ``rag ask``, each with its default in DEFAULTS.
@@ -146,9 +153,11 @@ def bundled_documents() -> Path:
     return Path(__file__).resolve().parents[2] / BUNDLED_DOCUMENTS
 
 
-def reader_threshold(similarity: bool) -> float:
-    """The reader's threshold the pipeline's cross-validation chose, with or without MiniLM similarity."""
+def reader_threshold(similarity: bool, generator: str = "reader") -> float:
+    """A cross-validated generator's threshold the pipeline's cross-validation chose (the reader's),
+    with or without the MiniLM similarity."""
     from rag.answering.reader import read_chosen_thresholds
+    from rag.ask.generators import measured_name
 
     path = Path(__file__).resolve().parents[2] / CROSS_VALIDATED_THRESHOLDS
     if not path.is_file():
@@ -157,7 +166,7 @@ def reader_threshold(similarity: bool) -> float:
             "cross-validation), which this installation does not have: pass --threshold"
         )
     try:
-        return read_chosen_thresholds(path)["reader_minilm" if similarity else "reader"]
+        return read_chosen_thresholds(path)[measured_name(generator, similarity)]
     except (ValueError, KeyError) as error:
         raise AskError(f"{error}: pass --threshold, or rebuild it with snakemake") from None
 
@@ -823,13 +832,18 @@ def format_answer(report: AnswerReport, generator: str, threshold: float) -> lis
         header += f"\n  the question asks for {wanted}"
     elif isinstance(result, Abstention):
         header = (
-            f"Answer (extractive): abstained, the best sentence covers {result.best_coverage:.2f} "
+            f"Answer ({generator}): abstained, the best sentence covers {result.best_coverage:.2f} "
             f"of the question's idf weight, below the threshold {threshold:.2f}"
         )
     elif result is not None:
+        # An offline kind printed from its read (rag.ask.index.quoted_or_abstained): its score
+        # is named when it is not the sentence's coverage, its threshold when it has one.
+        best = report.best
+        score = "" if best is None or best.score == best.coverage else f", score {best.score:.2f}"
+        limit = "no threshold" if threshold == NO_THRESHOLD else f"threshold {threshold:.2f}"
         header = (
-            f"Answer (extractive, quoted from source [{result.source_number}], "
-            f"coverage {result.coverage:.2f}, threshold {threshold:.2f})"
+            f"Answer ({generator}, quoted from source [{result.source_number}], "
+            f"coverage {result.coverage:.2f}{score}, {limit})"
         )
     else:
         header = f"Answer ({generator})"
@@ -878,14 +892,14 @@ def format_check(report: AnswerReport) -> list[str]:
 def format_verdicts(report: AnswerReport, measured: Sequence[str] = ()) -> list[str]:
     """The two checks, each saying what it measured, and how often answers passing both were right.
 
-    ``measured`` are the lines of :func:`rag.answering.verdicts.measured_rate_lines`
+    ``measured`` are the lines of :func:`rag.measuring.verdicts.measured_rate_lines`
     for this generator and retriever (results/verdicts.csv): the checks' worth
     printed beside them, so that two passes never read as "right".
     """
     from rag.answering.verification import describe_verdicts
 
     header = "Checks (what each measured; neither says the answer is right)"
-    from rag.answering.verdicts import NO_RATE_FOR_OWN_DOCUMENTS
+    from rag.measuring.verdicts import NO_RATE_FOR_OWN_DOCUMENTS
 
     rates = []
     if list(measured) == [NO_RATE_FOR_OWN_DOCUMENTS]:
@@ -914,8 +928,8 @@ def measured_verdicts(generator: str, retriever: str, similarity: bool, bundled:
 
     ``bundled``: the documents are the bundled corpus, the only ones the rates are measured on.
     """
-    from rag.answering.verdicts import measured_rate_lines, rag_ask_setup, read_verdicts
-    from rag.ask.measure import measured_name
+    from rag.ask.generators import measured_name
+    from rag.measuring.verdicts import measured_rate_lines, rag_ask_setup, read_verdicts
 
     table = (
         read_verdicts(Path(__file__).resolve().parents[2] / "results" / "verdicts.csv") if bundled else None
@@ -1061,13 +1075,15 @@ def check_generator_may_receive(name: str, caller: Caller) -> None:
     A config.yaml llm entry declares ``may_receive``; the hosted generator
     (RAG_LLM_BASE_URL) receives public text only.
     """
+    from rag.answering.config_checks import LLM_ROLE, generator_kinds_of
     from rag.kinds import GENERATOR_KINDS, defaults
     from rag.models.may_receive import endpoint_receives_too_much
 
-    if name in ("reader", "extractive"):
+    if name in OFFLINE_GENERATORS:
         return
-    if name == "hosted":
-        entry = {**defaults(GENERATOR_KINDS)["llm"], "base_url": os.environ.get("RAG_LLM_BASE_URL", "")}
+    if name == HOSTED_GENERATOR:
+        kind = generator_kinds_of(LLM_ROLE)[0]
+        entry = {**defaults(GENERATOR_KINDS)[kind], "base_url": os.environ.get("RAG_LLM_BASE_URL", "")}
     else:
         entry = llm_entry(name)
     problem = endpoint_receives_too_much(name, entry, caller.name, caller.view().to_config())
@@ -1169,7 +1185,7 @@ def _checked_entry(name: str, entry: object, where: str) -> dict:
 
 def _bundled_entry() -> dict:
     """The pipeline's entry of the bundled model (the first bundled one), else the llm kind's defaults."""
-    return bundled_generators()["llm"]
+    return bundled_generators()[BUNDLED_GENERATOR_NAMES[0]]
 
 
 def bundled_generators() -> dict[str, dict]:
@@ -1258,7 +1274,7 @@ def ask(arguments: argparse.Namespace) -> int:
     caller = ask_caller(arguments)
     # Every prompt passes the one gate (rag.models.gate) over the index's access metadata.
     tables: dict = {}
-    if arguments.generator == "hosted":
+    if arguments.generator == HOSTED_GENERATOR:
         generate = _hosted_generator(caller, tables)
     elif arguments.generator not in OFFLINE_GENERATORS:
         generate = _llm_generator(arguments.generator, arguments.cache, caller, tables)
@@ -1290,17 +1306,18 @@ def ask(arguments: argparse.Namespace) -> int:
     similarity = embedder.similarity if use_similarity else None
     threshold = arguments.threshold
     if threshold is None:
-        if _configured_threshold(arguments.generator):
-            threshold = EXTRACTIVE_THRESHOLD
+        if _cross_validated_threshold(arguments.generator):
+            threshold = reader_threshold(use_similarity, arguments.generator)
         else:
-            threshold = reader_threshold(use_similarity)
+            # A fixed threshold; the language models quote nothing and are not thresholded.
+            threshold = DEFAULT_THRESHOLDS.get(arguments.generator, EXTRACTIVE_THRESHOLD)
     index, index_lines = load_or_build_index(folder, arguments.cache, options, embed, reading=reading)
     index_lines += reading.notes
     tables["table"] = index_access(index, arguments.default_access)
     answer_started = time.perf_counter()
     if (
         arguments.threshold is None
-        and not _configured_threshold(arguments.generator)
+        and _cross_validated_threshold(arguments.generator)
         and arguments.documents is not None
     ):
         index_lines.append(_threshold_provenance(threshold))
@@ -1312,7 +1329,7 @@ def ask(arguments: argparse.Namespace) -> int:
             threshold=threshold,
             budget=arguments.budget,
             generate=generate,
-            reader=arguments.generator if arguments.generator in OFFLINE_GENERATORS else "reader",
+            reader=arguments.generator if generate is None else None,
             embed=embed,
             similarity=similarity,
             caller=caller,

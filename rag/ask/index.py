@@ -48,10 +48,17 @@ from pathlib import Path
 
 import numpy as np
 
-from rag.answering.extractive import DEFAULT_COVERAGE_THRESHOLD, Abstention, ExtractiveAnswer, extract_answer
+from rag.answering.extractive import (
+    DEFAULT_COVERAGE_THRESHOLD,
+    Abstention,
+    BestSentence,
+    ExtractiveAnswer,
+    cite,
+)
 from rag.answering.prompts import Prompt, build_prompt
-from rag.answering.reader import DEFAULT_WEIGHTS, ReaderWeights, Reading, Similarity, read, read_candidates
+from rag.answering.reader import DEFAULT_WEIGHTS, ReaderWeights, Reading, Similarity, read_candidates
 from rag.answering.verification import AnswerCheck, Verdicts, check_answer, verdicts
+from rag.ask.generators import OFFLINE_GENERATORS, offline_kind, takes_similarity
 from rag.ask.setups import ASK_SETUPS, SPEC_SETUP, AskSetup, ask_options
 from rag.chunking import Chunk, ChunkerSpec, chunk_corpus, spec_from_config
 from rag.corpus.documents import SKIPPABLE
@@ -805,11 +812,13 @@ def retrieve(
 class AnswerReport:
     """Everything ``rag ask`` shows: retrieval, prompt, answer, its check and both verdicts.
 
-    ``extractive`` is the extractive generator's result and ``reading`` the
-    reader's (each None for the other generators); ``check`` and
-    ``verdicts`` are None when the generator abstained, since an abstention
-    makes no claim to check; ``withheld`` then judges the reader's best
-    sentence, to show why it was not given.
+    ``reading`` is the full reading of an offline kind that has one (the
+    reader's, rag.kinds ``reading``) and ``extractive`` the quoted sentence or
+    abstention of every other offline kind, built from its ``read``
+    (``best`` is what that returned); each is None for the language models.
+    ``check`` and ``verdicts`` are None when the generator abstained, since an
+    abstention makes no claim to check; ``withheld`` then judges the reader's
+    best sentence, to show why it was not given.
     """
 
     retrieval: Retrieval
@@ -820,6 +829,7 @@ class AnswerReport:
     reading: Reading | None = None
     verdicts: Verdicts | None = None
     withheld: Verdicts | None = None
+    best: BestSentence | None = None
 
     @property
     def abstained(self) -> bool:
@@ -828,8 +838,9 @@ class AnswerReport:
         return isinstance(self.extractive, Abstention)
 
 
-GENERATORS = ("reader", "extractive")
-# How many fused chunks the reader reads before choosing the prompt's sources.
+# The offline generator kinds answer_question answers with (rag.ask.generators, from the table of kinds).
+GENERATORS = OFFLINE_GENERATORS
+# How many fused chunks a kind with ``candidates`` (the reader) reads before choosing the prompt's sources.
 DEFAULT_POOL = 60
 
 
@@ -840,6 +851,7 @@ def rerank_by_reader(
     similarity: Similarity | None = None,
     weights: ReaderWeights = DEFAULT_WEIGHTS,
     pool_prompt: Prompt | None = None,
+    candidates: Callable = read_candidates,
 ) -> Retrieval:
     """The ``sources`` chunks of the fused list whose best sentence the reader scores highest.
 
@@ -849,13 +861,15 @@ def rerank_by_reader(
     one sentence that answers even when the chunk around it is about
     something else. Ties keep the fused order. ``pool_prompt`` is the prompt
     of every chunk of ``retrieval`` (:func:`pool_prompt_of`), when the caller has it already.
+    ``candidates`` scores a prompt's sentences: the ``candidates`` behaviour of
+    the generator kind that pools (rag.kinds), the reader's by default.
     """
     if not retrieval.chosen:
         return retrieval
     if pool_prompt is None:
         pool_prompt = pool_prompt_of(retrieval)
     best: dict[int, float] = {}
-    for candidate in read_candidates(pool_prompt, idf, similarity, weights):
+    for candidate in candidates(pool_prompt, idf, similarity, weights):
         number = candidate.source_number
         best[number] = max(best.get(number, -math.inf), candidate.score)
     order = sorted(
@@ -889,7 +903,7 @@ def answer_question(
     threshold: float = DEFAULT_THRESHOLD,
     budget: int | None = None,
     generate: Callable[[Prompt], str] | None = None,
-    reader: str = "extractive",
+    reader: str | None = "extractive",
     embed: Embed | None = None,
     similarity: Similarity | None = None,
     pool: int = DEFAULT_POOL,
@@ -901,13 +915,17 @@ def answer_question(
 ) -> AnswerReport:
     """Retrieve with ``settings``, assemble the prompt within ``budget``, answer, check and judge.
 
-    ``generate`` None answers offline with ``reader``: ``extractive`` (the
-    spec's generator at coverage ``threshold``) or ``reader`` (:mod:`rag.answering.reader`
-    at score ``threshold``, with the MiniLM ``similarity`` when given). Any
-    other prompt-to-text function (the hosted model) is checked the same way.
-    ``embed`` embeds the question for an index with MiniLM embeddings. The
-    reader first reads the ``pool`` best fused chunks and keeps the
-    ``settings.sources`` whose best sentence scores highest (:func:`rerank_by_reader`).
+    ``generate`` None answers offline with ``reader``, an offline generator
+    kind of the table of kinds (:data:`rag.ask.generators.OFFLINE_GENERATORS`):
+    its ``read`` behaviour's best sentence is the answer when its score reaches
+    ``threshold`` (for ``extractive``, the spec's generator, the score is the
+    idf coverage); a kind with a ``reading`` (the reader, :mod:`rag.answering.reader`)
+    is read through it, with the MiniLM ``similarity`` when given and the kind
+    takes one. Any other prompt-to-text function (the hosted model) is checked
+    the same way. ``embed`` embeds the question for an index with MiniLM
+    embeddings. A kind with ``candidates`` (the reader) first reads the ``pool``
+    best fused chunks and keeps the ``settings.sources`` whose best sentence
+    scores highest (:func:`rerank_by_reader`).
     ``access`` names the access levels whose documents may reach the prompt
     (None: every level); a chunk of any other document is never a source.
     ``caller``, when given, replaces ``access``: a chunk of a document the
@@ -920,8 +938,9 @@ def answer_question(
     reader's pool prompts: the jobs that measure ``rag ask`` answer each
     question with several generators, weights and thresholds.
     """
-    if reader not in GENERATORS:
-        raise ValueError(f"unknown reader {reader!r}; choose one of {list(GENERATORS)}")
+    kind = None if generate is not None else offline_kind(reader)
+    if kind is None or not takes_similarity(reader):
+        similarity = None
     withheld = None if access is None else index.withheld(access)
     allowed: object = None if access is None else tuple(sorted(access))
     if caller is not None:
@@ -935,27 +954,32 @@ def answer_question(
             lambda: retrieve(index, question, chosen, embed=embed, withheld=withheld),
         )
 
-    if generate is None and reader == "reader":
+    if kind is not None and kind.candidates is not None:
         pooled = dataclasses.replace(settings, sources=max(settings.sources, pool))
         retrieval = retrieval_at(pooled)
         pool_prompt = None
         if retrieval.chosen:
             key = ("pool prompt", question, pooled, allowed)
             pool_prompt = _memoized(memo, key, lambda: pool_prompt_of(retrieval))
-        retrieval = rerank_by_reader(retrieval, index.idf, settings.sources, similarity, weights, pool_prompt)
+        candidates = behaviour(reader, "candidates")
+        retrieval = rerank_by_reader(
+            retrieval, index.idf, settings.sources, similarity, weights, pool_prompt, candidates
+        )
     else:
         retrieval = retrieval_at(settings)
     prompt = build_prompt(question, [retrieved.chunk for retrieved in retrieval.chosen], budget=budget)
     extractive: ExtractiveAnswer | Abstention | None = None
     reading: Reading | None = None
+    best: BestSentence | None = None
     if generate is not None:
         answer = generate(prompt)
         abstained = False
-    elif reader == "reader":
-        reading = read(prompt, index.idf, threshold, similarity, weights)
+    elif kind.reading is not None:
+        reading = behaviour(reader, "reading")(prompt, index.idf, threshold, similarity, weights)
         answer, abstained = reading.text, not reading.answered
     else:
-        extractive = extract_answer(prompt, index.idf, threshold=threshold)
+        best = behaviour(reader, "read")(prompt, index.idf, similarity)
+        extractive = quoted_or_abstained(best, threshold)
         answer, abstained = extractive.text, isinstance(extractive, Abstention)
     check = None if abstained else check_answer(answer, prompt.source_texts)
     labels = {number: chunk.label for number, chunk in prompt.sources.items()}
@@ -964,7 +988,23 @@ def answer_question(
     if reading is not None and reading.best is not None and not reading.answered:
         quoted = reading.best.text
         withheld = verdicts(check_answer(quoted, prompt.source_texts), quoted, question, labels)
-    return AnswerReport(retrieval, prompt, answer, extractive, check, reading, judged, withheld)
+    return AnswerReport(retrieval, prompt, answer, extractive, check, reading, judged, withheld, best)
+
+
+def quoted_or_abstained(best: BestSentence | None, threshold: float) -> ExtractiveAnswer | Abstention:
+    """An offline kind's answer from its ``read``: the best sentence quoted with its citation when its
+    score reaches ``threshold``, else an abstention (for the extractive generator, whose score is its
+    coverage, exactly :func:`rag.answering.extractive.extract_answer` at that threshold)."""
+    if not isinstance(threshold, int | float) or threshold != threshold:
+        raise ValueError(f"threshold must be a number, got {threshold!r}")
+    if best is None or best.score < threshold:
+        return Abstention(best_coverage=best.coverage if best is not None else 0.0, threshold=threshold)
+    return ExtractiveAnswer(
+        text=cite(best.sentence, best.source_number),
+        source_number=best.source_number,
+        sentence=best.sentence,
+        coverage=best.coverage,
+    )
 
 
 def documents_and_question_sets(folder: str, development: str, heldout: Sequence[str]) -> tuple[list, dict]:

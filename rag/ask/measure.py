@@ -14,19 +14,13 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rag.answering.answers import (
-    UNANSWERABLE,
-    evidence_documents,
-    group_outcomes,
-    members_of,
-    question_group,
-    quoted_piece,
-)
-from rag.answering.extractive import DEFAULT_COVERAGE_THRESHOLD
+from rag.answering.answers import UNANSWERABLE, evidence_documents, question_group, quoted_piece
 from rag.answering.reader import Similarity
+from rag.ask.generators import measured_generators
 from rag.ask.index import Embed, QuestionIndex
 from rag.documents.blocks import Document
 from rag.labels import Question, locate_spans
+from rag.measuring.offline_tables import group_outcomes, members_of
 from rag.retrieval.filters import Caller
 
 
@@ -36,7 +30,7 @@ def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
     ``judgements`` are :class:`AskJudgement` records;
     shares come with the same bootstrap intervals as the answer summary.
     """
-    from rag.answering.verdicts import verdict_counts
+    from rag.measuring.verdicts import verdict_counts
 
     frame = pd.DataFrame([dataclasses.asdict(judgement) for judgement in judgements])
     frame["answerable"] = frame["group"] != UNANSWERABLE
@@ -49,22 +43,12 @@ def ask_summary(judgements: Sequence, **keys: str) -> list[dict]:
     return rows
 
 
-# The generators measured on rag ask's path: (name in the tables, the generator rag ask runs,
-# the threshold it answers at (None: the reader's chosen one of that name), whether it adds
-# the MiniLM similarity). rag ask finds its measured rates here by generator and similarity.
-MEASURED_GENERATORS = (
-    ("extractive", "extractive", DEFAULT_COVERAGE_THRESHOLD, False),
-    ("reader", "reader", None, False),
-    ("reader_minilm", "reader", None, True),
-)
-
-
-def measured_name(generator: str, similarity: bool) -> str:
-    """The name under which ``rag ask``'s ``generator`` (with MiniLM ``similarity`` or not) is measured."""
-    for name, runs, _, adds_similarity in MEASURED_GENERATORS:
-        if runs == generator and adds_similarity == similarity:
-            return name
-    return generator
+# The generators measured on rag ask's path, from the table of kinds
+# (rag.ask.generators.measured_generators): (name in the tables, the generator
+# rag ask runs, the threshold it answers at (None: the reader's chosen one of
+# that name), whether it adds the MiniLM similarity). rag ask finds its measured
+# rates here by generator and similarity (rag.ask.generators.measured_name).
+MEASURED_GENERATORS = measured_generators()
 
 
 def measure_ask(
@@ -165,7 +149,7 @@ class AskJudgement:
     faithful: bool | None
     responsive: bool | None
     answer: str
-    outcome: str  # by the reference answer (rag.answering.correctness), for the verdicts' worth
+    outcome: str  # by the reference answer (rag.measuring.correctness), for the verdicts' worth
 
 
 def judge_ask_answers(
@@ -196,8 +180,8 @@ def judge_ask_answers(
     ``traces``, when given, gets one trace per question (docs/trace.md),
     naming the generator ``trace_name`` (default ``reader``).
     """
-    from rag.answering.correctness import judge_answer
     from rag.ask.traces import report_trace
+    from rag.measuring.correctness import judge_answer
 
     if traces is not None and caller is None:
         raise ValueError("a trace names the caller the answers were for: give caller with traces")

@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-from rag.corpus.documents import SKIPPABLE, SKIPPED_SECTIONS
+from rag.corpus.documents import SKIPPABLE, SKIPPED_SECTIONS, table_block
+from rag.corpus.table_text import HtmlTable, render_table
 from rag.documents.access_metadata import (
     DEFAULT_ACCESS,
     AccessMetadataError,
@@ -37,7 +39,7 @@ from rag.documents.access_metadata import (
     read_access_metadata,
 )
 from rag.documents.blocks import Block, Document, content_version
-from rag.documents.rendering import normalize_passage
+from rag.documents.passages import normalize_passage
 
 # Elements whose whole content is left out, whatever their attributes.
 SKIPPED_TAGS: frozenset[str] = frozenset(
@@ -152,7 +154,7 @@ _HEADING_LEVELS = {"h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 
 
 def normalize_whitespace(text: str) -> str:
-    """The text the Markdown reader would store (:func:`rag.documents.rendering.normalize_passage`):
+    """The text the Markdown reader would store (:func:`rag.documents.passages.normalize_passage`):
     invisible characters (soft hyphen, zero-width space, word joiner, BOM)
     removed, NFKC, and every Unicode space run (the no-break and thin spaces of
     unit conversions included) one plain space, so evidence spans match."""
@@ -249,8 +251,12 @@ class _ArticleReader(HTMLParser):
     so its end (explicit or implied by an enclosing end tag) resumes collection.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, keep_tables: bool = False) -> None:
         super().__init__(convert_charrefs=True)
+        # A data table (not an infobox or navbox) is read into rows when tables are kept.
+        self.keep_tables = keep_tables
+        self.table: HtmlTable | None = None
+        self.table_depth = 0  # open kept <table> elements: more than 1 inside a nested table
         self.blocks: list[Block] = []
         self.path: list[str] = []
         self.stack: list[_OpenElement] = []
@@ -283,7 +289,9 @@ class _ArticleReader(HTMLParser):
                 self._finish(element.tag)
 
     def _finish(self, tag: str) -> None:
-        if tag == "p" and self.paragraph is not None:
+        if self.table is not None and tag in ("table", "td", "th"):
+            self._finish_table_element(tag)
+        elif tag == "p" and self.paragraph is not None:
             text = normalize_whitespace("".join(self.paragraph))
             self.paragraph = None
             if text and self._in_skipped_section():
@@ -298,6 +306,42 @@ class _ArticleReader(HTMLParser):
                 # A level jump (h2 straight to h4) keeps the heading at its own depth
                 # under whatever headings are open, without inventing empty ones.
                 self.path = self.path[:depth] + [text]
+
+    def _finish_table_element(self, tag: str) -> None:
+        """The end of a cell, of a nested table, or of the table: then its two renderings."""
+        if tag != "table":
+            if self.table_depth == 1:
+                self.table.end_cell()
+            return
+        self.table_depth -= 1
+        if self.table_depth:
+            return
+        rows, self.table = self.table.finish(), None
+        if not rows:
+            return
+        if self._in_skipped_section():
+            self.skipped["references"] += 1
+            return
+        for rendering in render_table(rows):
+            if rendering.text:
+                self.blocks.append(table_block(tuple(self.path), rendering))
+
+    def _start_table_element(self, tag: str, attributes: dict[str, str]) -> bool:
+        """A kept table's own element (table, tr, th, td); False for any other element."""
+        if tag == "table":
+            if self.table is None:
+                self.table, self.paragraph, self.heading = HtmlTable(), None, None
+            self.table_depth += 1
+            return True
+        if self.table is None or tag not in ("tr", "th", "td"):
+            return False
+        if self.table_depth > 1:
+            self.table.data(" ")  # a nested table's cells are words of the outer cell
+        elif tag == "tr":
+            self.table.row()
+        else:
+            self.table.start_cell(attributes.get("colspan"))
+        return True
 
     def _in_skipped_section(self) -> bool:
         return any(part.lower() in SKIPPED_SECTIONS for part in self.path)
@@ -315,6 +359,8 @@ class _ArticleReader(HTMLParser):
             return
         attributes = {name: value or "" for name, value in attrs}
         skipped = is_skipped_element(tag, attributes)
+        if tag == "table" and self.keep_tables and not is_skipped_element("", attributes):
+            skipped = False  # a data table, kept: not an infobox, navbox or other skipped class
         if self.skipped_depth == 0 and tag in _SKIPPED_KIND and (skipped or tag == "pre"):
             # pre is never inside a paragraph, so its text is left out too.
             self.skipped[_SKIPPED_KIND[tag]] += 1
@@ -322,7 +368,7 @@ class _ArticleReader(HTMLParser):
         if skipped:
             self.skipped_depth += 1
             return
-        if self.skipped_depth:
+        if self.skipped_depth or self._start_table_element(tag, attributes):
             return
         if tag == "p" and self.heading is None:
             self.paragraph = []
@@ -345,7 +391,9 @@ class _ArticleReader(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self.skipped_depth:
             return
-        if self.heading is not None:
+        if self.table is not None:
+            self.table.data(data)
+        elif self.heading is not None:
             self.heading.append(data)
         elif self.paragraph is not None:
             self.paragraph.append(data)
@@ -361,18 +409,22 @@ def parse_article_html(html: str, name: str) -> list[Block]:
     return parse_article_html_counted(html, name)[0]
 
 
-def parse_article_html_counted(html: str, name: str) -> tuple[list[Block], dict[str, int]]:
+def parse_article_html_counted(
+    html: str, name: str, skip: Collection[str] = SKIPPABLE
+) -> tuple[list[Block], dict[str, int]]:
     """Paragraphs of a rendered article, each with its heading path.
 
     The lead (before the first h2) has the empty path; an h3 is nested under
     the h2 above it, and so on. Sections whose heading path contains a
     reference-like heading ("References", "See also", ...) are left out, like
     in the Markdown reader, so both sources yield comparable documents.
-    ``name`` identifies the article in errors.
+    ``name`` identifies the article in errors. Data tables are left out (and
+    counted) unless ``skip`` leaves out something else but not "tables": then
+    each becomes two blocks (:func:`rag.corpus.table_text.render_table`).
     """
     if not isinstance(html, str):
         raise DocumentError(f"{name}: expected the article's HTML as text, got {type(html).__name__}")
-    reader = _ArticleReader()
+    reader = _ArticleReader(keep_tables="tables" not in skip)
     reader.feed(closable_markup(html))
     blocks = reader.finish()
     if not blocks:
@@ -544,18 +596,19 @@ def document_from_html_file(
     name: str | None = None,
     default_tenant: str = "",
     default_acl: tuple[str, ...] = (),
+    skip: Collection[str] = SKIPPABLE,
 ) -> tuple[Document, dict[str, int]]:
     """A local HTML file as a document: the article reader's paragraphs, its <h1> or <title>.
 
-    Tables, lists, code and reference sections are always left out (and
-    counted): the reader keeps only paragraphs under headings. Without a
+    Lists, code and reference sections are always left out (and counted);
+    data tables too when ``skip`` has "tables", else each is two blocks. Without a
     heading or title element the file's name is the title; the version is a
     digest of the text. The access level is the page's
     ``<meta name="access">``, its tenant and groups ``<meta name="tenant">`` and
     ``<meta name="acl">`` (:func:`declared_html_policy`), else the corpus's defaults.
     """
     policy = declared_html_policy(html, name or doc_id, default_access, default_tenant, default_acl)
-    blocks, skipped = parse_article_html_counted(html, doc_id)
+    blocks, skipped = parse_article_html_counted(html, doc_id, skip)
     title = _page_title(html) or doc_id
     document = Document(
         doc_id=doc_id,

@@ -32,6 +32,7 @@ BLOCK_COLUMNS = [
     "start",
     "end",
     "page",
+    "table_rows",
 ]
 
 
@@ -60,6 +61,8 @@ def documents_to_frame(documents: Sequence[Document]) -> pd.DataFrame:
                     "start": start,
                     "end": end,
                     "page": block.page,
+                    # A table block's rows, (start, end) pairs flattened: [s0, e0, s1, e1, ...].
+                    "table_rows": [offset for row in block.table_rows for offset in row],
                 }
             )
     return pd.DataFrame(rows, columns=BLOCK_COLUMNS)
@@ -67,15 +70,22 @@ def documents_to_frame(documents: Sequence[Document]) -> pd.DataFrame:
 
 def documents_to_table(documents: Sequence[Document]) -> pa.Table:
     """:func:`documents_to_frame` as a pyarrow table whose ``tags`` and ``acl`` are lists of
-    strings even when every document's list is empty (pyarrow would infer lists of nulls)."""
+    strings and ``table_rows`` lists of integers even when every list is empty (pyarrow would
+    infer lists of nulls)."""
     import pyarrow as pa
 
     table = pa.Table.from_pandas(documents_to_frame(documents), preserve_index=False)
-    for column in ("tags", "acl"):
+    for column, kind in (("tags", pa.string()), ("acl", pa.string()), ("table_rows", pa.int64())):
         position = table.schema.get_field_index(column)
-        if table.schema.field(position).type != pa.list_(pa.string()):
-            table = table.set_column(position, column, table[column].cast(pa.list_(pa.string())))
+        if table.schema.field(position).type != pa.list_(kind):
+            table = table.set_column(position, column, table[column].cast(pa.list_(kind)))
     return table
+
+
+def _pairs(flat) -> tuple[tuple[int, int], ...]:
+    """A block's table rows from their flattened column ([s0, e0, s1, e1, ...])."""
+    values = [int(value) for value in (() if flat is None else flat)]
+    return tuple(zip(values[::2], values[1::2], strict=False))
 
 
 def documents_from_frame(frame: pd.DataFrame) -> list[Document]:
@@ -85,9 +95,13 @@ def documents_from_frame(frame: pd.DataFrame) -> list[Document]:
         first = rows.iloc[0]
         # Tables written before pages have no page column: no block has a page.
         pages = rows["page"] if "page" in rows else [""] * len(rows)
+        # Tables written before table blocks have no table_rows column: no block is a table.
+        table_rows = rows["table_rows"] if "table_rows" in rows else [()] * len(rows)
         blocks = tuple(
-            Block(tuple(section.split(SECTION_SEPARATOR)) if section else (), text, str(page))
-            for section, text, page in zip(rows["section"], rows["text"], pages, strict=True)
+            Block(tuple(section.split(SECTION_SEPARATOR)) if section else (), text, str(page), _pairs(flat))
+            for section, text, page, flat in zip(
+                rows["section"], rows["text"], pages, table_rows, strict=True
+            )
         )
         documents.append(
             Document(

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from rag.corpus.front_matter import OTHER_LINE_SEPARATORS, FrontMatterError, key_lines, load_front_matter
 from rag.corpus.markdown_dialects import strip_dialects
+from rag.corpus.table_text import TableText, is_delimiter_row, markdown_cells, render_table
 from rag.documents.access_metadata import (
     DEFAULT_ACCESS,
     DocumentDefaults,
@@ -39,10 +40,7 @@ from rag.documents.inline_markup import (
     remove_active_elements,
     remove_comments,
 )
-from rag.documents.rendering import (
-    _QUOTE_MARKERS,
-    render_inline,
-)
+from rag.documents.rendering import _QUOTE_MARKERS, render_inline
 
 # Bumped whenever parsing can give different text for the same file: chunk ids
 # include it, so text from two parser versions never shares an id.
@@ -64,6 +62,11 @@ SKIPPED_SECTIONS: frozenset[str] = frozenset(
 # nothing is lost without a trace in results/corpus_statistics.csv.
 SKIPPABLE: tuple[str, ...] = ("tables", "lists", "references", "code")
 # The defaults per source are their rows' (rag.corpus.source_kinds.SOURCES).
+
+
+def table_block(section: tuple[str, ...], rendering: TableText, page: str = "") -> Block:
+    """A block holding one of a table's renderings, with where its rows are."""
+    return Block(section, rendering.text, page, rendering.rows)
 
 
 # --------------------------------------------------------------------------
@@ -404,11 +407,17 @@ class _BodyReader:
     in_item: bool = False  # whether the open paragraph is a kept list item
     in_quote: bool = False  # whether the open paragraph is a quote
     paragraph: list[str] = field(default_factory=list)
+    table: list[list[str]] = field(default_factory=list)  # the rows of the open table
     blocks: list[Block] = field(default_factory=list)
     skipped: Counter = field(default_factory=Counter)
     headings: list[tuple[int, int, str]] = field(default_factory=list)  # (line, level, text), not empty
 
     def flush(self) -> None:
+        """The open table, then the open paragraph, as blocks."""
+        self.flush_table()
+        self.flush_paragraph()
+
+    def flush_paragraph(self) -> None:
         if self.paragraph and not self.skipping:
             joined = render_inline(" ".join(self.paragraph), self.labels)
             if joined:
@@ -453,14 +462,24 @@ class _BodyReader:
         return line
 
     def table_row(self, line: str) -> None:
-        """A table row: skipped, or a paragraph of its cells (a delimiter row is nothing)."""
-        self.flush()
+        """A table row: skipped, or one more row of the open table (a delimiter row is nothing).
+
+        The table is rendered when it ends (:meth:`flush`), as every source's tables are
+        (:func:`rag.corpus.table_text.render_table`): its first row is the header.
+        """
+        self.flush_paragraph()
         if "tables" in self.skip:
             self.skipped["tables"] += 1
-        elif not re.fullmatch(r"[\s|:-]+", line):
-            cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-            self.paragraph.append(" | ".join(cell for cell in cells if cell))
-            self.flush()
+        elif not is_delimiter_row(line):
+            self.table.append([render_inline(cell, self.labels) for cell in markdown_cells(line)])
+
+    def flush_table(self) -> None:
+        """The open table as two blocks, its text rendering and its "header: value" rows."""
+        rows, self.table = self.table, []
+        if rows and not self.skipping:
+            for rendering in render_table(rows):
+                if rendering.text:
+                    self.blocks.append(table_block(tuple(self.path), rendering))
 
     def list_item(self, line: str, item: re.Match[str]) -> None:
         """A list item's first line, or wrapped prose that only looks like one ("4. " mid-paragraph)."""
@@ -480,6 +499,8 @@ class _BodyReader:
         line = self.unquoted(line)
         if line is None:
             return
+        if self.table and not _TABLE_ROW.match(line):
+            self.flush_table()  # a table ends at the first line that is not one of its rows
         if not line.strip():
             self.flush()
         elif self.skipping:
@@ -589,39 +610,74 @@ def parse_markdown_file(
     """
     skip = check_skipped(skip, name)
     meta, body, first_line = _front_matter(normalise_line_breaks(text), name)
-    default_access = check_access_level(default_access, "default access level")
+    defaults = DocumentDefaults(
+        check_access_level(default_access, "default access level"), default_tenant, default_acl
+    )
+    stated = _stated_fields(meta, name, defaults)
+    reader, structure = _read_markdown_body(body, name, first_line, skip, stated.title)
+    title, title_from = _title(stated.title, reader, structure, name)
+    if not reader.blocks:
+        raise DocumentError(f"{name}: no paragraphs to index")
+    document = _markdown_document(stated, title, reader.blocks, name)
+    skipped = {kind: reader.skipped[kind] for kind in SKIPPABLE}
+    return ParsedFile(document, skipped, _other_metadata(meta), title_from)
+
+
+@dataclass(frozen=True)
+class _StatedFields:
+    """What a Markdown file's front matter states about its document (None: not stated), with
+    the access level, tenant and groups it states or the corpus's defaults."""
+
+    title: str | None
+    doc_id: str | None
+    version: str | None
+    url: str | None
+    updated: str | None
+    tags: tuple[str, ...]
+    access: str
+    tenant: str
+    acl: tuple[str, ...]
+
+
+def _stated_fields(meta: dict, name: str, defaults: DocumentDefaults) -> _StatedFields:
+    """The front matter keys the pipeline reads, each checked (an error names the file and key)."""
     title = _metadata_text(meta, "title", name)
     doc_id = _metadata_text(meta, "id", name)
     version = _metadata_text(meta, "version", name)
     url = _metadata_text(meta, "url", name)
     updated = _metadata_date(meta, name)
     tags = _metadata_tags(meta, name)
-    access, tenant, acl = _metadata_policy(
-        meta, name, DocumentDefaults(default_access, default_tenant, default_acl)
-    )
+    access, tenant, acl = _metadata_policy(meta, name, defaults)
+    return _StatedFields(title, doc_id, version, url, updated, tags, access, tenant, acl)
+
+
+def _read_markdown_body(
+    body: str, name: str, first_line: int, skip: tuple[str, ...], stated_title: str | None
+) -> tuple[_BodyReader, _Structure]:
+    """The body's paragraphs and tables read under its CommonMark headings; a code fence left
+    open is an error naming the file and the fence's line."""
     lines = strip_dialects(strip_markup(body).split("\n"))
     structure = _block_structure(lines)
-    reader = _read_body(lines, structure, skip, _title_heading(structure, title))
+    reader = _read_body(lines, structure, skip, _title_heading(structure, stated_title))
     if reader.fence_line is not None:
         raise DocumentError(f"{name}, line {first_line + reader.fence_line}: a code fence is never closed")
-    title, title_from = _title(title, reader, structure, name)
-    if not reader.blocks:
-        raise DocumentError(f"{name}: no paragraphs to index")
-    blocks = reader.blocks
-    document = Document(
-        doc_id=check_document_id(doc_id or _file_stem(name), name),
+    return reader, structure
+
+
+def _markdown_document(stated: _StatedFields, title: str, blocks: list[Block], name: str) -> Document:
+    """The document of a Markdown file: its id, else the file's name; its version, else a digest."""
+    return Document(
+        doc_id=check_document_id(stated.doc_id or _file_stem(name), name),
         title=title,
-        version=version if version is not None else content_version(blocks),
+        version=stated.version if stated.version is not None else content_version(blocks),
         blocks=tuple(blocks),
-        url=url,
-        updated=updated,
-        tags=tags,
-        access=access,
-        tenant=tenant,
-        acl=acl,
+        url=stated.url,
+        updated=stated.updated,
+        tags=stated.tags,
+        access=stated.access,
+        tenant=stated.tenant,
+        acl=stated.acl,
     )
-    skipped = {kind: reader.skipped[kind] for kind in SKIPPABLE}
-    return ParsedFile(document, skipped, _other_metadata(meta), title_from)
 
 
 def foreign_key_warning(

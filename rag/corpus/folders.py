@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag.corpus.documents import SKIPPABLE, ParsedFile, check_skipped, document_defaults, foreign_key_warning
+from rag.corpus.documents import ParsedFile, check_skipped, document_defaults, foreign_key_warning
 from rag.corpus.markdown_files import (
     MAX_DOCUMENT_BYTES,
     FolderError,
@@ -57,10 +57,11 @@ def skipped_setting(entry: dict, where: str) -> tuple[str, ...]:
     if "skip" not in entry:
         return DEFAULT_SKIPPED[entry["source"]]
     skip = check_skipped(entry["skip"], f"{where}['skip']")
-    if SOURCES[entry["source"]].skips_all and skip != SKIPPABLE:
+    always = SOURCES[entry["source"]].always_skips
+    if not set(always) <= set(skip):
         raise DocumentError(
-            f"{where}['skip']: the article reader of source {entry['source']!r} keeps only paragraphs, "
-            f"so it always skips {list(SKIPPABLE)}"
+            f"{where}['skip']: the reader of source {entry['source']!r} always skips {list(always)}, "
+            f"so 'skip' must list them; got {list(skip)}"
         )
     return skip
 

@@ -15,8 +15,9 @@ traceback. What the layout becomes is decided here, on plain data:
 - every block keeps its page as the first step of its heading path ("p. 14"),
   so a chunk's section, a prompt's citation and ``rag ask`` name the page:
   ``report › p. 14 › 3.2 Results``;
-- a table becomes two blocks: its text rendering (cells joined by " | ", rows
-  by " / ") and its rows as "header: value" pairs, unless ``skip`` has tables;
+- a table becomes two blocks, as every source's tables do (:mod:`rag.corpus.table_text`):
+  its text rendering (cells joined by " | ", rows by " / ") and its rows as
+  "header: value" pairs, unless ``skip`` has tables;
 - who may read it: ``access``, ``tenant`` and ``acl`` entries of the document
   information dictionary or the XMP packet (``<rag:access>`` and so on),
   checked as every source's are; a value that is not valid refuses the file.
@@ -38,10 +39,11 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from rag.corpus.documents import SKIPPABLE, SKIPPED_SECTIONS, ParsedFile, check_document_id
+from rag.corpus.documents import SKIPPABLE, SKIPPED_SECTIONS, ParsedFile, check_document_id, table_block
+from rag.corpus.table_text import render_table
 from rag.documents.access_metadata import DocumentDefaults, DocumentError, read_access_metadata
 from rag.documents.blocks import Block, Document, content_version
-from rag.documents.rendering import normalize_passage
+from rag.documents.passages import normalize_passage
 
 log = logging.getLogger(__name__)
 
@@ -166,18 +168,6 @@ def _outline_titles(outline: list) -> dict[tuple[int, str], int]:
     return {(page, _chrome_key(title)): int(level) for level, title, page in outline if title.strip()}
 
 
-def table_blocks(rows: list[list[str]]) -> tuple[str, str]:
-    """A table's text rendering and its rows as "header: value" pairs (the first row is the header)."""
-    header = [cell or f"column {number}" for number, cell in enumerate(rows[0], 1)]
-    rendering = " / ".join(" | ".join(row) for row in rows)
-    pairs = " ".join(
-        "; ".join(f"{name}: {value}" for name, value in zip(header, row, strict=False) if value) + "."
-        for row in rows[1:]
-        if any(row)
-    )
-    return normalize_passage(rendering), normalize_passage(pairs)
-
-
 def _metadata(layout: Mapping, name: str, defaults: DocumentDefaults) -> tuple[str, str, tuple[str, ...]]:
     """Access level, tenant and groups from the document information or XMP, else the defaults.
 
@@ -252,9 +242,11 @@ def document_from_layout(
                 if "tables" in skip:
                     skipped["tables"] += len(item["rows"])
                     continue
-                for text in table_blocks(item["rows"]):
-                    if text:
-                        blocks.append(Block(place + tuple(title for _, title in headings), text, page))
+                for rendering in render_table(item["rows"]):
+                    if rendering.text:
+                        blocks.append(
+                            table_block(place + tuple(title for _, title in headings), rendering, page)
+                        )
                 continue
             if (page_index, index) in left_out:
                 continue

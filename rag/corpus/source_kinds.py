@@ -41,7 +41,7 @@ class CorpusSource:
     own: tuple[str, ...]  # the keys that belong to this source alone
     levels: tuple[str, ...] = ("chunk", "document")  # the first is the default
     binary: bool = False  # files read as bytes, not UTF-8 text
-    skips_all: bool = False  # the reader keeps only paragraphs: ``skip`` must be every kind
+    always_skips: tuple[str, ...] = ()  # what the reader leaves out whatever ``skip`` says
     paged: bool = False  # every block has a page: the grid adds page-level recall (page_recall.csv)
 
     @property
@@ -64,22 +64,25 @@ def _read_text(text, name: str, skip: Collection[str], defaults: DocumentDefault
 
 def _read_html(text, name: str, skip: Collection[str], defaults: DocumentDefaults) -> ParsedFile:
     document, skipped = document_from_html_file(
-        text, _doc_id(name), defaults.access, name, defaults.tenant, defaults.acl
+        text, _doc_id(name), defaults.access, name, defaults.tenant, defaults.acl, skip
     )
     return ParsedFile(document, skipped)
 
 
 _FOLDER_KEYS = ("documents",)
+# The HTML reader keeps paragraphs and, unless skipped, data tables: never lists, code or references.
+_ALWAYS_SKIPPED_BY_HTML = ("lists", "references", "code")
 
 SOURCES: dict[str, CorpusSource] = {
-    # The defaults: encyclopedia articles (and the bundled corpus, which imitates
-    # them) leave out everything that is not running prose, as the spec does; a
-    # user's own files keep their list items and plain text keeps all.
+    # The defaults: encyclopedia articles leave out everything that is not running
+    # prose, as the spec does (the bundled corpus's configuration says so too); a
+    # user's own files keep their list items and, as evidence, their tables
+    # (rag.corpus.table_text); plain text keeps all.
     "markdown": CorpusSource(
         suffixes=(".md",),
         read=_read_markdown,
         metadata="front matter (access, tenant, acl)",
-        default_skip=("tables", "references", "code"),
+        default_skip=("references", "code"),
         required=_FOLDER_KEYS,
         own=_FOLDER_KEYS,
     ),
@@ -95,10 +98,10 @@ SOURCES: dict[str, CorpusSource] = {
         suffixes=(".html", ".htm"),
         read=_read_html,
         metadata='<meta name="access|tenant|acl">',
-        default_skip=SKIPPABLE,
+        default_skip=_ALWAYS_SKIPPED_BY_HTML,
         required=_FOLDER_KEYS,
         own=_FOLDER_KEYS,
-        skips_all=True,
+        always_skips=_ALWAYS_SKIPPED_BY_HTML,
     ),
     # Tables are evidence: a PDF's are indexed unless the corpus skips them.
     "pdf": CorpusSource(
@@ -118,7 +121,7 @@ SOURCES: dict[str, CorpusSource] = {
         default_skip=SKIPPABLE,
         required=("titles", "as_of"),
         own=("titles", "as_of"),
-        skips_all=True,
+        always_skips=SKIPPABLE,
     ),
     # BEIR qrels judge only documents.
     "beir": CorpusSource(

@@ -6,7 +6,7 @@ import re
 
 from rag.documents.access_metadata import DEFAULT_ACCESS, DocumentError
 from rag.documents.blocks import Block, Document, content_version
-from rag.documents.rendering import normalize_passage
+from rag.documents.passages import normalize_passage
 
 _BLANK_LINES = re.compile(r"\n[ \t\r\f\v]*\n")
 

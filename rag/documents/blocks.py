@@ -25,12 +25,16 @@ class Block:
     """One paragraph and the heading path it sits under (empty for the lead).
 
     ``page`` is the page the paragraph sits on, for a source that has pages
-    (a PDF's "14"); "" for the others.
+    (a PDF's "14"); "" for the others. ``table_rows`` are the (start, end) of
+    each row in ``text`` when the block renders a table
+    (:mod:`rag.corpus.table_text`), else (): a table block is a block a
+    chunker keeps whole where it can, and cuts only between rows.
     """
 
     section: tuple[str, ...]
     text: str
     page: str = ""
+    table_rows: tuple[tuple[int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import html
 import re
-import unicodedata
 
 from rag.documents.inline_markup import (
     ACTIVE_ELEMENTS,
@@ -19,22 +18,7 @@ from rag.documents.inline_markup import (
     unwrap_reference_links,
     unwrap_shortcut_references,
 )
-
-# Characters that carry no text: soft hyphen, zero-width space, word joiner, BOM.
-_INVISIBLE = re.compile("[\u00ad\u200b\u2060\ufeff]")
-
-
-def normalize_passage(text: str) -> str:
-    """Text as every reader stores it: NFKC, invisible characters removed, one space per run.
-
-    NFKC folds compatibility forms (the no-break, thin and narrow spaces of
-    unit conversions become plain spaces, "ﬁ" becomes "fi"); every run of
-    whitespace then becomes one space. Evidence spans go through the same
-    function, so a span copied from the source file matches the parsed text.
-    """
-    folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
-    return " ".join(folded.split())  # the same as collapsing runs of \s, in one pass
-
+from rag.documents.passages import normalize_passage
 
 # Elements whose content is code or hidden markup, not prose: removed with their
 # content, so "<script>steal()</script>" leaves nothing behind, not "steal()".

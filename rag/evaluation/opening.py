@@ -11,9 +11,13 @@ with what ties and what it costs:
 - k: the largest k of that pair whose prompt fits the prompt budget
   (:func:`rag.evaluation.recommendation.k_choices`), and the thrifty k
   the questions cannot tell apart from it;
-- generator: the language model and setup with the most correct answers on
-  the development questions (``llm_answers_judged.csv``), and whether the
-  language-model grid measured the recommended retrieval pair at all.
+- generator: the language model and setup with the largest share of correct
+  answers on the development questions (``llm_answers_judged.csv``), and
+  whether the language-model grid measured the recommended retrieval pair at
+  all. The caller gives the rows of the answer tables' one denominator
+  (answerable questions with a reference answer,
+  ``rag.measuring.llm_tables.with_reference``), so the count and share are the
+  ones ``llm_answers_summary.csv`` and the best-answer-setup section print.
 
 Nothing here is written by hand: a new measurement changes the opening.
 """
@@ -94,7 +98,8 @@ def _generator_lines(judged: pd.DataFrame | None, best: Recommendation | None) -
     )
     lines = [
         f"- **Generator**: `{top['generator']}` with {setup}: {int(top['sum'])} of {int(top['count'])} "
-        f'answerable development questions correct ({top["mean"]:.2f}; "Best answer setup per '
+        f"answerable development questions with a reference answer correct ({top['mean']:.2f}; "
+        '"Best answer setup per '
         'language model" below tests it).'
     ]
     if len(runner):

@@ -571,8 +571,8 @@ class Plan:
 
     @property
     def judges(self) -> dict[str, dict]:
-        """The ``judge`` entries of config['generators'] calibrated here (rag.answering.judging)."""
-        from rag.answering.judging import LABELLED_CHUNKER, LABELLED_CORPUS
+        """The ``judge`` entries of config['generators'] calibrated here (rag.measuring.judging)."""
+        from rag.measuring.judging import LABELLED_CHUNKER, LABELLED_CORPUS
 
         if LABELLED_CORPUS not in self.corpora or LABELLED_CHUNKER not in self.chunkers:
             return {}

@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -95,3 +96,53 @@ def write_job_ranking(
         stage=stage,
         **parts,
     )
+
+
+@dataclass(frozen=True)
+class RankingJob:
+    """A ranking rule's job: the ranking it writes, the chunk table it ranked, its code digest and stage.
+
+    Every ranking script (rank, rank_embedder, rank_ivf, rank_filtered,
+    fuse, learned_filtered, funnel, rank_question_set) builds one from its
+    rule's ``output.ranking``, ``input.chunks`` and ``params.code`` and ends
+    with :meth:`finish`, so the tail that writes a ranking with its
+    provenance and ends the job is written once, here.
+    """
+
+    ranking: str | os.PathLike
+    chunks: str | os.PathLike
+    code: str
+    stage: str
+
+    def write(
+        self,
+        question_ids: Sequence[str],
+        rankings: Sequence,
+        chunk_ids: Sequence[str],
+        retriever: Mapping,
+        **parts: object,
+    ) -> None:
+        """:func:`write_job_ranking` of this job: the rankings with the provenance of its chunk table."""
+        write_job_ranking(
+            self.ranking,
+            question_ids,
+            rankings,
+            chunk_ids,
+            chunks=self.chunks,
+            code=self.code,
+            retriever=retriever,
+            stage=self.stage,
+            **parts,
+        )
+
+    def finish(
+        self,
+        question_ids: Sequence[str],
+        rankings: Sequence,
+        chunk_ids: Sequence[str],
+        retriever: Mapping,
+        **parts: object,
+    ) -> NoReturn:
+        """:meth:`write` the job's ranking, then :func:`finish_job`: a ranking script's last line."""
+        self.write(question_ids, rankings, chunk_ids, retriever, **parts)
+        finish_job()

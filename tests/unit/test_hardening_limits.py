@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.answering.answers import HOLDOUT_FOLD, cross_validated_thresholds, held_out_answers
 from rag.corpus.articles import closable_markup, document_from_html_file
 from rag.corpus.markdown_files import FolderError, read_markdown_file, read_markdown_folder
 from rag.evaluation.holdout import holdout_questions
 from rag.evaluation.summary import grid_edge_lines
+from rag.measuring.thresholds import HOLDOUT_FOLD, cross_validated_thresholds, held_out_answers
 from rag.retrieval.filters import ChunkMetadata, FilterError, absent_values, parse_filter
 
 HTML_UNITS = ["<a ", "<a/", "<a b", "<a '", "<!--", "<!--x>", "<![CDATA[ >", "<?", "</", "<a\n"]

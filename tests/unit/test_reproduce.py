@@ -102,7 +102,7 @@ def measurement_columns() -> dict[str, list[str]]:
     """The headers of the judged LLM answers and their summary, from one closed-book answer."""
     import pandas as pd
 
-    from rag.answering.llm_tables import ANSWER_FILE_COLUMNS, judge_llm_answers, summarize_llm_answers
+    from rag.measuring.llm_tables import ANSWER_FILE_COLUMNS, judge_llm_answers, summarize_llm_answers
 
     row = dict.fromkeys(ANSWER_FILE_COLUMNS, "none") | {"k": 5, "question_id": "q", "answer": "x"}
     row |= {"answerable": True, "reference_answer": "x", "abstained": False, "cited_sources": ""}

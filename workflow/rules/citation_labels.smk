@@ -1,5 +1,5 @@
 # Citation accuracy and the citation check held to the claim-level hand labels
-# (resources/answer_labels/claims.csv; rag/answering/citation_accuracy.py):
+# (resources/answer_labels/claims.csv; rag/measuring/citation_accuracy.py):
 # per model and setting, the share of citation markers whose source supports
 # their claim and the share of answers whose every claim a cited source
 # supports, and the check's precision and recall at flagging answers with an

@@ -75,7 +75,7 @@ rule results_readme:
         # Read for the choices at the edge of their grid (rag.evaluation.summary.grid_edge_lines).
         thresholds=[TABLE("reader_thresholds.csv")] if ANSWERS else [],
         learned=[f"{RESULTS}/learned_fusion.csv"] if PLAN.retrievers_of("learned") else [],
-        # The best answer setup per language model (rag.answering.best_setup).
+        # The best answer setup per language model (rag.measuring.best_setup).
         # In RESULTS, or in the default folder when an ablation's folder shares the answer tables.
         llm_judged=([TABLE("llm_answers_judged.csv")] if ANSWERS and ANSWERS["llm"]["generators"] else []),
     output:

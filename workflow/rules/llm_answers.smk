@@ -38,6 +38,8 @@ if llm_answer_files():
             heldout=[TABLE("answers_heldout.csv")] if ANSWERS["heldout"] else [],
             # The hand labels, when the project holds them (correct, partly and wrong apart).
             labels=[path for path in ["resources/answer_labels/labels.csv"] if Path(path).is_file()],
+            # The claim labels' answer-level readings (answers_common.smk), Qwen's among them.
+            claim_labels=claim_label_files(),
         output:
             judged=TABLE("llm_answers_judged.csv"),
             summary=TABLE("llm_answers_summary.csv"),
@@ -53,7 +55,7 @@ if llm_answer_files():
             "../scripts/llm_answer_tables.py"
 
 
-# The judges of answers against the hand labels (rag/answering/judging.py):
+# The judges of answers against the hand labels (rag/measuring/judging.py):
 # the deterministic one and every judge entry of config['generators'], each
 # model asked through the response cache like every request.
 if PLAN.judges:

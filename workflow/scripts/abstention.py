@@ -4,8 +4,8 @@ import json
 
 import pandas as pd
 
-from rag.answering.answers import abstention_tradeoff_table
 from rag.formats.files import atomic_path, write_csv, write_figure
+from rag.measuring.offline_tables import abstention_tradeoff_table
 from rag.pipeline.jobs import finish_job, start_log
 from rag.plotting import abstention_tradeoff_figure
 

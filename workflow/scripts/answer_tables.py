@@ -4,14 +4,14 @@ import json
 
 import pandas as pd
 
-from rag.answering.answers import (
+from rag.formats.files import write_csv
+from rag.measuring.offline_tables import summarize_answers
+from rag.measuring.thresholds import (
     apply_thresholds,
     cross_validated_thresholds,
     held_out_answers,
-    summarize_answers,
     threshold_table,
 )
-from rag.formats.files import write_csv
 from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])

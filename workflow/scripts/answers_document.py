@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from rag.answering.answers_document import answers_document
 from rag.formats.files import write_text
+from rag.measuring.answers_document import answers_document
 from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])

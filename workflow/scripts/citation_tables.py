@@ -3,7 +3,9 @@ results/citation_accuracy.csv and results/citation_check.csv."""
 
 import pandas as pd
 
-from rag.answering.citation_accuracy import (
+from rag.formats.files import write_csv
+from rag.formats.tables import read_columns
+from rag.measuring.citation_accuracy import (
     chunk_sources,
     citation_accuracy_table,
     citation_check_table,
@@ -13,9 +15,7 @@ from rag.answering.citation_accuracy import (
     no_labels,
     read_claim_labels,
 )
-from rag.answering.llm_tables import identifiers
-from rag.formats.files import write_csv
-from rag.formats.tables import read_columns
+from rag.measuring.llm_tables import identifiers
 from rag.pipeline.jobs import finish_job, start_log
 from rag.question_tables import read_questions
 

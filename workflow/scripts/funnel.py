@@ -8,7 +8,7 @@ prefiltered, its candidates are checked once more before reranking
 import json
 
 from rag.formats.tables import load_indexes, read_columns, read_provenance
-from rag.pipeline.jobs import finish_job, job_filter, start_log, write_job_ranking
+from rag.pipeline.jobs import RankingJob, job_filter, start_log
 from rag.provenance import composite_record, filter_record
 from rag.question_tables import read_questions
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config
@@ -46,15 +46,5 @@ log.info("%s", describe_funnel(snakemake.wildcards.retriever, entry, rankings))
 if allowed is not None:
     log.info("disallowed first-stage candidates removed before reranking: %d (expected 0)", removed)
 record = composite_record(entry, first=read_provenance(snakemake.input.first), rerank=rerank_record)
-write_job_ranking(
-    snakemake.output.ranking,
-    question_ids,
-    rankings,
-    chunk_ids,
-    chunks=snakemake.input.chunks,
-    code=snakemake.params.code,
-    retriever=record,
-    stage="funnel",
-    **filter_record(filter_config),
-)
-finish_job()
+job = RankingJob(snakemake.output.ranking, snakemake.input.chunks, snakemake.params.code, "funnel")
+job.finish(question_ids, rankings, chunk_ids, record, **filter_record(filter_config))

@@ -9,7 +9,7 @@ components at their deeper component depth).
 import json
 
 from rag.formats.tables import read_columns
-from rag.pipeline.jobs import finish_job, job_filter, start_log, write_job_ranking
+from rag.pipeline.jobs import RankingJob, job_filter, start_log
 from rag.provenance import composite_record, filter_record
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config
 from rag.retrieval.fusion import fuse
@@ -41,15 +41,5 @@ log.info("fused %s for %d questions", entry["components"], len(question_ids))
 components_record = read_component_provenance(entry["components"], snakemake.input.components)
 record = composite_record(entry, components=components_record)
 parts = filter_record(filter_config)
-write_job_ranking(
-    snakemake.output.ranking,
-    question_ids,
-    fused,
-    chunk_ids,
-    chunks=snakemake.input.chunks,
-    code=snakemake.params.code,
-    retriever=record,
-    stage="fuse",
-    **parts,
-)
-finish_job()
+job = RankingJob(snakemake.output.ranking, snakemake.input.chunks, snakemake.params.code, "fuse")
+job.finish(question_ids, fused, chunk_ids, record, **parts)

@@ -5,7 +5,8 @@ import json
 import pandas as pd
 
 from rag.answering.caller_sources import named_caller
-from rag.answering.judging import (
+from rag.formats.files import write_csv
+from rag.measuring.judging import (
     ALWAYS_CORRECT,
     DETERMINISTIC,
     VERDICT_FRAME_COLUMNS,
@@ -16,7 +17,6 @@ from rag.answering.judging import (
     judge_from_entry,
     read_labels,
 )
-from rag.formats.files import write_csv
 from rag.models.gate import chunk_access, model_entry, open_gate
 from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache

@@ -10,7 +10,7 @@ from rag.evaluation.holdout import holdout_questions
 from rag.evaluation.learned_fusion import LearnedFusionSettings, describe_choice
 from rag.evaluation.learned_views import learned_fusion_in_view, read_labels
 from rag.formats.tables import read_columns
-from rag.pipeline.jobs import finish_job, start_log, write_job_ranking
+from rag.pipeline.jobs import RankingJob, start_log
 from rag.provenance import composite_record, filter_record
 from rag.question_tables import read_questions
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config, describe_filtered
@@ -45,15 +45,6 @@ else:
     fused = [rankings[question_id] for question_id in question_ids]
     log.info("%s", describe_filtered(snakemake.wildcards.retriever, name, allowed, fused))
 components_record = read_component_provenance(entry["components"], snakemake.input.components)
-write_job_ranking(
-    snakemake.output.ranking,
-    question_ids,
-    fused,
-    chunk_ids,
-    chunks=snakemake.input.chunks,
-    code=snakemake.params.code,
-    retriever=composite_record(entry, components=components_record),
-    stage="learned_filtered",
-    **filter_record(filter_config),
-)
-finish_job()
+record = composite_record(entry, components=components_record)
+job = RankingJob(snakemake.output.ranking, snakemake.input.chunks, snakemake.params.code, "learned_filtered")
+job.finish(question_ids, fused, chunk_ids, record, **filter_record(filter_config))

@@ -2,8 +2,12 @@
 
 import pandas as pd
 
-from rag.answering.judging import LABELLED_CORPUS, read_labels
-from rag.answering.llm_tables import (
+from rag.formats.files import write_csv
+from rag.formats.tables import read_columns
+from rag.measuring.citation_accuracy import read_claim_labels
+from rag.measuring.judging import LABELLED_CORPUS, read_labels
+from rag.measuring.llm_tables import (
+    answer_labels,
     closed_book_comparisons,
     describe_llm_answers,
     gather_answer_files,
@@ -11,9 +15,7 @@ from rag.answering.llm_tables import (
     summarize_llm_answers,
     with_label_outcomes,
 )
-from rag.answering.verdicts import verdicts_table
-from rag.formats.files import write_csv
-from rag.formats.tables import read_columns
+from rag.measuring.verdicts import verdicts_table
 from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
@@ -24,7 +26,11 @@ for path in snakemake.input.chunks:
     chunk_texts |= dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
 judged = judge_llm_answers(answers, chunk_texts)
 # Correct, partly and wrong by the hand labels, beside the deterministic judge's correct.
-labels = read_labels(snakemake.input.labels[0]) if snakemake.input.labels else None
+judges_labels = read_labels(snakemake.input.labels[0]) if snakemake.input.labels else None
+claim_labels = (
+    read_claim_labels(*snakemake.input.claim_labels).answers if snakemake.input.claim_labels else None
+)
+labels = answer_labels(judges_labels, claim_labels)
 summary = with_label_outcomes(summarize_llm_answers(judged), judged, labels, LABELLED_CORPUS)
 for line in describe_llm_answers(summary):
     log.info("%s", line)

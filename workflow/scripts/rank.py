@@ -3,7 +3,7 @@
 import json
 
 from rag.formats.tables import read_columns, save_arrays
-from rag.pipeline.jobs import finish_job, start_log, write_job_ranking
+from rag.pipeline.jobs import RankingJob, start_log
 from rag.provenance import retriever_record
 from rag.question_tables import read_questions
 from rag.retrieval.retrievers import build_with_progress, describe_rankings, search_with_progress
@@ -26,14 +26,5 @@ rankings = search_with_progress(
 log.info("%s", describe_rankings(name, len(chunk_ids), question_ids, rankings))
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
-write_job_ranking(
-    snakemake.output.ranking,
-    question_ids,
-    rankings,
-    chunk_ids,
-    chunks=snakemake.input.chunks,
-    code=snakemake.params.code,
-    retriever=retriever_record(entry),
-    stage="rank",
-)
-finish_job()
+job = RankingJob(snakemake.output.ranking, snakemake.input.chunks, snakemake.params.code, "rank")
+job.finish(question_ids, rankings, chunk_ids, retriever_record(entry))

@@ -3,7 +3,7 @@
 import json
 
 from rag.formats.tables import read_columns, save_arrays
-from rag.pipeline.jobs import finish_job, start_log, write_job_ranking
+from rag.pipeline.jobs import RankingJob, start_log
 from rag.provenance import retriever_record
 from rag.question_tables import read_questions
 from rag.retrieval.dense.sentence_embeddings import (
@@ -41,15 +41,5 @@ log.info("%s: %d chunks, %d questions", name, len(chunk_ids), len(questions))
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
 question_ids = [q.question_id for q in questions]
 record = retriever_record(entry)
-write_job_ranking(
-    snakemake.output.ranking,
-    question_ids,
-    rankings,
-    chunk_ids,
-    chunks=snakemake.input.chunks,
-    code=snakemake.params.code,
-    retriever=record,
-    stage="rank_embedder",
-    encoder=fingerprint,
-)
-finish_job()
+job = RankingJob(snakemake.output.ranking, snakemake.input.chunks, snakemake.params.code, "rank_embedder")
+job.finish(question_ids, rankings, chunk_ids, record, encoder=fingerprint)

@@ -12,7 +12,7 @@ import json
 import sys
 
 from rag.formats.tables import load_arrays, read_columns
-from rag.pipeline.jobs import finish_job, start_log, write_job_ranking
+from rag.pipeline.jobs import RankingJob, start_log
 from rag.provenance import filter_record, retriever_record
 from rag.question_tables import read_questions
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config, describe_filtered, filter_warnings
@@ -43,15 +43,5 @@ else:
     arrays = load_arrays(snakemake.input.index)
     rankings = search_saved(entry, arrays, texts, snakemake.params.depth, order, allowed, base)
 log.info("%s", describe_filtered(name, filter_name, allowed, rankings))
-write_job_ranking(
-    snakemake.output.ranking,
-    question_ids,
-    rankings,
-    chunk_ids,
-    chunks=snakemake.input.chunks,
-    code=snakemake.params.code,
-    retriever=retriever_record(entry),
-    stage="rank_filtered",
-    **filter_record(filter_config),
-)
-finish_job()
+job = RankingJob(snakemake.output.ranking, snakemake.input.chunks, snakemake.params.code, "rank_filtered")
+job.finish(question_ids, rankings, chunk_ids, retriever_record(entry), **filter_record(filter_config))

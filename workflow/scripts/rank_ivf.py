@@ -3,7 +3,7 @@
 import json
 
 from rag.formats.tables import load_arrays, read_columns, save_arrays
-from rag.pipeline.jobs import finish_job, start_log, write_job_ranking
+from rag.pipeline.jobs import RankingJob, start_log
 from rag.provenance import ivf_record
 from rag.question_tables import read_questions
 from rag.retrieval.retrievers import build_ivf_retriever, chunk_embeddings, load_retriever, search
@@ -39,14 +39,5 @@ log.info(
 
 save_arrays(snakemake.output.index, retriever.index.to_arrays())
 record = ivf_record(entry, base_entry)
-write_job_ranking(
-    snakemake.output.ranking,
-    [q.question_id for q in questions],
-    rankings,
-    chunk_ids,
-    chunks=snakemake.input.chunks,
-    code=snakemake.params.code,
-    retriever=record,
-    stage="rank_ivf",
-)
-finish_job()
+job = RankingJob(snakemake.output.ranking, snakemake.input.chunks, snakemake.params.code, "rank_ivf")
+job.finish([q.question_id for q in questions], rankings, chunk_ids, record)

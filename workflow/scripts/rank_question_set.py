@@ -9,7 +9,7 @@ from pathlib import Path
 from rag.formats.files import read_yaml
 from rag.formats.tables import load_arrays, read_columns
 from rag.labels import parse_questions
-from rag.pipeline.jobs import finish_job, start_log, write_job_ranking
+from rag.pipeline.jobs import RankingJob, start_log
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config
 from rag.retrieval.question_sets import rank_question_set, ranking_provenance
 from rag.retrieval.search import chunk_id_order
@@ -43,14 +43,5 @@ log.info(
     len(allowed),
 )
 question_ids = [question.question_id for question in questions]
-write_job_ranking(
-    snakemake.output.ranking,
-    question_ids,
-    rankings,
-    chunk_ids,
-    chunks=snakemake.input.chunks,
-    code=snakemake.params.code,
-    retriever=ranking_provenance(name, entries),
-    stage="rank_question_set",
-)
-finish_job()
+job = RankingJob(snakemake.output.ranking, snakemake.input.chunks, snakemake.params.code, "rank_question_set")
+job.finish(question_ids, rankings, chunk_ids, ranking_provenance(name, entries))

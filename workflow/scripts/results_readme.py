@@ -2,13 +2,14 @@
 
 import pandas as pd
 
-from rag.answering.best_setup import best_answer_setup_lines
 from rag.evaluation.holdout import with_holdout_rows
 from rag.evaluation.opening import opening_lines, with_opening
 from rag.evaluation.recommendation import k_choice_lines, k_choices, recommendation_lines, recommendations
 from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
 from rag.evaluation.summary import grid_edge_lines, results_readme
 from rag.formats.files import write_text
+from rag.measuring.best_setup import best_answer_setup_lines
+from rag.measuring.llm_tables import with_reference
 from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
@@ -43,15 +44,15 @@ readme = results_readme(
     which_k=which_k,
     learned=learned,
 )
-if snakemake.input.llm_judged:
-    judged = pd.read_csv(snakemake.input.llm_judged[0], keep_default_na=False, na_values=[""])
-    readme = readme.rstrip("\n") + "\n\n" + "\n".join(best_answer_setup_lines(judged)) + "\n"
-# The opening recommendation (rag.evaluation.opening), from the same tables.
-judged_table = (
+judged = (
     pd.read_csv(snakemake.input.llm_judged[0], keep_default_na=False, na_values=[""])
     if snakemake.input.llm_judged
     else None
 )
+if judged is not None:
+    readme = readme.rstrip("\n") + "\n\n" + "\n".join(best_answer_setup_lines(judged)) + "\n"
+# The opening recommendation (rag.evaluation.opening), over the answer tables' one denominator.
+judged_table = None if judged is None else judged[with_reference(judged)]
 readme = with_opening(readme, opening_lines(found, choices, budget, judged_table))
 write_text(snakemake.output[0], readme)
 finish_job()

@@ -12,14 +12,12 @@ import pytest
 from rag.answering.answers import (
     GROUPS,
     GenerationSettings,
-    abstention_tradeoff_table,
     answer_and_judge,
     collection_idf,
     evidence_documents,
     question_group,
     quoted_piece,
     reader_answers_frame,
-    summarize_answers,
 )
 from rag.answering.config_checks import DEFAULT_ABSTENTION_THRESHOLDS, canonical_answers
 from rag.answering.extractive import ExtractiveAnswer, extract_answer
@@ -27,6 +25,7 @@ from rag.answering.prompts import PromptBudgetError, build_prompt
 from rag.chunking import Chunk
 from rag.kinds import ConfigError
 from rag.labels import Evidence, Question, Span, SpanLocation
+from rag.measuring.offline_tables import abstention_tradeoff_table, summarize_answers
 from rag.text import analyze
 
 

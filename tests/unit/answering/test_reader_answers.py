@@ -9,18 +9,11 @@ import pandas as pd
 import pytest
 
 from rag.answering.answers import (
-    THRESHOLD_GRID,
     GenerationSettings,
     answer_and_judge,
     answer_question_by_readers,
-    apply_thresholds,
-    choose_threshold,
-    cross_validated_thresholds,
-    fold_of_questions,
-    net_correct,
     reader_answers_frame,
     reader_outputs,
-    summarize_answers,
 )
 from rag.answering.config_checks import canonical_reader
 from rag.answering.verification import check_answer, check_responsive, describe_verdicts, verdicts
@@ -28,6 +21,15 @@ from rag.chunking import Chunk
 from rag.evaluation.statistics import bootstrap_interval
 from rag.kinds import ConfigError
 from rag.labels import Question
+from rag.measuring.offline_tables import summarize_answers
+from rag.measuring.thresholds import (
+    THRESHOLD_GRID,
+    apply_thresholds,
+    choose_threshold,
+    cross_validated_thresholds,
+    fold_of_questions,
+    net_correct,
+)
 
 TITAN_TEXT = (
     "Pioneer 11 measured the surface temperature of Titan in 1979. "

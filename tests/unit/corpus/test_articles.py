@@ -338,8 +338,7 @@ def test_subsections_of_a_skipped_section_are_skipped_until_the_next_sibling() -
 
 def test_entities_invisible_characters_and_unicode_spaces_are_normalised() -> None:
     markup = "<p>\n  Ice&nbsp;&amp;&#32;rock\u2009giant,\u00ad soft&#x200B;ware&hellip;  </p>"
-    # NFKC, as every reader applies it (rag.documents.rendering.normalize_passage):
-    # the ellipsis becomes "...".
+    # NFKC, as every reader applies it (rag.documents.passages.normalize_passage): the ellipsis becomes "...".
     assert parse_article_html(markup, "entities") == [Block((), "Ice & rock giant, software...")]
 
 

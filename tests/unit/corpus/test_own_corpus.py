@@ -21,7 +21,7 @@ from rag.corpus.folders import parse_text, read_document, skipped_setting
 from rag.corpus.questions import corpus_question_problems, question_problems
 from rag.documents.access_metadata import DocumentError
 from rag.documents.blocks import Block, Document
-from rag.documents.rendering import normalize_passage
+from rag.documents.passages import normalize_passage
 from rag.evaluation.statistics import questions_by_type
 from rag.labels import LabelError, Question, locate_spans, parse_questions
 from rag.pipeline.experiments import (
@@ -218,7 +218,7 @@ code line
 """
 
 
-def test_markdown_keeps_list_items_by_default_and_counts_what_it_skips():
+def test_markdown_keeps_list_items_and_tables_by_default_and_counts_what_it_skips():
     document, skipped = read_document(MARKDOWN, "notes/mercury.md", "markdown")
     assert document.doc_id == "mercury"
     assert [block.text for block in document.blocks] == [
@@ -227,7 +227,13 @@ def test_markdown_keeps_list_items_by_default_and_counts_what_it_skips():
         "1. Radar echoes were timed in 1965.",
         "2. The rotation period followed.",
         "A bullet item.",
+        "a | b / 1 | 2",
+        "a: 1; b: 2.",
     ]
+    assert [block.table_rows for block in document.blocks[-2:]] == [((0, 5), (8, 13)), ((0, 11),)]
+    assert skipped == {"tables": 0, "lists": 0, "references": 1, "code": 1}
+    # skip: [tables] stays possible, and counts the table's three lines.
+    _, skipped = parse_markdown_counted(MARKDOWN, "mercury.md", ("tables", "references", "code"))
     assert skipped == {"tables": 3, "lists": 0, "references": 1, "code": 1}
 
 
@@ -245,13 +251,15 @@ def test_skipping_everything_keeps_wrapped_prose_and_counts_the_list():
 def test_keeping_tables_code_and_references():
     document, skipped = parse_markdown_counted(MARKDOWN, "mercury.md", ())
     texts = [block.text for block in document.blocks]
-    assert "a | b" in texts and "1 | 2" in texts and "code line" in texts
+    assert "a | b / 1 | 2" in texts and "a: 1; b: 2." in texts and "code line" in texts
     assert document.blocks[-1] == Block(("References",), "Someone (2001). A paper.")
     assert skipped == dict.fromkeys(("tables", "lists", "references", "code"), 0)
 
 
 def test_skip_settings_per_source():
-    assert skipped_setting({"source": "markdown"}, "c") == ("tables", "references", "code")
+    assert skipped_setting({"source": "markdown"}, "c") == ("references", "code")
+    assert skipped_setting({"source": "html"}, "c") == ("lists", "references", "code")
+    assert skipped_setting({"source": "html", "skip": ["tables", "lists", "references", "code"]}, "c")
     assert skipped_setting({"source": "wikipedia"}, "c") == ("tables", "lists", "references", "code")
     assert skipped_setting({"source": "text"}, "c") == ()
     assert skipped_setting({"source": "markdown", "skip": ["lists", "tables"]}, "c") == ("tables", "lists")
@@ -259,6 +267,8 @@ def test_skip_settings_per_source():
         skipped_setting({"source": "markdown", "skip": ["images"]}, "c")
     with pytest.raises(DocumentError, match="always skips"):
         skipped_setting({"source": "html", "skip": []}, "c")
+    with pytest.raises(DocumentError, match="always skips"):
+        skipped_setting({"source": "wikipedia", "skip": ["lists", "references", "code"]}, "c")
 
 
 def test_plain_text_paragraphs_are_separated_by_blank_lines():
@@ -280,7 +290,16 @@ def test_html_files_go_through_the_article_reader():
     assert (document.doc_id, document.title) == ("ceres", "Ceres & Vesta")
     assert [(block.section, block.text) for block in document.blocks] == [
         ((), "Ceres is the largest body of the belt."),
+        ((), "1"),
         (("Orbit",), "It orbits in 4.6 years."),
+    ]
+    assert skipped == {"tables": 0, "lists": 1, "references": 1, "code": 1}
+    document, skipped = read_document(
+        page, "pages/ceres.html", "html", ("tables", "lists", "references", "code")
+    )
+    assert [block.text for block in document.blocks] == [
+        "Ceres is the largest body of the belt.",
+        "It orbits in 4.6 years.",
     ]
     assert skipped == {"tables": 1, "lists": 1, "references": 1, "code": 1}
 

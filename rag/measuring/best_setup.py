@@ -3,7 +3,7 @@
 From results/llm_answers_judged.csv: per generator and question file, the
 share of correct answers of every setup (closed book, each retriever) over the
 answerable questions with a reference answer (the answer tables' one
-denominator, :data:`rag.answering.llm_tables.WITH_REFERENCE`), with its
+denominator, :data:`rag.measuring.llm_tables.WITH_REFERENCE`), with its
 bootstrap interval; the best setup is tested against the runner-up and
 against the closed book with the paired randomization test on the same
 questions (:func:`rag.evaluation.significance.compare_paired`, the test of
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from rag.answering.correctness import CORRECT
 from rag.answering.llm_answers import CLOSED_BOOK
-from rag.answering.llm_tables import with_reference
 from rag.evaluation.statistics import bootstrap_interval
+from rag.measuring.correctness import CORRECT
+from rag.measuring.llm_tables import with_reference
 
 ALPHA = 0.05
 BETTER = "better"
@@ -169,7 +169,9 @@ def best_answer_setup_lines(judged: pd.DataFrame) -> list[str]:
         "questions (difference of the correct share, its interval, p), as in the retrieval section.",
         f"The {tested} comparisons below are one family: each p is Holm-corrected over all {tested},",
         f"and a verdict says {BETTER} only when the corrected p is below {ALPHA}. Judged by the",
-        "deterministic judge, whose agreement with hand labels is in `judge_calibration.csv`.",
+        "deterministic judge, whose agreement with hand labels is in `judge_calibration.csv`; its",
+        '"correct" can hold answers the hand labels call partly correct, which',
+        "`llm_answers_summary.csv` counts apart (`labelled_partly`, `correct_labelled_partly`).",
         "",
     ]
     for setup in setups:

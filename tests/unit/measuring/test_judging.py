@@ -10,7 +10,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.answering.judging import (
+from rag.kinds import GENERATOR_KINDS, defaults
+from rag.measuring.judging import (
     ALWAYS_CORRECT,
     CORRECT_TASK,
     CORRECTNESS_LABELS,
@@ -38,7 +39,6 @@ from rag.answering.judging import (
     verdict_format,
     verdict_probability,
 )
-from rag.kinds import GENERATOR_KINDS, defaults
 from rag.models.client import Completion
 
 LABELS = Path(__file__).resolve().parents[3] / "resources" / "answer_labels" / "labels.csv"
@@ -507,7 +507,7 @@ def test_any_server_logprobs_are_kept_well_formed_or_dropped_and_never_break_the
 def test_an_optional_judge_whose_replies_are_missing_and_model_not_installed_is_left_out_with_a_warning(
     monkeypatch, tmp_path
 ):
-    from rag.answering.judging import asked_verdicts
+    from rag.measuring.judging import asked_verdicts
     from rag.models import local_server
     from rag.models.response_cache import ResponseCache
 

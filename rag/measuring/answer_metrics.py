@@ -5,17 +5,17 @@ every answer table reads this registry, so a metric added here appears in all
 of them, and none is computed in one table and forgotten in another:
 
 - the offline answers' summary (results/answers_summary.csv,
-  :func:`rag.answering.answers.summarize_answers`), per question group;
+  :func:`rag.measuring.offline_tables.summarize_answers`), per question group;
 - the language models' summary (results/llm_answers_summary.csv,
-  :func:`rag.answering.llm_tables.summarize_llm_answers`), per setup;
+  :func:`rag.measuring.llm_tables.summarize_llm_answers`), per setup;
 - the paired tests of every retrieval setting against the closed book
-  (results/llm_closed_book.csv, :func:`rag.answering.llm_tables.closed_book_comparisons`),
+  (results/llm_closed_book.csv, :func:`rag.measuring.llm_tables.closed_book_comparisons`),
   for the metrics marked ``tested``.
 
 A metric reads one answer at a time through the *verdict columns* every
 table's answers are put into first (:data:`VERDICT_COLUMNS`;
-:func:`rag.answering.answers.offline_verdicts`,
-:func:`rag.answering.llm_tables.llm_verdicts`), so it is written once for the
+:func:`rag.measuring.offline_tables.offline_verdicts`,
+:func:`rag.measuring.llm_tables.llm_verdicts`), so it is written once for the
 extractive generator, the reader and the language models alike. Its function
 gives each answer a number (1.0 or 0.0 for a yes-or-no metric), or NaN where
 the metric does not apply to that answer (``faithful`` to an abstention):

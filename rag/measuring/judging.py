@@ -11,7 +11,7 @@ Two questions are asked of every labelled answer (resources/answer_labels/):
   only answers that cite are asked.
 
 The deterministic judge answers the first with
-:func:`rag.answering.correctness.judge_answer` and the second with the
+:func:`rag.measuring.correctness.judge_answer` and the second with the
 citation check (:func:`rag.answering.verification.check_answer`). A model
 judge is a ``judge`` entry of config['generators'] (rag/kinds.py), asked the
 strongest way a small model can be asked:
@@ -227,9 +227,9 @@ VERDICT_FRAME_COLUMNS = [
 
 def deterministic_verdicts(labels: pd.DataFrame, chunk_texts: Mapping[str, str]) -> pd.DataFrame:
     """The deterministic judge on every labelled answer: the correctness judge and the citation check."""
-    from rag.answering.correctness import judge_answer
     from rag.answering.llm_answers import is_abstention
     from rag.answering.verification import check_answer
+    from rag.measuring.correctness import judge_answer
 
     rows = []
     for row in labels.itertuples(index=False):
@@ -284,28 +284,6 @@ class ModelJudge(EndpointEntry):
     # A judge's replies are read by parse_verdict, never turned into cited answer text
     # (rag.answering.llm_answers.complete_with_cache reads this).
     structured = False
-
-
-# The placeholders each judge prompt must hold (and may hold: no others).
-JUDGE_PLACEHOLDERS = {
-    "system": frozenset(),
-    "correct_user": frozenset({"question", "reference", "answer"}),
-    "supported_user": frozenset({"sources", "answer"}),
-}
-
-
-def judge_entry_problem(entry: Mapping) -> tuple[str, str] | None:
-    """(key, why) for the first judge prompt that is not a usable template, or None."""
-    import string
-
-    for key, wanted in JUDGE_PLACEHOLDERS.items():
-        try:
-            names = {field for _, field, _, _ in string.Formatter().parse(entry[key]) if field is not None}
-        except ValueError as error:
-            return key, f"not a template ({error}); write a literal brace as {{{{ or }}}}"
-        if names != wanted:
-            return key, f"must hold exactly the placeholders {sorted(wanted)}, holds {sorted(names)}"
-    return None
 
 
 def judge_from_entry(name: str, entry: Mapping) -> ModelJudge:
@@ -532,7 +510,7 @@ def cross_validated_yes(labels: pd.DataFrame, verdicts: pd.DataFrame, task: str)
     The returned threshold, chosen on all of them, judges the held-out labels.
     Both are None-free: a judge without probabilities gets NaN and its verdicts.
     """
-    from rag.answering.answers import fold_of_questions
+    from rag.measuring.thresholds import fold_of_questions
 
     merged = labels[["item", "question_id", "questions"]].merge(verdicts, on="item", how="left")
     development = (merged["questions"] == DEVELOPMENT).to_numpy()

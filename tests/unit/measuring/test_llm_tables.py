@@ -6,17 +6,21 @@ import math
 
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from rag.answering.correctness import ANSWERED_UNANSWERABLE, NOT_JUDGED, REFUSED
-from rag.answering.llm_tables import (
+from rag.measuring.correctness import ANSWERED_UNANSWERABLE, NOT_JUDGED, REFUSED
+from rag.measuring.llm_tables import (
     ANSWER_FILE_COLUMNS,
+    answer_labels,
     citation_check_table,
     closed_book_comparisons,
     gather_answer_files,
     judge_llm_answers,
     summarize_llm_answers,
+    with_label_outcomes,
 )
-from rag.answering.verdicts import NOT_CHECKED, verdicts_table
+from rag.measuring.verdicts import NOT_CHECKED, verdicts_table
 
 CHUNKS = {
     "c1": "The Caloris Basin measures about 1,550 km across.",
@@ -208,7 +212,7 @@ def test_bad_answer_files_are_one_clear_error():
 
 
 def test_the_summary_counts_correct_partly_and_wrong_by_the_labels_and_partly_is_never_correct():
-    from rag.answering.llm_tables import LABEL_OUTCOME_COLUMNS, with_label_outcomes
+    from rag.measuring.llm_tables import LABEL_OUTCOME_COLUMNS, with_label_outcomes
 
     setup = {
         "corpus": "c",
@@ -244,3 +248,72 @@ def test_the_summary_counts_correct_partly_and_wrong_by_the_labels_and_partly_is
         *summary.columns,
         *LABEL_OUTCOME_COLUMNS,
     ]
+
+
+def _label(answer: str, correctness: str, question: str = "q1") -> dict:
+    return {
+        "generator": "qwen",
+        "questions": "development",
+        "chunker": "sentences100",
+        "retriever": "bm25",
+        "question_id": question,
+        "answer": answer,
+        "correctness": correctness,
+    }
+
+
+def test_the_claim_reading_of_an_answer_wins_and_other_answers_stay():
+    judges = pd.DataFrame([_label("Herschel [1]", "correct"), _label("Galle", "wrong", "q2")])
+    claims = pd.DataFrame([_label(" Herschel [1] ", "partly"), _label("Herschel in 1781", "correct")])
+    labels = answer_labels(judges, claims)
+    assert sorted(zip(labels["answer"].str.strip(), labels["correctness"], strict=True)) == [
+        ("Galle", "wrong"),
+        ("Herschel [1]", "partly"),
+        ("Herschel in 1781", "correct"),
+    ]
+    assert answer_labels(None, None) is None
+    assert answer_labels(None, claims).equals(claims[labels.columns].reset_index(drop=True))
+
+
+def test_a_claim_label_reaches_the_summary_only_for_the_same_answer_text():
+    judged = pd.DataFrame(
+        [
+            {**_label("Herschel [1]", ""), "corpus": "c", "k": 5, "outcome": "correct"},
+            {**_label("Galle", "", "q2"), "corpus": "c", "k": 5, "outcome": "wrong"},
+        ]
+    ).drop(columns="correctness")
+    summary = pd.DataFrame([{"corpus": "c", **{key: judged.at[0, key] for key in _SETUP}, "k": 5}])
+    labels = answer_labels(
+        pd.DataFrame([_label("Herschel [1]", "correct")]),
+        pd.DataFrame([_label("Herschel [1]", "partly"), _label("Galle, in 1846", "wrong", "q2")]),
+    )
+    row = with_label_outcomes(summary, judged, labels, "c").iloc[0]
+    assert (row["labelled"], row["labelled_correct"], row["labelled_partly"], row["labelled_wrong"]) == (
+        1,
+        0,
+        1,
+        0,
+    )
+    assert row["correct_labelled_partly"] == 1
+
+
+_SETUP = ("generator", "questions", "chunker", "retriever")
+_TEXTS = st.sampled_from(["a", " a", "b", "a [1]"])
+_VERDICTS = st.sampled_from(["correct", "partly", "wrong"])
+_FRAMES = st.lists(st.tuples(_TEXTS, _VERDICTS, st.sampled_from(["q1", "q2"])), max_size=8).map(
+    lambda rows: pd.DataFrame([_label(*row) for row in rows], columns=list(_label("", "")))
+)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, database=None)
+@given(_FRAMES, _FRAMES)
+def test_one_label_per_answer_and_the_later_file_decides(first, second):
+    labels = answer_labels(first, second)
+    keys = labels.assign(answer=labels["answer"].str.strip())
+    assert not keys.duplicated(["question_id", "answer"]).any()
+    for row in second.itertuples(index=False):
+        later = second[
+            (second["question_id"] == row.question_id) & (second["answer"].str.strip() == row.answer.strip())
+        ].iloc[-1]
+        kept = keys[(keys["question_id"] == row.question_id) & (keys["answer"] == row.answer.strip())]
+        assert list(kept["correctness"]) == [later["correctness"]]

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.answering import answer_metrics
-from rag.answering.answer_metrics import AnswerMetric, metric, names
-from rag.answering.answers import summarize_answers
-from rag.answering.correctness import ABSTAINED, ANSWERED_UNANSWERABLE, CORRECT, REFUSED, WRONG
-from rag.answering.llm_tables import closed_book_comparisons, summarize_llm_answers
 from rag.ask.measure import AskJudgement, ask_summary
+from rag.measuring import answer_metrics
+from rag.measuring.answer_metrics import AnswerMetric, metric, names
+from rag.measuring.correctness import ABSTAINED, ANSWERED_UNANSWERABLE, CORRECT, REFUSED, WRONG
+from rag.measuring.llm_tables import closed_book_comparisons, summarize_llm_answers
+from rag.measuring.offline_tables import summarize_answers
 
 KEYS = ["corpus", "chunker", "retriever", "reader"]
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rag.answering.answers import MULTI_DOCUMENT, SINGLE_DOCUMENT, UNANSWERABLE, at_grid_edge
+from rag.answering.answers import MULTI_DOCUMENT, SINGLE_DOCUMENT, UNANSWERABLE
+from rag.measuring.thresholds import at_grid_edge
 
 _SETUP = ["corpus", "chunker", "retriever", "reader"]
 
@@ -225,7 +226,7 @@ def _citation_table(citation: pd.DataFrame) -> list[str]:
 
 
 def _accuracy_table(accuracy: pd.DataFrame) -> list[str]:
-    from rag.answering.citation_accuracy import preferred_rows
+    from rag.measuring.citation_accuracy import preferred_rows
 
     lines = [
         "| questions | generator | retriever | from | answers | accuracy | coverage |",
@@ -287,7 +288,7 @@ def llm_sections(
     citation_accuracy: pd.DataFrame | None = None,
 ) -> list[str]:
     """The language models' sections of results/answers.md, each from its table (absent: left out)."""
-    from rag.answering.verdicts import NOT_CHECKED
+    from rag.measuring.verdicts import NOT_CHECKED
 
     lines: list[str] = []
     if llm_summary is not None and closed_book is not None and len(llm_summary):
@@ -296,7 +297,7 @@ def llm_sections(
             "## Language models against the closed book",
             "",
             "From `llm_answers_summary.csv` and `llm_closed_book.csv`. Correct: the answer states the",
-            "reference answer (normalised, or all its numbers and names; `rag/answering/correctness.py`);",
+            "reference answer (normalised, or all its numbers and names; `rag/measuring/correctness.py`);",
             "shares of correct, wrong and abstained are over the answerable questions with a reference",
             "answer. Correct from memory: correct answers whose reference is in none of the prompt's",
             "sources (every closed-book answer). p: paired randomization test of the correct share",

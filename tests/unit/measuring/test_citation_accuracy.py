@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from rag.answering.citation_accuracy import (
+from rag.answering.verification import check_answer
+from rag.measuring.citation_accuracy import (
     ANSWER_COLUMNS,
     ClaimLabelError,
     ClaimLabels,
@@ -21,7 +22,6 @@ from rag.answering.citation_accuracy import (
     read_claim_labels,
     wilson_interval,
 )
-from rag.answering.verification import check_answer
 from rag.question_tables import read_questions
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -382,7 +382,7 @@ def test_the_value_must_sit_in_one_passage_not_spread_over_the_source():
 
 
 def test_without_labels_every_share_comes_from_the_check():
-    from rag.answering.citation_accuracy import no_labels
+    from rag.measuring.citation_accuracy import no_labels
 
     judged = pd.DataFrame([{**_answer("1", "1"), "abstained": False, "source_chunk_ids": "a"}])
     sources = Sources({1: "Deimos is the outer moon of Mars."}, {1: "Mars"})
@@ -392,7 +392,7 @@ def test_without_labels_every_share_comes_from_the_check():
 
 
 def test_the_labels_row_is_preferred_to_the_checks_for_its_setup():
-    from rag.answering.citation_accuracy import preferred_rows
+    from rag.measuring.citation_accuracy import preferred_rows
 
     keys = {"corpus": "c", "questions": "q", "generator": "g", "chunker": "s", "k": 5}
     table = pd.DataFrame(

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.answering.correctness import (
+from rag.formats.files import read_yaml
+from rag.labels import parse_questions
+from rag.measuring.correctness import (
     ABSTAINED,
     ANSWERED_UNANSWERABLE,
     CORRECT,
@@ -21,8 +23,6 @@ from rag.answering.correctness import (
     reference_names,
     reference_numbers,
 )
-from rag.formats.files import read_yaml
-from rag.labels import parse_questions
 
 BUNDLED = Path(__file__).resolve().parents[3] / "resources" / "solar_system"
 

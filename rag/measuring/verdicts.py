@@ -6,7 +6,7 @@ value of the type the question asks for. Neither checks that the value is
 the one asked for: "Hellas Planitia, an impact basin roughly 2,300 km in
 diameter" passes both for "What is the diameter of Mars?". This module counts,
 for any generator's answers, how many that pass both verdicts are correct by
-the reference answers (:mod:`rag.answering.correctness`), so the verdicts'
+the reference answers (:mod:`rag.measuring.correctness`), so the verdicts'
 worth is a number in the tables rather than an assumption.
 """
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from rag.answering.correctness import CORRECT, NOT_JUDGED
 from rag.evaluation.statistics import bootstrap_interval
+from rag.measuring.correctness import CORRECT, NOT_JUDGED
 
 # What the verdicts leave unchecked, in the words rag ask and the tables use.
 NOT_CHECKED = (
@@ -75,7 +75,7 @@ def verdicts_table(llm_judged: pd.DataFrame, heldout: pd.DataFrame | None) -> pd
     means correct.
 
     ``llm_judged`` are the language models' judged answers
-    (:func:`rag.answering.llm_tables.judge_llm_answers`); ``heldout`` is
+    (:func:`rag.measuring.llm_tables.judge_llm_answers`); ``heldout`` is
     results/answers_heldout.csv, whose ``all`` rows carry the same counts for
     the offline generators through ``rag ask``'s path (development and each
     held-out file). ``setup`` names the retrieval: chunker/retriever/k for

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from rag.answering.answers_document import answer_rows, answers_document
+from rag.measuring.answers_document import answer_rows, answers_document
 
 SETUP = {"corpus": "c", "chunker": "k"}
 
@@ -131,14 +131,14 @@ def test_the_committed_document_is_the_one_the_tables_give():
 
 
 def test_the_language_model_sections_quote_their_tables():
-    from rag.answering.llm_tables import (
+    from rag.measuring.llm_tables import (
         closed_book_comparisons,
         gather_answer_files,
         judge_llm_answers,
         summarize_llm_answers,
     )
-    from rag.answering.verdicts import NOT_CHECKED, verdicts_table
-    from tests.unit.answering.test_llm_tables import BM25, CHUNKS, CLOSED, answer_file
+    from rag.measuring.verdicts import NOT_CHECKED, verdicts_table
+    from tests.unit.measuring.test_llm_tables import BM25, CHUNKS, CLOSED, answer_file
 
     files = [("b", answer_file("sentences100", "bm25", BM25)), ("n", answer_file("none", "none", CLOSED))]
     judged = judge_llm_answers(gather_answer_files(files), CHUNKS)

@@ -1,0 +1,1 @@
+"""Answers measured: answer tables, thresholds, verdicts, judges, calibration, citation accuracy."""
