@@ -55,9 +55,10 @@ be measured by separate runs. benchmarks/plot_scaling.py draws the synthetic
 rows as time against collection size.
 
 Usage (the committed tables):
-    .venv/bin/python benchmarks/bm25_vs_peers.py 10000 100000 --output results/benchmarks/bm25_vs_peers.csv
+    .venv/bin/python benchmarks/bm25_vs_peers.py 10000 100000 --queries 300 --slow-queries 20 \\
+        --output results/benchmarks/bm25_vs_peers.csv
     .venv/bin/python benchmarks/bm25_vs_peers.py 1000000 --repeats 1 --queries 200 --slow-queries 20 \\
-        --output results/benchmarks/bm25_vs_peers.csv --append
+        --peers bm25s --output results/benchmarks/bm25_vs_peers.csv --append
     .venv/bin/python benchmarks/export_beir.py --output work/beir/solar_system && \\
         .venv/bin/python benchmarks/bm25_vs_peers.py --beir work/beir/solar_system \\
         --name solar_system/sections --output results/benchmarks/bm25_vs_peers_beir.csv

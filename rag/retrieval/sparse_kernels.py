@@ -10,9 +10,16 @@ Per query, one of two loops (docs/performance.md explains both):
 
 - **exhaustive, term at a time**: every posting of every query term is added
   into one accumulator per chunk, in query-term order (the order numpy's
-  ``bincount`` adds them). Only the chunks touched are then scaled, rounded
-  and offered to a bounded heap of the ``depth`` best, and only their
-  accumulators are reset: the cost follows the postings, not the collection.
+  ``bincount`` adds them). A query touching few chunks lists them as it goes
+  and only those are scaled, rounded and offered to a bounded heap of the
+  ``depth`` best, and only their accumulators are reset: the cost follows the
+  postings, not the collection. A query touching many is ranked by one
+  branch-free pass over the sums (the prefilter read per chunk, not per
+  posting). A deep ranking first guesses, from a strided sample, a score
+  that about twice ``depth`` chunks reach, offers only the chunks near or
+  above it, and checks in the same pass that at least ``depth`` reached it
+  (else it passes again without the guess): the result never depends on the
+  sample.
 - **MaxScore, document at a time** (depth up to ``PRUNE_MAX_DEPTH``, scores
   that cannot be negative): the query terms sorted by their score upper bound
   (``term_bounds``: the largest weight in the term's postings). Once the heap
@@ -52,6 +59,12 @@ SLACK_RELATIVE = 1e-9
 PRUNE_MAX_DEPTH = 100
 # Queries touching fewer postings than this are scored exhaustively: nothing to prune.
 PRUNE_MIN_POSTINGS = 512
+# The exhaustive loop guesses a floor under the depth-th best score from a strided sample of
+# SELECT_SAMPLE scores (so only the scores above it meet the heap) from this depth on, where
+# more than SELECT_FACTOR x depth chunks were touched.
+SELECT_MIN_DEPTH = 32
+SELECT_FACTOR = 4
+SELECT_SAMPLE = 2048
 
 
 def _jit(function=None, *, inline: bool = False):
@@ -130,10 +143,80 @@ def _drain(scores, ties, positions, size, out_positions, out_scores):
 
 
 @_jit
+def _sampled_guess(values, count, capacity, sample_size):
+    """A score that about twice ``capacity`` of ``values[:count]`` reach, from a strided sample; -inf if none.
+
+    Only a guess: the caller checks that at least ``capacity`` values reach
+    it before relying on it (and does without it otherwise).
+    """
+    stride = max(1, count // sample_size)
+    sample = values[:count:stride]
+    size = len(sample)
+    rank = (2 * capacity * size + count - 1) // count  # from the top, rounded up
+    if rank >= size:
+        return -np.inf
+    return np.partition(sample, size - rank)[size - rank]
+
+
+@_jit
+def _scan_guess(
+    accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale, capacity, sample_size
+):  # fmt: skip
+    """:func:`_sampled_guess` over every chunk's sum (those that cannot be ranked count as 0)."""
+    n_chunks = len(accumulator)
+    stride = max(1, n_chunks // sample_size)
+    size = (n_chunks + stride - 1) // stride
+    rank = (2 * capacity * size + n_chunks - 1) // n_chunks
+    if rank >= size:
+        return -np.inf
+    sample = np.zeros(size, dtype=np.float64)
+    for at in range(size):
+        chunk = at * stride
+        total = accumulator[chunk]
+        score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
+        if score > 0.0 and (not use_allowed or allowed[chunk]):
+            sample[at] = score
+    guess = np.partition(sample, size - rank)[size - rank]
+    return guess if guess > 0.0 else -np.inf
+
+
+@_jit
+def _scan_select(
+    accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale, guess, ties,
+    use_ties, capacity, heap_scores, heap_ties, heap_positions,
+):  # fmt: skip
+    """:func:`_select` over every chunk's sum (positive sums of allowed chunks only)."""
+    floor = guess - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(guess)
+    reaching = 0
+    size = 0
+    for chunk in range(len(accumulator)):
+        total = accumulator[chunk]
+        score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
+        if score < floor or not score > 0.0:
+            continue
+        kept = allowed[chunk] if use_allowed else True
+        reaching += (score >= guess) & kept
+        if size == capacity and score < heap_scores[0] - SLACK_ABSOLUTE:
+            continue  # rounds below the worst kept: no need to round it (nor to look it up)
+        if not kept:
+            continue
+        tie = ties[chunk] if use_ties else chunk
+        rounded = np.rint(score * ROUNDING) / ROUNDING + 0.0
+        if size == capacity and (
+            rounded < heap_scores[0] or (rounded == heap_scores[0] and tie > heap_ties[0])
+        ):
+            continue  # not better than the worst kept
+        size = _offer(heap_scores, heap_ties, heap_positions, size, capacity, rounded, tie, chunk)
+    if guess > -np.inf and reaching < capacity:
+        return -1
+    return size
+
+
+@_jit
 def _exhaustive(
     indptr, indices, data, columns, weights, allowed, use_allowed, chunk_scale, use_chunk_scale,
     query_scale, signed, marked_by_sum, ties, use_ties, capacity, accumulator, seen, touched, values,
-    heap_scores, heap_ties, heap_positions,
+    heap_scores, heap_ties, heap_positions, select_min_depth, select_factor, sample_size,
 ):  # fmt: skip
     """Term at a time over the query's postings; the heap size.
 
@@ -149,59 +232,94 @@ def _exhaustive(
         postings += indptr[columns[term] + 1] - indptr[columns[term]]
     scan = marked_by_sum and postings * 8 >= n_chunks
     n_touched = 0
-    for term in range(len(columns)):
-        column = columns[term]
-        weight = weights[term]
-        for posting in range(indptr[column], indptr[column + 1]):
-            chunk = indices[posting]
-            if use_allowed and not allowed[chunk]:
-                continue
-            if scan:
-                pass
-            elif marked_by_sum:
-                if accumulator[chunk] == 0.0:
+    if scan:
+        # Every posting, the prefilter's too: whether a chunk may be ranked is settled once per
+        # chunk in the pass below, not by a branch per posting.
+        for term in range(len(columns)):
+            column = columns[term]
+            weight = weights[term]
+            for posting in range(indptr[column], indptr[column + 1]):
+                accumulator[indices[posting]] += data[posting] * weight
+    else:
+        for term in range(len(columns)):
+            column = columns[term]
+            weight = weights[term]
+            for posting in range(indptr[column], indptr[column + 1]):
+                chunk = indices[posting]
+                if use_allowed and not allowed[chunk]:
+                    continue
+                if marked_by_sum:
+                    if accumulator[chunk] == 0.0:
+                        touched[n_touched] = chunk
+                        n_touched += 1
+                elif not seen[chunk]:
+                    seen[chunk] = True
                     touched[n_touched] = chunk
                     n_touched += 1
-            elif not seen[chunk]:
-                seen[chunk] = True
-                touched[n_touched] = chunk
-                n_touched += 1
-            accumulator[chunk] += data[posting] * weight
+                accumulator[chunk] += data[posting] * weight
+    if scan:
+        # Ranked straight from the sums, in one pass over them (then cleared in one more).
+        guess = -np.inf
+        if capacity >= select_min_depth and n_chunks > select_factor * capacity:
+            guess = _scan_guess(
+                accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale,
+                capacity, sample_size,
+            )  # fmt: skip
+        while True:
+            size = _scan_select(
+                accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale, guess,
+                ties, use_ties, capacity, heap_scores, heap_ties, heap_positions,
+            )  # fmt: skip
+            if size >= 0:
+                break
+            guess = -np.inf
+        accumulator[:] = 0.0
+        return size
     # The touched chunks that can be ranked, with their final scores, packed into touched/values.
     count = 0
-    if scan:
-        for chunk in range(n_chunks):
-            total = accumulator[chunk]
-            if total == 0.0:
-                continue
-            accumulator[chunk] = 0.0
-            score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
-            if score > 0.0:
-                touched[count] = chunk
-                values[count] = score
-                count += 1
-    else:
-        for at in range(n_touched):
-            chunk = touched[at]
-            total = accumulator[chunk]
-            accumulator[chunk] = 0.0
-            seen[chunk] = False
-            score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
-            if signed or score > 0.0:
-                touched[count] = chunk
-                values[count] = score
-                count += 1
-    # For a deep ranking, the depth-th largest score first (one selection pass): whatever lies
-    # clearly below it rounds below at least depth others, and only the rest meet the heap.
-    floor = -np.inf
-    if capacity >= 32 and count > 4 * capacity:
-        kth = np.partition(values[:count], count - capacity)[count - capacity]
-        floor = kth - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(kth)
+    for at in range(n_touched):
+        chunk = touched[at]
+        total = accumulator[chunk]
+        accumulator[chunk] = 0.0
+        seen[chunk] = False
+        score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
+        if signed or score > 0.0:
+            touched[count] = chunk
+            values[count] = score
+            count += 1
+    # For a deep ranking, a guess at a score at most the depth-th best (from a sample): whatever
+    # lies clearly below it rounds below at least depth others, so only the rest meet the heap.
+    # The guess holds if at least depth scores reach it; if not, the pass is done again without.
+    guess = -np.inf
+    if capacity >= select_min_depth and count > select_factor * capacity:
+        guess = _sampled_guess(values, count, capacity, sample_size)
+    while True:
+        size = _select(
+            touched, values, count, guess, ties, use_ties, capacity, heap_scores, heap_ties,
+            heap_positions,
+        )  # fmt: skip
+        if size >= 0:
+            return size
+        guess = -np.inf
+
+
+@_jit
+def _select(
+    touched, values, count, guess, ties, use_ties, capacity, heap_scores, heap_ties, heap_positions
+):  # fmt: skip
+    """Offer the packed scores at or above ``guess`` (less the slack) to the heap; its size.
+
+    -1 where fewer than ``capacity`` scores reach ``guess``: then some score
+    below it might belong in the ranking.
+    """
+    floor = guess - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(guess)
+    reaching = 0
     size = 0
     for at in range(count):
         score = values[at]
         if score < floor:
             continue
+        reaching += score >= guess
         if size == capacity and score < heap_scores[0] - SLACK_ABSOLUTE:
             continue  # rounds below the worst kept: no need to round it
         chunk = touched[at]
@@ -212,6 +330,8 @@ def _exhaustive(
         ):
             continue  # not better than the worst kept
         size = _offer(heap_scores, heap_ties, heap_positions, size, capacity, rounded, tie, chunk)
+    if guess > -np.inf and reaching < capacity:
+        return -1
     return size
 
 
@@ -314,8 +434,8 @@ def _maxscore(
 def search_batch(
     indptr, indices, data, query_pointers, query_columns, query_weights, query_scales,
     term_bounds, use_bounds, allowed, use_allowed, chunk_scale, use_chunk_scale, signed, ties,
-    use_ties, capacity, prune_max_depth, prune_min_postings, accumulator, seen, touched, values,
-    out_positions, out_scores, out_sizes,
+    use_ties, capacity, prune_max_depth, prune_min_postings, select_min_depth, select_factor,
+    sample_size, accumulator, seen, touched, values, out_positions, out_scores, out_sizes,
 ):  # fmt: skip
     """Rank each query of a batch into row i of ``out_positions``/``out_scores`` (length: ``out_sizes``).
 
@@ -358,6 +478,7 @@ def search_batch(
                 indptr, indices, data, columns, weights, allowed, use_allowed, chunk_scale,
                 use_chunk_scale, query_scale, signed, use_bounds and positive, ties, use_ties,
                 capacity, accumulator, seen, touched, values, heap_scores, heap_ties, heap_positions,
+                select_min_depth, select_factor, sample_size,
             )  # fmt: skip
         _drain(heap_scores, heap_ties, heap_positions, size, out_positions[query], out_scores[query])
         out_sizes[query] = size

@@ -216,6 +216,12 @@ def test_compiled_and_pruned_rankings_equal_the_reference(monkeypatch):
         prune = bool(rng.integers(2))
         monkeypatch.setattr(sparse_kernels, "PRUNE_MIN_POSTINGS", 0 if prune else 10**9)
         monkeypatch.setattr(sparse_kernels, "PRUNE_MAX_DEPTH", 10**9 if prune else 0)
+        # The exhaustive loop's sampled floor on every query it can cut, from small or large samples
+        # (a small one often guesses too high, and the loop must then do without).
+        select = bool(rng.integers(2))
+        monkeypatch.setattr(sparse_kernels, "SELECT_MIN_DEPTH", 1 if select else 32)
+        monkeypatch.setattr(sparse_kernels, "SELECT_FACTOR", 1 if select else 4)
+        monkeypatch.setattr(sparse_kernels, "SELECT_SAMPLE", int(rng.choice([1, 2, 3, 7, 2048])))
         if rng.integers(2):
             k1, b = float(rng.choice([0.0, rng.uniform(0, 3)])), float(rng.choice([0.0, 1.0, rng.uniform()]))
             idf = str(rng.choice(["lucene", "classic"]))
