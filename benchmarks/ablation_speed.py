@@ -55,7 +55,7 @@ import yaml
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from rag.reproduce import copy_inputs, job_counts  # noqa: E402
+from rag.pipeline.reproduce import copy_inputs, job_counts  # noqa: E402
 
 # The entries each step adds to config.yaml (README.md, "Add an ablation").
 ADDED_RETRIEVER = ("retrievers", "bm25_k1_12", {"kind": "bm25", "k1": 1.2})

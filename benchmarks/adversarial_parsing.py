@@ -24,7 +24,8 @@ import time
 import tracemalloc
 
 from rag.corpus.articles import document_from_html_file
-from rag.corpus.documents import DocumentError, parse_markdown
+from rag.corpus.documents import parse_markdown
+from rag.documents.access_metadata import DocumentError
 
 # Inputs not run for HTML, with the reason; none since rag.corpus.articles.closable_markup
 # keeps html.parser linear on runs of unclosed tags.

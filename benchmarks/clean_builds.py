@@ -51,7 +51,7 @@ import yaml
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from rag.reproduce import copy_inputs  # noqa: E402
+from rag.pipeline.reproduce import copy_inputs  # noqa: E402
 
 MODES = ("local", "grouped", "ungrouped")
 GROUPING_KEYS = ("groups", "group-components", "slurm-array-jobs")

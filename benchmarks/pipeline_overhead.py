@@ -58,7 +58,7 @@ import yaml
 PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
-from rag.reproduce import copy_inputs, job_counts  # noqa: E402
+from rag.pipeline.reproduce import copy_inputs, job_counts  # noqa: E402
 
 GOALS = {"clean_build": 60.0, "noop_rerun": 5.0, "rebuild_warm_cache": 60.0}
 # What a rebuild deletes: everything the workflow writes except the embedding cache.

@@ -40,7 +40,7 @@ PROJECT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(PROJECT))
 
 from rag.corpus.synthetic_corpus import CorpusShape, write_collection  # noqa: E402
-from rag.reproduce import WORKFLOW_CODE, copy_inputs  # noqa: E402
+from rag.pipeline.reproduce import WORKFLOW_CODE, copy_inputs  # noqa: E402
 
 MEMORY_LIMIT_MB = 24 * 1024
 CHUNKER = "whole"

@@ -37,34 +37,24 @@ LAYERS = (
         (
             "__init__",
             "bounded_http",
-            "code_digest",
             "escaping",
-            "experiments",
             "formats",
-            "job_errors",
             "kinds",
             "plotting",
             "progress",
             "provenance",
             "text",
             "timing",
+            # The digest of a script's imports also keys rag ask's index (rag.ask.cli).
+            "pipeline.code_digest",
         ),
     ),
+    # The document model every reader builds and labels locate spans in: below both.
+    ("documents", ("documents",)),
+    # Questions and evidence spans over documents; a BEIR collection's judgements are read into them.
+    ("labels", ("labels", "question_tables")),
     ("corpus", ("corpus",)),
-    # A BEIR collection is documents and their judgements together, so it reads as labels;
-    # the corpus entries' checks look for a BEIR split's files, so they sit with it.
-    (
-        "chunks and labels",
-        (
-            "chunking",
-            "chunk_tables",
-            "labels",
-            "question_tables",
-            "corpus.beir",
-            "corpus.beir_files",
-            "corpus.config_checks",
-        ),
-    ),
+    ("chunks", ("chunking", "chunk_tables")),
     ("retrieval", ("retrieval",)),
     ("evaluation", ("evaluation",)),
     # Talking to language models: the one HTTP client, the response cache, the bundled server, redaction.
@@ -75,13 +65,14 @@ LAYERS = (
     ("grounding", ("grounding",)),
     # rag ask: its index, setups, command line and measurement.
     ("ask", ("ask",)),
-    ("plan and entry points", ("config", "cli", "__main__", "reproduce", "worked_example", "jobs")),
+    # The plan, the job edge of the workflow scripts, reproduction; the command line.
+    ("plan and entry points", ("pipeline", "cli", "__main__", "worked_example")),
 )
 
 # The modules that read and write files: what a script names under "reads and writes with".
 FORMAT_MODULES = (
     "rag.formats",
-    "rag.jobs",
+    "rag.pipeline.jobs",
     "rag.chunk_tables",
     "rag.question_tables",
     "rag.corpus.document_tables",
@@ -110,8 +101,8 @@ and each stage's own `*_tables` or `*_files` module), calls small pure
 functions of the **`rag` package**, and writes the outputs through them
 (atomically: a failed job leaves nothing that looks complete). What takes the
 `snakemake` object itself (logs, the job's filter, the job's ranking) is in
-`rag.jobs`, which only scripts import. The config plan
-(`rag.config.build_plan`, used by `workflow/rules/common.smk`) decides which
+`rag.pipeline.jobs`, which only scripts import. The config plan
+(`rag.pipeline.config.build_plan`, used by `workflow/rules/common.smk`) decides which
 outputs exist; the table of kinds (`rag.kinds`) decides which parameters each
 chunker, retriever and generator takes and how it is dispatched, and the
 metric registries (`rag.evaluation.metric_registry`,
@@ -120,15 +111,15 @@ metric registries (`rag.evaluation.metric_registry`,
 To follow a number back to code: find its file below, open the script, and
 read the `rag` functions named beside it. To see why a job re-ran: every rule
 carries `code=script_digest(...)`, a digest of its script and every `rag`
-module the script imports (`rag.code_digest`).
+module the script imports (`rag.pipeline.code_digest`).
 
 ## Layers
 
-`rag` is grouped by stage. Data flows corpus → chunking and labels →
-retrieval → evaluation → answering → measuring →
-grounding, and a module imports only
-from its own layer or a lower one, at module level and inside functions (a
-test checks it). Lowest first:
+`rag` is grouped by stage. Data flows corpus → chunking → retrieval →
+evaluation → answering → measuring → grounding, over a floor of documents (the
+model every reader builds) and question labels (evidence spans located in
+documents); a module imports only from its own layer or a lower one, at module
+level and inside functions (a test checks it). Lowest first:
 """
 
 
@@ -189,7 +180,7 @@ def module_map() -> list[str]:
     package = PROJECT / "rag"
     lines = ["", "## Module map", ""]
     groups: dict[str, list[Path]] = {"(top level)": sorted(package.glob("*.py"))}
-    for stage in ("formats", *STAGES):
+    for stage in ("formats", "documents", *STAGES, "pipeline"):
         groups[stage] = sorted((package / stage).rglob("*.py"))
     for group, paths in groups.items():
         title = "Top level" if group == "(top level)" else f"`rag.{group}`"
@@ -201,6 +192,97 @@ def module_map() -> list[str]:
             lines.append(f"| `{module.removesuffix('.__init__')}` | {purpose} |")
         lines.append("")
     return lines
+
+
+def rag_imports() -> list[tuple[str, str]]:
+    """(importing module, imported module) for every rag import, both named below the package,
+    at module level and inside functions (rag.pipeline.code_digest reads them)."""
+    if str(PROJECT) not in sys.path:
+        sys.path.insert(0, str(PROJECT))
+    from rag.pipeline.code_digest import imported_modules
+
+    package = PROJECT / "rag"
+    pairs = []
+    for path in sorted(package.rglob("*.py")):
+        module = ".".join(path.relative_to(package).with_suffix("").parts)
+        for imported in sorted(imported_modules(path.read_text(encoding="utf-8"), package, module)):
+            pairs.append((module, imported))
+    return pairs
+
+
+def layer_of(module: str) -> int:
+    """The rank of ``module``'s layer in LAYERS (the longest covering name decides); -1 if none."""
+    covering = [
+        (len(member), rank)
+        for rank, (_, members) in enumerate(LAYERS)
+        for member in members
+        if module == member or module.startswith(member + ".")
+    ]
+    return max(covering)[1] if covering else -1
+
+
+def import_circles(pairs: list[tuple[str, str]]) -> list[list[str]]:
+    """The strongly connected groups of two or more nodes in an import graph (Tarjan's algorithm)."""
+    graph: dict[str, set[str]] = {}
+    for module, imported in pairs:
+        graph.setdefault(module, set()).add(imported)
+        graph.setdefault(imported, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for following in sorted(graph[node]):
+            if following not in index:
+                visit(following)
+                low[node] = min(low[node], low[following])
+            elif following in on_stack:
+                low[node] = min(low[node], index[following])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(circles)
+
+
+def package_imports(pairs: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The import graph between packages: a subpackage of rag or a top-level module is one node."""
+    return sorted(
+        {(a.split(".")[0], b.split(".")[0]) for a, b in pairs if a.split(".")[0] != b.split(".")[0]}
+    )
+
+
+def structure_lines() -> list[str]:
+    """The three counts of the import graph, each with what it found when it is not 0."""
+    pairs = [(module, imported) for module, imported in rag_imports() if module != imported]
+    circles = import_circles(pairs)
+    cycles = import_circles(package_imports(pairs))
+    back = [(module, imported) for module, imported in pairs if layer_of(imported) > layer_of(module)]
+    lines = ["## Structure", "", "Counted from every `rag` import, at module level and inside functions:", ""]
+    lines.append(f"- import circles (modules that import themselves through others): {len(circles)}")
+    lines += [f"  - {' ↔ '.join(circle)}" for circle in circles]
+    lines.append(
+        f"- package cycles (subpackages and top-level modules of `rag` that import each other): {len(cycles)}"
+    )
+    lines += [f"  - {' ↔ '.join(cycle)}" for cycle in cycles]
+    lines.append(f"- back arrows (imports from a layer to a higher one): {len(back)}")
+    lines += [f"  - `rag.{module}` → `rag.{imported}`" for module, imported in back]
+    return lines + [""]
 
 
 def benchmark_outputs() -> dict[str, str]:
@@ -247,7 +329,8 @@ def other_result_folders() -> dict[str, str]:
 
 def render() -> str:
     rules = [rule for rule in load_rules() if rule.name != "all"]
-    lines = [INTRODUCTION.rstrip("\n"), "", *layer_lines(), "", "## Rules, scripts and functions", ""]
+    lines = [INTRODUCTION.rstrip("\n"), "", *layer_lines(), "", *structure_lines()]
+    lines += ["## Rules, scripts and functions", ""]
     lines += [
         "Rules in the order the Snakefile includes their stage files. The functions",
         "that only start logs, end jobs and write atomically are left out.",

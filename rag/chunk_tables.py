@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from rag.chunking import Chunk
-from rag.corpus.documents import PAGE_SEPARATOR, Document, pages_between
+from rag.documents.blocks import PAGE_SEPARATOR, Document, pages_between
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -13,7 +13,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from rag.corpus.documents import BLOCK_SEPARATOR, PARSER_VERSION, SECTION_SEPARATOR, Document, section_name
+from rag.corpus.documents import PARSER_VERSION
+from rag.documents.blocks import BLOCK_SEPARATOR, SECTION_SEPARATOR, Document, section_name
 from rag.kinds import CHUNKER_KINDS, behaviour
 from rag.text import count_words, split_sentences, word_spans
 

@@ -1,7 +1,7 @@
 """The one table of chunker, retriever and generator kinds, with what each kind does.
 
 Every place that needs to know what a kind takes or how it is run reads this
-table: the config plan (:mod:`rag.config`) fills defaults and checks bounds
+table: the config plan (:mod:`rag.pipeline.config`) fills defaults and checks bounds
 from it, the workflow schedules a kind's rankings by the ``rule`` it names,
 :mod:`rag.retrieval.retrievers`, :mod:`rag.retrieval.fusion`,
 :mod:`rag.retrieval.funnel` and :mod:`rag.chunking` call the functions it names
@@ -429,7 +429,7 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
             # plain: [n] markers in the text; structured: {answer, sources} through response_format.
             "citations": Parameter("string", "plain", choices=("plain", "structured")),
             # The access levels whose text an endpoint off this machine may
-            # receive; planning refuses a caller who reads more (rag.config).
+            # receive; planning refuses a caller who reads more (rag.pipeline.config).
             "may_receive": Parameter("names", ["public"]),
         },
         rule="llm_answer",
@@ -581,7 +581,7 @@ def canonical_entry(
 ) -> dict:
     """The entry with defaults filled in; unknown or missing parameters are errors.
 
-    Here rather than in :mod:`rag.config` so that every reader of entries (the
+    Here rather than in :mod:`rag.pipeline.config` so that every reader of entries (the
     config plan for config.yaml's, ``rag ask`` for its setups) fills them the
     same way without importing the plan.
     """

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import yaml
 
-from rag.reproduce import WORKFLOW_CODE, copy_inputs, job_counts
+from rag.pipeline.reproduce import WORKFLOW_CODE, copy_inputs, job_counts
 
 PROJECT = Path(__file__).resolve().parents[1]
 FIXTURES = PROJECT / "tests" / "fixtures"

@@ -32,9 +32,10 @@ from rag.answering.reader import Similarity
 from rag.answering.tokens import TokenCounter, count_word_and_punctuation
 from rag.answering.verification import check_answer, check_responsive
 from rag.chunking import Chunk
-from rag.corpus.documents import Document
+from rag.documents.blocks import Document
+from rag.evaluation.chunk_judging import Judgement, judge_chunks
 from rag.kinds import GENERATOR_KINDS, behaviour
-from rag.labels import Judgement, Question, SpanLocation, judge_chunks, locate_spans
+from rag.labels import Question, SpanLocation, locate_spans
 from rag.text import analyze
 
 SINGLE_DOCUMENT = "single_document"

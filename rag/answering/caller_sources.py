@@ -125,7 +125,8 @@ def sources_and_evidence(
     from rag.answering.answers import evidence_chunks
     from rag.chunk_tables import chunks_from_frame
     from rag.corpus.document_tables import documents_from_frame
-    from rag.labels import judge_chunks, locate_spans
+    from rag.evaluation.chunk_judging import judge_chunks
+    from rag.labels import locate_spans
 
     chunk_list = chunks_from_frame(pd.read_parquet(chunks_path))
     ids = [question.question_id for question in questions]

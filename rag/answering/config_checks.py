@@ -1,7 +1,7 @@
 """The checks of config.yaml's generators and answers sections: llm entries, the reader, held-out questions.
 
 Beside the generators so that adding one changes one package; the config plan
-(:mod:`rag.config`) runs these checks in its order.
+(:mod:`rag.pipeline.config`) runs these checks in its order.
 """
 
 from __future__ import annotations

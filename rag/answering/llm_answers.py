@@ -434,7 +434,7 @@ class LlmAnswer:
 
 
 COLUMNS: tuple[str, ...] = tuple(field.name for field in fields(LlmAnswer))
-# Columns that time the run (rag.reproduce skips them).
+# Columns that time the run (rag.pipeline.reproduce skips them).
 TIMING_COLUMNS: frozenset[str] = frozenset({"seconds", "cached"})
 
 Complete = Callable[[list[list[dict]]], list[Completion]]

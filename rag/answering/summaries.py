@@ -19,8 +19,9 @@ import pandas as pd
 
 from rag.answering.tokens import TokenCounter, count_word_and_punctuation
 from rag.chunking import Chunk
-from rag.corpus.documents import BLOCK_SEPARATOR, Document
-from rag.labels import Question, SpanLocation, judge_chunks
+from rag.documents.blocks import BLOCK_SEPARATOR, Document
+from rag.evaluation.chunk_judging import judge_chunks
+from rag.labels import Question, SpanLocation
 from rag.text import count_words
 
 SUMMARY_SUFFIX = "#lead"

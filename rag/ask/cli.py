@@ -365,7 +365,7 @@ def _access_level(text: str) -> str:
 
 def _access_levels(text: str) -> tuple[str, ...]:
     """``--access``: comma-separated access levels, each one of the corpus format's levels."""
-    from rag.corpus.documents import ACCESS_LEVELS
+    from rag.documents.access_metadata import ACCESS_LEVELS
 
     levels = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
     unknown = [level for level in levels if level not in ACCESS_LEVELS]
@@ -413,7 +413,7 @@ def _index_modules(dense: bool = False) -> list[object]:
     """The modules whose code decides what the cached index contains.
 
     They are the index's builders and every ``rag`` module those import
-    (:func:`rag.code_digest.import_closure`, the closure that also keys the
+    (:func:`rag.pipeline.code_digest.import_closure`, the closure that also keys the
     pipeline's rules), so a module a builder comes to import later, such as
     the one that stores index arrays, changes the key without being listed
     here. ``question_answering`` assembles the index but also holds the
@@ -425,8 +425,8 @@ def _index_modules(dense: bool = False) -> list[object]:
     import rag
     from rag import chunking
     from rag.ask import index as question_answering
-    from rag.code_digest import import_closure
     from rag.corpus import documents
+    from rag.pipeline.code_digest import import_closure
     from rag.retrieval import bm25, ivf, lsa, tfidf
 
     builders = [documents, chunking, bm25, tfidf, lsa, ivf]
@@ -474,9 +474,10 @@ def folder_skip(folder: Path, configs: Sequence[Path] | None = None) -> tuple[st
     """
     import yaml
 
-    from rag.corpus.documents import DocumentError, check_skipped
+    from rag.corpus.documents import check_skipped
     from rag.corpus.folders import source_of_folder
     from rag.corpus.source_kinds import DEFAULT_SKIPPED
+    from rag.documents.access_metadata import DocumentError
 
     source = source_of_folder(folder)
 
@@ -503,9 +504,9 @@ def read_ask_folder(folder: Path, skip: Sequence[str]) -> AskFolder:
     """Every file of ``folder`` parsed as the pipeline parses it, by the folder's source of the table
     of sources (:func:`rag.corpus.folders.read_folder_files`); every problem in one AskError."""
     from rag.ask.index import documents_without_access, read_documents
-    from rag.corpus.documents import DocumentError
     from rag.corpus.folders import read_folder_files
     from rag.corpus.markdown_files import FolderError
+    from rag.documents.access_metadata import DocumentError
 
     try:
         source, files = read_folder_files(folder)
@@ -633,7 +634,7 @@ def unstated_access_line(index: QuestionIndex, caller: Caller, default_access: s
 
 
 def _unstated_note(count: int, documents: int, caller: Caller, default_access: str | None) -> str | None:
-    from rag.corpus.documents import DEFAULT_ACCESS
+    from rag.documents.access_metadata import DEFAULT_ACCESS
 
     if not count:
         return None

@@ -61,8 +61,10 @@ from rag.answering.verification import AnswerCheck, Verdicts, check_answer, verd
 from rag.ask.generators import OFFLINE_GENERATORS, offline_kind, takes_similarity
 from rag.ask.setups import ASK_SETUPS, SPEC_SETUP, AskSetup, ask_options
 from rag.chunking import Chunk, ChunkerSpec, chunk_corpus, spec_from_config
-from rag.corpus.documents import DEFAULT_ACCESS, SKIPPABLE, Document, DocumentDefaults, DocumentError
+from rag.corpus.documents import SKIPPABLE
 from rag.corpus.folders import FolderReading, parse_files
+from rag.documents.access_metadata import DEFAULT_ACCESS, DocumentDefaults, DocumentError
+from rag.documents.blocks import Document
 from rag.kinds import (
     CHUNKER_KINDS,
     RETRIEVER_KINDS,

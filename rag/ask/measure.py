@@ -18,7 +18,7 @@ from rag.answering.answers import UNANSWERABLE, evidence_documents, question_gro
 from rag.answering.reader import Similarity
 from rag.ask.generators import measured_generators
 from rag.ask.index import Embed, QuestionIndex
-from rag.corpus.documents import Document
+from rag.documents.blocks import Document
 from rag.labels import Question, locate_spans
 from rag.measuring.offline_tables import group_outcomes, members_of
 from rag.retrieval.filters import Caller

@@ -31,8 +31,9 @@ from dataclasses import dataclass
 
 from rag.ask.index import IndexOptions, answer_question, build_question_index
 from rag.ask.traces import report_trace
-from rag.corpus.documents import ACCESS_LEVELS, Document
 from rag.corpus.manifest import changed_files, digest_bytes
+from rag.documents.access_metadata import ACCESS_LEVELS
+from rag.documents.blocks import Document
 from rag.kinds import behaviour
 from rag.retrieval.filters import Caller, ChunkMetadata, allowed_chunks, readable_document
 

@@ -27,20 +27,19 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-from rag.corpus.access_metadata import AccessMetadataError, field_of, lookalike_message, read_access_metadata
-from rag.corpus.documents import (
+from rag.corpus.documents import SKIPPABLE, SKIPPED_SECTIONS, table_block
+from rag.corpus.table_text import HtmlTable, render_table
+from rag.documents.access_metadata import (
     DEFAULT_ACCESS,
-    SKIPPABLE,
-    SKIPPED_SECTIONS,
-    Block,
-    Document,
+    AccessMetadataError,
     DocumentDefaults,
     DocumentError,
-    content_version,
-    normalize_passage,
-    table_block,
+    field_of,
+    lookalike_message,
+    read_access_metadata,
 )
-from rag.corpus.table_text import HtmlTable, render_table
+from rag.documents.blocks import Block, Document, content_version
+from rag.documents.passages import normalize_passage
 
 # Elements whose whole content is left out, whatever their attributes.
 SKIPPED_TAGS: frozenset[str] = frozenset(
@@ -155,7 +154,7 @@ _HEADING_LEVELS = {"h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 
 
 def normalize_whitespace(text: str) -> str:
-    """The text the Markdown reader would store (:func:`rag.corpus.documents.normalize_passage`):
+    """The text the Markdown reader would store (:func:`rag.documents.passages.normalize_passage`):
     invisible characters (soft hyphen, zero-width space, word joiner, BOM)
     removed, NFKC, and every Unicode space run (the no-break and thin spaces of
     unit conversions included) one plain space, so evidence spans match."""

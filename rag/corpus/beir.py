@@ -10,7 +10,7 @@ the bundled corpus.
 Everything here works on lines that the caller has already read, together
 with the name of their source, so every error names the file and the line:
 a benchmark file of a hundred thousand lines is useless to debug from "invalid
-JSON" alone. Documents become :class:`rag.corpus.documents.Document` with one block
+JSON" alone. Documents become :class:`rag.documents.blocks.Document` with one block
 per paragraph, so every chunker works on them; queries become questions of
 type ``general``, answerable (evaluated) when the split judges them.
 """
@@ -22,18 +22,9 @@ import re
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from rag.corpus.documents import (
-    BLOCK_SEPARATOR,
-    DEFAULT_ACCESS,
-    Block,
-    Document,
-    DocumentDefaults,
-    DocumentError,
-    check_access_level,
-    check_document_id,
-    content_version,
-    section_name,
-)
+from rag.corpus.documents import check_document_id
+from rag.documents.access_metadata import DEFAULT_ACCESS, DocumentDefaults, DocumentError, check_access_level
+from rag.documents.blocks import BLOCK_SEPARATOR, Block, Document, content_version, section_name
 from rag.labels import DocumentJudgement, Question, SpanLocation, evidence_judgements
 
 CORPUS_FILE = "corpus.jsonl"
@@ -175,12 +166,12 @@ def _policy_document(record: dict, where: str, defaults: DocumentDefaults) -> di
     """Access, tenant and groups of a record as :class:`Document` fields; a bad value names the line.
 
     Read by the schema every source shares
-    (:func:`rag.corpus.access_metadata.read_access_metadata`): a field may sit at
+    (:func:`rag.documents.access_metadata.read_access_metadata`): a field may sit at
     the top level or in ``metadata``, not in both; a key that looks like one
     (``ACL``, ``Tenant``, ``acls``, ``groups``) or a field nested anywhere else
     is an error naming the line, never a record read as its corpus's default.
     """
-    from rag.corpus.access_metadata import read_access_metadata
+    from rag.documents.access_metadata import read_access_metadata
 
     metadata = record.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):

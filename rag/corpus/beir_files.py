@@ -17,7 +17,8 @@ from rag.corpus.beir import (
     qrels_path,
     query_line,
 )
-from rag.corpus.documents import DEFAULT_ACCESS, Document
+from rag.documents.access_metadata import DEFAULT_ACCESS
+from rag.documents.blocks import Document
 from rag.formats.files import write_text
 
 

@@ -1,7 +1,7 @@
 """The checks of a corpus entry of config.yaml: the keys its source takes, its level, its files.
 
 Beside the corpus readers so that adding a source changes one package; the
-config plan (:mod:`rag.config`) runs these checks in its order.
+config plan (:mod:`rag.pipeline.config`) runs these checks in its order.
 """
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from rag.corpus.documents import DocumentError, document_defaults
+from rag.corpus.documents import document_defaults
 from rag.corpus.folders import FolderReading, folder_files, read_corpus_folder, skipped_setting
 from rag.corpus.questions import load_question_file, question_problems
 from rag.corpus.source_kinds import FOLDER_SOURCES, SOURCES
+from rag.documents.access_metadata import DocumentError
 from rag.kinds import ConfigError
 from rag.labels import LabelError, parse_questions, span_problems
 

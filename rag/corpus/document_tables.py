@@ -6,7 +6,8 @@ import os
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from rag.corpus.documents import PARSER_VERSION, SECTION_SEPARATOR, Block, Document, section_name
+from rag.corpus.documents import PARSER_VERSION
+from rag.documents.blocks import SECTION_SEPARATOR, Block, Document, section_name
 from rag.formats.tables import provenance, write_parquet
 from rag.provenance import documents_record
 

@@ -1,18 +1,14 @@
-"""Documents as ordered text blocks, and the Markdown reader of the bundled corpus.
+"""The Markdown reader of the bundled corpus: front matter, headings and paragraphs to a Document.
 
-A document is kept as blocks (paragraphs) with the heading path above each one.
-Its full text is the blocks joined by blank lines; every offset in the pipeline
-(chunks, evidence spans) is a character position in that full text, so chunks
-never have to be found again by searching.
+Documents themselves (blocks with their heading paths, the full text every
+offset points into) are :mod:`rag.documents.blocks`; inline markup is rendered
+by :mod:`rag.documents.rendering`, which evidence spans go through too.
 """
 
 from __future__ import annotations
 
-import bisect
 import datetime
 import functools
-import hashlib
-import html
 import json
 import re
 import unicodedata
@@ -20,10 +16,11 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from rag.corpus.access_metadata import (  # noqa: F401 (the schema of access fields; names kept here)
-    ACCESS_LEVELS,
+from rag.corpus.front_matter import OTHER_LINE_SEPARATORS, FrontMatterError, key_lines, load_front_matter
+from rag.corpus.markdown_dialects import strip_dialects
+from rag.corpus.table_text import TableText, is_delimiter_row, markdown_cells, render_table
+from rag.documents.access_metadata import (
     DEFAULT_ACCESS,
-    PRINCIPAL_NAME,
     DocumentDefaults,
     DocumentError,
     check_access_level,
@@ -33,25 +30,18 @@ from rag.corpus.access_metadata import (  # noqa: F401 (the schema of access fie
     check_tenant,
     read_access_metadata,
 )
-from rag.corpus.front_matter import OTHER_LINE_SEPARATORS, FrontMatterError, key_lines, load_front_matter
-from rag.corpus.inline_markup import (
-    ACTIVE_ELEMENTS,
+from rag.documents.blocks import (
+    Block,
+    Document,
+    content_version,
+)
+from rag.documents.inline_markup import (
     normalise_label,
     remove_active_elements,
     remove_comments,
-    remove_roles,
-    remove_tags,
-    unwrap_emphasis,
-    unwrap_links,
-    unwrap_reference_links,
-    unwrap_shortcut_references,
 )
-from rag.corpus.markdown_dialects import strip_dialects
-from rag.corpus.passages import normalize_passage
-from rag.corpus.table_text import TableText, is_delimiter_row, markdown_cells, render_table
+from rag.documents.rendering import _QUOTE_MARKERS, render_inline
 
-SECTION_SEPARATOR = " › "
-BLOCK_SEPARATOR = "\n\n"
 # Bumped whenever parsing can give different text for the same file: chunk ids
 # include it, so text from two parser versions never shares an id.
 # Not bumped when other dialects' markup came to be dropped: the bundled corpus gives
@@ -74,95 +64,9 @@ SKIPPABLE: tuple[str, ...] = ("tables", "lists", "references", "code")
 # The defaults per source are their rows' (rag.corpus.source_kinds.SOURCES).
 
 
-@dataclass(frozen=True)
-class Block:
-    """One paragraph and the heading path it sits under (empty for the lead).
-
-    ``page`` is the page the paragraph sits on, for a source that has pages
-    (a PDF's "14"); "" for the others. ``table_rows`` are the (start, end) of
-    each row in ``text`` when the block renders a table
-    (:mod:`rag.corpus.table_text`), else (): a table block is a block a
-    chunker keeps whole where it can, and cuts only between rows.
-    """
-
-    section: tuple[str, ...]
-    text: str
-    page: str = ""
-    table_rows: tuple[tuple[int, int], ...] = ()
-
-
 def table_block(section: tuple[str, ...], rendering: TableText, page: str = "") -> Block:
     """A block holding one of a table's renderings, with where its rows are."""
     return Block(section, rendering.text, page, rendering.rows)
-
-
-@dataclass(frozen=True)
-class Document:
-    doc_id: str
-    title: str
-    version: str
-    blocks: tuple[Block, ...]
-    url: str | None = None
-    updated: str | None = None
-    tags: tuple[str, ...] = ()
-    # Restricted unless a reader says otherwise: a document built without an
-    # access level never reaches a public ranking or prompt by accident.
-    access: str = DEFAULT_ACCESS
-    # Who may read it beside ``access``: ``tenant`` "" is shared by every tenant,
-    # ``acl`` () lets every group of its tenant read it; otherwise the sorted,
-    # distinct group names allowed (docs/corpus-format.md, "Tenants and groups").
-    tenant: str = ""
-    acl: tuple[str, ...] = ()
-
-    @property
-    def full_text(self) -> str:
-        return BLOCK_SEPARATOR.join(block.text for block in self.blocks)
-
-    def block_offsets(self) -> list[tuple[int, int]]:
-        """Start and end of every block in :attr:`full_text`."""
-        offsets, position = [], 0
-        for block in self.blocks:
-            offsets.append((position, position + len(block.text)))
-            position += len(block.text) + len(BLOCK_SEPARATOR)
-        return offsets
-
-
-def section_name(path: tuple[str, ...]) -> str:
-    return SECTION_SEPARATOR.join(path)
-
-
-# How a chunk that spans blocks of several pages lists them ("3, 4").
-PAGE_SEPARATOR = ", "
-
-
-def pages_between(
-    blocks: tuple[Block, ...], offsets: list[tuple[int, int]], start: int, end: int
-) -> tuple[str, ...]:
-    """The distinct pages, in document order, of the blocks that overlap ``[start, end)`` of the
-    full text (``offsets`` are :meth:`Document.block_offsets`); () for a source without pages."""
-    if start >= end:
-        return ()
-    index = max(bisect.bisect_right([first for first, _ in offsets], start) - 1, 0)
-    pages: list[str] = []
-    for block, (first, last) in zip(blocks[index:], offsets[index:], strict=True):
-        if first >= end:
-            break
-        if last > start and block.page and block.page not in pages:
-            pages.append(block.page)
-    return tuple(pages)
-
-
-def content_version(blocks: tuple[Block, ...] | list[Block]) -> str:
-    """A version derived from the content, for sources that do not carry one."""
-    digest = hashlib.sha256()
-    for block in blocks:
-        digest.update(section_name(block.section).encode() + b"\0" + block.text.encode() + b"\0")
-    return digest.hexdigest()[:12]
-
-
-def text_digest(document: Document) -> str:
-    """SHA-256 of the parsed text, compared with pinned digests of fetched articles."""
-    return hashlib.sha256(document.full_text.encode()).hexdigest()
 
 
 # --------------------------------------------------------------------------
@@ -175,9 +79,6 @@ _HEADING = re.compile(r"^ {0,3}(#{1,6})(?:\s|$)|^ {0,3}(?:=+|-+)\s*$")
 _LIST_ITEM = re.compile(r"^\s*(?:([-*+])|(\d+)[.)])\s+")
 _TABLE_ROW = re.compile(r"^\s*\|")
 _FENCE = re.compile(r"^\s*(```|~~~)")
-# Elements whose content is code or hidden markup, not prose: removed with their
-# content, so "<script>steal()</script>" leaves nothing behind, not "steal()".
-_UNCLOSED = re.compile(rf"(?:<!--|<(?:{ACTIVE_ELEMENTS})\b).*", re.IGNORECASE | re.DOTALL)
 _SPACES = re.compile(r"\s+")
 # Characters around a front matter fence that do not make it another line: spaces,
 # a stray byte-order mark, zero-width characters.
@@ -199,8 +100,6 @@ USED_FRONT_MATTER: tuple[str, ...] = (
     "tenant",
     "acl",
 )
-# Quote markers at the start of a line ("> ", "> > "), removed as a renderer does.
-_QUOTE_MARKERS = re.compile(r"^(?: {0,3}>[ \t]?)+")
 # A MyST target, "(install-guide)=" on a line of its own: a label for links, not text.
 _MYST_TARGET = re.compile(r"^ {0,3}\([^()\s]+\)=\s*$")
 # The first line of a GitHub alert (> [!NOTE]), shown as a label, not as text.
@@ -216,41 +115,6 @@ def strip_markup(body: str) -> str:
     line of defence, not the only one.
     """
     return remove_active_elements(remove_comments(body))
-
-
-def render_inline(text: str, labels: frozenset[str] = frozenset()) -> str:
-    """Plain text of Markdown inline markup: what a reader of the rendered page sees.
-
-    Links (``[text](url)``, ``[text][label]``, ``[text][]``), MyST roles
-    (``{mod}`pip```), emphasis, code spans and raw HTML are removed, keeping
-    their text. A comment or active element that is opened but never closed
-    swallows the rest of its paragraph (a browser would take the rest of the
-    page). A shortcut link (``[npm]``) whose label is one of ``labels`` (the
-    document's link definitions) becomes its text. Character references
-    (``&lt;``) are decoded last: they stand for literal characters, so
-    "&lt;/sources&gt;" becomes the text "</sources>", never a tag to strip
-    again. Evidence spans go through the same function (:func:`render_span`),
-    so a span copied from the source file matches.
-    """
-    text = _UNCLOSED.sub("", text)
-    # Twice: a badge is an image inside a link, [![build](badge.svg)](ci), whose first
-    # unwrapping leaves the image, ![build](ci).
-    text = unwrap_reference_links(unwrap_links(unwrap_links(remove_tags(remove_roles(text)))))
-    text = unwrap_shortcut_references(text, labels)
-    return normalize_passage(html.unescape(unwrap_emphasis(text)))
-
-
-def strip_quote_markers(line: str) -> str:
-    """A line without its blockquote markers (``> ``, ``> > ``)."""
-    return _QUOTE_MARKERS.sub("", line)
-
-
-def render_span(text: str) -> str:
-    """An evidence span or answer as the parser renders a paragraph: quote markers, then inline markup.
-
-    Text without markup comes out as :func:`normalize_passage` gives it.
-    """
-    return render_inline("\n".join(strip_quote_markers(line) for line in text.split("\n")))
 
 
 def _front_matter(text: str, name: str) -> tuple[dict, str, int]:
@@ -353,7 +217,7 @@ def _metadata_tags(meta: dict, name: str) -> tuple[str, ...]:
 
 def _metadata_policy(meta: dict, name: str, defaults: DocumentDefaults) -> tuple[str, str, tuple[str, ...]]:
     """Access level, tenant and groups the front matter states, else the corpus's defaults
-    (:func:`rag.corpus.access_metadata.read_access_metadata`, the schema every source shares)."""
+    (:func:`rag.documents.access_metadata.read_access_metadata`, the schema every source shares)."""
     fields = read_access_metadata(meta, name, defaults, label=lambda key: f"{name}: front matter {key!r}")
     return fields.access, fields.tenant, fields.acl
 

@@ -14,17 +14,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rag.corpus.documents import (
-    DEFAULT_ACCESS,
-    Document,
-    DocumentDefaults,
-    DocumentError,
-    ParsedFile,
-    check_access_level,
-    check_skipped,
-    document_defaults,
-    foreign_key_warning,
-)
+from rag.corpus.documents import ParsedFile, check_skipped, document_defaults, foreign_key_warning
 from rag.corpus.markdown_files import (
     MAX_DOCUMENT_BYTES,
     FolderError,
@@ -33,6 +23,8 @@ from rag.corpus.markdown_files import (
 )
 from rag.corpus.source_kinds import DEFAULT_SKIPPED, FOLDER_SOURCES, SOURCES, folder_source
 from rag.corpus.text_files import parse_text
+from rag.documents.access_metadata import DEFAULT_ACCESS, DocumentDefaults, DocumentError, check_access_level
+from rag.documents.blocks import Document
 
 __all__ = ["FOLDER_SOURCES", "parse_text"]
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 import string
 
-from rag.corpus.inline_markup import _NextOf
+from rag.documents.inline_markup import _NextOf
 
 # A code fence, as the Markdown reader finds one (any indentation: fences sit in admonitions).
 FENCE = re.compile(r"^\s*(```|~~~)")

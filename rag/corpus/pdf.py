@@ -39,21 +39,11 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from rag.corpus.access_metadata import read_access_metadata
-from rag.corpus.documents import (
-    SKIPPABLE,
-    SKIPPED_SECTIONS,
-    Block,
-    Document,
-    DocumentDefaults,
-    DocumentError,
-    ParsedFile,
-    check_document_id,
-    content_version,
-    normalize_passage,
-    table_block,
-)
+from rag.corpus.documents import SKIPPABLE, SKIPPED_SECTIONS, ParsedFile, check_document_id, table_block
 from rag.corpus.table_text import render_table
+from rag.documents.access_metadata import DocumentDefaults, DocumentError, read_access_metadata
+from rag.documents.blocks import Block, Document, content_version
+from rag.documents.passages import normalize_passage
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +171,7 @@ def _outline_titles(outline: list) -> dict[tuple[int, str], int]:
 def _metadata(layout: Mapping, name: str, defaults: DocumentDefaults) -> tuple[str, str, tuple[str, ...]]:
     """Access level, tenant and groups from the document information or XMP, else the defaults.
 
-    Read by the schema every source shares (:func:`rag.corpus.access_metadata.read_access_metadata`):
+    Read by the schema every source shares (:func:`rag.documents.access_metadata.read_access_metadata`):
     only the exact keys ``access``, ``tenant`` and ``acl`` count, and a key of the document
     information or a simple XMP element that looks like one (``/Access``, ``acls``) is an error
     naming the file, never "open". The document information wins over XMP where both state a key.

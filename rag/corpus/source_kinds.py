@@ -18,16 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rag.corpus.articles import document_from_html_file
-from rag.corpus.documents import (
-    SKIPPABLE,
-    DocumentDefaults,
-    DocumentError,
-    ParsedFile,
-    check_document_id,
-    parse_markdown_file,
-)
+from rag.corpus.documents import SKIPPABLE, ParsedFile, check_document_id, parse_markdown_file
 from rag.corpus.pdf import read_pdf
 from rag.corpus.text_files import parse_text
+from rag.documents.access_metadata import DocumentDefaults, DocumentError
 
 # The reader of one file of a folder source: its content (text, or bytes for a
 # ``binary`` source), its name (for errors and the default document id), what to

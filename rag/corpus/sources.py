@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from rag.corpus.articles import document_from_html
-from rag.corpus.documents import Document, DocumentError, document_defaults, text_digest
+from rag.corpus.documents import document_defaults
 from rag.corpus.wikipedia import (
     DEFAULT_BASE_URL,
     LockedArticle,
@@ -23,6 +23,8 @@ from rag.corpus.wikipedia import (
     check_digest,
     revision_url,
 )
+from rag.documents.access_metadata import DocumentError
+from rag.documents.blocks import Document, text_digest
 
 
 class HtmlCache(Protocol):

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from rag.corpus.passages import normalize_passage
+from rag.documents.passages import normalize_passage
 
 # How the renderings join cells and rows.
 CELL_SEPARATOR = " | "

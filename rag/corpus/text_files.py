@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import re
 
-from rag.corpus.documents import (
-    DEFAULT_ACCESS,
-    Block,
-    Document,
-    DocumentError,
-    content_version,
-    normalize_passage,
-)
+from rag.documents.access_metadata import DEFAULT_ACCESS, DocumentError
+from rag.documents.blocks import Block, Document, content_version
+from rag.documents.passages import normalize_passage
 
 _BLANK_LINES = re.compile(r"\n[ \t\r\f\v]*\n")
 

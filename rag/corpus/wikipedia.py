@@ -37,7 +37,7 @@ from datetime import time as time_of_day
 from typing import Any, Generic, TypeVar
 
 from rag import __version__, bounded_http
-from rag.corpus.documents import Document, text_digest
+from rag.documents.blocks import Document, text_digest
 
 DEFAULT_BASE_URL = "https://en.wikipedia.org"
 API_PATH = "/w/api.php"

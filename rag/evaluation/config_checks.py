@@ -1,7 +1,7 @@
 """The checks of the evaluation experiments of config.yaml: the approximate-search settings and the ablations.
 
 Beside the evaluation so that changing an experiment changes one package; the
-config plan (:mod:`rag.config`) runs these checks in its order.
+config plan (:mod:`rag.pipeline.config`) runs these checks in its order.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from rag.corpus.documents import PAGE_SEPARATOR, Document, pages_between
+from rag.documents.blocks import PAGE_SEPARATOR, Document, pages_between
 from rag.evaluation.metrics import Relevance, recall_at
 from rag.labels import Question, locate_spans
 

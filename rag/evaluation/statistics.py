@@ -11,7 +11,8 @@ import pandas as pd
 
 from rag.corpus.documents import SKIPPABLE
 from rag.evaluation import metric_registry
-from rag.labels import QUESTION_TYPES, PieceCut, Question
+from rag.evaluation.chunk_judging import PieceCut
+from rag.labels import QUESTION_TYPES, Question
 
 
 def corpus_statistics(

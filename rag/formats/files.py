@@ -59,7 +59,7 @@ _ONE_WRITER_PER_OUTPUT = False
 def one_writer_per_output() -> None:
     """Declare this process a workflow job: every partial file of an output is a leftover.
 
-    :func:`rag.jobs.start_log` calls it; elsewhere the grace period holds.
+    :func:`rag.pipeline.jobs.start_log` calls it; elsewhere the grace period holds.
     """
     global _ONE_WRITER_PER_OUTPUT
     _ONE_WRITER_PER_OUTPUT = True
@@ -211,7 +211,7 @@ def write_sweep(table, settings: Mapping, columns: Sequence[str], path: str | os
     write_csv(table, path)
 
 
-# A YAML loader that refuses a key given twice, shared by the plan (rag.config) and rag ask.
+# A YAML loader that refuses a key given twice, shared by the plan (rag.pipeline.config) and rag ask.
 def _config_error() -> type:
     from rag.kinds import ConfigError
 

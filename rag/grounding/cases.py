@@ -474,7 +474,7 @@ def swap_rows(result: SwapResult) -> list[dict]:
 
 def document_texts(doc_ids: Sequence[str], block_texts: Sequence[str]) -> dict[str, str]:
     """Each document's text: its parsed blocks in order, joined as the parser joins them."""
-    from rag.corpus.documents import BLOCK_SEPARATOR
+    from rag.documents.blocks import BLOCK_SEPARATOR
 
     blocks: dict[str, list[str]] = {}
     for doc_id, text in zip(doc_ids, block_texts, strict=True):
@@ -531,7 +531,7 @@ def grounding_tables(
     results: Sequence[CaseResult], swaps: Sequence[SwapResult]
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """results/grounding.csv, grounding_cases.csv and grounding_swap.csv, in their fixed columns."""
-    import pandas as pd  # here: rag.config imports this module, and it must load without pandas
+    import pandas as pd  # here: rag.pipeline.config imports this module, and it must load without pandas
 
     answers = [row for result in results for row in answer_rows(result)]
     return (

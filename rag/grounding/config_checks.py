@@ -1,7 +1,7 @@
 """The check of the grounding section of config.yaml: its defaults and its cases.
 
 Beside the grounding experiment so that changing it changes one package; the
-config plan (:mod:`rag.config`) checks its names against the rest of the plan.
+config plan (:mod:`rag.pipeline.config`) checks its names against the rest of the plan.
 """
 
 from __future__ import annotations

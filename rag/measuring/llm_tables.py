@@ -67,7 +67,7 @@ ANSWER_FILE_COLUMNS: list[str] = [
     "cached",
 ]
 # Columns that time the machine or say where an answer came from, not what it is:
-# rag.reproduce skips them, and nothing is compared on them.
+# rag.pipeline.reproduce skips them, and nothing is compared on them.
 TIMING_COLUMNS = frozenset({"seconds", "cached", "seconds_per_answer", "cached_answers"})
 
 

@@ -7,7 +7,7 @@ future reranker or query rewriter) opens a :class:`Gate` with
 caller the text is read for, the model entry it goes to, and the access
 metadata of the chunks it may carry. The gate checks
 
-* **at planning** (:func:`planning_problem`, called by rag.config and
+* **at planning** (:func:`planning_problem`, called by rag.pipeline.config and
   ``rag ask``) and again when it is opened, that an endpoint which is not on
   this machine *by the address connected to* may receive every access level
   the caller reads (its entry's ``may_receive``);
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rag.corpus.documents import ACCESS_LEVELS
+from rag.documents.access_metadata import ACCESS_LEVELS
 from rag.models.client import GateError
 from rag.models.routes import Route, planning_route, resolving, route_of
 from rag.retrieval.filters import Caller, ChunkMetadata, allowed_chunks

@@ -5,7 +5,7 @@ default). An endpoint on this machine (the bundled model, or a host every
 address of which is loopback: :mod:`rag.models.gate` decides by the address
 connected to, never by the name) receives anything: the text never leaves.
 One off the machine receives only what its entry declares, and a caller who
-reads more is refused before any request, at planning (rag.config) and in
+reads more is refused before any request, at planning (rag.pipeline.config) and in
 ``rag ask``, by the same check the gate makes again at request time.
 """
 

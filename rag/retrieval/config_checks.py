@@ -1,7 +1,7 @@
 """The checks of config.yaml's retrievers and filters: entries, their graph, funnels, learned fusions, extras.
 
 Beside the retrievers so that adding a kind or a role changes one package; the
-config plan (:mod:`rag.config`) runs these checks in its order.
+config plan (:mod:`rag.pipeline.config`) runs these checks in its order.
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rag.corpus.documents import ACCESS_LEVELS, PRINCIPAL_NAME
+from rag.documents.access_metadata import ACCESS_LEVELS, PRINCIPAL_NAME
 from rag.retrieval.search import Ranking, check_allowed
 
 FILTER_KEYS: tuple[str, ...] = ("access", "tags_any", "tags_all", "doc_ids", "as_of", "tenant", "groups")

@@ -26,7 +26,7 @@ from rag.progress import Progress, in_slices, progress_line
 
 # The fitted kinds' modules, which rag.kinds names by dotted path and resolves
 # lazily: imported here so that the ranking rules' code digests
-# (rag.code_digest reads imports) follow every module a ranking runs.
+# (rag.pipeline.code_digest reads imports) follow every module a ranking runs.
 from rag.retrieval import bm25, lsa, tfidf  # noqa: F401
 from rag.retrieval.dense.sentence_embeddings import TEXT_COLUMNS, EmbeddingIndex
 from rag.retrieval.ivf import IVFIndex, build_ivf, rank_probed_lists

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rag.reproduce import job_counts
+from rag.pipeline.reproduce import job_counts
 from tests.workdir import read_config, snakemake, write_config
 
 NEW_CHUNKER, NEW_RETRIEVER = "sections", "tfidf"

@@ -16,8 +16,8 @@ import shutil
 import pytest
 import yaml
 
-from rag.config import build_plan
 from rag.kinds import GENERATOR_KINDS, REQUIRED, RETRIEVER_KINDS
+from rag.pipeline.config import build_plan
 from tests.extras import needs
 from tests.pipeline.test_pipeline_answers import ANSWERS as ANSWERS_OF_THE_TINY_CORPUS
 from tests.workdir import PROJECT, make_workdir, read_config, snakemake, write_config

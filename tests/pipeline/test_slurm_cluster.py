@@ -58,15 +58,15 @@ def cluster():
 
 
 def _result_files(workdir: Path) -> dict[str, bytes]:
-    """Every result file's bytes; a table with declared timing columns (rag.reproduce) without them.
+    """Every result file's bytes; a table with declared timing columns (rag.pipeline.reproduce) without them.
 
     The timings folder (rag.timing.TIMINGS_FOLDER) measures the machine, not the method:
-    it is left out, as rag.reproduce leaves it out.
+    it is left out, as rag.pipeline.reproduce leaves it out.
     """
     import csv
     import io
 
-    from rag.reproduce import TIMING_COLUMNS
+    from rag.pipeline.reproduce import TIMING_COLUMNS
     from rag.timing import TIMINGS_FOLDER
 
     root = workdir / "results"

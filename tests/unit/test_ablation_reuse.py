@@ -1,4 +1,4 @@
-"""Which tables an ablation folder reuses from the default folder (rag.config.shared_table_groups).
+"""Which tables an ablation folder reuses from the default folder (rag.pipeline.config.shared_table_groups).
 
 A group of tables is shared only when everything it is made from is the same
 in the ablation's config as in config.yaml: its section, every named entry it
@@ -15,7 +15,7 @@ import functools
 import pytest
 import yaml
 
-from rag.config import TABLE_GROUPS, build_plan
+from rag.pipeline.config import TABLE_GROUPS, build_plan
 from tests.extras import needs
 from tests.workdir import PROJECT
 

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from rag.code_digest import imported_modules
+from rag.pipeline.code_digest import imported_modules
 from tests.extras import needs
 
 PROJECT = Path(__file__).resolve().parents[2]
 PACKAGE = PROJECT / "rag"
 sys.path.insert(0, str(PROJECT / "docs"))
-from architecture import LAYERS, STAGES  # noqa: E402
+from architecture import LAYERS, STAGES, import_circles, package_imports  # noqa: E402
 
 SCRIPTS = PROJECT / "workflow" / "scripts"
 
@@ -67,49 +67,24 @@ def test_every_import_points_down_the_layers_even_inside_functions():
     assert ("ask.cli", "ask.index") in pairs
 
 
-def import_circles(pairs: list[tuple[str, str]]) -> list[list[str]]:
-    """The strongly connected groups of two or more modules in the import graph (Tarjan's algorithm)."""
-    graph: dict[str, set[str]] = {}
-    for module, imported in pairs:
-        graph.setdefault(module, set()).add(imported)
-        graph.setdefault(imported, set())
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    circles: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for following in sorted(graph[node]):
-            if following not in index:
-                visit(following)
-                low[node] = min(low[node], low[following])
-            elif following in on_stack:
-                low[node] = min(low[node], index[following])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                group.append(member)
-                if member == node:
-                    break
-            if len(group) > 1:
-                circles.append(sorted(group))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return sorted(circles)
-
-
 def test_no_module_imports_itself_through_others_even_inside_functions():
     """No import circle, at module level or inside functions: each module can be read before its importers."""
     pairs = [(module, imported) for module, imported in stage_imports() if module != imported]
     assert import_circles(pairs) == []
+
+
+def test_no_package_imports_itself_through_others():
+    """No cycle between packages (a subpackage of rag or a top-level module is one node): documents
+    sit below both the readers and the labels, so rag.corpus and rag.labels do not import each other."""
+    pairs = [(module, imported) for module, imported in stage_imports() if module != imported]
+    assert import_circles(package_imports(pairs)) == []
+    # The check has something to check: both import the documents, and the corpus imports the labels.
+    assert {("corpus", "documents"), ("labels", "documents"), ("corpus", "labels")} <= set(
+        package_imports(pairs)
+    )
+    assert import_circles(package_imports([("corpus.beir", "labels"), ("labels", "corpus.documents")])) == [
+        ["corpus", "labels"]
+    ]
 
 
 def test_the_circle_finder_finds_a_circle_through_a_function_level_import():
@@ -135,12 +110,12 @@ def test_every_module_is_in_a_layer():
 
 
 def test_only_workflow_scripts_import_the_snakemake_helpers():
-    """rag.jobs is the workflow side (starting and ending jobs); nothing in rag imports it."""
-    assert [module for module, imported in stage_imports() if imported == "jobs"] == []
+    """rag.pipeline.jobs is the workflow side (starting and ending jobs); nothing in rag imports it."""
+    assert [module for module, imported in stage_imports() if imported == "pipeline.jobs"] == []
     users = [
         path.name
         for path in sorted(SCRIPTS.glob("*.py"))
-        if "jobs" in imported_modules(path.read_text(encoding="utf-8"), PACKAGE)
+        if "pipeline.jobs" in imported_modules(path.read_text(encoding="utf-8"), PACKAGE)
     ]
     assert "rank.py" in users and len(users) == len(list(SCRIPTS.glob("*.py")))
 

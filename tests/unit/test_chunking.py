@@ -17,7 +17,7 @@ from rag.chunking import (
     fixed_windows,
     spec_from_config,
 )
-from rag.corpus.documents import Block, Document
+from rag.documents.blocks import Block, Document
 from rag.text import split_sentences, word_spans
 
 WORDS = st.text(alphabet="abcdefgh", min_size=2, max_size=6)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.code_digest import import_closure, imported_modules, script_digest
+from rag.pipeline.code_digest import import_closure, imported_modules, script_digest
 from tests.workdir import copy_project, make_workdir, planned_jobs, read_config, snakemake, write_config
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -220,7 +220,7 @@ def small_package(root: Path, a_source: str) -> tuple[Path, Path]:
 def test_the_import_cache_is_keyed_by_content_so_an_edit_is_never_stale(tmp_path):
     import json
 
-    from rag import code_digest
+    from rag.pipeline import code_digest
 
     package, script = small_package(tmp_path, "from rag import b\n")
     cache = tmp_path / "cache" / "imports.json"
@@ -236,7 +236,7 @@ def test_the_import_cache_is_keyed_by_content_so_an_edit_is_never_stale(tmp_path
 
 
 def test_an_unreadable_import_cache_is_an_empty_one(tmp_path):
-    from rag import code_digest
+    from rag.pipeline import code_digest
 
     package, script = small_package(tmp_path, "import rag.b\n")
     cache = tmp_path / "imports.json"
@@ -246,7 +246,7 @@ def test_an_unreadable_import_cache_is_an_empty_one(tmp_path):
 
 
 def test_one_package_walk_for_every_rule_gives_the_same_digests():
-    from rag.code_digest import PackageFiles
+    from rag.pipeline.code_digest import PackageFiles
 
     files = PackageFiles(PACKAGE)
     scripts = sorted(SCRIPTS.glob("*.py"))

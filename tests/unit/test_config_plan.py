@@ -1,4 +1,4 @@
-"""The config plan (rag.config.build_plan) and the table of kinds (rag.kinds), without Snakemake.
+"""The config plan (rag.pipeline.config.build_plan) and the table of kinds (rag.kinds), without Snakemake.
 
 Every configuration mistake must be one ConfigError line naming its key,
 raised before any job runs; the plan is called directly, so each case takes
@@ -20,7 +20,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag.answering.config_checks import GENERATION_DEFAULTS
-from rag.config import MAX_NAME_LENGTH, ConfigError, build_plan
 from rag.kinds import (
     CHUNKER_KINDS,
     COMMON_GENERATOR_KEYS,
@@ -30,6 +29,7 @@ from rag.kinds import (
     REQUIRED,
     RETRIEVER_KINDS,
 )
+from rag.pipeline.config import MAX_NAME_LENGTH, ConfigError, build_plan
 from rag.retrieval.bm25 import DEFAULT_K1, build_bm25_index
 from tests.workdir import FIXTURES, PROJECT, make_workdir, read_config, snakemake, write_config
 

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from rag.chunking import ChunkerSpec, chunk_corpus
 from rag.corpus.beir import BeirFormatError
 from rag.corpus.beir_files import read_beir_collection
-from rag.corpus.documents import ACCESS_LEVELS, DocumentError, parse_markdown
+from rag.corpus.documents import parse_markdown
 from rag.corpus.markdown_files import FolderError, read_markdown_file
+from rag.documents.access_metadata import ACCESS_LEVELS, DocumentError
 from rag.formats.files import read_yaml
 from rag.labels import LabelError, locate_spans, parse_questions
 from rag.retrieval.filters import ChunkMetadata, allowed_chunks, parse_filter

@@ -14,8 +14,9 @@ from rag import cli
 from rag.answering.prompts import EVIDENCE_CLOSE, EVIDENCE_OPEN, build_prompt
 from rag.ask import cli as ask_cli
 from rag.chunking import Chunk
-from rag.corpus.documents import DocumentError, parse_markdown
+from rag.corpus.documents import parse_markdown
 from rag.corpus.markdown_files import FolderError, read_markdown_file
+from rag.documents.access_metadata import DocumentError
 from rag.formats.bundles import prune_bundles
 from rag.formats.files import FolderCache, atomic_path, write_text
 

@@ -22,7 +22,9 @@ PROJECT = Path(__file__).resolve().parents[2]
 
 
 def run_job(body: str, folder: Path) -> subprocess.CompletedProcess:
-    script = "from rag.jobs import start_log\nfrom rag.formats.files import write_text, atomic_path\n"
+    script = (
+        "from rag.pipeline.jobs import start_log\nfrom rag.formats.files import write_text, atomic_path\n"
+    )
     script += f"log = start_log({str(folder / 'job.log')!r})\n" + textwrap.dedent(body)
     return subprocess.run(
         [sys.executable, "-c", script],

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from rag.chunking import Chunk, ChunkerSpec, chunk_document
-from rag.corpus.documents import Block, Document
-from rag.labels import LabelError, evidence_cuts, judge_chunks, locate_spans, parse_questions
+from rag.documents.blocks import Block, Document
+from rag.evaluation.chunk_judging import evidence_cuts, judge_chunks
+from rag.labels import LabelError, locate_spans, parse_questions
 
 DOCUMENT = Document(
     "mars",

@@ -12,7 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.config import ConfigError, build_plan, overlap_problem
+from rag.pipeline.config import ConfigError, build_plan, overlap_problem
 from tests.workdir import FIXTURES, PROJECT, make_workdir
 
 SCHEMA = yaml.safe_load((PROJECT / "workflow/schemas/config.schema.yaml").read_text())

@@ -8,8 +8,8 @@ import math
 import pytest
 import yaml
 
-from rag.config import ConfigError, build_plan, results_folder
 from rag.corpus.beir import BeirFormatError, parse_qrels
+from rag.pipeline.config import ConfigError, build_plan, results_folder
 from tests.workdir import FIXTURES, PROJECT, make_workdir
 
 SCHEMA = yaml.safe_load((PROJECT / "workflow/schemas/config.schema.yaml").read_text())

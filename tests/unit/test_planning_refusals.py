@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag.answering.config_checks import placeholder_problem, port_problem
-from rag.config import ConfigError, build_plan
+from rag.pipeline.config import ConfigError, build_plan
 from tests.workdir import PROJECT
 
 SCHEMA = yaml.safe_load((PROJECT / "workflow/schemas/config.schema.yaml").read_text())

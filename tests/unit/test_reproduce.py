@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag import reproduce
-from rag.reproduce import CellDifference, compare_folders, compare_tables, read_table
+from rag.pipeline import reproduce
+from rag.pipeline.reproduce import CellDifference, compare_folders, compare_tables, read_table
 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.chunking import ChunkerSpec, chunk_document, sentence_packs
-from rag.corpus.documents import BLOCK_SEPARATOR, Block, Document
+from rag.documents.blocks import BLOCK_SEPARATOR, Block, Document
 from rag.text import count_words, split_sentences
 
 # Word counts are written after each sentence; sections are the lead, Orbit and Orbit › Moons.

@@ -83,7 +83,7 @@ def test_the_rules_write_their_timings_to_the_timings_folder():
 
 
 def test_an_ablation_that_reuses_a_table_reuses_its_timings_from_the_same_folder():
-    from rag.config import TABLE_GROUPS
+    from rag.pipeline.config import TABLE_GROUPS
 
     for group, table, timings in (
         ("ivf_synthetic", "ivf_synthetic.csv", "ivf_synthetic.csv"),

@@ -22,9 +22,9 @@ for _variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 for _variable in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ[_variable] = "1"
 
-from rag import code_digest, job_errors
+from rag.pipeline import code_digest, job_errors
 from rag.escaping import visible
-from rag.config import BEIR_DEFAULTS, ConfigError, build_plan
+from rag.pipeline.config import BEIR_DEFAULTS, ConfigError, build_plan
 from rag.models.response_cache import COMMITTED_CACHE, canonical_json  # the one byte-stable JSON
 from rag.corpus.source_kinds import FOLDER_SOURCES
 from rag.corpus.beir_files import beir_files
@@ -43,7 +43,7 @@ try:
         questions_schema=read_yaml(PROJECT_ROOT / "workflow/schemas/questions.schema.yaml"),
         project_root=PROJECT_ROOT,
         # The default run's config: an ablation sent to a folder of its own reuses
-        # that run's tables whose settings it shares (rag.config.shared_table_groups).
+        # that run's tables whose settings it shares (rag.pipeline.config.shared_table_groups).
         base_config=read_yaml("config.yaml") if Path("config.yaml").is_file() else None,
     )
 except Exception as _error:
@@ -115,7 +115,7 @@ PACKAGE_FILES = code_digest.PackageFiles(PROJECT_ROOT / "rag")
 
 
 def script_digest(script):
-    """Digest of a rule's script and its whole rag import closure (rag.code_digest)."""
+    """Digest of a rule's script and its whole rag import closure (rag.pipeline.code_digest)."""
     return code_digest.script_digest(
         PROJECT_ROOT / "workflow" / "scripts" / script, PROJECT_ROOT / "rag", PACKAGE_FILES
     )
@@ -128,7 +128,7 @@ QRELS = "work/qrels/{corpus}/{chunker}.parquet"
 INDEX = "work/indexes/{corpus}/{chunker}/{retriever}.npz"
 RANKING = "work/rankings/{corpus}/{chunker}/{retriever}.parquet"
 FILTERED = "work/filtered/{corpus}/{chunker}/{filter_name}/{retriever}.parquet"
-# A ranking ranked deeper for fusion, and its index (rag.config.Plan.component_ranking).
+# A ranking ranked deeper for fusion, and its index (rag.pipeline.config.Plan.component_ranking).
 COMPONENT_RANKING = "work/component_rankings/{corpus}/{chunker}/{retriever}.parquet"
 # The weights a learned fusion chose per fold (rule fuse_learned).
 LEARNED_WEIGHTS = "work/learned/{corpus}/{chunker}/{retriever}.csv"
@@ -150,7 +150,7 @@ PROMPT_VECTORS = "work/prompt_vectors/{corpus}/{chunker}.npz"
 ASK_VECTORS = "work/ask_vectors.npz"
 SUMMARY_ANSWER_STEM = "work/answers/{corpus}/lead_summaries"
 SUMMARY_ANSWER_TRACE_STEM = "work/traces/answers/{corpus}/lead_summaries"
-# A language model's answers (rag.config.Plan.llm_answer_settings).
+# A language model's answers (rag.pipeline.config.Plan.llm_answer_settings).
 LLM_ANSWER = "work/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.parquet"
 # Its per-request traces, one JSON line per answer (docs/trace.md).
 LLM_TRACE = "work/traces/llm_answers/{corpus}/{questions}/{generator}/{chunker}/{retriever}.jsonl"
@@ -164,7 +164,7 @@ def component_depth_of(wildcards):
     return PLAN.component_depth(wildcards.corpus)
 
 
-# Lists that follow from the plan (rag/config.py), under the names the rules use.
+# Lists that follow from the plan (rag/pipeline/config.py), under the names the rules use.
 grid, index_grid, index_benchmark = PLAN.grid, PLAN.index_grid, PLAN.index_benchmark
 answer_pairs, filter_ablation_grid, all_results = PLAN.answer_pairs, PLAN.filter_ablation_grid, PLAN.results
 corpora_of_source = PLAN.corpora_of_source

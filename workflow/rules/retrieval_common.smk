@@ -17,7 +17,7 @@ def ivf_base_params(wildcards):
 
 
 def fusion_inputs(wildcards):
-    """The components' rankings, read at the corpus's component depth (rag.config.Plan.reads_deeper)."""
+    """The components' rankings, read at the corpus's component depth (rag.pipeline.config.Plan.reads_deeper)."""
     return [
         (COMPONENT_RANKING if PLAN.reads_deeper(wildcards.corpus, component) else RANKING).format(
             corpus=wildcards.corpus, chunker=wildcards.chunker, retriever=component

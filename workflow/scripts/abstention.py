@@ -5,8 +5,8 @@ import json
 import pandas as pd
 
 from rag.formats.files import atomic_path, write_csv, write_figure
-from rag.jobs import finish_job, start_log
 from rag.measuring.offline_tables import abstention_tradeoff_table
+from rag.pipeline.jobs import finish_job, start_log
 from rag.plotting import abstention_tradeoff_figure
 
 log = start_log(snakemake.log[0])

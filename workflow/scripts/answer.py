@@ -17,8 +17,8 @@ from rag.chunk_tables import chunks_from_frame
 from rag.corpus.document_tables import documents_from_frame
 from rag.formats.files import read_yaml, write_text
 from rag.formats.tables import provenance, write_parquet
-from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
+from rag.pipeline.jobs import finish_job, start_log
 from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
 log = start_log(snakemake.log[0])

@@ -20,8 +20,8 @@ from rag.corpus.document_tables import documents_from_frame
 from rag.escaping import visible
 from rag.formats.files import read_yaml, write_text
 from rag.formats.tables import provenance, write_parquet
-from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 corpus = snakemake.wildcards.corpus

@@ -5,7 +5,6 @@ import json
 import pandas as pd
 
 from rag.formats.files import write_csv
-from rag.jobs import finish_job, start_log
 from rag.measuring.offline_tables import summarize_answers
 from rag.measuring.thresholds import (
     apply_thresholds,
@@ -13,6 +12,7 @@ from rag.measuring.thresholds import (
     held_out_answers,
     threshold_table,
 )
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 reader = json.loads(snakemake.params.reader)

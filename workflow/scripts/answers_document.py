@@ -3,8 +3,8 @@
 import pandas as pd
 
 from rag.formats.files import write_text
-from rag.jobs import finish_job, start_log
 from rag.measuring.answers_document import answers_document
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 heldout = pd.read_csv(snakemake.input.heldout[0]) if snakemake.input.heldout else None

@@ -8,7 +8,7 @@ from rag.answering.trace import trace_lines
 from rag.ask.index import documents_and_question_sets
 from rag.ask.measure import measure_ask
 from rag.formats.files import write_csv, write_text
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 documents, question_sets = documents_and_question_sets(

@@ -3,7 +3,7 @@
 from rag.answering.reader import CachedSentenceEmbedder, write_prompt_vectors
 from rag.ask.index import documents_and_question_sets
 from rag.ask.measure import measured_ask_texts
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 documents, question_sets = documents_and_question_sets(

@@ -8,8 +8,8 @@ from rag.evaluation.cohorts import CALLER_COLUMNS, caller_cohort_rows, question_
 from rag.evaluation.metrics import relevance_by_question
 from rag.formats.files import read_yaml, write_csv
 from rag.formats.tables import read_columns
-from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
+from rag.pipeline.jobs import finish_job, start_log
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config
 from rag.retrieval.ranking_files import read_ranked_chunk_ids
 

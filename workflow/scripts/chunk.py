@@ -8,7 +8,7 @@ from rag.chunk_tables import chunks_to_frame
 from rag.chunking import chunk_corpus, spec_from_config
 from rag.corpus.document_tables import documents_from_frame
 from rag.formats.tables import provenance, read_provenance, write_parquet
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.provenance import carried
 
 log = start_log(snakemake.log[0])

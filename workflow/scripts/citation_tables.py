@@ -5,7 +5,6 @@ import pandas as pd
 
 from rag.formats.files import write_csv
 from rag.formats.tables import read_columns
-from rag.jobs import finish_job, start_log
 from rag.measuring.citation_accuracy import (
     chunk_sources,
     citation_accuracy_table,
@@ -17,6 +16,7 @@ from rag.measuring.citation_accuracy import (
     read_claim_labels,
 )
 from rag.measuring.llm_tables import identifiers
+from rag.pipeline.jobs import finish_job, start_log
 from rag.question_tables import read_questions
 
 log = start_log(snakemake.log[0])

@@ -6,7 +6,7 @@ import pandas as pd
 
 from rag.evaluation.cohorts import weakest_cohorts
 from rag.formats.files import atomic_path, write_csv, write_figure
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.plotting import no_data, weakest_cohort_bars
 
 log = start_log(snakemake.log[0])

@@ -5,7 +5,7 @@ import pandas as pd
 from rag.evaluation.statistics import corpus_statistics, questions_by_type
 from rag.formats.files import write_csv
 from rag.formats.tables import read_provenance
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.question_tables import read_questions
 
 log = start_log(snakemake.log[0])

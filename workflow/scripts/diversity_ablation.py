@@ -7,8 +7,8 @@ import pandas as pd
 from rag.evaluation.ablations import diversity_ablation
 from rag.evaluation.metrics import relevance_by_question
 from rag.formats.files import read_yaml, write_csv
-from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
+from rag.pipeline.jobs import finish_job, start_log
 from rag.retrieval.ranking_files import read_ranked_chunk_ids
 
 log = start_log(snakemake.log[0])

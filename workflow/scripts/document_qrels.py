@@ -4,8 +4,8 @@ import pandas as pd
 
 from rag.corpus.document_tables import documents_from_frame
 from rag.formats.tables import provenance, write_parquet
-from rag.jobs import finish_job, start_log
 from rag.labels import evidence_judgements, locate_spans
+from rag.pipeline.jobs import finish_job, start_log
 from rag.question_tables import judgements_to_frame, read_questions
 
 log = start_log(snakemake.log[0])

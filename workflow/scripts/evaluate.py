@@ -16,7 +16,7 @@ from rag.evaluation.metrics import QRELS_COLUMNS
 from rag.evaluation.table_parts import PartStore, file_digest
 from rag.formats.files import write_csv
 from rag.formats.tables import read_columns, read_provenance, write_parquet
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.provenance import record_digest
 from rag.question_tables import read_questions
 

@@ -8,7 +8,7 @@ from rag.evaluation.significance import question_values
 from rag.evaluation.statistics import aggregate_metrics
 from rag.formats.files import write_csv
 from rag.formats.tables import write_parquet
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.question_tables import judgements_from_frame, read_questions
 from rag.retrieval.ranking_files import read_ranked_chunk_ids
 

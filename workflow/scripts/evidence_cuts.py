@@ -2,10 +2,10 @@
 
 import pandas as pd
 
+from rag.evaluation.chunk_judging import PieceCut
 from rag.evaluation.statistics import cut_summary
 from rag.formats.files import write_csv
-from rag.jobs import finish_job, start_log
-from rag.labels import PieceCut
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 rows = []

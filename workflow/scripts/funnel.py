@@ -8,7 +8,7 @@ prefiltered, its candidates are checked once more before reranking
 import json
 
 from rag.formats.tables import load_indexes, read_columns, read_provenance
-from rag.jobs import RankingJob, job_filter, start_log
+from rag.pipeline.jobs import RankingJob, job_filter, start_log
 from rag.provenance import composite_record, filter_record
 from rag.question_tables import read_questions
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config

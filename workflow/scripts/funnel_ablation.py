@@ -6,7 +6,7 @@ import pandas as pd
 
 from rag.evaluation.metric_registry import funnel_columns
 from rag.formats.files import write_csv
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.retrieval.funnel import funnel_summary
 
 log = start_log(snakemake.log[0])

@@ -9,7 +9,7 @@ components at their deeper component depth).
 import json
 
 from rag.formats.tables import read_columns
-from rag.jobs import RankingJob, job_filter, start_log
+from rag.pipeline.jobs import RankingJob, job_filter, start_log
 from rag.provenance import composite_record, filter_record
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config
 from rag.retrieval.fusion import fuse

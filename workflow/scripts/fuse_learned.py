@@ -16,7 +16,7 @@ from rag.evaluation.learned_fusion import (
 from rag.evaluation.metrics import QRELS_COLUMNS
 from rag.formats.files import write_csv
 from rag.formats.tables import provenance, read_columns, read_provenance, write_parquet
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.provenance import carried, record_digest
 from rag.question_tables import judgements_from_frame, read_questions
 from rag.retrieval.ranking_files import rankings_to_table, read_component_provenance, read_component_rankings

@@ -8,9 +8,9 @@ from rag.formats.tables import read_columns
 from rag.grounding.cases import describe_case, grounding_tables
 from rag.grounding.experiment import run_grounding, train_memory
 from rag.grounding.served_model import gated_models
-from rag.jobs import finish_job, start_log
 from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
+from rag.pipeline.jobs import finish_job, start_log
 from rag.retrieval.filters import METADATA_COLUMNS, caller_from_view, parse_filter
 from rag.retrieval.ranking_files import RANKING_COLUMNS
 

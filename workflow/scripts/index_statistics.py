@@ -6,7 +6,7 @@ import pandas as pd
 
 from rag.evaluation.statistics import index_statistics
 from rag.formats.files import write_csv
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.timing import INDEX_TIMING_COLUMNS, split_timings
 
 log = start_log(snakemake.log[0])

@@ -3,7 +3,7 @@
 import json
 
 from rag.formats.files import write_sweep
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.retrieval.ivf import probe_tradeoff
 from rag.retrieval.synthetic import clustered_unit_vectors, queries_near_clusters
 from rag.timing import IVF_TIMING_COLUMNS, split_timings

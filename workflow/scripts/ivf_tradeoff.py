@@ -8,8 +8,8 @@ import pandas as pd
 from rag.evaluation.ivf_tuning import probe_sweep
 from rag.evaluation.metrics import relevance_by_question
 from rag.formats.files import read_yaml, write_sweep
-from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
+from rag.pipeline.jobs import finish_job, start_log
 from rag.retrieval.retrievers import chunk_embeddings, load_retriever, query_embeddings
 
 log = start_log(snakemake.log[0])

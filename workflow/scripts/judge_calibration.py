@@ -6,7 +6,6 @@ import pandas as pd
 
 from rag.answering.caller_sources import named_caller
 from rag.formats.files import write_csv
-from rag.jobs import finish_job, start_log
 from rag.measuring.judging import (
     ALWAYS_CORRECT,
     DETERMINISTIC,
@@ -21,6 +20,7 @@ from rag.measuring.judging import (
 from rag.models.gate import chunk_access, model_entry, open_gate
 from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log.job)
 follow_job_threads(snakemake.threads)  # a bundled server computes with the rule's threads

@@ -8,10 +8,11 @@ import pandas as pd
 from rag.chunk_tables import chunks_from_frame
 from rag.chunking import spec_from_config
 from rag.corpus.document_tables import documents_from_frame
+from rag.evaluation.chunk_judging import evidence_cuts, judge_chunks
 from rag.formats.files import read_yaml
 from rag.formats.tables import provenance, read_provenance, write_parquet
-from rag.jobs import finish_job, start_log
-from rag.labels import evidence_cuts, judge_chunks, locate_spans, parse_questions
+from rag.labels import locate_spans, parse_questions
+from rag.pipeline.jobs import finish_job, start_log
 from rag.provenance import carried
 
 log = start_log(snakemake.log[0])

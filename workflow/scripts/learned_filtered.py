@@ -10,7 +10,7 @@ from rag.evaluation.holdout import holdout_questions
 from rag.evaluation.learned_fusion import LearnedFusionSettings, describe_choice
 from rag.evaluation.learned_views import learned_fusion_in_view, read_labels
 from rag.formats.tables import read_columns
-from rag.jobs import RankingJob, start_log
+from rag.pipeline.jobs import RankingJob, start_log
 from rag.provenance import composite_record, filter_record
 from rag.question_tables import read_questions
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config, describe_filtered

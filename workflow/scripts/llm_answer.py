@@ -10,12 +10,12 @@ from rag.answering.llm_answers import CLOSED_BOOK, Setting, answer_records, answ
 from rag.answering.trace import llm_answer_traces, trace_lines
 from rag.formats.files import read_yaml, write_text
 from rag.formats.tables import provenance, write_parquet
-from rag.jobs import finish_job, start_log
 from rag.kinds import behaviour
 from rag.labels import parse_questions
 from rag.models.gate import table_gate
 from rag.models.local_server import follow_job_threads
 from rag.models.response_cache import ResponseCache
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log.job)
 follow_job_threads(snakemake.threads)  # a bundled server computes with the rule's threads

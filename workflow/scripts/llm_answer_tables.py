@@ -4,7 +4,6 @@ import pandas as pd
 
 from rag.formats.files import write_csv
 from rag.formats.tables import read_columns
-from rag.jobs import finish_job, start_log
 from rag.measuring.citation_accuracy import read_claim_labels
 from rag.measuring.judging import LABELLED_CORPUS, read_labels
 from rag.measuring.llm_tables import (
@@ -17,6 +16,7 @@ from rag.measuring.llm_tables import (
     with_label_outcomes,
 )
 from rag.measuring.verdicts import verdicts_table
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 answers = gather_answer_files([(path, pd.read_parquet(path)) for path in snakemake.input.answers])

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from rag.formats.files import write_csv
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 keys = ["corpus", "questions", "generator", "chunker", "retriever", "question_id"]

@@ -7,7 +7,7 @@ Only the titles and the date are parameters of this rule: settings such as
 from rag.corpus.sources import resolve_lock, wikipedia_client
 from rag.corpus.wikipedia import build_lock
 from rag.formats.files import FolderCache, write_yaml
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 entry = snakemake.config["corpora"][snakemake.wildcards.corpus]

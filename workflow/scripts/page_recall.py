@@ -7,7 +7,7 @@ from rag.evaluation.metrics import QRELS_COLUMNS, relevance_from_columns
 from rag.evaluation.pages import chunk_pages, evidence_pages, page_recall_rows, page_recall_table
 from rag.formats.files import write_csv
 from rag.formats.tables import read_columns
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.question_tables import read_questions
 from rag.retrieval.ranking_files import read_ranked_chunk_ids
 

@@ -7,7 +7,7 @@ from rag.corpus.beir_files import read_beir_collection
 from rag.corpus.document_tables import documents_to_table
 from rag.corpus.documents import PARSER_VERSION, document_defaults
 from rag.formats.tables import provenance, write_parquet
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.provenance import documents_record
 from rag.question_tables import judgements_to_frame, questions_to_frame
 

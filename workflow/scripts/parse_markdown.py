@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 
 from rag.corpus.document_tables import write_parsed_documents
-from rag.corpus.documents import DocumentError, document_defaults
+from rag.corpus.documents import document_defaults
 from rag.corpus.folders import read_files
-from rag.jobs import finish_job, start_log
+from rag.documents.access_metadata import DocumentError
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.corpus)

@@ -9,7 +9,7 @@ from rag.corpus.sources import cache_key, locked_documents, wikipedia_client
 from rag.corpus.wikipedia import article_doc_id, parse_lock
 from rag.escaping import visible
 from rag.formats.files import FolderCache, read_yaml
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 entry = json.loads(snakemake.params.corpus)

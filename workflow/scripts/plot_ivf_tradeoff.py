@@ -3,7 +3,7 @@
 import pandas as pd
 
 from rag.formats.files import atomic_path, write_figure
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.plotting import ivf_query_time, ivf_tradeoff
 
 log = start_log(snakemake.log[0])

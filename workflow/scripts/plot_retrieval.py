@@ -5,7 +5,7 @@ import json
 import pandas as pd
 
 from rag.formats.files import atomic_path, write_figure
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.plotting import grid_overview, rank_scatter, recall_against_prompt_words, recall_curves
 
 log = start_log(snakemake.log[0])

@@ -5,8 +5,8 @@ import pandas as pd
 from rag.answering.reader import CachedSentenceEmbedder, prompt_texts, write_prompt_vectors
 from rag.chunk_tables import chunks_from_frame
 from rag.formats.files import read_yaml
-from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 questions = parse_questions(read_yaml(snakemake.input.questions), snakemake.input.questions)

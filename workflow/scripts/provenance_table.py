@@ -4,7 +4,7 @@ import pandas as pd
 
 from rag.formats.files import write_csv
 from rag.formats.tables import read_provenance
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.provenance import provenance_row
 
 log = start_log(snakemake.log[0])

@@ -3,7 +3,7 @@
 import json
 
 from rag.formats.tables import read_columns, save_arrays
-from rag.jobs import RankingJob, start_log
+from rag.pipeline.jobs import RankingJob, start_log
 from rag.provenance import retriever_record
 from rag.question_tables import read_questions
 from rag.retrieval.retrievers import build_with_progress, describe_rankings, search_with_progress

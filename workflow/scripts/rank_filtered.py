@@ -12,7 +12,7 @@ import json
 import sys
 
 from rag.formats.tables import load_arrays, read_columns
-from rag.jobs import RankingJob, start_log
+from rag.pipeline.jobs import RankingJob, start_log
 from rag.provenance import filter_record, retriever_record
 from rag.question_tables import read_questions
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config, describe_filtered, filter_warnings

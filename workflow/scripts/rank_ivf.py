@@ -3,7 +3,7 @@
 import json
 
 from rag.formats.tables import load_arrays, read_columns, save_arrays
-from rag.jobs import RankingJob, start_log
+from rag.pipeline.jobs import RankingJob, start_log
 from rag.provenance import ivf_record
 from rag.question_tables import read_questions
 from rag.retrieval.retrievers import build_ivf_retriever, chunk_embeddings, load_retriever, search

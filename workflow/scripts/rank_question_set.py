@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rag.formats.files import read_yaml
 from rag.formats.tables import load_arrays, read_columns
-from rag.jobs import RankingJob, start_log
 from rag.labels import parse_questions
+from rag.pipeline.jobs import RankingJob, start_log
 from rag.retrieval.filters import METADATA_COLUMNS, allowed_by_config
 from rag.retrieval.question_sets import rank_question_set, ranking_provenance
 from rag.retrieval.search import chunk_id_order

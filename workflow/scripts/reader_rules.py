@@ -6,7 +6,7 @@ from rag.answering.reader import read_chosen_thresholds
 from rag.ask.index import IndexOptions, build_question_index, documents_and_question_sets
 from rag.ask.reader_rules import development_only_rules, rule_ablation
 from rag.formats.files import write_csv
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 documents, question_sets = documents_and_question_sets(

@@ -8,9 +8,9 @@ from rag.evaluation.recommendation import k_choice_lines, k_choices, recommendat
 from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
 from rag.evaluation.summary import grid_edge_lines, results_readme
 from rag.formats.files import write_text
-from rag.jobs import finish_job, start_log
 from rag.measuring.best_setup import best_answer_setup_lines
 from rag.measuring.same_measure import same_measure_tables
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 summary = pd.read_csv(snakemake.input.summary, keep_default_na=False, na_values=[""])

@@ -7,7 +7,7 @@ import pandas as pd
 from rag.ask.index import documents_and_question_sets
 from rag.ask.revocation import COLUMNS, Revocation, RevocationError, leaks, measure_revocation
 from rag.formats.files import write_csv
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 setting = json.loads(snakemake.params.revocation)

@@ -8,7 +8,7 @@ from rag.corpus.document_tables import BLOCK_COLUMNS
 from rag.evaluation.metrics import QRELS_COLUMNS
 from rag.formats.files import write_csv
 from rag.formats.tables import load_arrays, read_columns, read_provenance
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.question_tables import read_questions
 
 log = start_log(snakemake.log[0])

@@ -19,7 +19,7 @@ from rag.evaluation.significance import (
 )
 from rag.evaluation.table_parts import PartStore
 from rag.formats.files import write_csv
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 values = pd.concat([pd.read_parquet(path) for path in snakemake.input.question_values], ignore_index=True)

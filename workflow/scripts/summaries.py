@@ -8,8 +8,8 @@ from rag.answering.summaries import fully_inside, lead_summaries, pieces_in_summ
 from rag.answering.tokens import CL100K_BASE, optional_token_counter
 from rag.corpus.document_tables import documents_from_frame
 from rag.formats.files import read_yaml, write_csv
-from rag.jobs import finish_job, start_log
 from rag.labels import locate_spans, parse_questions
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 window = json.loads(snakemake.params.window)["window"]

@@ -4,7 +4,7 @@ import pandas as pd
 
 from rag.evaluation.summary import summary_table
 from rag.formats.files import write_csv
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 intervals = pd.read_csv(snakemake.input.intervals, dtype={"k": "Int64"})

@@ -6,7 +6,7 @@ import pandas as pd
 
 from rag.formats.files import write_text, write_yaml
 from rag.formats.summary_page import report_metadata, summary_page
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 
 start_log(snakemake.log[0])
 markdown = Path(snakemake.input.readme).read_text(encoding="utf-8")

@@ -5,7 +5,7 @@ import pandas as pd
 from rag.evaluation.trec import document_list, gzip_bytes, qrels_lines, ranked_lists, run_lines
 from rag.formats.files import atomic_path, write_text
 from rag.formats.tables import read_columns
-from rag.jobs import finish_job, start_log
+from rag.pipeline.jobs import finish_job, start_log
 from rag.question_tables import judgements_from_frame, read_questions
 from rag.retrieval.ranking_files import RANKING_COLUMNS
 

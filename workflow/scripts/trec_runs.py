@@ -12,8 +12,8 @@ from rag.evaluation.metrics import relevance_by_question
 from rag.evaluation.table_parts import PartStore, describe, file_digest, part_key, reuse_or_compute
 from rag.evaluation.trec import chunk_judgements, piece_judgements, qrels_lines, run_file
 from rag.formats.files import atomic_path, read_yaml, write_text
-from rag.jobs import finish_job, start_log
 from rag.labels import parse_questions
+from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log[0])
 questions = {

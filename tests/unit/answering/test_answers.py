@@ -396,8 +396,8 @@ def test_answers_mistakes_name_the_key(entry, message):
 def test_the_schema_rejects_a_misspelled_answers_key():
     from pathlib import Path
 
-    from rag.config import schema_errors
     from rag.formats.files import read_yaml
+    from rag.pipeline.config import schema_errors
 
     root = Path(__file__).resolve().parents[3]
     schema = read_yaml(root / "workflow/schemas/config.schema.yaml")

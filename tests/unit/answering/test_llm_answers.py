@@ -33,12 +33,12 @@ from rag.answering.llm_answers import (
     template_problem,
 )
 from rag.chunking import Chunk
-from rag.config import ConfigError, build_plan
 from rag.kinds import GENERATOR_KINDS, defaults
 from rag.labels import Evidence, Question, Span
 from rag.models import local_server
 from rag.models.client import Completion, Endpoint, Sampling, chat_request, chat_request_key
 from rag.models.response_cache import ResponseCache
+from rag.pipeline.config import ConfigError, build_plan
 from tests.extras import require_extra
 from tests.fault_server import reply
 from tests.workdir import FIXTURES, PROJECT

@@ -11,7 +11,7 @@ from rag.answering.answers import reader_frames
 from rag.answering.reader import CachedSentenceEmbedder, chunk_sentences, prompt_texts, write_prompt_vectors
 from rag.ask.measure import measure_ask, measured_ask_texts
 from rag.chunking import Chunk
-from rag.corpus.documents import Block, Document
+from rag.documents.blocks import Block, Document
 from rag.formats.tables import DamagedFileError
 from rag.labels import Question
 from rag.retrieval.dense.embedding_cache import text_key

@@ -17,7 +17,7 @@ from rag.answering.summaries import (
     summary_chunks,
     summary_statistics,
 )
-from rag.corpus.documents import Block, Document
+from rag.documents.blocks import Block, Document
 from rag.labels import Evidence, Question, Span, locate_spans
 from rag.retrieval.search import Ranking
 

@@ -2,7 +2,7 @@
 
 ``--group a,b`` is an error naming the flag; a drawn ``--tenant`` or
 ``--group`` is accepted exactly when it is a plain name as documents write
-them (:data:`rag.corpus.documents.PRINCIPAL_NAME`, an independent statement of
+them (:data:`rag.documents.access_metadata.PRINCIPAL_NAME`, an independent statement of
 the rule) and otherwise refused naming the flag; a ./config.yaml the
 pipeline refuses (a caller given twice, a bad caller) is refused the same way.
 """
@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from rag import cli
 from rag.ask.cli import AskError, configured_callers
-from rag.config import ConfigError, check_duplicate_keys
-from rag.corpus.documents import PRINCIPAL_NAME
+from rag.documents.access_metadata import PRINCIPAL_NAME
+from rag.pipeline.config import ConfigError, check_duplicate_keys
 from rag.retrieval.filters import FilterError, parse_caller
 
 SEED = settings(max_examples=120, deadline=None, derandomize=True)

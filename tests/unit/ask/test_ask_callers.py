@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from rag import cli
 from rag.answering.trace import TRACE_FIELDS, trace_problems
 from rag.ask.index import IndexOptions, answer_question, build_question_index
-from rag.corpus.documents import Block, Document
+from rag.documents.blocks import Block, Document
 from rag.retrieval.filters import Caller, readable
 from tests.fault_server import FaultServer, reply
 

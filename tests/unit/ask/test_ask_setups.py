@@ -18,10 +18,10 @@ from rag.ask.index import (
     setup_entries,
 )
 from rag.ask.setups import ASK_SETUPS, SPEC_SETUP
-from rag.config import _canonical_grid
 from rag.corpus.markdown_files import read_markdown_folder
 from rag.formats.files import read_yaml
 from rag.labels import parse_questions
+from rag.pipeline.config import _canonical_grid
 from rag.retrieval.config_checks import check_distinct_components
 from rag.retrieval.fusion import fuse
 from rag.retrieval.retrievers import build_ivf_retriever, build_retriever, search

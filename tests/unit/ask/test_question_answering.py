@@ -18,8 +18,8 @@ from rag.ask.index import (
     retrieve,
 )
 from rag.chunking import ChunkerSpec, chunk_corpus
-from rag.corpus.documents import DocumentError
 from rag.corpus.markdown_files import FolderError, read_markdown_folder
+from rag.documents.access_metadata import DocumentError
 from rag.formats.bundles import BUNDLE_MANIFEST, BundleError, read_bundle, source_digest, write_bundle
 from rag.formats.files import read_yaml
 from rag.labels import parse_questions

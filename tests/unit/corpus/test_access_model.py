@@ -7,9 +7,10 @@ import json
 import pytest
 
 from rag.corpus.beir import BeirFormatError, parse_corpus
-from rag.corpus.documents import Document, DocumentError
 from rag.corpus.folders import read_document
 from rag.corpus.sources import article_document
+from rag.documents.access_metadata import DocumentError
+from rag.documents.blocks import Document
 
 BODY = "<title>Notes</title><p>The vault code is 4711.</p>"
 

@@ -21,10 +21,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.ask.index import parse_documents
-from rag.corpus.access_metadata import ACCESS_FIELDS, lookalike, skeleton
 from rag.corpus.beir import BeirFormatError, parse_corpus
-from rag.corpus.documents import ACCESS_LEVELS, DocumentDefaults, DocumentError, document_defaults
+from rag.corpus.documents import document_defaults
 from rag.corpus.folders import read_corpus_folder, read_file
+from rag.documents.access_metadata import (
+    ACCESS_FIELDS,
+    ACCESS_LEVELS,
+    DocumentDefaults,
+    DocumentError,
+    lookalike,
+    skeleton,
+)
 
 SEED = settings(max_examples=60, deadline=None, derandomize=True)
 VALUES = {"access": "public", "tenant": "acme", "acl": ["eng"]}

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from rag.corpus.articles import document_from_html, parse_article_html
-from rag.corpus.documents import Block, DocumentError, text_digest
+from rag.documents.access_metadata import DocumentError
+from rag.documents.blocks import Block, text_digest
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "wikipedia"
 
@@ -337,7 +338,7 @@ def test_subsections_of_a_skipped_section_are_skipped_until_the_next_sibling() -
 
 def test_entities_invisible_characters_and_unicode_spaces_are_normalised() -> None:
     markup = "<p>\n  Ice&nbsp;&amp;&#32;rock\u2009giant,\u00ad soft&#x200B;ware&hellip;  </p>"
-    # NFKC, as every reader applies it (rag.corpus.documents.normalize_passage): the ellipsis becomes "...".
+    # NFKC, as every reader applies it (rag.documents.passages.normalize_passage): the ellipsis becomes "...".
     assert parse_article_html(markup, "entities") == [Block((), "Ice & rock giant, software...")]
 
 

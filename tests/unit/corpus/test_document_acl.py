@@ -19,20 +19,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.config import ConfigError, build_plan
 from rag.corpus.articles import declared_html_policy, document_from_html_file
 from rag.corpus.beir import BeirFormatError, parse_corpus
 from rag.corpus.document_tables import documents_from_frame, write_parsed_documents
-from rag.corpus.documents import (
-    ACCESS_LEVELS,
-    PRINCIPAL_NAME,
-    DocumentDefaults,
-    DocumentError,
-    document_defaults,
-    parse_markdown,
-)
+from rag.corpus.documents import document_defaults, parse_markdown
 from rag.corpus.folders import read_file
+from rag.documents.access_metadata import ACCESS_LEVELS, PRINCIPAL_NAME, DocumentDefaults, DocumentError
 from rag.formats.files import read_yaml
+from rag.pipeline.config import ConfigError, build_plan
 
 PROJECT = Path(__file__).resolve().parents[3]
 SCHEMA = read_yaml(PROJECT / "workflow" / "schemas" / "config.schema.yaml")

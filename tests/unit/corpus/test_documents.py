@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rag.corpus.documents import DocumentError, parse_markdown
+from rag.corpus.documents import parse_markdown
+from rag.documents.access_metadata import DocumentError
 
 SOURCE = """---
 id: venus

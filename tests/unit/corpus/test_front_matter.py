@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from rag.corpus.documents import DocumentError, parse_markdown
+from rag.corpus.documents import parse_markdown
 from rag.corpus.front_matter import FrontMatterError, load_front_matter
+from rag.documents.access_metadata import DocumentError
 
 BODY = "# Secret\n\nThe vault code is 4711.\n"
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.corpus.documents import parse_markdown
-from rag.corpus.inline_markup import (
+from rag.documents.inline_markup import (
     ACTIVE_ELEMENTS,
     remove_active_elements,
     remove_comments,

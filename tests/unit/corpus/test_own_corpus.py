@@ -16,12 +16,20 @@ import pytest
 import yaml
 
 from rag.corpus.beir import judged_questions
-from rag.corpus.documents import Block, Document, DocumentError, normalize_passage, parse_markdown_counted
+from rag.corpus.documents import parse_markdown_counted
 from rag.corpus.folders import parse_text, read_document, skipped_setting
 from rag.corpus.questions import corpus_question_problems, question_problems
+from rag.documents.access_metadata import DocumentError
+from rag.documents.blocks import Block, Document
+from rag.documents.passages import normalize_passage
 from rag.evaluation.statistics import questions_by_type
-from rag.experiments import figures_corpus, grounding_corpus, ivf_tradeoff_warning, unlabelled_corpora
 from rag.labels import LabelError, Question, locate_spans, parse_questions
+from rag.pipeline.experiments import (
+    figures_corpus,
+    grounding_corpus,
+    ivf_tradeoff_warning,
+    unlabelled_corpora,
+)
 from rag.progress import Progress, format_duration, progress_line
 from tests.unit.corpus.test_beir import QRELS, QUERIES, write_collection
 from tests.workdir import PROJECT, snakemake

@@ -9,11 +9,12 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from rag.corpus.documents import DocumentError, normalize_passage
 from rag.corpus.folders import read_file
 from rag.corpus.pdf import PAGE_PREFIX, chrome, document_from_layout, extract_layout
 from rag.corpus.source_kinds import SOURCES
 from rag.corpus.table_text import table_blocks
+from rag.documents.access_metadata import DocumentError
+from rag.documents.passages import normalize_passage
 from tests.extras import needs
 from tests.workdir import PROJECT
 

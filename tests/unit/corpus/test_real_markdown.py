@@ -8,14 +8,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from rag.config import ConfigError, build_plan
 from rag.corpus.config_checks import corpus_problems
-from rag.corpus.documents import parse_markdown, parse_markdown_file, render_span
+from rag.corpus.documents import parse_markdown, parse_markdown_file
 from rag.corpus.folders import read_corpus_folder
+from rag.documents.rendering import render_span
 from rag.escaping import visible_lines
 from rag.formats.files import read_yaml
-from rag.job_errors import one_line
 from rag.labels import LabelError, locate_spans, markup_difference, parse_questions, span_problems
+from rag.pipeline.config import ConfigError, build_plan
+from rag.pipeline.job_errors import one_line
 
 PROJECT = Path(__file__).resolve().parents[3]
 SCHEMA = read_yaml(PROJECT / "workflow" / "schemas" / "config.schema.yaml")

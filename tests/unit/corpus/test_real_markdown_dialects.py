@@ -15,10 +15,11 @@ from rag.ask.cli import folder_skip, read_ask_folder
 from rag.ask.index import IndexOptions, chunker_spec, index_chunks, setup_entries
 from rag.ask.setups import ASK_SETUPS
 from rag.chunking import chunk_corpus, spec_from_config
-from rag.corpus.documents import DocumentError, parse_markdown, parse_markdown_file
+from rag.corpus.documents import parse_markdown, parse_markdown_file
 from rag.corpus.folders import read_corpus_folder
 from rag.corpus.markdown_dialects import _SHORTCODE, remove_shortcodes, strip_dialects
 from rag.corpus.source_kinds import DEFAULT_SKIPPED
+from rag.documents.access_metadata import DocumentError
 from rag.formats.files import read_yaml
 from rag.kinds import CHUNKER_KINDS, canonical_entry, defaults
 from rag.labels import parse_questions, span_problems

@@ -8,9 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rag.corpus.config_checks import check_corpus, corpus_level
-from rag.corpus.documents import SKIPPABLE, DocumentError
+from rag.corpus.documents import SKIPPABLE
 from rag.corpus.folders import folder_files, read_file, skipped_setting
 from rag.corpus.source_kinds import DEFAULT_SKIPPED, FOLDER_SOURCES, SOURCES, source_of_file
+from rag.documents.access_metadata import DocumentError
 from rag.kinds import ConfigError
 from tests.workdir import PROJECT
 

@@ -10,9 +10,11 @@ from hypothesis import strategies as st
 from rag.chunking import ChunkerSpec, chunk_document
 from rag.corpus.articles import parse_article_html_counted
 from rag.corpus.document_tables import documents_from_frame, documents_to_table
-from rag.corpus.documents import Block, Document, DocumentError, parse_markdown_counted, table_block
-from rag.corpus.passages import normalize_passage
+from rag.corpus.documents import parse_markdown_counted, table_block
 from rag.corpus.table_text import colspan_of, markdown_cells, render_table, table_blocks
+from rag.documents.access_metadata import DocumentError
+from rag.documents.blocks import Block, Document
+from rag.documents.passages import normalize_passage
 from rag.labels import LabelError, locate_spans, parse_questions
 from rag.text import count_words
 from tests.workdir import PROJECT

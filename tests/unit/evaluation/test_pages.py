@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from rag.chunk_tables import chunks_to_frame
 from rag.chunking import ChunkerSpec, chunk_corpus
-from rag.corpus.documents import Block, Document, pages_between
+from rag.documents.blocks import Block, Document, pages_between
 from rag.evaluation.pages import chunk_pages, evidence_pages, page_recall_at, page_recall_rows
 from rag.labels import Evidence, Question, Span
 

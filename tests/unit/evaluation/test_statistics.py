@@ -10,9 +10,9 @@ import pytest
 from rag.chunk_tables import chunks_to_frame
 from rag.chunking import ChunkerSpec, chunk_document
 from rag.corpus.document_tables import documents_to_frame
-from rag.corpus.documents import Block, Document
+from rag.documents.blocks import Block, Document
+from rag.evaluation.chunk_judging import PieceCut
 from rag.evaluation.statistics import chunk_statistics, corpus_statistics, cut_summary
-from rag.labels import PieceCut
 
 # Listed out of id order: the table is sorted by doc_id.
 DOCUMENTS = [

@@ -276,8 +276,8 @@ def test_the_prompt_budget_is_a_stated_setting_of_the_plan():
 
     import yaml
 
-    from rag.config import ConfigError, build_plan
     from rag.evaluation.recommendation import DEFAULT_PROMPT_BUDGET
+    from rag.pipeline.config import ConfigError, build_plan
     from tests.workdir import FIXTURES, PROJECT
 
     schema = yaml.safe_load((PROJECT / "workflow/schemas/config.schema.yaml").read_text())

@@ -118,7 +118,7 @@ def test_finish_job_flushes_the_log_and_the_streams_and_exits_zero(tmp_path):
     log_path = tmp_path / "job.log"
     result = run_script(
         tmp_path,
-        "import sys\nfrom rag.jobs import finish_job, start_log\n"
+        "import sys\nfrom rag.pipeline.jobs import finish_job, start_log\n"
         f"log = start_log({str(log_path)!r})\nlog.info('all outputs written')\n"
         "print('to stdout', end='')\nsys.stderr.write('to stderr')\nfinish_job()\nraise SystemExit(3)\n",
     )
@@ -129,7 +129,7 @@ def test_finish_job_flushes_the_log_and_the_streams_and_exits_zero(tmp_path):
 
 def test_a_script_that_fails_before_finish_job_still_fails(tmp_path):
     result = run_script(
-        tmp_path, "from rag.jobs import finish_job\nraise ValueError('bad input')\nfinish_job()\n"
+        tmp_path, "from rag.pipeline.jobs import finish_job\nraise ValueError('bad input')\nfinish_job()\n"
     )
     assert result.returncode == 1
     assert "ValueError: bad input" in result.stderr

@@ -410,7 +410,7 @@ def test_any_label_file_is_read_or_refused_in_one_line(tmp_path_factory, correct
 
 def test_a_judge_entry_takes_its_kinds_defaults_and_a_misspelled_key_is_one_line():
     from rag.answering.config_checks import canonical_generators
-    from rag.config import ConfigError
+    from rag.pipeline.config import ConfigError
 
     entry = canonical_generators(
         {"generators": {"j": {"kind": "judge", "base_url": "http://127.0.0.1:9/v1"}}}
@@ -437,7 +437,7 @@ def test_a_judge_entry_takes_its_kinds_defaults_and_a_misspelled_key_is_one_line
 )
 def test_any_judge_entry_is_canonical_or_one_line_error(entry):
     from rag.answering.config_checks import canonical_generators
-    from rag.config import ConfigError
+    from rag.pipeline.config import ConfigError
 
     try:
         canonical = canonical_generators({"generators": {"j": {"kind": "judge", **entry}}})["j"]
@@ -449,7 +449,7 @@ def test_any_judge_entry_is_canonical_or_one_line_error(entry):
 
 def test_a_judge_prompt_with_a_wrong_placeholder_is_refused_naming_the_key():
     from rag.answering.config_checks import canonical_generators
-    from rag.config import ConfigError
+    from rag.pipeline.config import ConfigError
 
     with pytest.raises(ConfigError, match=r"\['correct_user'\]: must hold exactly the placeholders"):
         canonical_generators({"generators": {"j": {"kind": "judge", "correct_user": "{question} {answr}"}}})

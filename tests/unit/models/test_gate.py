@@ -19,7 +19,6 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rag.config import ConfigError, build_plan
 from rag.formats.files import read_yaml
 from rag.models.client import Endpoint, LlmError, Sampling, chat
 from rag.models.gate import (
@@ -32,6 +31,7 @@ from rag.models.gate import (
     resolving,
     route_of,
 )
+from rag.pipeline.config import ConfigError, build_plan
 from rag.retrieval.filters import PUBLIC_CALLER, Caller
 from tests.fault_server import FaultServer, Request, head
 

@@ -18,10 +18,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rag.config import ConfigError, build_plan
-from rag.corpus.documents import ACCESS_LEVELS
+from rag.documents.access_metadata import ACCESS_LEVELS
 from rag.formats.files import read_yaml
 from rag.models.may_receive import endpoint_receives_too_much, loopback_endpoint
+from rag.pipeline.config import ConfigError, build_plan
 from rag.retrieval.filters import (
     PUBLIC_CALLER,
     Caller,
@@ -273,7 +273,7 @@ def test_fuzzed_revocation_sections_plan_or_fail_in_one_line(section):
 
 def test_a_prompt_of_whole_documents_holds_only_the_readable_ones():
     from rag.answering.caller_sources import readable_documents
-    from rag.corpus.documents import Block, Document
+    from rag.documents.blocks import Block, Document
 
     def document(doc_id, access, tenant="", acl=()):
         return Document(doc_id, doc_id, "1", (Block((), "Text."),), access=access, tenant=tenant, acl=acl)

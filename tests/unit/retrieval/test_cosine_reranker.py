@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import yaml
 
-from rag.config import ConfigError, build_plan
 from rag.kinds import RETRIEVER_KINDS, defaults, kinds_with
+from rag.pipeline.config import ConfigError, build_plan
 from rag.retrieval.dense import sentence_embeddings
 from rag.retrieval.funnel import configured_reranker, funnel_ranking
 from rag.retrieval.search import Ranking, chunk_id_order

@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rag.config import schema_errors
 from rag.formats.files import read_yaml
 from rag.formats.tables import load_arrays, save_arrays
 from rag.kinds import ConfigError, canonical_entry
 from rag.models.response_cache import canonical_json
+from rag.pipeline.config import schema_errors
 from rag.retrieval.config_checks import RETRIEVER_PARAMETERS, check_ivf_entry, check_optional_packages
 from rag.retrieval.dense import sentence_embeddings
 from rag.retrieval.dense.sentence_embeddings import EmbeddingIndex, embedding_search

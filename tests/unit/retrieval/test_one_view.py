@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 
 from rag.answering.caller_sources import readable_documents
 from rag.ask.index import IndexOptions, build_question_index, index_from_bundle, index_to_bundle
-from rag.corpus.documents import ACCESS_LEVELS, Block, Document
+from rag.documents.access_metadata import ACCESS_LEVELS
+from rag.documents.blocks import Block, Document
 from rag.retrieval.filters import (
     Caller,
     ChunkMetadata,

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 
 from rag.formats.tables import read_provenance, write_parquet
-from rag.jobs import RankingJob, job_filter, write_job_ranking
+from rag.pipeline.jobs import RankingJob, job_filter, write_job_ranking
 from rag.provenance import (
     RECORDED_LIBRARIES,
     composite_record,
@@ -213,7 +213,7 @@ def test_a_ranking_jobs_finish_writes_then_ends_the_job(tmp_path):
     script = tmp_path / "job.py"
     script.write_text(
         "import numpy as np\n"
-        "from rag.jobs import RankingJob\n"
+        "from rag.pipeline.jobs import RankingJob\n"
         "from rag.provenance import retriever_record\n"
         "from rag.retrieval.search import Ranking\n"
         f"job = RankingJob({str(tmp_path / 'ranking.parquet')!r}, {str(chunks)!r}, 'abc', 'rank')\n"

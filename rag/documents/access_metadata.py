@@ -3,7 +3,7 @@
 Markdown front matter, an HTML page's ``<meta>`` elements, a BEIR record
 and its ``metadata`` object, a corpus's ``default_*`` settings (and a PDF's
 document information) all state the same three fields: ``access`` (one of
-:data:`rag.corpus.documents.ACCESS_LEVELS`), ``tenant`` and ``acl`` (group
+:data:`rag.documents.access_metadata.ACCESS_LEVELS`), ``tenant`` and ``acl`` (group
 names). They are read here, by one function (:func:`read_access_metadata`),
 so that no source can read a spelling another refuses.
 

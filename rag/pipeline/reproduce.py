@@ -1,6 +1,6 @@
 """The reproduction check: rebuild every table in a scratch folder and compare it with results/.
 
-    python -m rag.reproduce            # exits 0 when every cell matches, 1 otherwise
+    python -m rag.pipeline.reproduce            # exits 0 when every cell matches, 1 otherwise
 
 The tracked inputs (Snakefile, config.yaml, workflow/, rag/, resources/) are
 copied into a temporary folder and the whole pipeline runs there with
@@ -291,7 +291,7 @@ def regenerate(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m rag.reproduce",
+        prog="python -m rag.pipeline.reproduce",
         description="Rebuild every results/*.csv in a scratch folder and compare it with the committed one.",
     )
     parser.add_argument("--project", default=".", help="the project folder (default: the current one)")

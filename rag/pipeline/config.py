@@ -52,7 +52,6 @@ from rag.evaluation.config_checks import (
     canonical_settings,
     check_ablations,
 )
-from rag.experiments import figures_corpus, grounding_corpus, ivf_tradeoff_warning, unlabelled_corpora
 from rag.formats.files import MERGE_TAG, UniqueKeyLoader, read_unique_yaml  # noqa: F401
 from rag.grounding.cases import swap_values
 from rag.grounding.config_checks import canonical_grounding
@@ -67,6 +66,12 @@ from rag.kinds import (
 )
 from rag.kinds import defaults as kind_defaults
 from rag.labels import LabelError, parse_questions
+from rag.pipeline.experiments import (
+    figures_corpus,
+    grounding_corpus,
+    ivf_tradeoff_warning,
+    unlabelled_corpora,
+)
 from rag.retrieval.config_checks import (
     RETRIEVER_PARAMETERS,
     canonical_filters,

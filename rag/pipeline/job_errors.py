@@ -1,6 +1,6 @@
 """A job's user error ends in one line, not a Python traceback.
 
-Every workflow script starts its log with :func:`rag.jobs.start_log`, which calls
+Every workflow script starts its log with :func:`rag.pipeline.jobs.start_log`, which calls
 :func:`install`. From then on an exception whose type the project defines (a
 ``ConfigError``, ``DocumentError``, ``WikipediaFetchError``, ``BeirFormatError``,
 ``LabelError``...) is a mistake in the user's input or a fault of a server: its

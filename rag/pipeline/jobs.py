@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-from rag import job_errors
 from rag.formats.files import one_writer_per_output
 from rag.formats.tables import read_provenance
+from rag.pipeline import job_errors
 from rag.retrieval.ranking_files import write_ranking
 
 
