@@ -913,13 +913,7 @@ def format_verdicts(report: AnswerReport, measured: Sequence[str] = ()) -> list[
         ]
     if report.verdicts is not None:
         return [header, *(f"  {line}" for line in describe_verdicts(report.verdicts)), *rates]
-    if report.withheld is not None and report.reading is not None:
-        return [
-            "Checks (none on the answer: the reader abstained; on the best sentence it withheld:)",
-            f"  {report.reading.best.text}",
-            *(f"  {line}" for line in describe_verdicts(report.withheld)),
-            *rates,
-        ]
+    # An abstention makes no claim: nothing is checked, not even the sentence it withheld.
     return [header, "  none: the generator abstained, so there is no answer to check"]
 
 

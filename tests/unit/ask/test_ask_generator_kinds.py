@@ -161,3 +161,19 @@ def test_the_scan_finds_a_comparison_that_would_dispatch_by_name(tmp_path):
         "dispatch.py:5 extractive",
         "dispatch.py:9 llm",
     ]
+
+
+def test_an_abstention_prints_no_check_lines_for_what_it_withheld():
+    """The reader abstains on the bundled corpus for an off-corpus question: the Checks block has no
+    Source or Type check line, and no rate line, since there is no answer to check."""
+    from types import SimpleNamespace
+
+    from rag.ask.cli import format_verdicts
+
+    withheld = SimpleNamespace(faithful=True, responsive=True)
+    report = SimpleNamespace(
+        verdicts=None, withheld=withheld, reading=SimpleNamespace(best=SimpleNamespace(text="x"))
+    )
+    lines = format_verdicts(report, ["heldout_questions: right 15 of 17"])
+    assert lines[1] == "  none: the generator abstained, so there is no answer to check"
+    assert not any("check passed" in line or "check FAILED" in line or "right" in line for line in lines[1:])
