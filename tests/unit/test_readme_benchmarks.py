@@ -77,3 +77,28 @@ def test_readme_gives_the_llm_build_time_of_its_table():
     readme = _readme()
     assert f"{build['seconds']:.0f} s on an idle two-core machine with the switches above" in readme
     assert build["cmake_args"] in readme  # the switches measured are the README's
+
+
+def test_readme_gives_the_measured_time_of_its_test_command_and_reproduction_check():
+    """The README's minutes are the rows of readme_commands.csv, measured on the commands it prints."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "readme_commands", PROJECT / "benchmarks" / "readme_commands.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    commands = module.readme_commands((PROJECT / "README.md").read_text(encoding="utf-8"))
+    table = pd.read_csv(BENCHMARKS / "readme_commands.csv", keep_default_na=False)
+    assert sorted(table["command"]) == sorted(commands), "every README command measured, and only those"
+    readme = _readme()
+    for row in table.itertuples():
+        # The row measured the command the README prints today (`passed` says how it ended).
+        assert row.text == commands[row.command].replace("\n", " ; "), f"{row.command}: re-measure it"
+        assert int(row.cores) == 2
+        minutes = round(int(row.seconds) / 60)
+        sentence = {
+            "tests": f"the test command took {minutes} min",
+            "reproduce": f"the reproduction check took {minutes} min",
+        }[row.command]
+        assert sentence in readme, f"README.md should say: {sentence}"

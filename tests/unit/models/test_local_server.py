@@ -286,6 +286,11 @@ with local_server.running({log!r}):
 """
 
 
+def _default_signals() -> None:
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+        signal.signal(number, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGKILL, signal.SIGHUP, signal.SIGINT])
 def test_the_server_dies_with_the_job_whatever_signal_ends_it(tmp_path, number):
     log = tmp_path / "server.log"
@@ -295,6 +300,9 @@ def test_the_server_dies_with_the_job_whatever_signal_ends_it(tmp_path, number):
         stderr=subprocess.PIPE,
         text=True,
         env={name: value for name, value in os.environ.items() if "proxy" not in name.lower()},
+        # A job started from a shell's background (nohup, `&`) inherits SIGHUP and SIGINT ignored;
+        # the job under test is one a signal can end, whatever ran pytest.
+        preexec_fn=_default_signals,
     )
     try:
         assert job.stdout.readline().strip() == "serving", job.stderr.read()
