@@ -75,10 +75,10 @@ def documents_to_table(documents: Sequence[Document]) -> pa.Table:
     import pyarrow as pa
 
     table = pa.Table.from_pandas(documents_to_frame(documents), preserve_index=False)
-    for column, kind in (("tags", pa.string()), ("acl", pa.string()), ("table_rows", pa.int64())):
+    for column, item_type in (("tags", pa.string()), ("acl", pa.string()), ("table_rows", pa.int64())):
         position = table.schema.get_field_index(column)
-        if table.schema.field(position).type != pa.list_(kind):
-            table = table.set_column(position, column, table[column].cast(pa.list_(kind)))
+        if table.schema.field(position).type != pa.list_(item_type):
+            table = table.set_column(position, column, table[column].cast(pa.list_(item_type)))
     return table
 
 
