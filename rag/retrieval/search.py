@@ -582,6 +582,8 @@ def _compiled_search(
         capacity,
         kernels.PRUNE_MAX_DEPTH,
         kernels.PRUNE_MIN_POSTINGS,
+        max(capacity, kernels.PRIME_POSTINGS),
+        kernels.ESSENTIAL_SHARE,
         kernels.SELECT_MIN_DEPTH,
         kernels.SELECT_FACTOR,
         kernels.SELECT_SAMPLE,

@@ -59,6 +59,12 @@ SLACK_RELATIVE = 1e-9
 PRUNE_MAX_DEPTH = 100
 # Queries touching fewer postings than this are scored exhaustively: nothing to prune.
 PRUNE_MIN_POSTINGS = 512
+# MaxScore first scores exactly the chunks of the first max(depth, PRIME_POSTINGS) postings of its
+# strongest term: a floor to prune from before its heap has filled (the benchmark's choice).
+PRIME_POSTINGS = 32
+# ...and leaves the query to the exhaustive loop where more than this share of its postings stay
+# essential above that floor: walking them a chunk at a time would cost more than adding them all.
+ESSENTIAL_SHARE = 0.15
 # The exhaustive loop guesses a floor under the depth-th best score from a strided sample of
 # SELECT_SAMPLE scores (so only the scores above it meet the heap) from this depth on, where
 # more than SELECT_FACTOR x depth chunks were touched.
@@ -187,18 +193,20 @@ def _scan_select(
 ):  # fmt: skip
     """:func:`_select` over every chunk's sum (positive sums of allowed chunks only)."""
     floor = guess - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(guess)
-    reaching = 0
     size = 0
+    # Dividing by 1.0 changes no bit: a plain sum skips the divisions.
+    plain = not use_chunk_scale and query_scale == 1.0
+    # At or below this a score cannot enter: 0 (untouched: every contribution here is
+    # positive), under the guess less the slack or, once the heap is full, under its worst
+    # score less the slack (it would round below it). One comparison per chunk, which a
+    # processor predicts, where a test of whether the chunk was touched would not be.
+    cutoff = max(0.0, np.nextafter(floor, -np.inf))
     for chunk in range(len(accumulator)):
         total = accumulator[chunk]
-        score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
-        if score < floor or not score > 0.0:
+        score = total if plain else (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
+        if score <= cutoff:
             continue
-        kept = allowed[chunk] if use_allowed else True
-        reaching += (score >= guess) & kept
-        if size == capacity and score < heap_scores[0] - SLACK_ABSOLUTE:
-            continue  # rounds below the worst kept: no need to round it (nor to look it up)
-        if not kept:
+        if use_allowed and not allowed[chunk]:
             continue
         tie = ties[chunk] if use_ties else chunk
         rounded = np.rint(score * ROUNDING) / ROUNDING + 0.0
@@ -207,7 +215,11 @@ def _scan_select(
         ):
             continue  # not better than the worst kept
         size = _offer(heap_scores, heap_ties, heap_positions, size, capacity, rounded, tie, chunk)
-    if guess > -np.inf and reaching < capacity:
+        if size == capacity:
+            cutoff = max(cutoff, np.nextafter(heap_scores[0] - SLACK_ABSOLUTE, -np.inf))
+    # The guess held if the heap filled with scores that reach it: then every score below its
+    # floor rounds below all of them. Otherwise the caller passes again without it.
+    if guess > -np.inf and not (size == capacity and heap_scores[0] >= guess):
         return -1
     return size
 
@@ -335,10 +347,78 @@ def _select(
     return size
 
 
+@_jit(inline=True)
+def _seek(indices, at, stop, chunk):
+    """The first posting in ``[at, stop)`` whose chunk is at least ``chunk`` (postings in chunk order).
+
+    Galloping, then binary search: the cost grows with the log of the
+    distance moved, not of the list's length, so walking a list in chunk
+    order costs about one step per posting passed.
+    """
+    if at >= stop:
+        return stop
+    stride = 1
+    while at + stride < stop and indices[at + stride] < chunk:
+        at += stride
+        stride <<= 1
+    if indices[at] >= chunk:
+        return at
+    low, high = at + 1, min(at + stride, stop)
+    while low < high:
+        middle = (low + high) >> 1
+        if indices[middle] < chunk:
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+@_jit
+def _primed_threshold(
+    indptr, indices, data, columns, weights, first, allowed, use_allowed, chunk_scale,
+    use_chunk_scale, query_scale, capacity, prime_postings, cursor, end,
+):  # fmt: skip
+    """A score that at least ``capacity`` chunks reach, from a few exact scores; -inf if none.
+
+    The chunks of the first ``prime_postings`` postings of query term
+    ``first`` (the one that can add the most) are scored exactly, each term
+    looked up by a galloping search; the ``capacity``-th best of their
+    rounded scores is at most the final ``capacity``-th best, so MaxScore may
+    prune below it from its first chunk on instead of waiting for its heap to
+    fill with good chunks. ``cursor`` and ``end`` are the terms' postings
+    ranges (``cursor`` is moved).
+    """
+    n_terms = len(columns)
+    start = indptr[columns[first]]
+    stop = min(indptr[columns[first] + 1], start + prime_postings)
+    if stop - start < capacity:
+        return -np.inf
+    count = 0
+    kept = np.empty(stop - start, dtype=np.float64)
+    for posting in range(start, stop):
+        chunk = indices[posting]
+        if use_allowed and not allowed[chunk]:
+            continue
+        total = 0.0
+        for term in range(n_terms):
+            low = _seek(indices, cursor[term], end[term], chunk)
+            cursor[term] = low
+            if low < end[term] and indices[low] == chunk:
+                total += data[low] * weights[term]
+        score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
+        if score > 0.0:
+            kept[count] = np.rint(score * ROUNDING) / ROUNDING + 0.0
+            count += 1
+    if count < capacity:
+        return -np.inf
+    return np.partition(kept[:count], count - capacity)[count - capacity]
+
+
 @_jit
 def _maxscore(
     indptr, indices, data, columns, weights, bounds, allowed, use_allowed, chunk_scale,
-    use_chunk_scale, query_scale, ties, use_ties, capacity, heap_scores, heap_ties, heap_positions,
+    use_chunk_scale, query_scale, ties, use_ties, capacity, prime_postings, essential_share,
+    heap_scores, heap_ties, heap_positions,
 ):  # fmt: skip
     """MaxScore, document at a time, for non-negative contributions; the heap size.
 
@@ -346,6 +426,8 @@ def _maxscore(
     score (after the scaling), in query-term order.
     """
     n_terms = len(columns)
+    if n_terms == 0:
+        return 0
     order = np.argsort(bounds)
     prefix = np.empty(n_terms, dtype=np.float64)
     running = 0.0
@@ -359,9 +441,28 @@ def _maxscore(
         end[term] = indptr[columns[term] + 1]
     contributions = np.zeros(n_terms, dtype=np.float64)
     no_chunk = 9223372036854775807
-    first_essential = 0
     size = 0
-    threshold = -np.inf
+    threshold = _primed_threshold(
+        indptr, indices, data, columns, weights, order[n_terms - 1], allowed, use_allowed, chunk_scale,
+        use_chunk_scale, query_scale, capacity, prime_postings, cursor, end,
+    )  # fmt: skip
+    for term in range(n_terms):
+        cursor[term] = indptr[columns[term]]
+    first_essential = 0
+    cut = threshold - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(threshold)
+    while first_essential < n_terms and prefix[first_essential] < cut:
+        first_essential += 1
+    # Where the floor leaves most postings essential, pruning cannot pay for walking them a
+    # chunk at a time: the caller scores the query term at a time instead.
+    essential = 0
+    total_postings = 0
+    for rank in range(n_terms):
+        length = end[order[rank]] - cursor[order[rank]]
+        total_postings += length
+        if rank >= first_essential:
+            essential += length
+    if essential > essential_share * total_postings:
+        return -1
     while first_essential < n_terms:
         chunk = no_chunk
         for rank in range(first_essential, n_terms):
@@ -391,15 +492,7 @@ def _maxscore(
                 rejected = True
                 break
             term = order[rank]
-            # The first posting at or after the chunk: binary search (postings are in chunk order).
-            low, high = cursor[term], end[term]
-            while low < high:
-                middle = (low + high) >> 1
-                if indices[middle] < chunk:
-                    low = middle + 1
-                else:
-                    high = middle
-            cursor[term] = low
+            cursor[term] = _seek(indices, cursor[term], end[term], chunk)
             if cursor[term] < end[term] and indices[cursor[term]] == chunk:
                 contributions[term] = data[cursor[term]] * weights[term]
                 estimate += contributions[term] / scale
@@ -434,7 +527,8 @@ def _maxscore(
 def search_batch(
     indptr, indices, data, query_pointers, query_columns, query_weights, query_scales,
     term_bounds, use_bounds, allowed, use_allowed, chunk_scale, use_chunk_scale, signed, ties,
-    use_ties, capacity, prune_max_depth, prune_min_postings, select_min_depth, select_factor,
+    use_ties, capacity, prune_max_depth, prune_min_postings, prime_postings, essential_share,
+    select_min_depth, select_factor,
     sample_size, accumulator, seen, touched, values, out_positions, out_scores, out_sizes,
 ):  # fmt: skip
     """Rank each query of a batch into row i of ``out_positions``/``out_scores`` (length: ``out_sizes``).
@@ -464,16 +558,17 @@ def search_batch(
             and capacity <= prune_max_depth
             and postings >= prune_min_postings
         )
+        size = -1
         if prune:
             bounds = np.empty(len(columns), dtype=np.float64)
             for term in range(len(columns)):
                 bounds[term] = term_bounds[columns[term]] * weights[term] / query_scale
             size = _maxscore(
                 indptr, indices, data, columns, weights, bounds, allowed, use_allowed, chunk_scale,
-                use_chunk_scale, query_scale, ties, use_ties, capacity, heap_scores, heap_ties,
-                heap_positions,
+                use_chunk_scale, query_scale, ties, use_ties, capacity, prime_postings, essential_share,
+                heap_scores, heap_ties, heap_positions,
             )  # fmt: skip
-        else:
+        if not prune or size < 0:
             size = _exhaustive(
                 indptr, indices, data, columns, weights, allowed, use_allowed, chunk_scale,
                 use_chunk_scale, query_scale, signed, use_bounds and positive, ties, use_ties,
