@@ -546,22 +546,29 @@ def _compiled_search(
 
     n_chunks = chunk_weights.shape[0]
     capacity = min(int(depth), n_chunks)
-    if capacity == 0 or len(queries) == 0:
+    n_queries = len(queries)
+    if capacity == 0 or n_queries == 0:
         return [Ranking.empty() for _ in queries]
-    lengths = np.fromiter((len(columns) for columns, _ in queries), dtype=np.int64, count=len(queries))
-    pointers = np.zeros(len(queries) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=pointers[1:])
-    columns = np.concatenate([np.asarray(columns, dtype=np.int64) for columns, _ in queries])
-    weights = np.concatenate([np.asarray(weights, dtype=np.float64) for _, weights in queries])
-    scales = np.ones(len(queries)) if query_scale is None else np.asarray(query_scale, dtype=np.float64)
+    # A single query (rag ask, a user's loop) skips the batch's concatenations: its own arrays go in.
+    if n_queries == 1:
+        columns, weights = queries[0]
+        columns = np.asarray(columns, dtype=np.int64)
+        weights = np.asarray(weights, dtype=np.float64)
+        pointers = np.array((0, len(columns)), dtype=np.int64)
+    else:
+        lengths = np.fromiter((len(columns) for columns, _ in queries), dtype=np.int64, count=n_queries)
+        pointers = np.zeros(n_queries + 1, dtype=np.int64)
+        np.cumsum(lengths, out=pointers[1:])
+        columns = np.concatenate([np.asarray(columns, dtype=np.int64) for columns, _ in queries])
+        weights = np.concatenate([np.asarray(weights, dtype=np.float64) for _, weights in queries])
+    scales = _ones(n_queries) if query_scale is None else np.asarray(query_scale, dtype=np.float64)
     # MaxScore walks each postings list in chunk order, which a canonical CSC matrix guarantees.
     indptr, data, canonical = _prepared_arrays(chunk_weights)
     use_bounds = term_bounds is not None and not signed and canonical
-    empty_floats = np.empty(0, dtype=np.float64)
     accumulator, seen, touched, values = _scratch_arrays(n_chunks)
-    out_positions = np.empty((len(queries), capacity), dtype=np.int64)
-    out_scores = np.empty((len(queries), capacity), dtype=np.float64)
-    out_sizes = np.empty(len(queries), dtype=np.int64)
+    out_positions = np.empty((n_queries, capacity), dtype=np.int64)
+    out_scores = np.empty((n_queries, capacity), dtype=np.float64)
+    out_sizes = np.empty(n_queries, dtype=np.int64)
     kernels.search_batch(
         indptr,
         chunk_weights.indices,
@@ -570,17 +577,18 @@ def _compiled_search(
         columns,
         weights,
         scales,
-        np.asarray(term_bounds, dtype=np.float64) if use_bounds else empty_floats,
+        np.asarray(term_bounds, dtype=np.float64) if use_bounds else _NO_FLOATS,
         use_bounds,
-        allowed if allowed is not None else np.empty(0, dtype=np.bool_),
+        allowed if allowed is not None else _NO_BOOLS,
         allowed is not None,
-        np.asarray(chunk_scale, dtype=np.float64) if chunk_scale is not None else empty_floats,
+        np.asarray(chunk_scale, dtype=np.float64) if chunk_scale is not None else _NO_FLOATS,
         chunk_scale is not None,
         bool(signed),
-        np.asarray(tie_order, dtype=np.int64) if tie_order is not None else np.empty(0, dtype=np.int64),
+        np.asarray(tie_order, dtype=np.int64) if tie_order is not None else _NO_INTS,
         tie_order is not None,
         capacity,
         kernels.PRUNE_MAX_DEPTH,
+        kernels.PRUNE_DEPTH_SHARE,
         kernels.PRUNE_MIN_POSTINGS,
         max(capacity, kernels.PRIME_POSTINGS),
         kernels.ESSENTIAL_SHARE,
@@ -599,6 +607,18 @@ def _compiled_search(
         Ranking(out_positions[row, :size], out_scores[row, :size])
         for row, size in enumerate(out_sizes.tolist())
     ]
+
+
+# Stand-ins for the compiled loop's unused arrays, and one query's scale, made once rather than per
+# call. The loop never writes them (left writable: a read-only array would compile the loop again).
+_NO_FLOATS = np.empty(0, dtype=np.float64)
+_NO_INTS = np.empty(0, dtype=np.int64)
+_NO_BOOLS = np.empty(0, dtype=np.bool_)
+_ONE = np.ones(1, dtype=np.float64)
+
+
+def _ones(count: int) -> np.ndarray:
+    return _ONE if count == 1 else np.ones(count, dtype=np.float64)
 
 
 # Postings per block when column_maxima divides values (bounds the temporary array).

@@ -55,8 +55,10 @@ ROUNDING = 1e9
 # the float noise between a bound summed in one order and a score summed in another.
 SLACK_ABSOLUTE = 2e-9
 SLACK_RELATIVE = 1e-9
-# MaxScore for depths up to this (the benchmark's choice, docs/performance.md); exhaustive above.
+# MaxScore for depths up to this, or up to this share of the collection (the benchmark's choice,
+# docs/performance.md: a deep ranking of a large collection still prunes); exhaustive above.
 PRUNE_MAX_DEPTH = 100
+PRUNE_DEPTH_SHARE = 0.001
 # Queries touching fewer postings than this are scored exhaustively: nothing to prune.
 PRUNE_MIN_POSTINGS = 512
 # MaxScore first scores exactly the chunks of the first max(depth, PRIME_POSTINGS) postings of its
@@ -527,7 +529,7 @@ def _maxscore(
 def search_batch(
     indptr, indices, data, query_pointers, query_columns, query_weights, query_scales,
     term_bounds, use_bounds, allowed, use_allowed, chunk_scale, use_chunk_scale, signed, ties,
-    use_ties, capacity, prune_max_depth, prune_min_postings, prime_postings, essential_share,
+    use_ties, capacity, prune_max_depth, prune_depth_share, prune_min_postings, prime_postings, essential_share,
     select_min_depth, select_factor,
     sample_size, accumulator, seen, touched, values, out_positions, out_scores, out_sizes,
 ):  # fmt: skip
@@ -555,7 +557,7 @@ def search_batch(
             use_bounds
             and not signed
             and positive
-            and capacity <= prune_max_depth
+            and (capacity <= prune_max_depth or capacity <= prune_depth_share * len(accumulator))
             and postings >= prune_min_postings
         )
         size = -1

@@ -216,6 +216,7 @@ def test_compiled_and_pruned_rankings_equal_the_reference(monkeypatch):
         prune = bool(rng.integers(2))
         monkeypatch.setattr(sparse_kernels, "PRUNE_MIN_POSTINGS", 0 if prune else 10**9)
         monkeypatch.setattr(sparse_kernels, "PRUNE_MAX_DEPTH", 10**9 if prune else 0)
+        monkeypatch.setattr(sparse_kernels, "PRUNE_DEPTH_SHARE", float(rng.choice([0.0, 1.0])) if prune else 0.0)
         # MaxScore's exact floor from few or many postings of its strongest term, and its hand-over
         # to the exhaustive loop never (share 1), always (share 0) or where the floor leaves much.
         monkeypatch.setattr(sparse_kernels, "PRIME_POSTINGS", int(rng.choice([1, 2, 5, 32, 4096])))
