@@ -566,6 +566,11 @@ def _compiled_search(
     indptr, data, canonical = _prepared_arrays(chunk_weights)
     use_bounds = term_bounds is not None and not signed and canonical
     accumulator, seen, touched, values = _scratch_arrays(n_chunks)
+    # MaxScore's floor comes from exact scores of a few chunks; where a prefilter hides some, it
+    # scores proportionally more, so that as many allowed chunks are scored.
+    spread = 1.0 if allowed is None else n_chunks / max(np.count_nonzero(allowed), n_chunks / 64, 1)
+    prime_postings = int(max(capacity, kernels.PRIME_POSTINGS) * spread)
+    prime_window = int(kernels.PRIME_WINDOW * spread)
     out_positions = np.empty((n_queries, capacity), dtype=np.int64)
     out_scores = np.empty((n_queries, capacity), dtype=np.float64)
     out_sizes = np.empty(n_queries, dtype=np.int64)
@@ -590,7 +595,8 @@ def _compiled_search(
         kernels.PRUNE_MAX_DEPTH,
         kernels.PRUNE_DEPTH_SHARE,
         kernels.PRUNE_MIN_POSTINGS,
-        max(capacity, kernels.PRIME_POSTINGS),
+        prime_postings,
+        prime_window,
         kernels.ESSENTIAL_SHARE,
         kernels.SELECT_MIN_DEPTH,
         kernels.SELECT_FACTOR,

@@ -64,6 +64,8 @@ PRUNE_MIN_POSTINGS = 512
 # MaxScore first scores exactly the chunks of the first max(depth, PRIME_POSTINGS) postings of its
 # strongest term: a floor to prune from before its heap has filled (the benchmark's choice).
 PRIME_POSTINGS = 32
+# ...of the largest weights among the first PRIME_WINDOW postings of that term.
+PRIME_WINDOW = 1024
 # ...and leaves the query to the exhaustive loop where more than this share of its postings stay
 # essential above that floor: walking them a chunk at a time would cost more than adding them all.
 ESSENTIAL_SHARE = 0.15
@@ -378,26 +380,35 @@ def _seek(indices, at, stop, chunk):
 @_jit
 def _primed_threshold(
     indptr, indices, data, columns, weights, first, allowed, use_allowed, chunk_scale,
-    use_chunk_scale, query_scale, capacity, prime_postings, cursor, end,
+    use_chunk_scale, query_scale, capacity, prime_postings, prime_window, cursor, end,
 ):  # fmt: skip
     """A score that at least ``capacity`` chunks reach, from a few exact scores; -inf if none.
 
-    The chunks of the first ``prime_postings`` postings of query term
-    ``first`` (the one that can add the most) are scored exactly, each term
-    looked up by a galloping search; the ``capacity``-th best of their
-    rounded scores is at most the final ``capacity``-th best, so MaxScore may
-    prune below it from its first chunk on instead of waiting for its heap to
-    fill with good chunks. ``cursor`` and ``end`` are the terms' postings
-    ranges (``cursor`` is moved).
+    Among the first ``prime_window`` postings of query term ``first`` (the
+    one that can add the most), the chunks of the ``prime_postings`` largest
+    weights (ties included) are scored exactly, each term looked up by a
+    galloping search; the ``capacity``-th best of their rounded scores is at
+    most the final ``capacity``-th best, so MaxScore may prune below it from
+    its first chunk on instead of waiting for its heap to fill with good
+    chunks. ``cursor`` and ``end`` are the terms' postings ranges (``cursor``
+    is moved).
     """
     n_terms = len(columns)
     start = indptr[columns[first]]
-    stop = min(indptr[columns[first] + 1], start + prime_postings)
+    stop = min(indptr[columns[first] + 1], start + max(prime_window, prime_postings))
     if stop - start < capacity:
         return -np.inf
+    # The weight the prime_postings-th largest reaches (the query term's weight and the scale
+    # are positive: they keep the order).
+    lightest = -np.inf
+    if stop - start > prime_postings:
+        window = data[start:stop].copy()
+        lightest = np.partition(window, len(window) - prime_postings)[len(window) - prime_postings]
     count = 0
     kept = np.empty(stop - start, dtype=np.float64)
     for posting in range(start, stop):
+        if data[posting] < lightest:
+            continue
         chunk = indices[posting]
         if use_allowed and not allowed[chunk]:
             continue
@@ -419,8 +430,8 @@ def _primed_threshold(
 @_jit
 def _maxscore(
     indptr, indices, data, columns, weights, bounds, allowed, use_allowed, chunk_scale,
-    use_chunk_scale, query_scale, ties, use_ties, capacity, prime_postings, essential_share,
-    heap_scores, heap_ties, heap_positions,
+    use_chunk_scale, query_scale, ties, use_ties, capacity, prime_postings, prime_window,
+    essential_share, heap_scores, heap_ties, heap_positions,
 ):  # fmt: skip
     """MaxScore, document at a time, for non-negative contributions; the heap size.
 
@@ -446,7 +457,7 @@ def _maxscore(
     size = 0
     threshold = _primed_threshold(
         indptr, indices, data, columns, weights, order[n_terms - 1], allowed, use_allowed, chunk_scale,
-        use_chunk_scale, query_scale, capacity, prime_postings, cursor, end,
+        use_chunk_scale, query_scale, capacity, prime_postings, prime_window, cursor, end,
     )  # fmt: skip
     for term in range(n_terms):
         cursor[term] = indptr[columns[term]]
@@ -529,7 +540,8 @@ def _maxscore(
 def search_batch(
     indptr, indices, data, query_pointers, query_columns, query_weights, query_scales,
     term_bounds, use_bounds, allowed, use_allowed, chunk_scale, use_chunk_scale, signed, ties,
-    use_ties, capacity, prune_max_depth, prune_depth_share, prune_min_postings, prime_postings, essential_share,
+    use_ties, capacity, prune_max_depth, prune_depth_share, prune_min_postings, prime_postings, prime_window,
+    essential_share,
     select_min_depth, select_factor,
     sample_size, accumulator, seen, touched, values, out_positions, out_scores, out_sizes,
 ):  # fmt: skip
@@ -567,8 +579,8 @@ def search_batch(
                 bounds[term] = term_bounds[columns[term]] * weights[term] / query_scale
             size = _maxscore(
                 indptr, indices, data, columns, weights, bounds, allowed, use_allowed, chunk_scale,
-                use_chunk_scale, query_scale, ties, use_ties, capacity, prime_postings, essential_share,
-                heap_scores, heap_ties, heap_positions,
+                use_chunk_scale, query_scale, ties, use_ties, capacity, prime_postings, prime_window,
+                essential_share, heap_scores, heap_ties, heap_positions,
             )  # fmt: skip
         if not prune or size < 0:
             size = _exhaustive(
