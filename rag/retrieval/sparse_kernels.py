@@ -379,49 +379,65 @@ def _seek(indices, at, stop, chunk):
 
 @_jit
 def _primed_threshold(
-    indptr, indices, data, columns, weights, first, allowed, use_allowed, chunk_scale,
+    indptr, indices, data, columns, weights, order, allowed, use_allowed, chunk_scale,
     use_chunk_scale, query_scale, capacity, prime_postings, prime_window, cursor, end,
 ):  # fmt: skip
     """A score that at least ``capacity`` chunks reach, from a few exact scores; -inf if none.
 
-    Among the first ``prime_window`` postings of query term ``first`` (the
-    one that can add the most), the chunks of the ``prime_postings`` largest
-    weights (ties included) are scored exactly, each term looked up by a
-    galloping search; the ``capacity``-th best of their rounded scores is at
-    most the final ``capacity``-th best, so MaxScore may prune below it from
-    its first chunk on instead of waiting for its heap to fill with good
-    chunks. ``cursor`` and ``end`` are the terms' postings ranges (``cursor``
-    is moved).
+    Query terms are taken from the one that can add the most (``order``:
+    the terms by bound, weakest first). Among the first ``prime_window``
+    postings of a term, the chunks of its ``prime_postings`` largest weights
+    (ties included) are scored exactly, each term looked up by a galloping
+    search; a chunk that a term taken before also holds was scored then and
+    is not counted twice. The next term is taken only while fewer than
+    ``capacity`` chunks were scored (a very rare term, or a prefilter hiding
+    most of its chunks). The ``capacity``-th best of their rounded scores is
+    at most the final ``capacity``-th best, so MaxScore may prune below it
+    from its first chunk on instead of waiting for its heap to fill with
+    good chunks. ``cursor`` and ``end`` are the terms' postings ranges
+    (``cursor`` is moved).
     """
     n_terms = len(columns)
-    start = indptr[columns[first]]
-    stop = min(indptr[columns[first] + 1], start + max(prime_window, prime_postings))
-    if stop - start < capacity:
-        return -np.inf
-    # The weight the prime_postings-th largest reaches (the query term's weight and the scale
-    # are positive: they keep the order).
-    lightest = -np.inf
-    if stop - start > prime_postings:
-        window = data[start:stop].copy()
-        lightest = np.partition(window, len(window) - prime_postings)[len(window) - prime_postings]
+    rank_of = np.empty(n_terms, dtype=np.int64)
+    for rank in range(n_terms):
+        rank_of[order[rank]] = rank
+    budget = max(prime_window, prime_postings)
+    kept = np.empty(budget * n_terms, dtype=np.float64)
     count = 0
-    kept = np.empty(stop - start, dtype=np.float64)
-    for posting in range(start, stop):
-        if data[posting] < lightest:
-            continue
-        chunk = indices[posting]
-        if use_allowed and not allowed[chunk]:
-            continue
-        total = 0.0
+    for rank in range(n_terms - 1, -1, -1):
+        if count >= capacity:
+            break
+        first = order[rank]
+        start = indptr[columns[first]]
+        stop = min(indptr[columns[first] + 1], start + budget)
+        # The weight the prime_postings-th largest reaches (the query term's weight and the scale
+        # are positive: they keep the order).
+        lightest = -np.inf
+        if stop - start > prime_postings:
+            window = data[start:stop].copy()
+            lightest = np.partition(window, len(window) - prime_postings)[len(window) - prime_postings]
         for term in range(n_terms):
-            low = _seek(indices, cursor[term], end[term], chunk)
-            cursor[term] = low
-            if low < end[term] and indices[low] == chunk:
-                total += data[low] * weights[term]
-        score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
-        if score > 0.0:
-            kept[count] = np.rint(score * ROUNDING) / ROUNDING + 0.0
-            count += 1
+            cursor[term] = indptr[columns[term]]
+        for posting in range(start, stop):
+            if data[posting] < lightest:
+                continue
+            chunk = indices[posting]
+            if use_allowed and not allowed[chunk]:
+                continue
+            total = 0.0
+            scored_before = False
+            for term in range(n_terms):
+                low = _seek(indices, cursor[term], end[term], chunk)
+                cursor[term] = low
+                if low < end[term] and indices[low] == chunk:
+                    total += data[low] * weights[term]
+                    scored_before = scored_before or rank_of[term] > rank
+            if scored_before:
+                continue
+            score = (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
+            if score > 0.0:
+                kept[count] = np.rint(score * ROUNDING) / ROUNDING + 0.0
+                count += 1
     if count < capacity:
         return -np.inf
     return np.partition(kept[:count], count - capacity)[count - capacity]
@@ -456,7 +472,7 @@ def _maxscore(
     no_chunk = 9223372036854775807
     size = 0
     threshold = _primed_threshold(
-        indptr, indices, data, columns, weights, order[n_terms - 1], allowed, use_allowed, chunk_scale,
+        indptr, indices, data, columns, weights, order, allowed, use_allowed, chunk_scale,
         use_chunk_scale, query_scale, capacity, prime_postings, prime_window, cursor, end,
     )  # fmt: skip
     for term in range(n_terms):
