@@ -216,12 +216,14 @@ def test_compiled_and_pruned_rankings_equal_the_reference(monkeypatch):
         prune = bool(rng.integers(2))
         monkeypatch.setattr(sparse_kernels, "PRUNE_MIN_POSTINGS", 0 if prune else 10**9)
         monkeypatch.setattr(sparse_kernels, "PRUNE_MAX_DEPTH", 10**9 if prune else 0)
-        monkeypatch.setattr(sparse_kernels, "PRUNE_DEPTH_SHARE", float(rng.choice([0.0, 1.0])) if prune else 0.0)
+        depth_share = float(rng.choice([0.0, 1.0])) if prune else 0.0
+        monkeypatch.setattr(sparse_kernels, "PRUNE_DEPTH_SHARE", depth_share)
         # MaxScore's exact floor from few or many postings of its strongest term, and its hand-over
         # to the exhaustive loop never (share 1), always (share 0) or where the floor leaves much.
         monkeypatch.setattr(sparse_kernels, "PRIME_POSTINGS", int(rng.choice([1, 2, 5, 32, 4096])))
         monkeypatch.setattr(sparse_kernels, "PRIME_WINDOW", int(rng.choice([1, 3, 32, 1024])))
-        monkeypatch.setattr(sparse_kernels, "ESSENTIAL_SHARE", float(rng.choice([1.0, 1.0, 0.0, rng.uniform()])))
+        essential_share = float(rng.choice([1.0, 1.0, 0.0, rng.uniform()]))
+        monkeypatch.setattr(sparse_kernels, "ESSENTIAL_SHARE", essential_share)
         # The exhaustive loop's sampled floor on every query it can cut, from small or large samples
         # (a small one often guesses too high, and the loop must then do without).
         select = bool(rng.integers(2))
