@@ -15,21 +15,26 @@ Per query, one of two loops (docs/performance.md explains both):
   ``depth`` best, and only their accumulators are reset: the cost follows the
   postings, not the collection. A query touching many is ranked by one
   branch-free pass over the sums (the prefilter read per chunk, not per
-  posting). A deep ranking first guesses, from a strided sample, a score
+  posting), comparing each sum with one cutoff. A deep ranking first guesses, from a strided sample, a score
   that about twice ``depth`` chunks reach, offers only the chunks near or
   above it, and checks in the same pass that at least ``depth`` reached it
   (else it passes again without the guess): the result never depends on the
   sample.
-- **MaxScore, document at a time** (depth up to ``PRUNE_MAX_DEPTH``, scores
-  that cannot be negative): the query terms sorted by their score upper bound
-  (``term_bounds``: the largest weight in the term's postings). Once the heap
-  is full, the terms whose bounds add up to less than the k-th best score can
-  only contribute to chunks that cannot enter, so their postings are no longer
-  walked; they are looked up (binary search) for the chunks the other terms
-  bring, and not even that once the bounds show the chunk cannot reach the
-  k-th best. A chunk is skipped only when its bound is below the k-th best
-  rounded score by more than ``SLACK`` (rounding and summation-order noise),
-  so a chunk that could tie is always scored exactly.
+- **MaxScore, document at a time** (depth up to ``PRUNE_MAX_DEPTH``, or up
+  to ``PRUNE_DEPTH_SHARE`` of the collection; scores that cannot be
+  negative): the query terms sorted by their score upper bound
+  (``term_bounds``: the largest weight in the term's postings). It starts
+  from a floor: the k-th best exact score of a few chunks, those of the
+  strongest terms' largest weights (:func:`_primed_threshold`). The terms
+  whose bounds add up to less than that floor (later: the k-th best score
+  kept) can only contribute to chunks that cannot enter, so their postings
+  are not walked; they are looked up (:func:`_seek`, galloping) for the
+  chunks the other terms bring, and not even that once the bounds show the
+  chunk cannot reach the k-th best. Where the floor leaves more than
+  ``ESSENTIAL_SHARE`` of the query's postings to walk, the query goes to the
+  exhaustive loop instead. A chunk is skipped only when its bound is below
+  the k-th best rounded score by more than ``SLACK`` (rounding and
+  summation-order noise), so a chunk that could tie is always scored exactly.
 
 Every chunk's score is the sum of its contributions in query-term order
 (absent terms add an exact 0.0), so both loops produce numpy's bits. The
@@ -61,10 +66,11 @@ PRUNE_MAX_DEPTH = 100
 PRUNE_DEPTH_SHARE = 0.001
 # Queries touching fewer postings than this are scored exhaustively: nothing to prune.
 PRUNE_MIN_POSTINGS = 512
-# MaxScore first scores exactly the chunks of the first max(depth, PRIME_POSTINGS) postings of its
-# strongest term: a floor to prune from before its heap has filled (the benchmark's choice).
+# MaxScore first scores exactly the chunks of the max(depth, PRIME_POSTINGS) largest weights among
+# the first PRIME_WINDOW postings of its strongest term (then the next, while fewer than depth
+# were scored): a floor to prune from before its heap has filled (the benchmark's choice). Under a
+# prefilter, rag.retrieval.search scales both by the share of chunks hidden.
 PRIME_POSTINGS = 32
-# ...of the largest weights among the first PRIME_WINDOW postings of that term.
 PRIME_WINDOW = 1024
 # ...and leaves the query to the exhaustive loop where more than this share of its postings stay
 # essential above that floor: walking them a chunk at a time would cost more than adding them all.
@@ -388,8 +394,8 @@ def _primed_threshold(
     the terms by bound, weakest first). Among the first ``prime_window``
     postings of a term, the chunks of its ``prime_postings`` largest weights
     (ties included) are scored exactly, each term looked up by a galloping
-    search; a chunk that a term taken before also holds was scored then and
-    is not counted twice. The next term is taken only while fewer than
+    search; a chunk that a term taken before also holds is left out (it
+    was that term's to score), so no chunk counts twice. The next term is taken only while fewer than
     ``capacity`` chunks were scored (a very rare term, or a prefilter hiding
     most of its chunks). The ``capacity``-th best of their rounded scores is
     at most the final ``capacity``-th best, so MaxScore may prune below it
@@ -402,7 +408,10 @@ def _primed_threshold(
     for rank in range(n_terms):
         rank_of[order[rank]] = rank
     budget = max(prime_window, prime_postings)
-    kept = np.empty(budget * n_terms, dtype=np.float64)
+    room = 0  # at most one score per posting looked at
+    for term in range(n_terms):
+        room += min(end[term] - indptr[columns[term]], budget)
+    kept = np.empty(room, dtype=np.float64)
     count = 0
     for rank in range(n_terms - 1, -1, -1):
         if count >= capacity:
@@ -556,10 +565,9 @@ def _maxscore(
 def search_batch(
     indptr, indices, data, query_pointers, query_columns, query_weights, query_scales,
     term_bounds, use_bounds, allowed, use_allowed, chunk_scale, use_chunk_scale, signed, ties,
-    use_ties, capacity, prune_max_depth, prune_depth_share, prune_min_postings, prime_postings, prime_window,
-    essential_share,
-    select_min_depth, select_factor,
-    sample_size, accumulator, seen, touched, values, out_positions, out_scores, out_sizes,
+    use_ties, capacity, prune_max_depth, prune_depth_share, prune_min_postings, prime_postings,
+    prime_window, essential_share, select_min_depth, select_factor, sample_size, accumulator, seen,
+    touched, values, out_positions, out_scores, out_sizes,
 ):  # fmt: skip
     """Rank each query of a batch into row i of ``out_positions``/``out_scores`` (length: ``out_sizes``).
 
