@@ -570,7 +570,7 @@ def _compiled_search(
     # scores proportionally more, so that as many allowed chunks are scored.
     spread = 1.0 if allowed is None else n_chunks / max(np.count_nonzero(allowed), n_chunks / 64, 1)
     prime_postings = int(max(capacity, kernels.PRIME_POSTINGS) * spread)
-    prime_window = int(kernels.PRIME_WINDOW * spread)
+    prime_window = int(max(kernels.PRIME_WINDOW, kernels.PRIME_WINDOW_DEPTHS * capacity) * spread)
     out_positions = np.empty((n_queries, capacity), dtype=np.int64)
     out_scores = np.empty((n_queries, capacity), dtype=np.float64)
     out_sizes = np.empty(n_queries, dtype=np.int64)

@@ -67,11 +67,14 @@ PRUNE_DEPTH_SHARE = 0.001
 # Queries touching fewer postings than this are scored exhaustively: nothing to prune.
 PRUNE_MIN_POSTINGS = 512
 # MaxScore first scores exactly the chunks of the max(depth, PRIME_POSTINGS) largest weights among
-# the first PRIME_WINDOW postings of its strongest term (then the next, while fewer than depth
-# were scored): a floor to prune from before its heap has filled (the benchmark's choice). Under a
-# prefilter, rag.retrieval.search scales both by the share of chunks hidden.
+# the first max(PRIME_WINDOW, PRIME_WINDOW_DEPTHS x depth) postings of its strongest term (then
+# the next, while fewer than depth were scored): a floor to prune from before its heap has
+# filled (the benchmark's choice; a deep ranking picks its depth's best from three times as
+# many postings, so its floor is not merely the worst of them). Under a prefilter,
+# rag.retrieval.search scales both by the share of chunks hidden.
 PRIME_POSTINGS = 32
 PRIME_WINDOW = 1024
+PRIME_WINDOW_DEPTHS = 3
 # ...and leaves the query to the exhaustive loop where more than this share of its postings stay
 # essential above that floor: walking them a chunk at a time would cost more than adding them all.
 ESSENTIAL_SHARE = 0.15

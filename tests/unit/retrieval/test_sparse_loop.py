@@ -222,6 +222,7 @@ def test_compiled_and_pruned_rankings_equal_the_reference(monkeypatch):
         # to the exhaustive loop never (share 1), always (share 0) or where the floor leaves much.
         monkeypatch.setattr(sparse_kernels, "PRIME_POSTINGS", int(rng.choice([1, 2, 5, 32, 4096])))
         monkeypatch.setattr(sparse_kernels, "PRIME_WINDOW", int(rng.choice([1, 3, 32, 1024])))
+        monkeypatch.setattr(sparse_kernels, "PRIME_WINDOW_DEPTHS", int(rng.choice([0, 1, 3, 50])))
         essential_share = float(rng.choice([1.0, 1.0, 0.0, rng.uniform()]))
         monkeypatch.setattr(sparse_kernels, "ESSENTIAL_SHARE", essential_share)
         # The exhaustive loop's sampled floor on every query it can cut, from small or large samples
