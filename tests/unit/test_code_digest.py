@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rag.pipeline.code_digest import import_closure, imported_modules, script_digest
+from rag.pipeline.code_digest import PackageFiles, import_closure, imported_modules, script_digest
 from tests.workdir import copy_project, make_workdir, planned_jobs, read_config, snakemake, write_config
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -246,8 +246,6 @@ def test_an_unreadable_import_cache_is_an_empty_one(tmp_path):
 
 
 def test_one_package_walk_for_every_rule_gives_the_same_digests():
-    from rag.pipeline.code_digest import PackageFiles
-
     files = PackageFiles(PACKAGE)
     scripts = sorted(SCRIPTS.glob("*.py"))
     assert [script_digest(script, PACKAGE, files) for script in scripts] == [
@@ -267,7 +265,8 @@ def test_the_committed_provenance_names_the_code_of_this_checkout(table):
     """
     import pandas as pd
 
-    current = {script_digest(path, PACKAGE) for path in SCRIPTS.glob("*.py")}
+    files = PackageFiles(PACKAGE)  # one walk of the package for every script
+    current = {script_digest(path, PACKAGE, files) for path in SCRIPTS.glob("*.py")}
     named = set()
     for cell in pd.read_csv(table, dtype=str)["code_digest"].dropna():
         named.update(cell.split("+"))
