@@ -55,9 +55,11 @@ be measured by separate runs. benchmarks/plot_scaling.py draws the synthetic
 rows as time against collection size.
 
 Usage (the committed tables):
-    .venv/bin/python benchmarks/bm25_vs_peers.py 10000 100000 --queries 300 --slow-queries 20 \\
+    .venv/bin/python benchmarks/bm25_vs_peers.py 10000 --queries 3000 --repeats 7 --slow-queries 20 \\
         --output results/benchmarks/bm25_vs_peers.csv
-    .venv/bin/python benchmarks/bm25_vs_peers.py 1000000 --repeats 1 --queries 200 --slow-queries 20 \\
+    .venv/bin/python benchmarks/bm25_vs_peers.py 100000 --queries 300 --slow-queries 20 \\
+        --output results/benchmarks/bm25_vs_peers.csv --append
+    .venv/bin/python benchmarks/bm25_vs_peers.py 1000000 --repeats 3 --queries 200 --slow-queries 20 \\
         --peers bm25s --output results/benchmarks/bm25_vs_peers.csv --append
     .venv/bin/python benchmarks/export_beir.py --output work/beir/solar_system && \\
         .venv/bin/python benchmarks/bm25_vs_peers.py --beir work/beir/solar_system \\

@@ -1,9 +1,10 @@
 """The BM25 tables of docs/performance.md, from the benchmark's own tables (issue 49's "Must show").
 
-Reads results/benchmarks/bm25_vs_peers.csv and bm25_compile.csv and writes,
-between the markers in docs/performance.md, the first-call compile times, the
-comparison with bm25s per size and depth (with memory and load), which of the
-issue's goals each row meets, and our tf-idf against scikit-learn. Nothing in
+Reads results/benchmarks/bm25_vs_peers.csv, bm25_compile.csv and
+prune_crossover.csv and writes, between the markers in docs/performance.md, the
+first-call compile times, the comparison with bm25s per size and depth (with
+memory and load), which of the issue's goals each row meets, our tf-idf
+against scikit-learn, and MaxScore against the exhaustive loop. Nothing in
 that part of the page is typed by hand: rerun the script after the benchmark.
 
 Usage (from the repository root):
@@ -23,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DOCUMENT = ROOT / "docs" / "performance.md"
 TABLE = ROOT / "results" / "benchmarks" / "bm25_vs_peers.csv"
 COMPILE = ROOT / "results" / "benchmarks" / "bm25_compile.csv"
+CROSSOVER = ROOT / "results" / "benchmarks" / "prune_crossover.csv"
 BEGIN, END = "<!-- bm25 tables: begin -->", "<!-- bm25 tables: end -->"
 
 # Issue 49's goals against bm25s: queries (by depth), the prefilter's cost, indexing.
@@ -85,7 +87,25 @@ def tfidf_row(documents: int, depth: int, sklearn: pd.Series) -> str:
     )
 
 
-def section(table: pd.DataFrame, compile_times: pd.DataFrame) -> str:
+def crossover_table(crossover: pd.DataFrame) -> list[str]:
+    lines = [
+        "MaxScore against the exhaustive loop, our BM25 one query per call",
+        "(`results/benchmarks/prune_crossover.csv`, `benchmarks/prune_crossover.py`; above 1,",
+        "pruning is faster; the loop's default is its switches' choice for that size and depth):",
+        "",
+        "| documents | depth | exhaustive ms/query | pruned ms/query | exhaustive / pruned | default "
+        "| load |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in crossover.itertuples(index=False):
+        lines.append(
+            f"| {row.documents:,} | {row.depth:,} | {row.exhaustive_ms:.3f} | {row.pruned_ms:.3f} | "
+            f"{row.exhaustive_over_pruned:.2f} | {row.default} | {row.load:.1f} |"
+        )
+    return lines
+
+
+def section(table: pd.DataFrame, compile_times: pd.DataFrame, crossover: pd.DataFrame | None = None) -> str:
     backend = "/".join(sorted(set(table.loc[table["system"] == "bm25s", "backend"])))
     groups = [
         (int(documents), int(depth), _systems(rows))
@@ -122,16 +142,20 @@ def section(table: pd.DataFrame, compile_times: pd.DataFrame) -> str:
             "|---|---|---|---|---|",
             *(tfidf_row(documents, depth, sklearn) for documents, depth, sklearn in tfidf),
         ]
+    if crossover is not None:
+        lines += ["", *crossover_table(crossover)]
     return "\n".join(lines)
 
 
-def rendered(page: str, table: pd.DataFrame, compile_times: pd.DataFrame) -> str:
+def rendered(
+    page: str, table: pd.DataFrame, compile_times: pd.DataFrame, crossover: pd.DataFrame | None = None
+) -> str:
     """The page with the part between the markers generated again."""
     if page.count(BEGIN) != 1 or page.count(END) != 1:
         raise ValueError(f"{DOCUMENT.name} needs one {BEGIN!r} and one {END!r} marker")
     head, rest = page.split(BEGIN)
     _, tail = rest.split(END)
-    return f"{head}{BEGIN}\n{section(table, compile_times)}\n{END}{tail}"
+    return f"{head}{BEGIN}\n{section(table, compile_times, crossover)}\n{END}{tail}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if the page differs from the tables")
     arguments = parser.parse_args(argv)
     page = DOCUMENT.read_text(encoding="utf-8")
-    new = rendered(page, pd.read_csv(TABLE), pd.read_csv(COMPILE))
+    new = rendered(page, pd.read_csv(TABLE), pd.read_csv(COMPILE), pd.read_csv(CROSSOVER))
     if arguments.check:
         if new != page:
             print(f"{DOCUMENT.relative_to(ROOT)} differs from the benchmark tables: rerun this script")

@@ -128,6 +128,9 @@ def _check_depth(depth: int) -> None:
         raise ValueError(f"depth must be a non-negative integer, got {depth!r}")
 
 
+# The compiled loop estimates the share of chunks a prefilter allows from this many of them.
+ALLOWED_SAMPLE = 4096
+
 # Above this many scores, a strided sample first bounds the k-th best score
 # from below, so the exact selection only sees the few scores above the bound.
 SAMPLE_SIZE = 1024
@@ -566,10 +569,16 @@ def _compiled_search(
     indptr, data, canonical = _prepared_arrays(chunk_weights)
     use_bounds = term_bounds is not None and not signed and canonical
     accumulator, seen, touched, values = _scratch_arrays(n_chunks)
-    # MaxScore's floor comes from exact scores of a few chunks; where a prefilter hides some, it
-    # scores proportionally more, so that as many allowed chunks are scored.
-    spread = 1.0 if allowed is None else n_chunks / max(np.count_nonzero(allowed), n_chunks / 64, 1)
-    prime_postings = int(max(capacity, kernels.PRIME_POSTINGS) * spread)
+    # MaxScore's floor comes from exact scores of a few chunks, the largest weights of a window of
+    # postings; where a prefilter hides some chunks, the window is proportionally longer, so that
+    # it holds as many allowed ones. The share allowed is read from a strided sample: it only
+    # sizes that effort, and counting a large mask on every call would cost a tenth of a top-10 query.
+    prunes = n_chunks >= kernels.PRUNE_MIN_CHUNKS
+    spread = 1.0
+    if allowed is not None and prunes:
+        sample = allowed[:: max(1, n_chunks // ALLOWED_SAMPLE)]
+        spread = 1.0 / max(np.count_nonzero(sample) / len(sample), 1 / 64)
+    prime_postings = max(capacity, kernels.PRIME_POSTINGS)
     prime_window = int(max(kernels.PRIME_WINDOW, kernels.PRIME_WINDOW_DEPTHS * capacity) * spread)
     out_positions = np.empty((n_queries, capacity), dtype=np.int64)
     out_scores = np.empty((n_queries, capacity), dtype=np.float64)
@@ -592,8 +601,8 @@ def _compiled_search(
         np.asarray(tie_order, dtype=np.int64) if tie_order is not None else _NO_INTS,
         tie_order is not None,
         capacity,
-        kernels.PRUNE_MAX_DEPTH,
-        kernels.PRUNE_DEPTH_SHARE,
+        kernels.PRUNE_MAX_DEPTH if prunes else 0,
+        kernels.PRUNE_DEPTH_SHARE if prunes else 0.0,
         kernels.PRUNE_MIN_POSTINGS,
         prime_postings,
         prime_window,

@@ -11,15 +11,17 @@ Per query, one of two loops (docs/performance.md explains both):
 - **exhaustive, term at a time**: every posting of every query term is added
   into one accumulator per chunk, in query-term order (the order numpy's
   ``bincount`` adds them). A query touching few chunks lists them as it goes
-  and only those are scaled, rounded and offered to a bounded heap of the
-  ``depth`` best, and only their accumulators are reset: the cost follows the
-  postings, not the collection. A query touching many is ranked by one
-  branch-free pass over the sums (the prefilter read per chunk, not per
-  posting), comparing each sum with one cutoff. A deep ranking first guesses, from a strided sample, a score
-  that about twice ``depth`` chunks reach, offers only the chunks near or
-  above it, and checks in the same pass that at least ``depth`` reached it
-  (else it passes again without the guess): the result never depends on the
-  sample.
+  and only those are scaled, rounded and ranked, and only their accumulators
+  are reset: the cost follows the postings, not the collection. A query
+  touching many is ranked by one pass over the sums that also clears them,
+  testing a block of sums at a time against one cutoff (the prefilter read
+  per chunk, not per posting). A shallow ranking offers what passes to a
+  bounded heap of the ``depth`` best. A deep one first guesses, from a
+  strided sample, a score that about twice ``depth`` chunks reach, keeps only
+  the chunks near or above it and sorts the best of those (cheaper than a
+  heap of a thousand); it checks in the same pass that at least ``depth``
+  reached the guess, else it adds the postings again and ranks without it:
+  the result never depends on the sample.
 - **MaxScore, document at a time** (depth up to ``PRUNE_MAX_DEPTH``, or up
   to ``PRUNE_DEPTH_SHARE`` of the collection; scores that cannot be
   negative): the query terms sorted by their score upper bound
@@ -60,18 +62,22 @@ ROUNDING = 1e9
 # the float noise between a bound summed in one order and a score summed in another.
 SLACK_ABSOLUTE = 2e-9
 SLACK_RELATIVE = 1e-9
-# MaxScore for depths up to this, or up to this share of the collection (the benchmark's choice,
-# docs/performance.md: a deep ranking of a large collection still prunes); exhaustive above.
+# MaxScore for depths up to this, or up to this share of the collection; exhaustive above (the
+# benchmark's choice, docs/performance.md: at 1,000,000 chunks, depth 1,000 ranks faster exhaustively).
 PRUNE_MAX_DEPTH = 100
-PRUNE_DEPTH_SHARE = 0.001
+PRUNE_DEPTH_SHARE = 0.0005
+# Collections of fewer chunks than this are scored exhaustively (rag.retrieval.search): their lists
+# are short enough that adding every posting costs less than MaxScore's bookkeeping (the benchmark's
+# choice: a top 10 of 30,000 chunks ranked faster exhaustively, of 50,000 faster pruned).
+PRUNE_MIN_CHUNKS = 40_000
 # Queries touching fewer postings than this are scored exhaustively: nothing to prune.
 PRUNE_MIN_POSTINGS = 512
 # MaxScore first scores exactly the chunks of the max(depth, PRIME_POSTINGS) largest weights among
 # the first max(PRIME_WINDOW, PRIME_WINDOW_DEPTHS x depth) postings of its strongest term (then
 # the next, while fewer than depth were scored): a floor to prune from before its heap has
 # filled (the benchmark's choice; a deep ranking picks its depth's best from three times as
-# many postings, so its floor is not merely the worst of them). Under a prefilter,
-# rag.retrieval.search scales both by the share of chunks hidden.
+# many postings, so its floor is not merely the worst of them). Under a prefilter, the largest
+# weights of allowed chunks, and rag.retrieval.search lengthens the window by the share hidden.
 PRIME_POSTINGS = 32
 PRIME_WINDOW = 1024
 PRIME_WINDOW_DEPTHS = 3
@@ -84,6 +90,9 @@ ESSENTIAL_SHARE = 0.15
 SELECT_MIN_DEPTH = 32
 SELECT_FACTOR = 4
 SELECT_SAMPLE = 2048
+# The passes over every chunk's sum test this many at once (a test vectorised), then one by one
+# only in the blocks where some score passes.
+SCAN_BLOCK = 16
 
 
 def _jit(function=None, *, inline: bool = False):
@@ -153,7 +162,19 @@ def _offer(scores, ties, positions, size, capacity, score, tie, position):
 
 @_jit
 def _drain(scores, ties, positions, size, out_positions, out_scores):
-    """Write the heap best first into the outputs (emptying it)."""
+    """Write the heap best first into the outputs (emptying it).
+
+    A heap kept sorted worst first (as :func:`_sorted_best` leaves it) is
+    read off backwards in one pass; any other is popped entry by entry.
+    """
+    for at in range(1, size):
+        if scores[at] < scores[at - 1] or (scores[at] == scores[at - 1] and ties[at] > ties[at - 1]):
+            break
+    else:
+        for at in range(size):
+            out_positions[at] = positions[size - 1 - at]
+            out_scores[at] = scores[size - 1 - at]
+        return
     for last in range(size - 1, -1, -1):
         out_positions[last] = positions[0]
         out_scores[last] = scores[0]
@@ -200,26 +221,43 @@ def _scan_guess(
 
 
 @_jit
-def _scan_select(
-    accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale, guess, ties,
-    use_ties, capacity, heap_scores, heap_ties, heap_positions,
+def _accumulate(indptr, indices, data, columns, weights, accumulator):
+    """Add every posting of the query's terms into its chunk's sum, in query-term order."""
+    for term in range(len(columns)):
+        column = columns[term]
+        weight = weights[term]
+        # Unsigned positions: numba then adds no fix-up for negative indices to each posting's reads.
+        for posting in range(np.uint64(indptr[column]), np.uint64(indptr[column + 1])):
+            accumulator[indices[posting]] += data[posting] * weight
+
+
+@_jit(inline=True)
+def _sum_score(accumulator, chunk, plain, chunk_scale, use_chunk_scale, query_scale):
+    """A chunk's score from its sum (dividing by 1.0 changes no bit: a plain sum skips the divisions)."""
+    total = accumulator[chunk]
+    if plain:
+        return total
+    return (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
+
+
+@_jit(inline=True)
+def _block_reaches(accumulator, low, cutoff):
+    """Whether a sum of the ``SCAN_BLOCK`` from ``low`` on exceeds ``cutoff``: one vectorised test."""
+    reaches = False
+    for chunk in range(low, low + SCAN_BLOCK):
+        reaches |= accumulator[chunk] > cutoff
+    return reaches
+
+
+@_jit(inline=True)
+def _offer_range(
+    accumulator, low, high, allowed, use_allowed, plain, chunk_scale, use_chunk_scale, query_scale,
+    ties, use_ties, capacity, heap_scores, heap_ties, heap_positions, size, cutoff,
 ):  # fmt: skip
-    """:func:`_select` over every chunk's sum (positive sums of allowed chunks only)."""
-    floor = guess - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(guess)
-    size = 0
-    # Dividing by 1.0 changes no bit: a plain sum skips the divisions.
-    plain = not use_chunk_scale and query_scale == 1.0
-    # At or below this a score cannot enter: 0 (untouched: every contribution here is
-    # positive), under the guess less the slack or, once the heap is full, under its worst
-    # score less the slack (it would round below it). One comparison per chunk, which a
-    # processor predicts, where a test of whether the chunk was touched would not be.
-    cutoff = max(0.0, np.nextafter(floor, -np.inf))
-    for chunk in range(len(accumulator)):
-        total = accumulator[chunk]
-        score = total if plain else (total / chunk_scale[chunk] if use_chunk_scale else total) / query_scale
-        if score <= cutoff:
-            continue
-        if use_allowed and not allowed[chunk]:
+    """Offer the chunks of ``[low, high)`` that score above ``cutoff`` to the heap; (size, cutoff)."""
+    for chunk in range(low, high):
+        score = _sum_score(accumulator, chunk, plain, chunk_scale, use_chunk_scale, query_scale)
+        if score <= cutoff or (use_allowed and not allowed[chunk]):
             continue
         tie = ties[chunk] if use_ties else chunk
         rounded = np.rint(score * ROUNDING) / ROUNDING + 0.0
@@ -230,10 +268,168 @@ def _scan_select(
         size = _offer(heap_scores, heap_ties, heap_positions, size, capacity, rounded, tie, chunk)
         if size == capacity:
             cutoff = max(cutoff, np.nextafter(heap_scores[0] - SLACK_ABSOLUTE, -np.inf))
-    # The guess held if the heap filled with scores that reach it: then every score below its
-    # floor rounds below all of them. Otherwise the caller passes again without it.
-    if guess > -np.inf and not (size == capacity and heap_scores[0] >= guess):
+    return size, cutoff
+
+
+@_jit
+def _scan_select(
+    accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale, ties, use_ties,
+    capacity, heap_scores, heap_ties, heap_positions,
+):  # fmt: skip
+    """Offer every chunk's positive sum (allowed chunks only) to the heap, clearing every sum; its size.
+
+    At or below ``cutoff`` a score cannot enter: 0 (untouched: every
+    contribution here is positive) or, once the heap is full, under its
+    worst score less the slack (it would round below it). It is tested a
+    block at a time, then chunk by chunk only in the blocks where a score
+    passes.
+    """
+    plain = not use_chunk_scale and query_scale == 1.0
+    size, cutoff = 0, 0.0
+    n_chunks = len(accumulator)
+    whole = n_chunks - n_chunks % SCAN_BLOCK
+    for low in range(0, whole, SCAN_BLOCK):
+        if not plain or _block_reaches(accumulator, low, cutoff):  # scaled sums: chunk by chunk
+            size, cutoff = _offer_range(
+                accumulator, low, low + SCAN_BLOCK, allowed, use_allowed, plain, chunk_scale,
+                use_chunk_scale, query_scale, ties, use_ties, capacity, heap_scores, heap_ties,
+                heap_positions, size, cutoff,
+            )  # fmt: skip
+        for chunk in range(low, low + SCAN_BLOCK):
+            accumulator[chunk] = 0.0
+    size, cutoff = _offer_range(
+        accumulator, whole, n_chunks, allowed, use_allowed, plain, chunk_scale, use_chunk_scale,
+        query_scale, ties, use_ties, capacity, heap_scores, heap_ties, heap_positions, size, cutoff,
+    )  # fmt: skip
+    accumulator[whole:] = 0.0
+    return size
+
+
+@_jit(inline=True)
+def _pack_range(
+    accumulator, low, high, allowed, use_allowed, plain, chunk_scale, use_chunk_scale, query_scale,
+    cutoff, guess, touched, values, count, reaching,
+):  # fmt: skip
+    """Pack the chunks of ``[low, high)`` that score above ``cutoff``; (count, reaching ``guess``).
+
+    Without a branch: each chunk is written at the next free place, which
+    only a chunk that passes takes (a prefilter's mask is no pattern a
+    processor could predict). ``touched`` and ``values`` have room for
+    every chunk.
+    """
+    for chunk in range(low, high):
+        score = _sum_score(accumulator, chunk, plain, chunk_scale, use_chunk_scale, query_scale)
+        passes = score > cutoff
+        if use_allowed:
+            passes &= allowed[chunk]
+        touched[count] = chunk
+        values[count] = score
+        count += passes
+        reaching += passes & (score >= guess)
+    return count, reaching
+
+
+@_jit
+def _scan_collect(
+    accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale, guess, touched, values
+):  # fmt: skip
+    """Pack the chunks whose score is near or above ``guess`` into touched/values, clearing every sum.
+
+    Returns how many were packed and how many reach ``guess`` itself
+    (positive sums of allowed chunks only). One pass both reads and clears
+    the sums, a block at a time as :func:`_scan_select` does.
+    """
+    floor = guess - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(guess)
+    plain = not use_chunk_scale and query_scale == 1.0
+    cutoff = max(0.0, np.nextafter(floor, -np.inf))
+    count, reaching = 0, 0
+    n_chunks = len(accumulator)
+    whole = n_chunks - n_chunks % SCAN_BLOCK
+    for low in range(0, whole, SCAN_BLOCK):
+        if not plain or _block_reaches(accumulator, low, cutoff):  # scaled sums: chunk by chunk
+            count, reaching = _pack_range(
+                accumulator, low, low + SCAN_BLOCK, allowed, use_allowed, plain, chunk_scale,
+                use_chunk_scale, query_scale, cutoff, guess, touched, values, count, reaching,
+            )  # fmt: skip
+        for chunk in range(low, low + SCAN_BLOCK):
+            accumulator[chunk] = 0.0
+    count, reaching = _pack_range(
+        accumulator, whole, n_chunks, allowed, use_allowed, plain, chunk_scale, use_chunk_scale,
+        query_scale, cutoff, guess, touched, values, count, reaching,
+    )  # fmt: skip
+    accumulator[whole:] = 0.0
+    return count, reaching
+
+
+@_jit
+def _collect(touched, values, count, guess, capacity):
+    """Keep at the front of touched/values the scores near or above ``guess``; how many.
+
+    -1 (nothing moved) where fewer than ``capacity`` scores reach ``guess``:
+    then some score below it might belong in the ranking.
+    """
+    reaching = 0
+    for at in range(count):
+        reaching += values[at] >= guess
+    if reaching < capacity:
         return -1
+    floor = guess - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(guess)
+    kept = 0
+    for at in range(count):
+        if values[at] >= floor:
+            touched[kept] = touched[at]
+            values[kept] = values[at]
+            kept += 1
+    return kept
+
+
+@_jit(inline=True)
+def _ranked(picks, chunks, rounded, in_chunk_order, ties, use_ties):
+    """``picks`` (positions into chunks/rounded) in ranking order: rounded score, tie order, chunk.
+
+    Stable sorts from the last key to the first, as numpy's ``lexsort``.
+    """
+    if not in_chunk_order:
+        picks = picks[np.argsort(chunks[picks], kind="mergesort")]
+    if use_ties:
+        picks = picks[np.argsort(ties[chunks[picks]], kind="mergesort")]
+    return picks[np.argsort(-rounded[picks], kind="mergesort")]
+
+
+@_jit
+def _sorted_best(
+    touched, values, count, in_chunk_order, ties, use_ties, capacity, heap_scores, heap_ties,
+    heap_positions,
+):  # fmt: skip
+    """The ``capacity`` best of the packed scores into the heap, sorted worst first; its size.
+
+    Used where a guess left a few times ``capacity`` candidates: selecting
+    the best (``np.partition``) and sorting only those costs less than
+    offering each candidate to the heap. ``in_chunk_order``: the packed
+    chunks ascend.
+    """
+    chunks = touched[:count]
+    rounded = np.empty(count, dtype=np.float64)
+    for at in range(count):
+        rounded[at] = np.rint(values[at] * ROUNDING) / ROUNDING + 0.0
+    size = min(capacity, count)
+    if size == 0:
+        return 0
+    picks = np.arange(count)
+    if count > size:
+        # The size-th best rounded score; the scores above it, and those equal to it that rank first.
+        boundary = -np.partition(-rounded, size - 1)[size - 1]
+        keep = rounded > boundary
+        level = _ranked(picks[rounded == boundary], chunks, rounded, in_chunk_order, ties, use_ties)
+        keep[level[: size - np.count_nonzero(keep)]] = True
+        picks = np.nonzero(keep)[0]  # in packed order still
+    picks = _ranked(picks, chunks, rounded, in_chunk_order, ties, use_ties)
+    for at in range(size):
+        pick = picks[size - 1 - at]
+        chunk = chunks[pick]
+        heap_scores[at] = rounded[pick]
+        heap_ties[at] = ties[chunk] if use_ties else chunk
+        heap_positions[at] = chunk
     return size
 
 
@@ -255,51 +451,54 @@ def _exhaustive(
     postings = 0
     for term in range(len(columns)):
         postings += indptr[columns[term] + 1] - indptr[columns[term]]
-    scan = marked_by_sum and postings * 8 >= n_chunks
-    n_touched = 0
-    if scan:
+    if marked_by_sum and postings * 8 >= n_chunks:
         # Every posting, the prefilter's too: whether a chunk may be ranked is settled once per
-        # chunk in the pass below, not by a branch per posting.
-        for term in range(len(columns)):
-            column = columns[term]
-            weight = weights[term]
-            for posting in range(indptr[column], indptr[column + 1]):
-                accumulator[indices[posting]] += data[posting] * weight
-    else:
-        for term in range(len(columns)):
-            column = columns[term]
-            weight = weights[term]
-            for posting in range(indptr[column], indptr[column + 1]):
-                chunk = indices[posting]
-                if use_allowed and not allowed[chunk]:
-                    continue
-                if marked_by_sum:
-                    if accumulator[chunk] == 0.0:
-                        touched[n_touched] = chunk
-                        n_touched += 1
-                elif not seen[chunk]:
-                    seen[chunk] = True
+        # chunk in the pass over the sums, not by a branch per posting.
+        _accumulate(indptr, indices, data, columns, weights, accumulator)
+        if capacity >= select_min_depth:
+            guess = -np.inf
+            if n_chunks > select_factor * capacity:
+                guess = _scan_guess(
+                    accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale,
+                    capacity, sample_size,
+                )  # fmt: skip
+            # Without a guess, every positive sum is a candidate (and none is missed).
+            count, reaching = _scan_collect(
+                accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale, guess,
+                touched, values,
+            )  # fmt: skip
+            if reaching < capacity and guess > -np.inf:
+                # The guess was too high and the sums are cleared: add them again, take them all.
+                _accumulate(indptr, indices, data, columns, weights, accumulator)
+                count, reaching = _scan_collect(
+                    accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale,
+                    -np.inf, touched, values,
+                )  # fmt: skip
+            return _sorted_best(
+                touched, values, count, True, ties, use_ties, capacity, heap_scores, heap_ties,
+                heap_positions,
+            )  # fmt: skip
+        return _scan_select(
+            accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale, ties,
+            use_ties, capacity, heap_scores, heap_ties, heap_positions,
+        )  # fmt: skip
+    n_touched = 0
+    for term in range(len(columns)):
+        column = columns[term]
+        weight = weights[term]
+        for posting in range(np.uint64(indptr[column]), np.uint64(indptr[column + 1])):
+            chunk = indices[posting]
+            if use_allowed and not allowed[chunk]:
+                continue
+            if marked_by_sum:
+                if accumulator[chunk] == 0.0:
                     touched[n_touched] = chunk
                     n_touched += 1
-                accumulator[chunk] += data[posting] * weight
-    if scan:
-        # Ranked straight from the sums, in one pass over them (then cleared in one more).
-        guess = -np.inf
-        if capacity >= select_min_depth and n_chunks > select_factor * capacity:
-            guess = _scan_guess(
-                accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale,
-                capacity, sample_size,
-            )  # fmt: skip
-        while True:
-            size = _scan_select(
-                accumulator, allowed, use_allowed, chunk_scale, use_chunk_scale, query_scale, guess,
-                ties, use_ties, capacity, heap_scores, heap_ties, heap_positions,
-            )  # fmt: skip
-            if size >= 0:
-                break
-            guess = -np.inf
-        accumulator[:] = 0.0
-        return size
+            elif not seen[chunk]:
+                seen[chunk] = True
+                touched[n_touched] = chunk
+                n_touched += 1
+            accumulator[chunk] += data[posting] * weight
     # The touched chunks that can be ranked, with their final scores, packed into touched/values.
     count = 0
     for at in range(n_touched):
@@ -313,38 +512,28 @@ def _exhaustive(
             values[count] = score
             count += 1
     # For a deep ranking, a guess at a score at most the depth-th best (from a sample): whatever
-    # lies clearly below it rounds below at least depth others, so only the rest meet the heap.
-    # The guess holds if at least depth scores reach it; if not, the pass is done again without.
-    guess = -np.inf
-    if capacity >= select_min_depth and count > select_factor * capacity:
-        guess = _sampled_guess(values, count, capacity, sample_size)
-    while True:
-        size = _select(
-            touched, values, count, guess, ties, use_ties, capacity, heap_scores, heap_ties,
+    # lies clearly below it rounds below at least depth others, so only the rest are sorted.
+    # The guess holds if at least depth scores reach it; if not (or without one), all are.
+    if capacity >= select_min_depth:
+        if count > select_factor * capacity:
+            guess = _sampled_guess(values, count, capacity, sample_size)
+            if guess > -np.inf:
+                kept = _collect(touched, values, count, guess, capacity)
+                if kept >= 0:
+                    count = kept
+        return _sorted_best(
+            touched, values, count, False, ties, use_ties, capacity, heap_scores, heap_ties,
             heap_positions,
         )  # fmt: skip
-        if size >= 0:
-            return size
-        guess = -np.inf
+    return _select(touched, values, count, ties, use_ties, capacity, heap_scores, heap_ties, heap_positions)
 
 
 @_jit
-def _select(
-    touched, values, count, guess, ties, use_ties, capacity, heap_scores, heap_ties, heap_positions
-):  # fmt: skip
-    """Offer the packed scores at or above ``guess`` (less the slack) to the heap; its size.
-
-    -1 where fewer than ``capacity`` scores reach ``guess``: then some score
-    below it might belong in the ranking.
-    """
-    floor = guess - SLACK_ABSOLUTE - SLACK_RELATIVE * abs(guess)
-    reaching = 0
+def _select(touched, values, count, ties, use_ties, capacity, heap_scores, heap_ties, heap_positions):
+    """Offer the packed scores to the heap; its size."""
     size = 0
     for at in range(count):
         score = values[at]
-        if score < floor:
-            continue
-        reaching += score >= guess
         if size == capacity and score < heap_scores[0] - SLACK_ABSOLUTE:
             continue  # rounds below the worst kept: no need to round it
         chunk = touched[at]
@@ -355,8 +544,6 @@ def _select(
         ):
             continue  # not better than the worst kept
         size = _offer(heap_scores, heap_ties, heap_positions, size, capacity, rounded, tie, chunk)
-    if guess > -np.inf and reaching < capacity:
-        return -1
     return size
 
 
@@ -396,9 +583,10 @@ def _primed_threshold(
     Query terms are taken from the one that can add the most (``order``:
     the terms by bound, weakest first). Among the first ``prime_window``
     postings of a term, the chunks of its ``prime_postings`` largest weights
-    (ties included) are scored exactly, each term looked up by a galloping
-    search; a chunk that a term taken before also holds is left out (it
-    was that term's to score), so no chunk counts twice. The next term is taken only while fewer than
+    (ties included; under a prefilter, of the allowed chunks) are scored
+    exactly, each term looked up by a galloping search; a chunk that a term
+    taken before also holds is left out (it was that term's to score), so no
+    chunk counts twice. The next term is taken only while fewer than
     ``capacity`` chunks were scored (a very rare term, or a prefilter hiding
     most of its chunks). The ``capacity``-th best of their rounded scores is
     at most the final ``capacity``-th best, so MaxScore may prune below it
@@ -424,10 +612,17 @@ def _primed_threshold(
         stop = min(indptr[columns[first] + 1], start + budget)
         # The weight the prime_postings-th largest reaches (the query term's weight and the scale
         # are positive: they keep the order).
+        # Under a prefilter, among the allowed chunks' weights only.
         lightest = -np.inf
         if stop - start > prime_postings:
-            window = data[start:stop].copy()
-            lightest = np.partition(window, len(window) - prime_postings)[len(window) - prime_postings]
+            window = np.empty(stop - start, dtype=np.float64)
+            size = 0
+            for posting in range(start, stop):
+                if not use_allowed or allowed[indices[posting]]:
+                    window[size] = data[posting]
+                    size += 1
+            if size > prime_postings:
+                lightest = np.partition(window[:size], size - prime_postings)[size - prime_postings]
         for term in range(n_terms):
             cursor[term] = indptr[columns[term]]
         for posting in range(start, stop):

@@ -10,6 +10,7 @@ import pandas as pd
 PROJECT = Path(__file__).resolve().parents[2]
 TABLE = PROJECT / "results" / "benchmarks" / "bm25_vs_peers.csv"
 COMPILE = PROJECT / "results" / "benchmarks" / "bm25_compile.csv"
+CROSSOVER = PROJECT / "results" / "benchmarks" / "prune_crossover.csv"
 DOC = PROJECT / "docs" / "performance.md"
 
 
@@ -24,7 +25,21 @@ def _generator():
 
 def test_the_page_is_generated_from_the_tables():
     page = DOC.read_text(encoding="utf-8")
-    assert _generator().rendered(page, pd.read_csv(TABLE), pd.read_csv(COMPILE)) == page
+    tables = pd.read_csv(TABLE), pd.read_csv(COMPILE), pd.read_csv(CROSSOVER)
+    assert _generator().rendered(page, *tables) == page
+
+
+def test_the_crossover_table_names_what_the_loop_does_by_default():
+    """Each size and depth of the pruning benchmark says which way the loop's switches take it now."""
+    from rag.retrieval import sparse_kernels as kernels
+
+    crossover = pd.read_csv(CROSSOVER)
+    assert len(crossover) >= 4
+    for row in crossover.itertuples(index=False):
+        prunes = row.documents >= kernels.PRUNE_MIN_CHUNKS and (
+            row.depth <= kernels.PRUNE_MAX_DEPTH or row.depth <= kernels.PRUNE_DEPTH_SHARE * row.documents
+        )
+        assert row.default == ("pruned" if prunes else "exhaustive"), row
 
 
 def test_every_size_and_depth_of_the_table_is_a_row_of_the_page_with_its_speedups():

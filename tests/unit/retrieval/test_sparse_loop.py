@@ -215,6 +215,7 @@ def test_compiled_and_pruned_rankings_equal_the_reference(monkeypatch):
         options = random_options(rng, len(chunks))
         prune = bool(rng.integers(2))
         monkeypatch.setattr(sparse_kernels, "PRUNE_MIN_POSTINGS", 0 if prune else 10**9)
+        monkeypatch.setattr(sparse_kernels, "PRUNE_MIN_CHUNKS", 0 if prune else 10**9)
         monkeypatch.setattr(sparse_kernels, "PRUNE_MAX_DEPTH", 10**9 if prune else 0)
         depth_share = float(rng.choice([0.0, 1.0])) if prune else 0.0
         monkeypatch.setattr(sparse_kernels, "PRUNE_DEPTH_SHARE", depth_share)
@@ -255,8 +256,9 @@ def test_compiled_and_pruned_rankings_equal_the_reference(monkeypatch):
 
 
 @needs_numba
-def test_a_larger_collection_prunes_and_still_ranks_like_the_reference():
+def test_a_larger_collection_prunes_and_still_ranks_like_the_reference(monkeypatch):
     """Zipf-like terms over 3,000 chunks: long postings lists, where MaxScore skips most of them."""
+    monkeypatch.setattr(sparse_kernels, "PRUNE_MIN_CHUNKS", 0)
     rng = np.random.default_rng(7)
     vocabulary = np.array([f"t{rank}" for rank in range(400)])
     p = 1.0 / np.arange(1, 401) ** 1.1
