@@ -109,18 +109,12 @@ def measure(size: int, arguments: argparse.Namespace) -> list[dict]:
                 "exhaustive_ms": round(exhaustive * 1e3, 4),
                 "pruned_ms": round(pruned * 1e3, 4),
                 "exhaustive_over_pruned": round(statistics.median(ratios), 3),
-                "default": "pruned" if prunes_by_default(size, depth) else "exhaustive",
+                "default": "pruned" if sparse_kernels.prunes(size, depth) else "exhaustive",
                 "load": round(os.getloadavg()[0], 2),
             }
         )
         print(rows[-1], flush=True)
     return rows
-
-
-def prunes_by_default(size: int, depth: int) -> bool:
-    """Whether the loop's own switches prune a top-``depth`` ranking of ``size`` chunks."""
-    small_enough = depth <= sparse_kernels.PRUNE_MAX_DEPTH or depth <= sparse_kernels.PRUNE_DEPTH_SHARE * size
-    return size >= sparse_kernels.PRUNE_MIN_CHUNKS and small_enough
 
 
 def main() -> None:

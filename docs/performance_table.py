@@ -1,10 +1,11 @@
 """The BM25 tables of docs/performance.md, from the benchmark's own tables (issue 49's "Must show").
 
-Reads results/benchmarks/bm25_vs_peers.csv, bm25_compile.csv and
-prune_crossover.csv and writes, between the markers in docs/performance.md, the
+Reads results/benchmarks/bm25_vs_peers.csv, bm25_compile.csv,
+prune_crossover.csv and engine_crossover.csv and writes, between the markers in docs/performance.md, the
 first-call compile times, the comparison with bm25s per size and depth (with
 memory and load), which of the issue's goals each row meets, our tf-idf
-against scikit-learn, and MaxScore against the exhaustive loop. Nothing in
+against scikit-learn, MaxScore against the exhaustive loop, and the numpy loop
+against the compiled one with the cost of loading it. Nothing in
 that part of the page is typed by hand: rerun the script after the benchmark.
 
 Usage (from the repository root):
@@ -25,6 +26,7 @@ DOCUMENT = ROOT / "docs" / "performance.md"
 TABLE = ROOT / "results" / "benchmarks" / "bm25_vs_peers.csv"
 COMPILE = ROOT / "results" / "benchmarks" / "bm25_compile.csv"
 CROSSOVER = ROOT / "results" / "benchmarks" / "prune_crossover.csv"
+ENGINES = ROOT / "results" / "benchmarks" / "engine_crossover.csv"
 BEGIN, END = "<!-- bm25 tables: begin -->", "<!-- bm25 tables: end -->"
 
 # Issue 49's goals against bm25s: queries (by depth), the prefilter's cost, indexing.
@@ -105,7 +107,32 @@ def crossover_table(crossover: pd.DataFrame) -> list[str]:
     return lines
 
 
-def section(table: pd.DataFrame, compile_times: pd.DataFrame, crossover: pd.DataFrame | None = None) -> str:
+def engine_table(engines: pd.DataFrame) -> list[str]:
+    lines = [
+        "The numpy loop against the compiled one, our BM25 one query per call, and what loading the",
+        "compiled one costs a fresh process (`results/benchmarks/engine_crossover.csv`,",
+        "`benchmarks/engine_crossover.py`; break-even: the queries whose saving pays for the load;",
+        "auto from: the queries from which a fresh process takes the compiled loop):",
+        "",
+        "| documents | depth | numpy ms/query | compiled ms/query | load | break-even queries "
+        "| auto from | load average |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in engines.itertuples(index=False):
+        break_even = "never" if pd.isna(row.break_even_queries) else f"{int(row.break_even_queries):,}"
+        lines.append(
+            f"| {row.documents:,} | {row.depth:,} | {row.numpy_ms:.3f} | {row.compiled_ms:.3f} | "
+            f"{row.load_s:.2f} s | {break_even} | {row.auto_from_queries:,} | {row.load:.1f} |"
+        )
+    return lines
+
+
+def section(
+    table: pd.DataFrame,
+    compile_times: pd.DataFrame,
+    crossover: pd.DataFrame | None = None,
+    engines: pd.DataFrame | None = None,
+) -> str:
     backend = "/".join(sorted(set(table.loc[table["system"] == "bm25s", "backend"])))
     groups = [
         (int(documents), int(depth), _systems(rows))
@@ -144,18 +171,24 @@ def section(table: pd.DataFrame, compile_times: pd.DataFrame, crossover: pd.Data
         ]
     if crossover is not None:
         lines += ["", *crossover_table(crossover)]
+    if engines is not None:
+        lines += ["", *engine_table(engines)]
     return "\n".join(lines)
 
 
 def rendered(
-    page: str, table: pd.DataFrame, compile_times: pd.DataFrame, crossover: pd.DataFrame | None = None
+    page: str,
+    table: pd.DataFrame,
+    compile_times: pd.DataFrame,
+    crossover: pd.DataFrame | None = None,
+    engines: pd.DataFrame | None = None,
 ) -> str:
     """The page with the part between the markers generated again."""
     if page.count(BEGIN) != 1 or page.count(END) != 1:
         raise ValueError(f"{DOCUMENT.name} needs one {BEGIN!r} and one {END!r} marker")
     head, rest = page.split(BEGIN)
     _, tail = rest.split(END)
-    return f"{head}{BEGIN}\n{section(table, compile_times, crossover)}\n{END}{tail}"
+    return f"{head}{BEGIN}\n{section(table, compile_times, crossover, engines)}\n{END}{tail}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if the page differs from the tables")
     arguments = parser.parse_args(argv)
     page = DOCUMENT.read_text(encoding="utf-8")
-    new = rendered(page, pd.read_csv(TABLE), pd.read_csv(COMPILE), pd.read_csv(CROSSOVER))
+    tables = (pd.read_csv(path) for path in (TABLE, COMPILE, CROSSOVER, ENGINES))
+    new = rendered(page, *tables)
     if arguments.check:
         if new != page:
             print(f"{DOCUMENT.relative_to(ROOT)} differs from the benchmark tables: rerun this script")

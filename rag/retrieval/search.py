@@ -420,8 +420,9 @@ def sparse_search(
     chunk never gets a score and can never be ranked.
 
     ``engine`` picks the loop: "numpy" (below), "compiled" (numba,
-    :mod:`rag.retrieval.sparse_kernels`), or "auto": compiled from
-    ``COMPILED_MIN_CHUNKS`` chunks on where numba is installed. Both give the
+    :mod:`rag.retrieval.sparse_kernels`), or "auto": compiled where numba is
+    installed and it pays (:func:`compiled_pays`: a batch large enough to pay
+    for loading it, or a process that has loaded it already). Both give the
     same rankings, scores included. ``term_bounds`` (one per column: an upper
     bound of its weights, each divided by its chunk's ``chunk_scale`` where
     there is one; None where weights can be negative) lets the compiled loop
@@ -434,7 +435,7 @@ def sparse_search(
     allowed = check_allowed(allowed, n_chunks)
     if chunk_weights.format != "csc":
         chunk_weights = chunk_weights.tocsc()
-    if _use_compiled(engine, n_chunks):
+    if _use_compiled(engine, n_chunks, len(queries)):
         return _compiled_search(
             queries, chunk_weights, depth, tie_order, signed, chunk_scale, query_scale, allowed, term_bounds
         )
@@ -475,16 +476,30 @@ def sparse_search(
     return rankings
 
 
-# From this many chunks on, "auto" uses the compiled loop: below it, a whole
-# batch of queries costs less than importing numba and loading its cached code.
+# Where numba is installed, "auto" uses the compiled loop for a batch of queries that saves more than
+# loading it costs a fresh process (importing numba, loading the cached machine code): from
+# COMPILED_MIN_WORK chunk-queries (queries times chunks) on, the benchmark's choice
+# (results/benchmarks/engine_crossover.csv: a fresh process pays about a third of a second; a query
+# saves about a hundredth of a microsecond per chunk). Once a process has loaded the loop, every
+# search of at least COMPILED_MIN_CHUNKS chunks uses it: per query it is never slower there.
+COMPILED_MIN_WORK = 40_000_000
 COMPILED_MIN_CHUNKS = 10_000
 ENGINES = ("auto", "compiled", "numpy")
+# Whether this process has run the compiled loop (its machine code is loaded).
+_compiled_loaded = False
 
 
-def _use_compiled(engine: str, n_chunks: int) -> bool:
+def compiled_pays(n_chunks: int, n_queries: int, loaded: bool) -> bool:
+    """Whether "auto" runs the compiled loop for ``n_queries`` over ``n_chunks`` chunks."""
+    if n_chunks < COMPILED_MIN_CHUNKS:
+        return False
+    return loaded or n_chunks * n_queries >= COMPILED_MIN_WORK
+
+
+def _use_compiled(engine: str, n_chunks: int, n_queries: int) -> bool:
     if engine not in ENGINES:
         raise ValueError(f"unknown search engine {engine!r}; choose one of {ENGINES}")
-    if engine == "numpy" or (engine == "auto" and n_chunks < COMPILED_MIN_CHUNKS):
+    if engine == "numpy" or (engine == "auto" and not compiled_pays(n_chunks, n_queries, _compiled_loaded)):
         return False
     from rag.retrieval import sparse_kernels
 
@@ -573,7 +588,7 @@ def _compiled_search(
     # postings; where a prefilter hides some chunks, the window is proportionally longer, so that
     # it holds as many allowed ones. The share allowed is read from a strided sample: it only
     # sizes that effort, and counting a large mask on every call would cost a tenth of a top-10 query.
-    prunes = n_chunks >= kernels.PRUNE_MIN_CHUNKS
+    prunes = kernels.prunes(n_chunks, capacity)
     spread = 1.0
     if allowed is not None and prunes:
         sample = allowed[:: max(1, n_chunks // ALLOWED_SAMPLE)]
@@ -601,8 +616,7 @@ def _compiled_search(
         np.asarray(tie_order, dtype=np.int64) if tie_order is not None else _NO_INTS,
         tie_order is not None,
         capacity,
-        kernels.PRUNE_MAX_DEPTH if prunes else 0,
-        kernels.PRUNE_DEPTH_SHARE if prunes else 0.0,
+        prunes,
         kernels.PRUNE_MIN_POSTINGS,
         prime_postings,
         prime_window,
@@ -618,6 +632,8 @@ def _compiled_search(
         out_scores,
         out_sizes,
     )
+    global _compiled_loaded
+    _compiled_loaded = True
     return [
         Ranking(out_positions[row, :size], out_scores[row, :size])
         for row, size in enumerate(out_sizes.tolist())

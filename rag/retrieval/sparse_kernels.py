@@ -95,6 +95,18 @@ SELECT_SAMPLE = 2048
 SCAN_BLOCK = 16
 
 
+def prunes(n_chunks: int, depth: int) -> bool:
+    """Whether a top-``depth`` ranking of ``n_chunks`` chunks may use MaxScore (the switches above).
+
+    The one place this is decided: :func:`search_batch` is told, and prunes
+    a query only if it also touches ``PRUNE_MIN_POSTINGS`` postings, with
+    positive weights and bounds.
+    """
+    if n_chunks < PRUNE_MIN_CHUNKS:
+        return False
+    return depth <= PRUNE_MAX_DEPTH or depth <= PRUNE_DEPTH_SHARE * n_chunks
+
+
 def _jit(function=None, *, inline: bool = False):
     """Compile ``function`` with numba, its machine code cached on disk.
 
@@ -763,7 +775,7 @@ def _maxscore(
 def search_batch(
     indptr, indices, data, query_pointers, query_columns, query_weights, query_scales,
     term_bounds, use_bounds, allowed, use_allowed, chunk_scale, use_chunk_scale, signed, ties,
-    use_ties, capacity, prune_max_depth, prune_depth_share, prune_min_postings, prime_postings,
+    use_ties, capacity, may_prune, prune_min_postings, prime_postings,
     prime_window, essential_share, select_min_depth, select_factor, sample_size, accumulator, seen,
     touched, values, out_positions, out_scores, out_sizes,
 ):  # fmt: skip
@@ -787,13 +799,7 @@ def search_batch(
         for term in range(len(columns)):
             postings += indptr[columns[term] + 1] - indptr[columns[term]]
             positive = positive and weights[term] > 0.0
-        prune = (
-            use_bounds
-            and not signed
-            and positive
-            and (capacity <= prune_max_depth or capacity <= prune_depth_share * len(accumulator))
-            and postings >= prune_min_postings
-        )
+        prune = may_prune and use_bounds and not signed and positive and postings >= prune_min_postings
         size = -1
         if prune:
             bounds = np.empty(len(columns), dtype=np.float64)

@@ -11,6 +11,7 @@ PROJECT = Path(__file__).resolve().parents[2]
 TABLE = PROJECT / "results" / "benchmarks" / "bm25_vs_peers.csv"
 COMPILE = PROJECT / "results" / "benchmarks" / "bm25_compile.csv"
 CROSSOVER = PROJECT / "results" / "benchmarks" / "prune_crossover.csv"
+ENGINES = PROJECT / "results" / "benchmarks" / "engine_crossover.csv"
 DOC = PROJECT / "docs" / "performance.md"
 
 
@@ -25,7 +26,7 @@ def _generator():
 
 def test_the_page_is_generated_from_the_tables():
     page = DOC.read_text(encoding="utf-8")
-    tables = pd.read_csv(TABLE), pd.read_csv(COMPILE), pd.read_csv(CROSSOVER)
+    tables = (pd.read_csv(path) for path in (TABLE, COMPILE, CROSSOVER, ENGINES))
     assert _generator().rendered(page, *tables) == page
 
 
@@ -36,10 +37,26 @@ def test_the_crossover_table_names_what_the_loop_does_by_default():
     crossover = pd.read_csv(CROSSOVER)
     assert len(crossover) >= 4
     for row in crossover.itertuples(index=False):
-        prunes = row.documents >= kernels.PRUNE_MIN_CHUNKS and (
-            row.depth <= kernels.PRUNE_MAX_DEPTH or row.depth <= kernels.PRUNE_DEPTH_SHARE * row.documents
-        )
-        assert row.default == ("pruned" if prunes else "exhaustive"), row
+        assert row.default == ("pruned" if kernels.prunes(row.documents, row.depth) else "exhaustive"), row
+
+
+def test_the_engine_table_follows_the_search_rule():
+    """Where a fresh process takes the compiled loop is the table's: its threshold lies between the
+    measured break-even points of the sizes where the loop matters, and each row says where "auto"
+    switches under the rule as it is now."""
+    import math
+
+    from rag.retrieval import search
+
+    engines = pd.read_csv(ENGINES)
+    assert set(engines["depth"]) == {10, 1000} and engines["documents"].nunique() >= 3
+    for row in engines.itertuples(index=False):
+        assert row.auto_from_queries == math.ceil(search.COMPILED_MIN_WORK / row.documents), row
+        assert search.compiled_pays(row.documents, row.auto_from_queries, loaded=False)
+        assert not search.compiled_pays(row.documents, row.auto_from_queries - 1, loaded=False)
+    large = engines[engines["documents"] >= 100_000]["break_even_work"].dropna()
+    assert len(large) >= 2
+    assert large.min() <= search.COMPILED_MIN_WORK <= large.max()
 
 
 def test_every_size_and_depth_of_the_table_is_a_row_of_the_page_with_its_speedups():
