@@ -121,6 +121,20 @@ def timings(checkout: Path, corpora: set[str], retrievers: set[str]) -> list[dic
     return rows
 
 
+def job_totals(table: pd.DataFrame) -> pd.DataFrame:
+    """Per setup and commit: the jobs every commit ran, and their summed median seconds."""
+    keys = ["setup", "corpus", "chunker", "retriever"]
+    codes = table["code"].nunique()
+    shared = table.groupby(keys)["code"].transform("nunique") == codes
+    totals = (
+        table[shared]
+        .groupby(["setup", "code"], sort=False)
+        .agg(jobs=("seconds", "size"), seconds=("seconds", "sum"), cpu_seconds=("cpu_seconds", "sum"))
+        .reset_index()
+    )
+    return totals.round({"seconds": 2, "cpu_seconds": 2})
+
+
 def main() -> None:
     arguments = parse_arguments()
     with tempfile.TemporaryDirectory() as scratch:
@@ -184,8 +198,7 @@ def main() -> None:
     )
     table["load"] = round(os.getloadavg()[0], 2)
     print(table.to_string(index=False))
-    totals = table.groupby(["setup", "code"], sort=False)[["seconds", "cpu_seconds"]].sum().round(2)
-    print(totals.to_string())
+    print(job_totals(table).to_string(index=False))
     if arguments.output is not None:
         arguments.output.parent.mkdir(parents=True, exist_ok=True)
         table.to_csv(arguments.output, index=False)

@@ -1,12 +1,14 @@
 """The BM25 tables of docs/performance.md, from the benchmark's own tables (issue 49's "Must show").
 
 Reads results/benchmarks/bm25_vs_peers.csv, bm25_compile.csv,
-prune_crossover.csv and engine_crossover.csv and writes, between the markers in docs/performance.md, the
-first-call compile times, the comparison with bm25s per size and depth (with
-memory and load), which of the issue's goals each row meets, our tf-idf
-against scikit-learn, MaxScore against the exhaustive loop, and the numpy loop
-against the compiled one with the cost of loading it. Nothing in
-that part of the page is typed by hand: rerun the script after the benchmark.
+prune_crossover.csv, engine_crossover.csv and ranking_jobs.csv and writes,
+between the markers in docs/performance.md, the first-call compile times, the
+comparison with bm25s per size and depth (with memory and load), which of the
+issue's goals each row meets, our tf-idf against scikit-learn, MaxScore
+against the exhaustive loop, the numpy loop against the compiled one with the
+cost of loading it, and the pipeline's own ranking jobs before and after.
+Nothing in that part of the page is typed by hand: rerun the script after the
+benchmark.
 
 Usage (from the repository root):
     .venv/bin/python docs/performance_table.py
@@ -27,6 +29,7 @@ TABLE = ROOT / "results" / "benchmarks" / "bm25_vs_peers.csv"
 COMPILE = ROOT / "results" / "benchmarks" / "bm25_compile.csv"
 CROSSOVER = ROOT / "results" / "benchmarks" / "prune_crossover.csv"
 ENGINES = ROOT / "results" / "benchmarks" / "engine_crossover.csv"
+RANKING_JOBS = ROOT / "results" / "benchmarks" / "ranking_jobs.csv"
 BEGIN, END = "<!-- bm25 tables: begin -->", "<!-- bm25 tables: end -->"
 
 # Issue 49's goals against bm25s: queries (by depth), the prefilter's cost, indexing.
@@ -127,11 +130,30 @@ def engine_table(engines: pd.DataFrame) -> list[str]:
     return lines
 
 
+def ranking_jobs_table(jobs: pd.DataFrame) -> list[str]:
+    """Per setup and commit, the ranking jobs every commit ran: how many, their summed median seconds."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from ranking_jobs import job_totals
+
+    lines = [
+        "The pipeline's own BM25 and tf-idf ranking jobs, from their Snakemake timing files",
+        "(`results/benchmarks/ranking_jobs.csv`, `benchmarks/ranking_jobs.py`; the medians of",
+        f"{int(jobs['repeats'].min())} runs per job, summed over the jobs every commit ran):",
+        "",
+        "| setup | commit | jobs | wall seconds | CPU seconds |",
+        "|---|---|---|---|---|",
+    ]
+    for row in job_totals(jobs).itertuples(index=False):
+        lines.append(f"| {row.setup} | {row.code} | {row.jobs} | {row.seconds:.2f} | {row.cpu_seconds:.2f} |")
+    return lines
+
+
 def section(
     table: pd.DataFrame,
     compile_times: pd.DataFrame,
     crossover: pd.DataFrame | None = None,
     engines: pd.DataFrame | None = None,
+    ranking_jobs: pd.DataFrame | None = None,
 ) -> str:
     backend = "/".join(sorted(set(table.loc[table["system"] == "bm25s", "backend"])))
     groups = [
@@ -173,6 +195,8 @@ def section(
         lines += ["", *crossover_table(crossover)]
     if engines is not None:
         lines += ["", *engine_table(engines)]
+    if ranking_jobs is not None:
+        lines += ["", *ranking_jobs_table(ranking_jobs)]
     return "\n".join(lines)
 
 
@@ -182,13 +206,14 @@ def rendered(
     compile_times: pd.DataFrame,
     crossover: pd.DataFrame | None = None,
     engines: pd.DataFrame | None = None,
+    ranking_jobs: pd.DataFrame | None = None,
 ) -> str:
     """The page with the part between the markers generated again."""
     if page.count(BEGIN) != 1 or page.count(END) != 1:
         raise ValueError(f"{DOCUMENT.name} needs one {BEGIN!r} and one {END!r} marker")
     head, rest = page.split(BEGIN)
     _, tail = rest.split(END)
-    return f"{head}{BEGIN}\n{section(table, compile_times, crossover, engines)}\n{END}{tail}"
+    return f"{head}{BEGIN}\n{section(table, compile_times, crossover, engines, ranking_jobs)}\n{END}{tail}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -198,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if the page differs from the tables")
     arguments = parser.parse_args(argv)
     page = DOCUMENT.read_text(encoding="utf-8")
-    tables = (pd.read_csv(path) for path in (TABLE, COMPILE, CROSSOVER, ENGINES))
+    tables = (pd.read_csv(path) for path in (TABLE, COMPILE, CROSSOVER, ENGINES, RANKING_JOBS))
     new = rendered(page, *tables)
     if arguments.check:
         if new != page:

@@ -428,6 +428,9 @@ GENERATOR_KINDS: dict[str, Kind] = _by_name(
             "timeout": Parameter("number", 120, minimum=0, maximum=86_400, exclusive_minimum=True),
             # plain: [n] markers in the text; structured: {answer, sources} through response_format.
             "citations": Parameter("string", "plain", choices=("plain", "structured")),
+            # phrase: a refusal is a phrase in the text; outcome: the structured reply's outcome
+            # (answered, or not_in_sources: the sources do not answer), which needs citations: structured.
+            "refusal": Parameter("string", "phrase", choices=("phrase", "outcome")),
             # The access levels whose text an endpoint off this machine may
             # receive; planning refuses a caller who reads more (rag.pipeline.config).
             "may_receive": Parameter("names", ["public"]),

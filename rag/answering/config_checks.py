@@ -160,6 +160,10 @@ def _check_llm_entry(entry: Mapping, where: str) -> None:
         problem = placeholder_problem(entry[key])
         if problem:
             raise ConfigError(f"{where}[{key!r}]: {problem}")
+    if entry.get("refusal") == "outcome" and entry.get("citations") != "structured":
+        raise ConfigError(
+            f"{where}['refusal']: 'outcome' is read from the structured reply; set citations: structured"
+        )
     if entry["base_url"] == BUNDLED_ENDPOINT:
         check_bundled_model(entry, where)
     else:

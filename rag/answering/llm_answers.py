@@ -74,6 +74,30 @@ CITED_ANSWER_SCHEMA: dict = {
     "required": ["answer", "sources"],
     "additionalProperties": False,
 }
+# How an llm entry's answers refuse (its ``refusal`` key): ``phrase``, by a phrase of
+# :data:`ABSTENTION_PHRASES` in the text; ``outcome``, by an explicit outcome beside the answer
+# in the structured reply (:data:`OUTCOME_ANSWER_SCHEMA`; needs ``citations: structured``).
+PHRASE = "phrase"
+OUTCOME = "outcome"
+REFUSAL_STYLES: tuple[str, ...] = (PHRASE, OUTCOME)
+# The outcomes a reply with an outcome offers: an answer, or "the sources do not answer".
+ANSWERED = "answered"
+NOT_IN_SOURCES = "not_in_sources"
+OUTCOMES: tuple[str, ...] = (ANSWERED, NOT_IN_SOURCES)
+# The answer text of a reply whose outcome is NOT_IN_SOURCES: a refusal every table counts as one.
+REFUSAL_TEXT = "I cannot answer this from the sources."
+# The structured reply with an outcome, decided first: the model commits to answering or not
+# before it writes an answer.
+OUTCOME_ANSWER_SCHEMA: dict = {
+    "type": "object",
+    "properties": {
+        "outcome": {"type": "string", "enum": list(OUTCOMES)},
+        "answer": {"type": "string"},
+        "sources": {"type": "array", "items": {"type": "integer"}},
+    },
+    "required": ["outcome", "answer", "sources"],
+    "additionalProperties": False,
+}
 # Phrases of a refusal, looked for in the reply's first sentence (lower case,
 # curly apostrophes made straight). The default prompts ask for "I cannot answer".
 ABSTENTION_PHRASES: tuple[str, ...] = (
@@ -146,10 +170,26 @@ class LlmGenerator(EndpointEntry):
     concurrency: int = 1
     timeout_seconds: float = 120.0
     citations: str = PLAIN
+    refusal: str = PHRASE
 
     @property
     def structured(self) -> bool:
         return self.citations == STRUCTURED
+
+    @property
+    def outcome(self) -> bool:
+        """Whether its structured replies carry an outcome (answered, or the sources do not answer)."""
+        return self.structured and self.refusal == OUTCOME
+
+    @property
+    def reply_schema(self) -> dict:
+        return OUTCOME_ANSWER_SCHEMA if self.outcome else CITED_ANSWER_SCHEMA
+
+    def read_reply(self, completion: Completion, source_count: int) -> StructuredReply:
+        """A completion's answer text and problem ("" if none), structured or plain."""
+        if not completion.structured:
+            return StructuredReply(completion.text.strip(), "")
+        return structured_reply(completion.text, source_count, outcome=self.outcome)
 
 
 def endpoint_entry_fields(entry: Mapping) -> dict:
@@ -176,6 +216,7 @@ def generator_from_entry(name: str, entry: Mapping) -> LlmGenerator:
             entry["system"], entry["user"], entry["closed_book_system"], entry["closed_book_user"]
         ),
         citations=str(entry.get("citations", PLAIN)),
+        refusal=str(entry.get("refusal", PHRASE)),
         **endpoint_entry_fields(entry),
     )
 
@@ -191,12 +232,11 @@ def response_format_for(generator: LlmGenerator, closed_book: bool) -> dict | No
     """
     if not generator.structured or closed_book:
         return None
+    schema = generator.reply_schema
     if generator.bundled:
-        return {"type": "json_object", "schema": CITED_ANSWER_SCHEMA}
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": "cited_answer", "strict": True, "schema": CITED_ANSWER_SCHEMA},
-    }
+        return {"type": "json_object", "schema": schema}
+    name = "cited_answer_with_outcome" if generator.outcome else "cited_answer"
+    return {"type": "json_schema", "json_schema": {"name": name, "strict": True, "schema": schema}}
 
 
 # The start of a structured reply cut short (by max_tokens): its answer string so far.
@@ -234,8 +274,12 @@ def _shown_value(value: object) -> str:
     return type(value).__name__ if not isinstance(value, str) else "text"
 
 
-def structured_reply(reply: str, source_count: int) -> StructuredReply:
+def structured_reply(reply: str, source_count: int, outcome: bool = False) -> StructuredReply:
     """A structured reply (``{"answer", "sources"}``) read strictly against ``source_count`` sources.
+
+    With ``outcome``, the reply also holds ``outcome`` (:data:`OUTCOMES`);
+    one whose outcome is ``not_in_sources`` reads as :data:`REFUSAL_TEXT`,
+    whatever its answer and sources say (a refusal cites nothing).
 
     The citations are exactly the ``sources`` the reply gives, each from 1 to
     ``source_count``, written after every sentence of the answer as
@@ -255,13 +299,21 @@ def structured_reply(reply: str, source_count: int) -> StructuredReply:
     if not isinstance(document, dict):
         return StructuredReply("", f"the reply is JSON {_shown_value(document)}, not an object")
     keys = set(document)
+    expected = {"outcome", "answer", "sources"} if outcome else {"answer", "sources"}
     answer, sources = document.get("answer"), document.get("sources")
     text = answer.strip() if isinstance(answer, str) else ""
-    if keys - {"answer", "sources"}:
-        unknown = sorted(keys - {"answer", "sources"}, key=str)[0]
+    if keys - expected:
+        unknown = sorted(keys - expected, key=str)[0]
         return StructuredReply(text, f"the reply has the unknown key {unknown[:40]!r}")
-    if keys != {"answer", "sources"}:
-        return StructuredReply(text, f"the reply lacks {sorted({'answer', 'sources'} - keys)[0]!r}")
+    if keys != expected:
+        return StructuredReply(text, f"the reply lacks {sorted(expected - keys)[0]!r}")
+    if outcome:
+        decided = document["outcome"]
+        if decided not in OUTCOMES:
+            shown = decided[:40] if isinstance(decided, str) else _shown_value(decided)
+            return StructuredReply(text, f"the reply's outcome {shown!r} is not one of {list(OUTCOMES)}")
+        if decided == NOT_IN_SOURCES:
+            return StructuredReply(REFUSAL_TEXT, "")
     if not isinstance(answer, str):
         return StructuredReply("", f"the reply's answer is {_shown_value(answer)}, not text")
     whole = isinstance(sources, list) and all(
@@ -473,7 +525,7 @@ def answer_records(
     if len(completions) != len(questions):
         raise ValueError(f"{len(completions)} completions for {len(questions)} questions")
     return [
-        _judge(question, chunks or [], completion, setting, evidence.get(question.question_id, {}))
+        _judge(question, chunks or [], completion, generator, setting, evidence.get(question.question_id, {}))
         for question, chunks, completion in zip(questions, prompts, completions, strict=True)
     ]
 
@@ -482,13 +534,12 @@ def _judge(
     question: Question,
     chunks: Sequence[Chunk],
     completion: Completion,
+    generator: LlmGenerator,
     setting: Setting,
     pieces: Mapping[int, set[str]],
 ) -> LlmAnswer:
-    answer, reply_error = completion.text.strip(), ""
-    if completion.structured:
-        read = structured_reply(completion.text, len(chunks))
-        answer, reply_error = read.text, read.problem
+    read = generator.read_reply(completion, len(chunks))
+    answer, reply_error = read.text, read.problem
     abstained = is_abstention(answer)
     sources = {number: chunk.text for number, chunk in enumerate(chunks, start=1)}
     labels = {number: chunk.label for number, chunk in enumerate(chunks, start=1)}

@@ -514,8 +514,8 @@ def read_ask_folder(folder: Path, skip: Sequence[str]) -> AskFolder:
         raise AskError(str(error)) from None
     location = f"{folder}{os.sep}"
     try:
-        reading = read_documents(files, location, skip, source)
-        unstated = documents_without_access(files, location, skip, source)
+        reading = read_documents(files, location, skip, source)  # default access: restricted
+        unstated = documents_without_access(files, location, skip, source, closed=reading.documents)
     except DocumentError as error:
         raise AskError(str(error)) from None
     documents = sorted(reading.documents, key=lambda document: document.doc_id)
@@ -1051,12 +1051,10 @@ def _llm_generator(name: str, cache: Path, caller: Caller, tables: dict) -> Call
         _progress(f"asking {name} (served from {cache / LLM_CACHE_FOLDER} when this prompt was asked before)")
         try:
             completion = complete([messages])[0]
-            if completion.structured:
-                read = llm_answers.structured_reply(completion.text, len(prompt.sources))
-                if read.problem:
-                    raise AskError(f"--generator {name}: {read.problem}")
-                return read.text
-            return completion.text.strip()
+            read = generator.read_reply(completion, len(prompt.sources))
+            if read.problem:
+                raise AskError(f"--generator {name}: {read.problem}")
+            return read.text
         except (LlmError, local_server.LocalServerError, ValueError) as error:
             raise AskError(f"--generator {name}: {error}") from None
 

@@ -450,9 +450,16 @@ def documents_without_access(
     location: str = "",
     skip: Collection[str] = SKIPPABLE,
     source: str = "markdown",
+    closed: Sequence[Document] | None = None,
 ) -> set[str]:
-    """The ids of the documents that state no access level: parsed with two defaults, they differ."""
-    closed = parse_documents(files, location, skip, source, default_access="restricted")
+    """The ids of the documents that state no access level: parsed with two defaults, they differ.
+
+    ``closed``: the documents already parsed with the default "restricted"
+    (:func:`read_documents`'s), so that only the second parse is paid.
+    """
+    if closed is None:
+        closed = parse_documents(files, location, skip, source, default_access="restricted")
+    closed = sorted(closed, key=lambda document: document.doc_id)
     opened = parse_documents(files, location, skip, source, default_access="public")
     return {a.doc_id for a, b in zip(closed, opened, strict=True) if a.access != b.access}
 
