@@ -61,6 +61,7 @@ here; :mod:`rag.cli` dispatches the ``rag`` command's subcommands to :func:`ask`
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
@@ -500,18 +501,56 @@ def folder_skip(folder: Path, configs: Sequence[Path] | None = None) -> tuple[st
     return DEFAULT_SKIPPED[source]
 
 
-def read_ask_folder(folder: Path, skip: Sequence[str]) -> AskFolder:
-    """Every file of ``folder`` parsed as the pipeline parses it, by the folder's source of the table
-    of sources (:func:`rag.corpus.folders.read_folder_files`); every problem in one AskError."""
-    from rag.ask.index import documents_without_access, read_documents
+@dataclass(frozen=True)
+class DocumentAccess:
+    """What a caller's view reads of a document: its id, access level, tenant, ACL and date updated."""
+
+    doc_id: str
+    access: str
+    tenant: str
+    acl: tuple[str, ...]
+    updated: str | None
+
+
+def cached_folder(files: list[tuple[str, str | bytes]], index: QuestionIndex) -> AskFolder:
+    """The folder as its cached index recorded it: each document's access metadata and the parse's
+    notes, so a question over a folder already indexed parses nothing."""
+    documents = [
+        DocumentAccess(
+            doc_id,
+            access,
+            index.tenants.get(doc_id, ""),
+            tuple(index.acls.get(doc_id, ())),
+            index.updated.get(doc_id),
+        )
+        for doc_id, access in sorted(index.access.items())
+    ]
+    return AskFolder(files, documents, frozenset(index.unstated), tuple(index.reading_notes))
+
+
+def read_ask_files(folder: Path) -> tuple[str, list[tuple[str, str | bytes]]]:
+    """The folder's source of the table of sources and its files (name, content), unparsed."""
     from rag.corpus.folders import read_folder_files
     from rag.corpus.markdown_files import FolderError
-    from rag.documents.access_metadata import DocumentError
 
     try:
-        source, files = read_folder_files(folder)
+        return read_folder_files(folder)
     except FolderError as error:
         raise AskError(str(error)) from None
+
+
+def read_ask_folder(
+    folder: Path, skip: Sequence[str], read: tuple[str, list[tuple[str, str | bytes]]] | None = None
+) -> AskFolder:
+    """Every file of ``folder`` parsed as the pipeline parses it, by the folder's source of the table
+    of sources (:func:`rag.corpus.folders.read_folder_files`); every problem in one AskError.
+
+    ``read``: the folder's source and files, already read (:func:`read_ask_files`).
+    """
+    from rag.ask.index import documents_without_access, read_documents
+    from rag.documents.access_metadata import DocumentError
+
+    source, files = read if read is not None else read_ask_files(folder)
     location = f"{folder}{os.sep}"
     try:
         reading = read_documents(files, location, skip, source)  # default access: restricted
@@ -521,6 +560,36 @@ def read_ask_folder(folder: Path, skip: Sequence[str]) -> AskFolder:
     documents = sorted(reading.documents, key=lambda document: document.doc_id)
     notes = tuple(f"note: {line}" for line in reading.warnings(shown_path(folder)))
     return AskFolder(files, documents, frozenset(unstated), notes)
+
+
+def index_key(options: IndexOptions, files: Sequence[tuple[str, str | bytes]]) -> str:
+    """The cache entry of an index of ``files`` with ``options``, by this code's digest."""
+    from rag.ask.index import cache_key
+    from rag.formats.bundles import source_digest
+
+    return cache_key(files, options, source_digest(_index_modules(options.dense_model is not None)))
+
+
+def cached_index(
+    cache: Path, options: IndexOptions, files: Sequence[tuple[str, str | bytes]]
+) -> tuple[QuestionIndex | None, list[str]]:
+    """The cached index of ``files`` with ``options`` and the line saying so; None where there is
+    none (or it is unreadable: a note says so, and it is built again)."""
+    from rag.ask.index import index_from_bundle
+    from rag.formats.bundles import BundleError, read_bundle, touch_bundle
+
+    entry = cache / index_key(options, files)
+    started = time.perf_counter()
+    try:
+        bundle = read_bundle(entry)
+        if bundle is not None:
+            index = index_from_bundle(bundle.arrays, bundle.values, bundle.manifest)
+            touch_bundle(entry)
+            seconds = time.perf_counter() - started
+            return index, [f"index: cache hit, loaded in {seconds:.2f} s from {shown_path(entry)}"]
+    except (BundleError, ValueError) as error:
+        return None, [f"note: the cached index in {shown_path(entry)} is unreadable ({error}); rebuilding it"]
+    return None, []
 
 
 def load_or_build_index(
@@ -538,36 +607,23 @@ def load_or_build_index(
     starts, and the embedder reports its own progress. ``reading`` is the
     folder already read (:func:`read_ask_folder`, with ``options.skip``).
     """
-    from rag.ask.index import build_question_index, cache_key, index_from_bundle, index_to_bundle
+    from rag.ask.index import build_question_index, index_to_bundle
     from rag.formats.bundles import (
-        BundleError,
         prune_bundles,
-        read_bundle,
-        source_digest,
-        touch_bundle,
         write_bundle,
     )
 
     if reading is None:
         reading = read_ask_folder(folder, options.skip)
     files = reading.files
-    key = cache_key(files, options, source_digest(_index_modules(options.dense_model is not None)))
-    entry = cache / key
-    lines: list[str] = []
+    index, lines = cached_index(cache, options, files)
+    if index is not None:
+        return index, lines
+    entry = cache / index_key(options, files)
     started = time.perf_counter()
-    try:
-        bundle = read_bundle(entry)
-        if bundle is not None:
-            index = index_from_bundle(bundle.arrays, bundle.values, bundle.manifest)
-            touch_bundle(entry)
-            seconds = time.perf_counter() - started
-            lines.append(f"index: cache hit, loaded in {seconds:.2f} s from {shown_path(entry)}")
-            return index, lines
-    except (BundleError, ValueError) as error:
-        lines.append(f"note: the cached index in {shown_path(entry)} is unreadable ({error}); rebuilding it")
-
     report(f"index: not cached, building it from {len(files)} documents of {shown_path(folder)}")
     index = build_question_index(reading.documents, options, embed, reading.unstated)
+    index = dataclasses.replace(index, reading_notes=tuple(reading.notes))
     seconds = time.perf_counter() - started
     try:
         write_bundle(entry, *index_to_bundle(index))
@@ -1281,7 +1337,11 @@ def ask(arguments: argparse.Namespace) -> int:
         dense_model=DENSE_MODEL if dense else None,
         skip=folder_skip(folder),
     )
-    reading = read_ask_folder(folder, options.skip)
+    # A folder already indexed is not parsed again: its documents' access metadata and the parse's
+    # notes come from the cached index (whose key is the files' contents).
+    read = read_ask_files(folder)
+    cached, cached_lines = cached_index(arguments.cache, options, read[1])
+    reading = cached_folder(read[1], cached) if cached else read_ask_folder(folder, options.skip, read)
     refused = nothing_readable(folder, reading, caller, arguments.default_access, arguments.question)
     if refused is not None:
         print(visible("\n".join(refused)))
@@ -1303,7 +1363,10 @@ def ask(arguments: argparse.Namespace) -> int:
         else:
             # A fixed threshold; the language models quote nothing and are not thresholded.
             threshold = DEFAULT_THRESHOLDS.get(arguments.generator, EXTRACTIVE_THRESHOLD)
-    index, index_lines = load_or_build_index(folder, arguments.cache, options, embed, reading=reading)
+    if cached is not None:
+        index, index_lines = cached, cached_lines
+    else:
+        index, index_lines = load_or_build_index(folder, arguments.cache, options, embed, reading=reading)
     index_lines += reading.notes
     tables["table"] = index_access(index, arguments.default_access)
     answer_started = time.perf_counter()

@@ -334,6 +334,9 @@ class QuestionIndex:
     unstated: frozenset[str] = frozenset()
     # Each document's date updated, by id (absent: none), for a caller's as_of.
     updated: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # The lines the folder's parse printed ("note: ..."), kept so a cached index shows them again
+    # without parsing the folder.
+    reading_notes: tuple[str, ...] = ()
 
     @property
     def ranking_bm25(self) -> BM25Index:
@@ -556,6 +559,7 @@ def index_to_bundle(index: QuestionIndex) -> tuple[dict[str, dict], dict[str, ob
         "acls": {doc_id: list(acl) for doc_id, acl in index.acls.items()},
         "unstated": sorted(index.unstated),
         "updated": dict(index.updated),
+        "reading_notes": list(index.reading_notes),
     }
     manifest = {
         "format": INDEX_FORMAT,
@@ -582,6 +586,9 @@ def index_from_bundle(
         acls = {str(doc_id): tuple(map(str, acl)) for doc_id, acl in values.get("acls", {}).items()}
         unstated = frozenset(map(str, values.get("unstated", [])))
         updated = {str(doc_id): str(date) for doc_id, date in values["updated"].items()}
+        reading_notes = values["reading_notes"]
+        if not isinstance(reading_notes, list) or not all(isinstance(note, str) for note in reading_notes):
+            raise TypeError("reading_notes is not a list of text")
     except (KeyError, TypeError, AttributeError) as error:
         raise ValueError(f"incomplete index: {error}") from None
     lsa = LSAModel.from_arrays(arrays["lsa"]) if "lsa" in arrays else None
@@ -615,6 +622,7 @@ def index_from_bundle(
         acls,
         unstated,
         updated,
+        tuple(reading_notes),
     )
 
 

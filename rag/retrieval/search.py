@@ -480,26 +480,41 @@ def sparse_search(
 # loading it costs a fresh process (importing numba, loading the cached machine code): from
 # COMPILED_MIN_WORK chunk-queries (queries times chunks) on, the benchmark's choice
 # (results/benchmarks/engine_crossover.csv: a fresh process pays about a third of a second; a query
-# saves about a hundredth of a microsecond per chunk). Once a process has loaded the loop, every
-# search of at least COMPILED_MIN_CHUNKS chunks uses it: per query it is never slower there.
+# saves about a hundredth of a microsecond per chunk). A process that asks one question at a time
+# switches once its numpy searches have done that much work (it has then spent about what loading
+# would have cost: at most twice the better choice, whatever comes next). Once a process has
+# loaded the loop, every search of at least COMPILED_MIN_CHUNKS chunks uses it: per query it is
+# never slower there.
 COMPILED_MIN_WORK = 40_000_000
 COMPILED_MIN_CHUNKS = 10_000
 ENGINES = ("auto", "compiled", "numpy")
-# Whether this process has run the compiled loop (its machine code is loaded).
+# Whether this process has run the compiled loop (its machine code is loaded), and the chunk-queries
+# its numpy loop has searched in collections the compiled loop would serve.
 _compiled_loaded = False
+_numpy_work = 0
 
 
-def compiled_pays(n_chunks: int, n_queries: int, loaded: bool) -> bool:
-    """Whether "auto" runs the compiled loop for ``n_queries`` over ``n_chunks`` chunks."""
+def compiled_pays(n_chunks: int, n_queries: int, loaded: bool, done: int = 0) -> bool:
+    """Whether "auto" runs the compiled loop for ``n_queries`` over ``n_chunks`` chunks.
+
+    ``loaded``: this process has loaded it; ``done``: the chunk-queries its
+    numpy loop has already searched in collections of at least
+    ``COMPILED_MIN_CHUNKS`` chunks.
+    """
     if n_chunks < COMPILED_MIN_CHUNKS:
         return False
-    return loaded or n_chunks * n_queries >= COMPILED_MIN_WORK
+    return loaded or done + n_chunks * n_queries >= COMPILED_MIN_WORK
 
 
 def _use_compiled(engine: str, n_chunks: int, n_queries: int) -> bool:
     if engine not in ENGINES:
         raise ValueError(f"unknown search engine {engine!r}; choose one of {ENGINES}")
-    if engine == "numpy" or (engine == "auto" and not compiled_pays(n_chunks, n_queries, _compiled_loaded)):
+    global _numpy_work
+    if engine == "numpy" or (
+        engine == "auto" and not compiled_pays(n_chunks, n_queries, _compiled_loaded, _numpy_work)
+    ):
+        if n_chunks >= COMPILED_MIN_CHUNKS:
+            _numpy_work += n_chunks * n_queries
         return False
     from rag.retrieval import sparse_kernels
 

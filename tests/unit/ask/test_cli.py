@@ -188,6 +188,7 @@ def test_own_folder_quotes_the_right_sentence_and_second_call_hits_the_cache(not
         "ivf.npz",
         "lsa.npz",
         "manifest.json",
+        "reading_notes.json",
         "tenants.json",
         "unstated.json",
         "updated.json",

@@ -29,10 +29,34 @@ def test_the_rule(n_chunks, n_queries, loaded, compiled):
     assert search.compiled_pays(n_chunks, n_queries, loaded) is compiled
 
 
+def test_a_process_asking_one_question_at_a_time_switches_once_it_has_spent_the_load(monkeypatch):
+    """Ski rental: single questions over a large collection go to the numpy loop until their work
+    adds up to what loading the compiled loop is worth, then to the compiled loop."""
+    if not sparse_kernels.AVAILABLE:
+        pytest.skip("numba is not installed")
+    from rag.retrieval.bm25 import bm25_search, build_bm25_index
+
+    index = build_bm25_index(
+        [[f"t{(chunk * 7 + term) % 997}" for term in range(5)] for chunk in range(20000)]
+    )
+    monkeypatch.setattr(search, "_compiled_loaded", False)
+    monkeypatch.setattr(search, "_numpy_work", 0)
+    monkeypatch.setattr(search, "COMPILED_MIN_WORK", 3 * 20000)
+    expected = bm25_search(index, [["t3", "t12"]], 10, engine="numpy")[0]
+    monkeypatch.setattr(search, "_numpy_work", 0)
+    for call in range(4):
+        found = bm25_search(index, [["t3", "t12"]], 10)[0]
+        assert search._compiled_loaded is (call >= 2), call
+        assert found.positions.tolist() == expected.positions.tolist()
+    assert search.compiled_pays(20000, 1, loaded=False, done=2 * 20000)
+    assert not search.compiled_pays(20000, 1, loaded=False, done=20000)
+
+
 def test_the_rule_is_what_auto_uses(monkeypatch):
     if not sparse_kernels.AVAILABLE:
         pytest.skip("numba is not installed")
     monkeypatch.setattr(search, "_compiled_loaded", False)
+    monkeypatch.setattr(search, "_numpy_work", 0)
     assert not search._use_compiled("auto", 100_000, 1)
     assert search._use_compiled("compiled", 100_000, 1)
     assert not search._use_compiled("numpy", 10**7, 10**6)
