@@ -46,8 +46,9 @@ import pandas as pd  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bm25_vs_peers import zipfian_collection  # noqa: E402
+from prune_crossover import parse_arguments, write_table  # noqa: E402
 
-from rag.retrieval import search, sparse_kernels  # noqa: E402
+from rag.retrieval import search  # noqa: E402
 from rag.retrieval.bm25 import bm25_search, build_bm25_index  # noqa: E402
 
 DEPTHS = (10, 1000)
@@ -63,22 +64,6 @@ started = time.perf_counter()
 bm25_search(index, [["a", "e"]], 10, engine="compiled")
 print(time.perf_counter() - started)
 """
-
-
-def parse_arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("sizes", nargs="+", type=int, help="collection sizes (documents)")
-    parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--repeats", type=int, default=5, help="timed passes over the queries, per loop")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--vocabulary", type=int, default=50_000)
-    parser.add_argument("--exponent", type=float, default=1.1)
-    parser.add_argument("--mean-length", type=float, default=80.0)
-    parser.add_argument("--output", type=Path)
-    arguments = parser.parse_args()
-    if not sparse_kernels.AVAILABLE:
-        parser.error("needs numba: pip install -c constraints.txt numba")
-    return arguments
 
 
 def load_seconds() -> float:
@@ -140,18 +125,13 @@ def measure(size: int, load: float, arguments: argparse.Namespace) -> list[dict]
 
 
 def main() -> None:
-    arguments = parse_arguments()
+    arguments = parse_arguments(__doc__.split("\n\n")[0])
     load = load_seconds()
     print(
         f"loading the compiled loop in a fresh interpreter: {load:.3f} s (median of {LOAD_RUNS})", flush=True
     )
     table = pd.DataFrame([row for size in arguments.sizes for row in measure(size, load, arguments)])
-    table = table.astype({"break_even_queries": "Int64", "break_even_work": "Int64"})
-    print(table.to_string(index=False))
-    if arguments.output is not None:
-        arguments.output.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(arguments.output, index=False)
-        print(f"wrote {arguments.output} ({len(table)} rows)")
+    write_table(table.astype({"break_even_queries": "Int64", "break_even_work": "Int64"}), arguments.output)
 
 
 if __name__ == "__main__":

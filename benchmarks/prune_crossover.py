@@ -45,8 +45,10 @@ EXHAUSTIVE = {"PRUNE_MIN_CHUNKS": 10**12, "PRUNE_MAX_DEPTH": 0, "PRUNE_DEPTH_SHA
 PRUNED = {"PRUNE_MIN_CHUNKS": 0, "PRUNE_MAX_DEPTH": 10**9, "PRUNE_DEPTH_SHARE": 1.0}
 
 
-def parse_arguments() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def parse_arguments(description: str = __doc__.split("\n\n")[0]) -> argparse.Namespace:
+    """The command line of this benchmark and of benchmarks/engine_crossover.py: sizes, the Zipf
+    collection's settings, queries, repeats and the output table."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("sizes", nargs="+", type=int, help="collection sizes (documents)")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=5, help="timed passes over the queries, per way")
@@ -59,6 +61,15 @@ def parse_arguments() -> argparse.Namespace:
     if not sparse_kernels.AVAILABLE:
         parser.error("needs numba: pip install -c constraints.txt numba")
     return arguments
+
+
+def write_table(table: pd.DataFrame, output: Path | None) -> None:
+    """Print ``table`` and, with ``output``, write it there as CSV."""
+    print(table.to_string(index=False))
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        table.to_csv(output, index=False)
+        print(f"wrote {output} ({len(table)} rows)")
 
 
 def switched(settings: dict, run):
@@ -120,11 +131,7 @@ def measure(size: int, arguments: argparse.Namespace) -> list[dict]:
 def main() -> None:
     arguments = parse_arguments()
     table = pd.DataFrame([row for size in arguments.sizes for row in measure(size, arguments)])
-    print(table.to_string(index=False))
-    if arguments.output is not None:
-        arguments.output.parent.mkdir(parents=True, exist_ok=True)
-        table.to_csv(arguments.output, index=False)
-        print(f"wrote {arguments.output} ({len(table)} rows)")
+    write_table(table, arguments.output)
 
 
 if __name__ == "__main__":
