@@ -26,11 +26,13 @@ Per query, one of two loops (docs/performance.md explains both):
   to ``PRUNE_DEPTH_SHARE`` of the collection; scores that cannot be
   negative): the query terms sorted by their score upper bound
   (``term_bounds``: the largest weight in the term's postings). It starts
-  from a floor: the k-th best exact score of a few chunks, those of the
-  strongest terms' largest weights (:func:`_primed_threshold`). The terms
+  from a floor: the k-th best of a few chunks' partial scores (the chunks of
+  the strongest terms' largest weights, summed over those terms only: no
+  lookup in a weak term's long list; :func:`_primed_threshold`). The terms
   whose bounds add up to less than that floor (later: the k-th best score
   kept) can only contribute to chunks that cannot enter, so their postings
-  are not walked; they are looked up (:func:`_seek`, galloping) for the
+  are not walked; they are looked up (:func:`_seek`: a guess from the
+  list's spread, then galloping) for the
   chunks the other terms bring, and not even that once the bounds show the
   chunk cannot reach the k-th best. Where the floor leaves more than
   ``ESSENTIAL_SHARE`` of the query's postings to walk, the query goes to the
@@ -63,9 +65,10 @@ ROUNDING = 1e9
 SLACK_ABSOLUTE = 2e-9
 SLACK_RELATIVE = 1e-9
 # MaxScore for depths up to this, or up to this share of the collection; exhaustive above (the
-# benchmark's choice, docs/performance.md: at 1,000,000 chunks, depth 1,000 ranks faster exhaustively).
+# benchmark's choice, results/benchmarks/prune_crossover.csv: a depth of 1,000 ranks faster
+# exhaustively at 100,000 chunks; at 1,000,000 the two ways are level).
 PRUNE_MAX_DEPTH = 100
-PRUNE_DEPTH_SHARE = 0.0005
+PRUNE_DEPTH_SHARE = 0.001
 # Collections of fewer chunks than this are scored exhaustively (rag.retrieval.search): their lists
 # are short enough that adding every posting costs less than MaxScore's bookkeeping (the benchmark's
 # choice: a top 10 of 30,000 chunks ranked faster exhaustively, of 50,000 faster pruned).
@@ -563,26 +566,41 @@ def _select(touched, values, count, ties, use_ties, capacity, heap_scores, heap_
 def _seek(indices, at, stop, chunk):
     """The first posting in ``[at, stop)`` whose chunk is at least ``chunk`` (postings in chunk order).
 
-    Galloping, then binary search: the cost grows with the log of the
-    distance moved, not of the list's length, so walking a list in chunk
-    order costs about one step per posting passed.
+    It first guesses where ``chunk`` would sit were the remaining postings
+    spread evenly over their chunks (in a long list each read is a cache
+    miss, so a close first guess saves most of them), then gallops from the
+    guess, forwards or backwards, and ends with a binary search: exact
+    whatever the spread.
     """
-    if at >= stop:
-        return stop
-    stride = 1
-    while at + stride < stop and indices[at + stride] < chunk:
-        at += stride
-        stride <<= 1
-    if indices[at] >= chunk:
+    if at >= stop or indices[at] >= chunk:
         return at
-    low, high = at + 1, min(at + stride, stop)
-    while low < high:
+    last = stop - 1
+    if indices[last] < chunk:
+        return stop
+    # indices[at] < chunk <= indices[last]: the answer lies in (at, last].
+    span = indices[last] - indices[at]
+    guess = at + 1 + np.int64((last - at - 1) * ((chunk - indices[at]) / span))
+    low, high = at, last  # indices[low] < chunk <= indices[high]
+    stride = 1
+    if indices[guess] < chunk:
+        low = guess
+        while low + stride < high and indices[low + stride] < chunk:
+            low += stride
+            stride <<= 1
+        high = min(low + stride, high)
+    else:
+        high = guess
+        while high - stride > low and indices[high - stride] >= chunk:
+            high -= stride
+            stride <<= 1
+        low = max(high - stride, low)
+    while high - low > 1:
         middle = (low + high) >> 1
         if indices[middle] < chunk:
-            low = middle + 1
+            low = middle
         else:
             high = middle
-    return low
+    return high
 
 
 @_jit
@@ -590,18 +608,22 @@ def _primed_threshold(
     indptr, indices, data, columns, weights, order, allowed, use_allowed, chunk_scale,
     use_chunk_scale, query_scale, capacity, prime_postings, prime_window, cursor, end,
 ):  # fmt: skip
-    """A score that at least ``capacity`` chunks reach, from a few exact scores; -inf if none.
+    """A score that at least ``capacity`` chunks reach, from a few partial scores; -inf if none.
 
     Query terms are taken from the one that can add the most (``order``:
     the terms by bound, weakest first). Among the first ``prime_window``
     postings of a term, the chunks of its ``prime_postings`` largest weights
     (ties included; under a prefilter, of the allowed chunks) are scored
-    exactly, each term looked up by a galloping search; a chunk that a term
-    taken before also holds is left out (it was that term's to score), so no
-    chunk counts twice. The next term is taken only while fewer than
-    ``capacity`` chunks were scored (a very rare term, or a prefilter hiding
-    most of its chunks). The ``capacity``-th best of their rounded scores is
-    at most the final ``capacity``-th best, so MaxScore may prune below it
+    over the terms taken so far only, each looked up by :func:`_seek`: the
+    weaker terms, whose lists are the long ones, would cost a cache miss
+    per lookup, and leaving out a contribution that cannot be negative
+    leaves a floor under the chunk's score (also once summed and rounded:
+    both keep the order). A chunk that a term taken before also holds is
+    left out (it was that term's to score), so no chunk counts twice. The
+    next term is taken only while fewer than ``capacity`` chunks were scored
+    (a very rare term, or a prefilter hiding most of its chunks). The
+    ``capacity``-th best of their rounded floors is at most the final
+    ``capacity``-th best score, so MaxScore may prune below it
     from its first chunk on instead of waiting for its heap to fill with
     good chunks. ``cursor`` and ``end`` are the terms' postings ranges
     (``cursor`` is moved).
@@ -646,6 +668,8 @@ def _primed_threshold(
             total = 0.0
             scored_before = False
             for term in range(n_terms):
+                if rank_of[term] < rank:
+                    continue  # a weaker term: left out, the score is then a floor under the chunk's
                 low = _seek(indices, cursor[term], end[term], chunk)
                 cursor[term] = low
                 if low < end[term] and indices[low] == chunk:
