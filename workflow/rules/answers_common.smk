@@ -150,6 +150,12 @@ def heldout_input(kind):
 LLM_GENERATORS = ANSWERS["llm"]["generators"] if ANSWERS is not None else []
 
 
+def outcome_generators():
+    """The llm generators that answer with an explicit outcome (refusal: outcome; docs/llm.md)."""
+    entries = ANSWERS["generators"] if ANSWERS is not None else {}
+    return [name for name in LLM_GENERATORS if entries[name].get("refusal") == "outcome"]
+
+
 def llm_questions_path(corpus, questions):
     """The question file of a set: ``development`` is the corpus's, another name a held-out file's stem."""
     if questions == "development":

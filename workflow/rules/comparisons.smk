@@ -92,6 +92,8 @@ rule results_readme:
         prompt_budget=PLAN.prompt_budget,
         # The link to answers.md, relative to this README (absent without answers).
         answers_link=(os.path.relpath(TABLE("answers.md"), RESULTS) if ANSWERS else None),
+        # The llm entries that answer with an explicit outcome (rag.measuring.refusal_choice).
+        outcome_generators=lambda wildcards: outcome_generators(),
         code=script_digest("results_readme.py"),
     script:
         "../scripts/results_readme.py"

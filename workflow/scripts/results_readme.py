@@ -8,7 +8,7 @@ from rag.evaluation.recommendation import k_choice_lines, k_choices, recommendat
 from rag.evaluation.significance import PERMUTATIONS, RESAMPLES
 from rag.evaluation.summary import grid_edge_lines, results_readme
 from rag.formats.files import write_text
-from rag.measuring.best_setup import best_answer_setup_lines
+from rag.measuring.refusal_choice import llm_answer_sections
 from rag.measuring.same_measure import same_measure_tables
 from rag.pipeline.jobs import finish_job, start_log
 
@@ -49,7 +49,8 @@ readme = results_readme(
 judged, offline = None, None
 if snakemake.input.llm_judged:
     judged = pd.read_csv(snakemake.input.llm_judged[0], keep_default_na=False, na_values=[""])
-    readme = readme.rstrip("\n") + "\n\n" + "\n".join(best_answer_setup_lines(judged)) + "\n"
+    sections = llm_answer_sections(judged, snakemake.params.outcome_generators)
+    readme = readme.rstrip("\n") + "\n\n" + "\n".join(sections) + "\n"
     answers = [
         pd.read_csv(path, keep_default_na=False, na_values=[""]) for path in snakemake.input.offline_answers
     ]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -329,7 +330,11 @@ def test_the_bundled_config_answers_the_recommended_pair_at_its_k():
     bundled = yaml.safe_load((PROJECT / "config.yaml").read_text())
     (setup,) = bundled["answers"]["llm"]["setups"]
     assert (setup["chunker"], setup["retriever"], setup["k"]) == ("sections", "learned_bm25_minilm", 2)
-    assert setup["generators"] == ["smollm2", "smollm2_cited"]
+    assert setup["generators"] == ["smollm2", "smollm2_cited", "qwen_cited"]
+    # The generator results/README.md recommends answers the recommended pair too.
+    opening = (PROJECT / "results" / "README.md").read_text(encoding="utf-8")
+    recommended = re.search(r"- \*\*Generator\*\*: `([^`]+)`", opening).group(1)
+    assert recommended in setup["generators"]
 
 
 SETUP_VALUES = st.one_of(

@@ -52,9 +52,29 @@ def _paragraphs(text: str) -> list[str]:
     return [_flat(block) for block in re.split(r"\n\s*\n|\n(?=- |\| )", text) if block.strip()]
 
 
+SETUP = ["corpus", "questions", "generator", "chunker", "retriever", "k"]
+
+
+@functools.cache
+def _with_reference_counts() -> dict[tuple, int]:
+    """Per answer setup, its answerable questions with a reference answer, read from the judged rows
+    (a model may refuse a question without one, which the summary's abstained column counts)."""
+    judged = _csv("llm_answers_judged.csv")
+    judged = judged[
+        judged["answerable"].astype(bool)
+        & judged["reference_answer"].fillna("").astype(str).str.strip().ne("")
+    ]
+    return {key: len(rows) for key, rows in judged.groupby(SETUP)}
+
+
+def _denominators(rows: pd.DataFrame) -> list[int]:
+    counts = _with_reference_counts()
+    return [counts[tuple(row[column] for column in SETUP)] for _, row in rows.iterrows()]
+
+
 def _development_rows(summary: pd.DataFrame, corpus: str) -> pd.DataFrame:
     rows = summary[(summary["corpus"] == corpus) & (summary["questions"] == "development")].copy()
-    rows["denominator"] = rows["correct"] + rows["wrong"] + rows["abstained"]
+    rows["denominator"] = _denominators(rows)
     return rows
 
 
@@ -167,6 +187,7 @@ def test_every_best_setup_line_quotes_the_answer_summary():
     summary = _csv("llm_answers_summary.csv")
     text = README.read_text(encoding="utf-8")
     section = text[text.index("## Best answer setup per language model") :]
+    section = section[: section.find("\n## ", 1) + 1 or len(section)]
     lines = [line for line in section.splitlines() if line.startswith("- `")]
     assert lines
     for line in lines:
@@ -186,7 +207,7 @@ def test_every_best_setup_line_quotes_the_answer_summary():
         assert len(rows) == 1, line
         row = rows.iloc[0]
         assert int(found["correct"]) == row["correct"], line
-        assert int(found["of"]) == row["correct"] + row["wrong"] + row["abstained"], line
+        assert int(found["of"]) == _denominators(rows)[0], line
         assert found["share"] == f"{row['correct_share']:.2f}", line
 
 
@@ -298,5 +319,36 @@ def test_the_committed_best_setup_section_is_the_one_the_judged_table_gives():
     from rag.measuring.best_setup import best_answer_setup_lines
 
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Best answer setup per language model") :].rstrip("\n")
+    section = text[text.index("## Best answer setup per language model") :]
+    # The section runs to the next one (the refusal prompts', when the grid has outcome entries).
+    section = section[: section.find("\n## ", 1) + 1 or len(section)].rstrip("\n")
     assert section == "\n".join(best_answer_setup_lines(_csv("llm_answers_judged.csv")))
+
+
+REFUSAL_LINE = re.compile(
+    r"^- `(?P<generator>[^`]+)`, (?P<questions>\w+): unanswerable refused (?P<refused>\d+) of "
+    r"(?P<unanswerable>\d+)(?: \([^)]*\))?; answerable refused (?P<abstained>\d+) of (?P<answerable>\d+)"
+)
+
+
+def test_every_refusal_line_quotes_the_answer_summary():
+    """The refusal section's counts are llm_answers_summary.csv's, summed over the settings with sources."""
+    text = README.read_text(encoding="utf-8")
+    if "## Refusal prompts" not in text:
+        return
+    summary = _csv("llm_answers_summary.csv")
+    section = text[text.index("## Refusal prompts") :]
+    lines = [line for line in section.splitlines() if line.startswith("- `")]
+    assert lines
+    for line in lines:
+        match = REFUSAL_LINE.match(line)
+        assert match, line
+        found = match.groupdict()
+        rows = summary[
+            (summary["generator"] == found["generator"])
+            & (summary["questions"] == found["questions"])
+            & (summary["retriever"] != "none")
+        ]
+        assert len(rows) >= 1, line
+        for column in ("refused", "unanswerable", "abstained", "answerable"):
+            assert int(found[column]) == int(rows[column].sum()), (column, line)
