@@ -317,3 +317,14 @@ def test_one_label_per_answer_and_the_later_file_decides(first, second):
         ].iloc[-1]
         kept = keys[(keys["question_id"] == row.question_id) & (keys["answer"] == row.answer.strip())]
         assert list(kept["correctness"]) == [later["correctness"]]
+
+
+def test_every_committed_answer_is_read_from_the_response_cache():
+    """A clean build reads every reply from resources/llm_cache/, so a committed row made while the
+    model answered live (cached False, its own seconds) would differ from the rebuilt one."""
+    from pathlib import Path
+
+    results = Path(__file__).resolve().parents[3] / "results"
+    answers = pd.read_csv(results / "llm_answers.csv", keep_default_na=False, na_values=[""])
+    live = answers[~answers["cached"].astype(bool)]
+    assert live.empty, live[["questions", "generator", "chunker", "retriever"]].drop_duplicates().to_string()
