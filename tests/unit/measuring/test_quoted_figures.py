@@ -52,6 +52,12 @@ def _paragraphs(text: str) -> list[str]:
     return [_flat(block) for block in re.split(r"\n\s*\n|\n(?=- |\| )", text) if block.strip()]
 
 
+def _section(text: str, heading: str) -> str:
+    """A section of a Markdown text: from its heading to the next level-2 heading, or to the end."""
+    section = text[text.index(heading) :]
+    return section[: section.find("\n## ", 1) + 1 or len(section)]
+
+
 SETUP = ["corpus", "questions", "generator", "chunker", "retriever", "k"]
 
 
@@ -186,8 +192,7 @@ def test_the_opening_quotes_the_answer_summary():
 def test_every_best_setup_line_quotes_the_answer_summary():
     summary = _csv("llm_answers_summary.csv")
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Best answer setup per language model") :]
-    section = section[: section.find("\n## ", 1) + 1 or len(section)]
+    section = _section(text, "## Best answer setup per language model")
     lines = [line for line in section.splitlines() if line.startswith("- `")]
     assert lines
     for line in lines:
@@ -319,9 +324,8 @@ def test_the_committed_best_setup_section_is_the_one_the_judged_table_gives():
     from rag.measuring.best_setup import best_answer_setup_lines
 
     text = README.read_text(encoding="utf-8")
-    section = text[text.index("## Best answer setup per language model") :]
     # The section runs to the next one (the refusal prompts', when the grid has outcome entries).
-    section = section[: section.find("\n## ", 1) + 1 or len(section)].rstrip("\n")
+    section = _section(text, "## Best answer setup per language model").rstrip("\n")
     assert section == "\n".join(best_answer_setup_lines(_csv("llm_answers_judged.csv")))
 
 
@@ -337,7 +341,7 @@ def test_every_refusal_line_quotes_the_answer_summary():
     if "## Refusal prompts" not in text:
         return
     summary = _csv("llm_answers_summary.csv")
-    section = text[text.index("## Refusal prompts") :]
+    section = _section(text, "## Refusal prompts")
     lines = [line for line in section.splitlines() if line.startswith("- `")]
     assert lines
     for line in lines:
