@@ -242,6 +242,31 @@ def _accuracy_table(accuracy: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _spread(value: float, low: float, high: float) -> str:
+    """A statistic that may be negative, with its interval: "0.55 (0.29 to 0.77)"."""
+    return "-" if pd.isna(value) else f"{value:.2f} ({low:.2f} to {high:.2f})"
+
+
+def _judges_table(calibration: pd.DataFrame) -> list[str]:
+    """Every judge against the held-out labels, per task: all answers first, then each generator's."""
+    lines = [
+        "| judge | task | answers of | labelled | labelled yes | judge yes | no verdict | threshold "
+        "| agreement | kappa |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    heldout = calibration[calibration["labels"] == "heldout"]
+    order = heldout.assign(_group=heldout["answers_of"] != "all")
+    for row in order.sort_values(["task", "judge", "_group", "answers_of"], kind="stable").itertuples():
+        threshold = "verdict" if pd.isna(row.threshold) else f"{row.threshold:.2f}"
+        lines.append(
+            f"| {row.judge} | {row.task} | {row.answers_of} | {row.labelled} | {row.labelled_yes} "
+            f"| {row.judge_yes} | {row.no_verdict} | {threshold} "
+            f"| {_spread(row.agreement, row.agreement_low, row.agreement_high)} "
+            f"| {_spread(row.kappa, row.kappa_low, row.kappa_high)} |"
+        )
+    return lines
+
+
 def _verdicts_table(verdicts: pd.DataFrame) -> list[str]:
     lines = [
         "| generator | questions | setup | answered | passed both checks | of which right |",
@@ -286,6 +311,7 @@ def llm_sections(
     verdicts: pd.DataFrame | None,
     reader_rules: pd.DataFrame | None,
     citation_accuracy: pd.DataFrame | None = None,
+    judge_calibration: pd.DataFrame | None = None,
 ) -> list[str]:
     """The language models' sections of results/answers.md, each from its table (absent: left out)."""
     from rag.measuring.verdicts import NOT_CHECKED
@@ -335,6 +361,22 @@ def llm_sections(
             "",
             *_accuracy_table(citation_accuracy),
         ]
+    if judge_calibration is not None and len(judge_calibration):
+        lines += [
+            "",
+            "## How far can a judge be trusted?",
+            "",
+            "From `judge_calibration.csv`: each judge of answers against the claim-level hand labels of",
+            "the held-out question files (`resources/answer_labels/`), on two tasks: `correct` (the",
+            "label correct, against partly and wrong) and `supported` (every claim supported by a cited",
+            "source). A model judge says yes where its verdict's probability reaches the threshold chosen",
+            "on the development labels (`verdict`: its verdicts as given). `always_correct` is the floor:",
+            "it calls every answer correct and every answer that cites supported, so its `supported` kappa",
+            "is what citing alone tells (an answer citing nothing is never supported).",
+            "Agreement and Cohen's kappa with seeded 95 % bootstrap intervals over the labelled answers.",
+            "",
+            *_judges_table(judge_calibration),
+        ]
     if verdicts is not None and len(verdicts):
         lines += [
             "",
@@ -377,13 +419,13 @@ def answers_document(
     summary: pd.DataFrame,
     thresholds: pd.DataFrame,
     heldout: pd.DataFrame | None = None,
-    llm_tables: tuple[pd.DataFrame | None, ...] = (None, None, None, None, None, None),
+    llm_tables: tuple[pd.DataFrame | None, ...] = (None,) * 7,
 ) -> str:
     """The Markdown of results/answers.md.
 
     ``llm_tables`` are the language models' summary, closed-book comparison,
-    citation check, verdicts, the reader's rule ablation and citation accuracy
-    (:func:`llm_sections`).
+    citation check, verdicts, the reader's rule ablation, citation accuracy
+    and the judges' calibration (:func:`llm_sections`).
     """
     lines = [
         "# Answers",

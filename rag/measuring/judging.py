@@ -1,6 +1,9 @@
 """Judges of answers, measured against hand labels: the deterministic one and language models.
 
-Two questions are asked of every labelled answer (resources/answer_labels/):
+The labels are the claim-level readings (resources/answer_labels/
+claim_answers.csv and claims.csv, :func:`judged_labels`): every labelled
+answer to an answerable question with a reference answer, SmolLM2's, the
+offline readers' and Qwen's. Two questions are asked of each:
 
 - *correct*: is the answer right, given the question and its reference
   answer? The hand labels say correct, partly correct or wrong; a judge is
@@ -53,6 +56,7 @@ import pandas as pd
 
 from rag.answering.llm_answers import EndpointEntry, endpoint_entry_fields
 from rag.formats.files import read_text_csv
+from rag.measuring.citation_accuracy import ClaimLabels, answer_support
 from rag.models.client import Completion, Sampling
 
 if TYPE_CHECKING:
@@ -115,6 +119,31 @@ THRESHOLD_SEED = 0
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 LEVEL = 0.95
+
+
+def judged_labels(claim_labels: ClaimLabels) -> pd.DataFrame:
+    """The labels the judges are measured against, in :data:`LABEL_COLUMNS`, from the claim readings.
+
+    One row per labelled answer to an answerable question with a reference
+    answer (what a correctness judge can be asked about). ``correctness`` is
+    the answer's reading; ``supported`` is "yes" when every claim it makes is
+    supported by a source it cites (rag.measuring.citation_accuracy's
+    ``covered``), so an answer citing nothing, or refusing, is "no".
+    ``reason`` joins the claims' notes.
+    """
+    answers = claim_labels.answers
+    judged = answers[(answers["answerable"] == "True") & (answers["reference"].str.strip() != "")]
+    covered = answer_support(claim_labels).set_index("item")["covered"]
+    notes = claim_labels.claims.groupby("item", sort=False)["note"].agg(
+        lambda values: "; ".join(value for value in values if value.strip())
+    )
+    frame = judged.assign(
+        supported=[
+            SUPPORT_LABELS[0] if covered.get(item, False) else SUPPORT_LABELS[1] for item in judged["item"]
+        ],
+        reason=[notes.get(item, "") for item in judged["item"]],
+    )
+    return frame[list(LABEL_COLUMNS)].reset_index(drop=True)
 
 
 class LabelError(ValueError):

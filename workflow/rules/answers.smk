@@ -182,6 +182,7 @@ rule answers_document:
             else []
         ),
         accuracy=[TABLE("citation_accuracy.csv")] if llm_answer_files() else [],
+        judges=[f"{RESULTS}/judge_calibration.csv"] if PLAN.judges else [],
     output:
         TABLE("answers.md"),
     log:

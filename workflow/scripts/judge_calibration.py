@@ -6,6 +6,7 @@ import pandas as pd
 
 from rag.answering.caller_sources import named_caller
 from rag.formats.files import write_csv
+from rag.measuring.citation_accuracy import read_claim_labels
 from rag.measuring.judging import (
     ALWAYS_CORRECT,
     DETERMINISTIC,
@@ -15,7 +16,7 @@ from rag.measuring.judging import (
     calibration_table,
     deterministic_verdicts,
     judge_from_entry,
-    read_labels,
+    judged_labels,
 )
 from rag.models.gate import chunk_access, model_entry, open_gate
 from rag.models.local_server import follow_job_threads
@@ -24,7 +25,7 @@ from rag.pipeline.jobs import finish_job, start_log
 
 log = start_log(snakemake.log.job)
 follow_job_threads(snakemake.threads)  # a bundled server computes with the rule's threads
-labels = read_labels(snakemake.input.labels)
+labels = judged_labels(read_claim_labels(*snakemake.input.claim_labels))
 chunks = pd.read_parquet(snakemake.input.chunks, columns=["chunk_id", "text"])
 chunk_texts = dict(zip(chunks["chunk_id"], chunks["text"], strict=True))
 verdicts = {

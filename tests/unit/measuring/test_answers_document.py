@@ -117,7 +117,7 @@ def test_the_committed_document_is_the_one_the_tables_give():
 
     results = Path(__file__).parents[3] / "results"
     names = ["llm_answers_summary", "llm_closed_book", "citation_check", "verdicts", "reader_rules"]
-    names.append("citation_accuracy")
+    names += ["citation_accuracy", "judge_calibration"]
     optional = tuple(
         pd.read_csv(results / f"{name}.csv") if (results / f"{name}.csv").exists() else None for name in names
     )
@@ -128,6 +128,51 @@ def test_the_committed_document_is_the_one_the_tables_give():
         optional,
     )
     assert (results / "answers.md").read_text() == document
+
+
+def test_the_judges_section_shows_the_held_out_rows_all_answers_first():
+    from rag.measuring.answers_document import llm_sections
+
+    def row(judge, labels, group, threshold, kappa):
+        return {
+            "judge": judge,
+            "task": "correct",
+            "labels": labels,
+            "answers_of": group,
+            "threshold": threshold,
+            "labelled": 10,
+            "labelled_yes": 4,
+            "judge_yes": 5,
+            "no_verdict": 1,
+            "agreement": 0.7,
+            "agreement_low": 0.4,
+            "agreement_high": 0.9,
+            "kappa": kappa,
+            "kappa_low": kappa - 0.3,
+            "kappa_high": kappa + 0.2,
+        }
+
+    calibration = pd.DataFrame(
+        [
+            row("qwen_judge", "heldout", "qwen", 0.4, 0.1),
+            row("qwen_judge", "heldout", "all", 0.4, 0.25),
+            row("qwen_judge", "development", "all", 0.4, 0.99),
+            row("deterministic", "heldout", "all", float("nan"), 0.5),
+        ]
+    )
+    document = "\n".join(llm_sections(None, None, None, None, None, None, calibration))
+    assert "## How far can a judge be trusted?" in document
+    assert (
+        "| qwen_judge | correct | all | 10 | 4 | 5 | 1 | 0.40 | 0.70 (0.40 to 0.90) | 0.25 (-0.05 to 0.45) |"
+        in document
+    )
+    assert "| deterministic | correct | all | 10 | 4 | 5 | 1 | verdict |" in document
+    # The development rows chose the threshold: they are not the report.
+    assert "0.99" not in document
+    assert document.index("| qwen_judge | correct | all |") < document.index(
+        "| qwen_judge | correct | qwen |"
+    )
+    assert llm_sections(None, None, None, None, None, None, calibration.iloc[:0]) == []
 
 
 def test_the_language_model_sections_quote_their_tables():

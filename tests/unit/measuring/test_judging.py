@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rag.kinds import GENERATOR_KINDS, defaults
+from rag.measuring.citation_accuracy import ANSWER_COLUMNS, CLAIM_COLUMNS, ClaimLabels, read_claim_labels
 from rag.measuring.judging import (
     ALWAYS_CORRECT,
     CORRECT_TASK,
@@ -33,6 +34,7 @@ from rag.measuring.judging import (
     deterministic_verdicts,
     judge_conversations,
     judge_from_entry,
+    judged_labels,
     model_verdicts,
     parse_verdict,
     read_labels,
@@ -41,7 +43,8 @@ from rag.measuring.judging import (
 )
 from rag.models.client import Completion
 
-LABELS = Path(__file__).resolve().parents[3] / "resources" / "answer_labels" / "labels.csv"
+ROOT = Path(__file__).resolve().parents[3]
+LABELS = ROOT / "resources" / "answer_labels" / "labels.csv"
 FUZZ = settings(
     max_examples=100,
     deadline=None,
@@ -282,8 +285,100 @@ def test_the_committed_labels_cover_what_the_issue_asks():
     assert (labels.loc[labels["cited"].str.strip() == "", "supported"] == "no").all()
 
 
-def test_a_stub_judge_that_always_says_correct_has_kappa_near_zero():
-    labels = read_labels(LABELS)
+@pytest.fixture(scope="module")
+def judged() -> pd.DataFrame:
+    """The labels the judges are measured against: the committed claim readings."""
+    return judged_labels(
+        read_claim_labels(
+            ROOT / "resources/answer_labels/claim_answers.csv", ROOT / "resources/answer_labels/claims.csv"
+        )
+    )
+
+
+def test_the_judges_labels_are_the_claim_readings_qwens_among_them(judged):
+    claims = read_claim_labels(
+        ROOT / "resources/answer_labels/claim_answers.csv", ROOT / "resources/answer_labels/claims.csv"
+    )
+    answers = claims.answers.set_index("item")
+    askable = answers[(answers["answerable"] == "True") & (answers["reference"].str.strip() != "")]
+    assert sorted(judged["item"]) == sorted(askable.index)
+    # Every answer labelled before the claim readings is judged, with the same support reading.
+    earlier = read_labels(LABELS).set_index("item")
+    mine = judged.set_index("item")
+    assert (mine.loc[earlier.index, "supported"] == earlier["supported"]).all()
+    # Qwen's answers are judged on both splits, and the held-out ones separate support from not.
+    qwen = judged[judged["generator"].str.startswith("qwen")]
+    assert len(qwen) >= 300
+    held_out = qwen[qwen["questions"] != DEVELOPMENT]
+    assert set(held_out["supported"]) == set(SUPPORT_LABELS)
+    assert set(held_out["correctness"]) == set(CORRECTNESS_LABELS)
+    # An answer citing nothing is never supported.
+    assert (judged.loc[judged["cited"].str.strip() == "", "supported"] == "no").all()
+
+
+_MARKS = st.lists(
+    st.tuples(st.integers(1, 3), st.sampled_from(["supports", "related", "unrelated"])), max_size=3
+)
+
+
+@FUZZ
+@given(
+    answers=st.lists(
+        st.tuples(
+            st.booleans(),
+            st.sampled_from(["", "  ", "Deimos"]),
+            st.sampled_from(CORRECTNESS_LABELS),
+            st.lists(_MARKS, max_size=3),
+        ),
+        max_size=6,
+    )
+)
+def test_judged_labels_follow_their_definition_on_any_claim_readings(answers):
+    answer_rows, claim_rows, expected = [], [], {}
+    for number, (answerable, reference, correctness, claims) in enumerate(answers, start=1):
+        item = str(number)
+        cited = sorted({source for claim in claims for source, _ in claim})
+        row = dict.fromkeys(ANSWER_COLUMNS, "")
+        row.update(item=item, split="development", questions="development", generator="g", k="5")
+        row.update(answerable=str(answerable), reference=reference, correctness=correctness)
+        row.update(cited=" ".join(map(str, cited)), cited_chunks=" ".join(f"c{n}" for n in cited))
+        answer_rows.append(row)
+        for index, claim in enumerate(claims or [[]], start=0 if not claims else 1):
+            marks = " ".join(f"{source}:{verdict}" for source, verdict in claim)
+            claim_rows.append(
+                dict(zip(CLAIM_COLUMNS, [item, str(index), "t", correctness, marks, ""], strict=True))
+            )
+        if answerable and reference.strip():
+            covered = bool(claims) and all(any(v == "supports" for _, v in claim) for claim in claims)
+            expected[item] = (correctness, "yes" if covered else "no")
+    frame = judged_labels(
+        ClaimLabels(
+            pd.DataFrame(answer_rows, columns=list(ANSWER_COLUMNS)),
+            pd.DataFrame(claim_rows, columns=list(CLAIM_COLUMNS)),
+        )
+    )
+    assert list(frame.columns) == list(LABEL_COLUMNS)
+    assert {row.item: (row.correctness, row.supported) for row in frame.itertuples()} == expected
+
+
+def test_the_committed_calibration_table_is_the_committed_verdicts_against_the_labels(judged):
+    verdicts = pd.read_csv(ROOT / "results/judge_verdicts.csv", dtype={"item": str}, keep_default_na=False)
+    for column in ("correct_probability", "supported_probability"):
+        verdicts[column] = pd.to_numeric(verdicts[column].replace("", "nan"))
+    by_judge = {
+        name: frame.drop(columns="judge").reset_index(drop=True) for name, frame in verdicts.groupby("judge")
+    }
+    table = calibration_table(judged, by_judge)
+    committed = pd.read_csv(ROOT / "results/judge_calibration.csv", keep_default_na=False)
+    assert len(table) == len(committed)
+    counts = ["labelled", "labelled_yes", "labelled_partly", "judge_yes", "no_verdict", "both_yes", "both_no"]
+    for column in ["judge", "task", "labels", "answers_of", *counts]:
+        assert table[column].astype(str).tolist() == committed[column].astype(str).tolist(), column
+    assert np.allclose(table["kappa"], committed["kappa"].astype(float), atol=1e-6)
+
+
+def test_a_stub_judge_that_always_says_correct_has_kappa_near_zero(judged):
+    labels = judged
     verdicts = model_verdicts(labels, JUDGE, {}, always('{"verdict": "correct"}'))
     table = calibration_table(labels, {"always": verdicts, ALWAYS_CORRECT: always_correct_verdicts(labels)})
     for judge in ("always", ALWAYS_CORRECT):
