@@ -66,9 +66,9 @@ SLACK_ABSOLUTE = 2e-9
 SLACK_RELATIVE = 1e-9
 # MaxScore for depths up to this, or up to this share of the collection; exhaustive above (the
 # benchmark's choice, results/benchmarks/prune_crossover.csv: a depth of 1,000 ranks faster
-# exhaustively at 100,000 chunks; at 1,000,000 the two ways are level).
+# exhaustively at 100,000 chunks and at 1,000,000).
 PRUNE_MAX_DEPTH = 100
-PRUNE_DEPTH_SHARE = 0.001
+PRUNE_DEPTH_SHARE = 0.0005
 # Collections of fewer chunks than this are scored exhaustively (rag.retrieval.search): their lists
 # are short enough that adding every posting costs less than MaxScore's bookkeeping (the benchmark's
 # choice: a top 10 of 30,000 chunks ranked faster exhaustively, of 50,000 faster pruned).
@@ -93,6 +93,10 @@ ESSENTIAL_SHARE = 0.15
 SELECT_MIN_DEPTH = 32
 SELECT_FACTOR = 4
 SELECT_SAMPLE = 2048
+# ...and at least enough for the guess to be about this far from the sample's top: a guess of the
+# 5th best sample (2,048 of a million sums, depth 1,000) fails about one query in eighteen, and a failed
+# guess adds every posting again and ranks every touched chunk.
+SELECT_SAMPLE_RANK = 32
 # The passes over every chunk's sum test this many at once (a test vectorised), then one by one
 # only in the blocks where some score passes.
 SCAN_BLOCK = 16
@@ -204,6 +208,7 @@ def _sampled_guess(values, count, capacity, sample_size):
     Only a guess: the caller checks that at least ``capacity`` values reach
     it before relying on it (and does without it otherwise).
     """
+    sample_size = max(sample_size, SELECT_SAMPLE_RANK * count // (2 * capacity))
     stride = max(1, count // sample_size)
     sample = values[:count:stride]
     size = len(sample)
@@ -219,6 +224,7 @@ def _scan_guess(
 ):  # fmt: skip
     """:func:`_sampled_guess` over every chunk's sum (those that cannot be ranked count as 0)."""
     n_chunks = len(accumulator)
+    sample_size = max(sample_size, SELECT_SAMPLE_RANK * n_chunks // (2 * capacity))
     stride = max(1, n_chunks // sample_size)
     size = (n_chunks + stride - 1) // stride
     rank = (2 * capacity * size + n_chunks - 1) // n_chunks
