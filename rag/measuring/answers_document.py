@@ -151,8 +151,9 @@ def heldout_headline(heldout: pd.DataFrame | None, reader: str) -> str:
     )
 
 
-def _interval(share: float, low: float, high: float) -> str:
-    return "-" if pd.isna(share) else f"{share:.2f} ({low:.2f}-{high:.2f})"
+def _interval(share: float, low: float, high: float, between: str = "-") -> str:
+    """A share with its interval; ``between`` " to " where a bound may be negative ("-0.10 to 0.12")."""
+    return "-" if pd.isna(share) else f"{share:.2f} ({low:.2f}{between}{high:.2f})"
 
 
 def _llm_table(summary: pd.DataFrame, closed_book: pd.DataFrame) -> list[str]:
@@ -242,11 +243,6 @@ def _accuracy_table(accuracy: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _spread(value: float, low: float, high: float) -> str:
-    """A statistic that may be negative, with its interval: "0.55 (0.29 to 0.77)"."""
-    return "-" if pd.isna(value) else f"{value:.2f} ({low:.2f} to {high:.2f})"
-
-
 def _judges_table(calibration: pd.DataFrame) -> list[str]:
     """Every judge against the held-out labels, per task: all answers first, then each generator's."""
     lines = [
@@ -261,8 +257,8 @@ def _judges_table(calibration: pd.DataFrame) -> list[str]:
         lines.append(
             f"| {row.judge} | {row.task} | {row.answers_of} | {row.labelled} | {row.labelled_yes} "
             f"| {row.judge_yes} | {row.no_verdict} | {threshold} "
-            f"| {_spread(row.agreement, row.agreement_low, row.agreement_high)} "
-            f"| {_spread(row.kappa, row.kappa_low, row.kappa_high)} |"
+            f"| {_interval(row.agreement, row.agreement_low, row.agreement_high, ' to ')} "
+            f"| {_interval(row.kappa, row.kappa_low, row.kappa_high, ' to ')} |"
         )
     return lines
 

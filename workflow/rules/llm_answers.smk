@@ -63,10 +63,7 @@ if PLAN.judges:
     rule judge_calibration:
         input:
             # The claim readings: answers, then their claims (rag.measuring.judging.judged_labels).
-            claim_labels=[
-                "resources/answer_labels/claim_answers.csv",
-                "resources/answer_labels/claims.csv",
-            ],
+            claim_labels=claim_label_files(),
             chunks=CHUNKS.format(corpus="solar_system", chunker="sentences100"),
         output:
             calibration=f"{RESULTS}/judge_calibration.csv",
